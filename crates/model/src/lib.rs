@@ -1,0 +1,44 @@
+//! The closed-form model of a producer/consumer pair that synchronizes with
+//! notifications, after Rizzo, Garzarella, Lettieri and Maffione, "A Study
+//! of Speed Mismatches Between Communicating Virtual Machines" (ANCS 2016).
+//!
+//! What lives here: the one [`Params`] type shared by the model, the
+//! simulator and the testbeds; cost distributions as data ([`Cost`], with
+//! their means but no sampling); duration parsing ([`parse_duration_ns`]);
+//! the one regime classifier ([`classify`]); and the closed forms
+//! ([`predict`]). What does not: sampling, simulation, measurement (see the
+//! `kicklab-sim` crate and the testbeds).
+//!
+//! # Example
+//!
+//! 1. Build the parameters of the paper's Fig. 4 set-up with `W_P = 2 us`.
+//! 2. Ask the model for the regime, the time per message and the cost.
+//!
+//! ```
+//! use kicklab_model::{predict, Cost, Params, Regime, WaitMode};
+//!
+//! let mut p = Params::default();          // L = 256, W_C = 1.1 us, ...
+//! p.w_p = Cost::Const(2000.0);            // [ns]
+//! let pred = predict(&p, WaitMode::Notify).unwrap();
+//! assert_eq!(pred.regime, Regime::FC);    // the consumer is faster
+//! assert_eq!(pred.m, Some(1));            // one message per wake-up
+//! assert!((pred.t_ns - 4400.0).abs() < 1e-9); // W_P + N_P / m
+//! ```
+//!
+//! All times are nanoseconds (`f64`). The regime predicates and the integer
+//! batch sizes are computed exactly on costs rounded to whole picoseconds
+//! ([`to_ps`]), the same time base the simulator uses, so that ties such as
+//! "a message published at the instant the consumer looks" resolve the same
+//! way in both.
+
+mod closed_form;
+mod cost;
+mod params;
+mod regime;
+mod time;
+
+pub use closed_form::{predict, ss_formula, ModelError, Prediction};
+pub use cost::{Cost, CostParseError};
+pub use params::{ParamError, Params, Party};
+pub use regime::{classify, Predicates, Regime, WaitMode};
+pub use time::{fmt_ns, parse_duration_ns, to_ps, DurationParseError, PS_PER_NS};

@@ -1,0 +1,179 @@
+//! [`Params`]: the one parameter set of the producer/consumer pair, shared by
+//! the model, the simulator and the testbeds.
+
+use serde::{Deserialize, Serialize};
+use thiserror::Error;
+
+use crate::cost::Cost;
+
+/// One of the two parties.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub enum Party {
+    /// The producer P.
+    P,
+    /// The consumer C.
+    C,
+}
+
+/// The parameters of the pair (paper, Section 2; `docs/model.md`).
+///
+/// Costs are [`Cost`]s in nanoseconds; the closed-form model uses their
+/// means, the simulator draws them per event. [`Params::default`] is the
+/// paper's Fig. 4 set-up: `L = 256`, `W_P = 1 us`, `W_C = 1.1 us`,
+/// `k_P = k_C = 1`, `N_P = 2.4 us`, `N_C = 0.2 us`, `S_P = 3.9 us`,
+/// `S_C = 0.2 us`.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct Params {
+    /// Queue length L [slots], >= 1.
+    pub len: u32,
+    /// P notifies a sleeping C once at least `k_p` messages are available.
+    pub k_p: u32,
+    /// C notifies a sleeping P once at least `k_c` slots are free.
+    pub k_c: u32,
+    /// W_P: producer work per message (produce + enqueue) [ns].
+    pub w_p: Cost,
+    /// W_C: consumer work per message (dequeue + process) [ns].
+    pub w_c: Cost,
+    /// N_P: cost to P of notifying C [ns].
+    pub n_p: Cost,
+    /// N_C: cost to C of notifying P [ns].
+    pub n_c: Cost,
+    /// S_P: cost to P of starting after a notification [ns].
+    pub s_p: Cost,
+    /// S_C: cost to C of starting after a notification [ns].
+    pub s_c: Cost,
+}
+
+impl Default for Params {
+    fn default() -> Self {
+        Params {
+            len: 256,
+            k_p: 1,
+            k_c: 1,
+            w_p: Cost::Const(1000.0),
+            w_c: Cost::Const(1100.0),
+            n_p: Cost::Const(2400.0),
+            n_c: Cost::Const(200.0),
+            s_p: Cost::Const(3900.0),
+            s_c: Cost::Const(200.0),
+        }
+    }
+}
+
+/// A parameter that makes no pair; `flag` is the command-line flag.
+#[derive(Debug, Error, Clone, PartialEq, Eq)]
+#[error("{flag}: {reason}")]
+pub struct ParamError {
+    /// The command-line flag of the offending parameter (`--kp`, `--wc`, ...).
+    pub flag: &'static str,
+    /// What is wrong with it.
+    pub reason: String,
+}
+
+impl Params {
+    /// Checks `L >= 1`, `1 <= k_P <= L`, `1 <= k_C <= L` and that every cost
+    /// is a distribution of finite values >= 0.
+    ///
+    /// # Errors
+    ///
+    /// The first offending parameter, as a [`ParamError`] naming its flag.
+    pub fn validate(&self) -> Result<(), ParamError> {
+        if self.len == 0 {
+            return Err(ParamError {
+                flag: "--len",
+                reason: "the queue needs at least 1 slot".into(),
+            });
+        }
+        for (flag, k, what) in [("--kp", self.k_p, "k_P"), ("--kc", self.k_c, "k_C")] {
+            if k == 0 || k > self.len {
+                return Err(ParamError {
+                    flag,
+                    reason: format!("{what} = {k} must be between 1 and L = {}", self.len),
+                });
+            }
+        }
+        for (flag, cost) in self.costs_with_flags() {
+            cost.check().map_err(|reason| ParamError { flag, reason })?;
+        }
+        Ok(())
+    }
+
+    /// The six costs with their flags, in the order W_P, W_C, N_P, N_C, S_P, S_C.
+    pub fn costs_with_flags(&self) -> [(&'static str, Cost); 6] {
+        [
+            ("--wp", self.w_p),
+            ("--wc", self.w_c),
+            ("--np", self.n_p),
+            ("--nc", self.n_c),
+            ("--sp", self.s_p),
+            ("--sc", self.s_c),
+        ]
+    }
+
+    /// True when every cost is a constant: the simulator is then periodic
+    /// and reproduces the closed forms exactly.
+    pub fn all_const(&self) -> bool {
+        self.costs_with_flags().iter().all(|(_, c)| c.is_const())
+    }
+
+    /// The mirror image: P and C swapped (`W_P <-> W_C`, `k_P <-> k_C`,
+    /// `N_P <-> N_C`, `S_P <-> S_C`). Messages become free slots and vice
+    /// versa; T and E are unchanged (`docs/model.md`, "Symmetry").
+    pub fn mirrored(&self) -> Params {
+        Params {
+            len: self.len,
+            k_p: self.k_c,
+            k_c: self.k_p,
+            w_p: self.w_c,
+            w_c: self.w_p,
+            n_p: self.n_c,
+            n_c: self.n_p,
+            s_p: self.s_c,
+            s_c: self.s_p,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn default_is_valid_and_is_fig4() {
+        let p = Params::default();
+        p.validate().unwrap();
+        assert_eq!(p.len, 256);
+        assert_eq!(p.w_c, Cost::Const(1100.0));
+        assert_eq!(p.s_p, Cost::Const(3900.0));
+    }
+
+    #[test]
+    fn rejects_thresholds_and_costs() {
+        let mut p = Params {
+            k_p: 257,
+            ..Params::default()
+        };
+        assert_eq!(p.validate().unwrap_err().flag, "--kp");
+        p.k_p = 1;
+        p.k_c = 0;
+        assert_eq!(p.validate().unwrap_err().flag, "--kc");
+        p.k_c = 1;
+        p.len = 0;
+        assert_eq!(p.validate().unwrap_err().flag, "--len");
+        p.len = 4;
+        p.n_c = Cost::Const(f64::NAN);
+        assert_eq!(p.validate().unwrap_err().flag, "--nc");
+        p.n_c = Cost::Const(-1.0);
+        assert_eq!(p.validate().unwrap_err().flag, "--nc");
+    }
+
+    #[test]
+    fn mirror_is_an_involution() {
+        let p = Params {
+            k_p: 3,
+            ..Params::default()
+        };
+        assert_eq!(p.mirrored().mirrored(), p);
+        assert_eq!(p.mirrored().k_c, 3);
+    }
+}

@@ -1,0 +1,224 @@
+//! The one regime classifier (paper Table 1, `model-semantics.md`), used by
+//! the model, the simulator's reports and the testbeds alike.
+
+use std::fmt;
+
+use serde::{Deserialize, Serialize};
+
+use crate::params::Params;
+use crate::time::to_ps;
+
+/// How a party waits when it cannot start (`model-semantics.md`, "Blocking").
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum WaitMode {
+    /// Sleep at once and wait for the peer's notification.
+    Notify,
+    /// Spin until the condition holds; spinning is busy time.
+    Poll,
+    /// Spin for at most `budget_ns`, then sleep as in `Notify`.
+    Spin {
+        /// Spin budget B [ns].
+        budget_ns: f64,
+    },
+}
+
+impl fmt::Display for WaitMode {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            WaitMode::Notify => f.write_str("notify"),
+            WaitMode::Poll => f.write_str("poll"),
+            WaitMode::Spin { budget_ns } => write!(f, "spin:{}", crate::time::fmt_ns(*budget_ns)),
+        }
+    }
+}
+
+/// Operating regime of the pair (paper Section 2).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub enum Regime {
+    /// Greedy polling: both parties spin, `T = max(W_P, W_C)` (for L >= 2).
+    GP,
+    /// Fast consumer: C drains the queue and sleeps; P never blocks.
+    FC,
+    /// Fast producer: P fills the queue and sleeps; C never blocks.
+    FP,
+    /// Slow consumer startup: C is faster, but P fills the queue while C wakes.
+    SCS,
+    /// Slow producer startup: P is faster, but C drains the queue while P wakes.
+    SPS,
+    /// Slow startups on both sides: P and C alternate, `L` messages a round.
+    SS,
+    /// `W_P == W_C`: after at most one round, P and C run in lockstep and
+    /// never notify again; `T = W_P`.
+    #[serde(rename = "lockstep")]
+    Lockstep,
+}
+
+impl Regime {
+    /// The name used in output and JSON (`GP`, `FC`, ..., `lockstep`).
+    pub fn name(self) -> &'static str {
+        match self {
+            Regime::GP => "GP",
+            Regime::FC => "FC",
+            Regime::FP => "FP",
+            Regime::SCS => "SCS",
+            Regime::SPS => "SPS",
+            Regime::SS => "SS",
+            Regime::Lockstep => "lockstep",
+        }
+    }
+
+    /// Every regime, in the paper's order.
+    pub const ALL: [Regime; 7] = [
+        Regime::GP,
+        Regime::FC,
+        Regime::FP,
+        Regime::SCS,
+        Regime::SPS,
+        Regime::SS,
+        Regime::Lockstep,
+    ];
+}
+
+impl fmt::Display for Regime {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// The two inequalities that separate long-queue from short-queue regimes,
+/// evaluated exactly on costs rounded to picoseconds.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Predicates {
+    /// `S_C + W_C > (L - k_P) W_P`: after P wakes C, P fills the queue
+    /// before C frees its first slot.
+    pub slow_consumer_startup: bool,
+    /// `S_P + W_P > (L - k_C) W_C`: after C wakes P, C drains the queue
+    /// before P publishes its first message.
+    pub slow_producer_startup: bool,
+}
+
+impl Predicates {
+    /// Evaluates both predicates on the means of the costs.
+    pub fn of(p: &Params) -> Predicates {
+        let ps = |c: crate::Cost| u128::from(to_ps(c.mean_ns()));
+        let (w_p, w_c, s_p, s_c) = (ps(p.w_p), ps(p.w_c), ps(p.s_p), ps(p.s_c));
+        let l = u128::from(p.len);
+        Predicates {
+            slow_consumer_startup: s_c + w_c > (l - u128::from(p.k_p)) * w_p,
+            slow_producer_startup: s_p + w_p > (l - u128::from(p.k_c)) * w_c,
+        }
+    }
+}
+
+/// The regime the pair settles in, from the means of its costs.
+///
+/// Returns `None` for [`WaitMode::Spin`] with a budget > 0, which has no
+/// closed-form regime (the simulator measures it). `Spin` with budget 0 is
+/// `Notify`. `params` must be valid ([`Params::validate`]).
+///
+/// # Examples
+///
+/// ```
+/// use kicklab_model::{classify, Cost, Params, Regime, WaitMode};
+/// let p = Params { len: 4, w_p: Cost::Const(500.0), ..Params::default() };
+/// assert_eq!(classify(&p, WaitMode::Notify), Some(Regime::SPS));
+/// assert_eq!(classify(&p, WaitMode::Poll), Some(Regime::GP));
+/// ```
+pub fn classify(params: &Params, mode: WaitMode) -> Option<Regime> {
+    match mode {
+        WaitMode::Poll => return Some(Regime::GP),
+        WaitMode::Spin { budget_ns } if to_ps(budget_ns) > 0 => return None,
+        _ => {}
+    }
+    let pr = Predicates::of(params);
+    let (w_p, w_c) = (to_ps(params.w_p.mean_ns()), to_ps(params.w_c.mean_ns()));
+    Some(match (pr.slow_consumer_startup, pr.slow_producer_startup) {
+        (true, true) => Regime::SS,
+        _ if w_p == w_c => Regime::Lockstep,
+        (scs, _) if w_c < w_p => {
+            if scs {
+                Regime::SCS
+            } else {
+                Regime::FC
+            }
+        }
+        (_, sps) => {
+            if sps {
+                Regime::SPS
+            } else {
+                Regime::FP
+            }
+        }
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::Cost;
+
+    fn p(len: u32, w_p: f64, w_c: f64, s_p: f64, s_c: f64) -> Params {
+        Params {
+            len,
+            w_p: Cost::Const(w_p),
+            w_c: Cost::Const(w_c),
+            s_p: Cost::Const(s_p),
+            s_c: Cost::Const(s_c),
+            ..Params::default()
+        }
+    }
+
+    #[test]
+    fn table_one() {
+        let n = WaitMode::Notify;
+        assert_eq!(
+            classify(&p(256, 2000.0, 1100.0, 3900.0, 200.0), n),
+            Some(Regime::FC)
+        );
+        assert_eq!(
+            classify(&p(256, 500.0, 1100.0, 3900.0, 200.0), n),
+            Some(Regime::FP)
+        );
+        assert_eq!(
+            classify(&p(4, 2000.0, 1100.0, 100.0, 9000.0), n),
+            Some(Regime::SCS)
+        );
+        assert_eq!(
+            classify(&p(4, 500.0, 1100.0, 3900.0, 200.0), n),
+            Some(Regime::SPS)
+        );
+        assert_eq!(
+            classify(&p(2, 1000.0, 1100.0, 3900.0, 3900.0), n),
+            Some(Regime::SS)
+        );
+        assert_eq!(
+            classify(&p(256, 1100.0, 1100.0, 3900.0, 200.0), n),
+            Some(Regime::Lockstep)
+        );
+        assert_eq!(
+            classify(&p(1, 1100.0, 1100.0, 0.0, 0.0), n),
+            Some(Regime::SS)
+        );
+    }
+
+    #[test]
+    fn boundary_is_exact() {
+        // S_C + W_C == (L - k_P) W_P exactly: not slow (the free at the
+        // instant of P's reserve attempt is seen first).
+        let q = p(3, 1100.0, 1000.0, 0.0, 1200.0);
+        assert!(!Predicates::of(&q).slow_consumer_startup);
+        let q = p(3, 1100.0, 1000.0, 0.0, 1200.001);
+        assert!(Predicates::of(&q).slow_consumer_startup);
+    }
+
+    #[test]
+    fn spin_has_no_closed_form_regime_unless_zero_budget() {
+        let q = Params::default();
+        assert_eq!(classify(&q, WaitMode::Spin { budget_ns: 10.0 }), None);
+        assert_eq!(
+            classify(&q, WaitMode::Spin { budget_ns: 0.0 }),
+            classify(&q, WaitMode::Notify)
+        );
+    }
+}

@@ -1,0 +1,154 @@
+//! Durations: parsing `1.1us`-style strings to nanoseconds, and the
+//! picosecond time base shared by the model's exact arithmetic and the
+//! simulator's clock.
+
+use thiserror::Error;
+
+/// Picoseconds per nanosecond: the simulator clock and the model's exact
+/// predicates count whole picoseconds.
+pub const PS_PER_NS: f64 = 1000.0;
+
+/// Rounds a duration in nanoseconds to whole picoseconds.
+///
+/// Negative and NaN inputs map to 0; callers validate costs first
+/// ([`crate::Params::validate`]).
+#[inline]
+#[allow(clippy::cast_possible_truncation, clippy::cast_sign_loss)]
+pub fn to_ps(ns: f64) -> u64 {
+    // `as` saturates: NaN -> 0, negative -> 0, huge -> u64::MAX.
+    (ns * PS_PER_NS).round() as u64
+}
+
+/// Why a duration string was rejected.
+#[derive(Debug, Error, Clone, PartialEq, Eq)]
+pub enum DurationParseError {
+    /// Empty string.
+    #[error("empty duration")]
+    Empty,
+    /// The number part did not parse.
+    #[error("`{0}` is not a number (expected e.g. 1.1us, 250ns, 3ms)")]
+    BadNumber(String),
+    /// A unit other than ns, us, µs, ms, s.
+    #[error("unknown unit `{0}` (use ns, us, µs, ms or s; a bare number is ns)")]
+    BadUnit(String),
+    /// Negative, NaN or infinite.
+    #[error("`{0}` is not a finite duration >= 0")]
+    OutOfRange(String),
+}
+
+/// Parses a duration such as `1.1us`, `250ns`, `3ms`, `2s`, `0.5µs` or a bare
+/// number (nanoseconds) to nanoseconds.
+///
+/// # Errors
+///
+/// [`DurationParseError`] for an empty string, a bad number, an unknown
+/// unit, or a negative / NaN / infinite value.
+///
+/// # Examples
+///
+/// ```
+/// use kicklab_model::parse_duration_ns;
+/// assert_eq!(parse_duration_ns("1.1us").unwrap(), 1100.0);
+/// assert_eq!(parse_duration_ns("250").unwrap(), 250.0);
+/// assert!(parse_duration_ns("3 parsecs").is_err());
+/// ```
+pub fn parse_duration_ns(s: &str) -> Result<f64, DurationParseError> {
+    let s = s.trim();
+    if s.is_empty() {
+        return Err(DurationParseError::Empty);
+    }
+    let split = s
+        .find(|c: char| !(c.is_ascii_digit() || matches!(c, '.' | '-' | '+' | 'e' | 'E')))
+        .unwrap_or(s.len());
+    // "1e3ns": 'e' belongs to the number; "2s" has no 'e' ambiguity. A unit
+    // never starts with 'e', so the split above is unambiguous.
+    let (num, unit) = s.split_at(split);
+    let value: f64 = num
+        .parse()
+        .map_err(|_| DurationParseError::BadNumber(s.to_string()))?;
+    let scale = match unit.trim() {
+        "" | "ns" => 1.0,
+        "us" | "µs" | "μs" => 1e3,
+        "ms" => 1e6,
+        "s" => 1e9,
+        other => return Err(DurationParseError::BadUnit(other.to_string())),
+    };
+    let ns = value * scale;
+    if !ns.is_finite() || ns < 0.0 || num.starts_with('-') {
+        return Err(DurationParseError::OutOfRange(s.to_string()));
+    }
+    Ok(ns)
+}
+
+/// Formats nanoseconds with a readable unit (`950ns`, `1.1us`, `3.9ms`).
+pub fn fmt_ns(ns: f64) -> String {
+    let a = ns.abs();
+    if a >= 1e9 {
+        format!("{}s", trim(ns / 1e9))
+    } else if a >= 1e6 {
+        format!("{}ms", trim(ns / 1e6))
+    } else if a >= 1e3 {
+        format!("{}us", trim(ns / 1e3))
+    } else {
+        format!("{}ns", trim(ns))
+    }
+}
+
+fn trim(v: f64) -> String {
+    let s = format!("{v:.4}");
+    let s = s.trim_end_matches('0').trim_end_matches('.');
+    s.to_string()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn units() {
+        assert_eq!(parse_duration_ns("1us").unwrap(), 1000.0);
+        assert_eq!(parse_duration_ns("1.1µs").unwrap(), 1100.0);
+        assert_eq!(parse_duration_ns("3ms").unwrap(), 3e6);
+        assert_eq!(parse_duration_ns("2s").unwrap(), 2e9);
+        assert_eq!(parse_duration_ns("42").unwrap(), 42.0);
+        assert_eq!(parse_duration_ns("1e3ns").unwrap(), 1000.0);
+        assert_eq!(parse_duration_ns(" 7ns ").unwrap(), 7.0);
+    }
+
+    #[test]
+    fn rejects() {
+        assert!(matches!(
+            parse_duration_ns(""),
+            Err(DurationParseError::Empty)
+        ));
+        assert!(matches!(
+            parse_duration_ns("1parsec"),
+            Err(DurationParseError::BadUnit(_))
+        ));
+        assert!(matches!(
+            parse_duration_ns("-1us"),
+            Err(DurationParseError::OutOfRange(_))
+        ));
+        assert!(matches!(
+            parse_duration_ns("NaN"),
+            Err(DurationParseError::BadUnit(_) | DurationParseError::BadNumber(_))
+        ));
+        assert!(matches!(
+            parse_duration_ns("abc"),
+            Err(DurationParseError::BadUnit(_) | DurationParseError::BadNumber(_))
+        ));
+        assert!(matches!(
+            parse_duration_ns("1e400"),
+            Err(DurationParseError::OutOfRange(_))
+        ));
+    }
+
+    #[test]
+    fn ps_rounding_and_format() {
+        assert_eq!(to_ps(1.1), 1100);
+        assert_eq!(to_ps(1100.0), 1_100_000);
+        assert_eq!(to_ps(-3.0), 0);
+        assert_eq!(fmt_ns(1100.0), "1.1us");
+        assert_eq!(fmt_ns(950.0), "950ns");
+    }
+}

@@ -1,0 +1,610 @@
+//! The event loop: `model-semantics.md` to the letter, specialised to two
+//! parties.
+//!
+//! Each party has exactly one pending event, so the "priority queue" is a
+//! comparison of two keys. A key is `(time_ps << 1) | class`, where class 0
+//! is the end of a work interval (a publish or a free) and class 1 is a
+//! reserve/claim attempt (after a notification, after a start-up, when a
+//! spinning party sees its condition come true) or a spin deadline. Ordering
+//! by key gives the tie rule of the semantics: at equal times every publish
+//! and free happens before any attempt. Among equal keys P goes first; the
+//! order cannot change the outcome (two publishes/frees do not read each
+//! other's party state, and a reserve and a claim touch different counters).
+//!
+//! An attempt that follows a publish or free is done inline, without a
+//! second event, unless the peer has a publish/free pending at the same
+//! instant (then the attempt waits for it as an event of its own): this
+//! halves the events per message and changes nothing in the order.
+//!
+//! What does not live here: sampling (`sampler.rs`), sweeps (`sweep.rs`).
+
+use hdrhistogram::Histogram;
+use kicklab_model::{to_ps, Params, WaitMode};
+use serde::{Deserialize, Serialize};
+use thiserror::Error;
+
+use crate::sampler::Sampler;
+
+/// No pending event.
+const NEVER: u64 = u64::MAX;
+/// Largest simulated time [ps] (keys shift time left by one bit).
+const MAX_TIME_PS: u64 = (u64::MAX >> 1) - 1;
+
+/// What a party is doing; its pending event follows from it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Phase {
+    /// In W; the event is the publish (P) or free (C), class 0.
+    Work,
+    /// In N or S, or just saw its condition come true while spinning; the
+    /// event is a reserve/claim attempt, class 1.
+    Attempt,
+    /// Spinning with a deadline (spin-then-sleep); the event is the
+    /// deadline, class 1.
+    SpinUntil,
+    /// Spinning with no deadline (poll); no event.
+    Spin,
+    /// Asleep; no event until the peer notifies.
+    Sleep,
+}
+
+#[derive(Debug, Clone, Copy)]
+struct Side {
+    phase: Phase,
+    /// Time of the pending event [ps], or [`NEVER`].
+    t: u64,
+    /// When the current spin began [ps].
+    spin_since: u64,
+    /// Busy time so far [ps]: W, N, S added when each interval begins,
+    /// spin added when it ends.
+    busy: u64,
+    /// Notifications sent to the peer.
+    notifications: u64,
+    /// Times it went to sleep.
+    sleeps: u64,
+    /// Messages published (P) or freed (C).
+    count: u64,
+    /// Spin budget [ps] (for [`WaitMode::Spin`]).
+    budget: u64,
+    mode: WaitMode,
+}
+
+impl Side {
+    fn new(mode: WaitMode) -> Side {
+        let budget = match mode {
+            WaitMode::Spin { budget_ns } => to_ps(budget_ns),
+            _ => 0,
+        };
+        Side {
+            phase: Phase::Attempt,
+            t: 0,
+            spin_since: 0,
+            busy: 0,
+            notifications: 0,
+            sleeps: 0,
+            count: 0,
+            budget,
+            mode,
+        }
+    }
+
+    #[inline(always)]
+    fn key(&self) -> u64 {
+        if self.t == NEVER {
+            NEVER
+        } else {
+            (self.t << 1) | u64::from(self.phase != Phase::Work)
+        }
+    }
+
+    #[inline(always)]
+    fn spinning(&self) -> bool {
+        matches!(self.phase, Phase::Spin | Phase::SpinUntil)
+    }
+
+    /// Cannot start at `now`: wait according to the mode.
+    #[inline(always)]
+    fn wait(&mut self, now: u64) {
+        match self.mode {
+            WaitMode::Notify => self.sleep(),
+            WaitMode::Poll => {
+                self.phase = Phase::Spin;
+                self.spin_since = now;
+                self.t = NEVER;
+            }
+            WaitMode::Spin { .. } => {
+                self.phase = Phase::SpinUntil;
+                self.spin_since = now;
+                self.t = now + self.budget;
+            }
+        }
+    }
+
+    #[inline(always)]
+    fn sleep(&mut self) {
+        self.phase = Phase::Sleep;
+        self.t = NEVER;
+        self.sleeps += 1;
+    }
+
+    /// The condition came true at `now` while spinning: attempt at once.
+    #[inline(always)]
+    fn stop_spinning(&mut self, now: u64) {
+        self.busy += now - self.spin_since;
+        self.phase = Phase::Attempt;
+        self.t = now;
+    }
+}
+
+/// What one simulation run is asked to do.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct SimConfig {
+    /// The pair.
+    pub params: Params,
+    /// How P waits when the queue is full.
+    pub mode_p: WaitMode,
+    /// How C waits when the queue is empty.
+    pub mode_c: WaitMode,
+    /// Messages to measure, after the warm-up.
+    pub messages: u64,
+    /// Messages consumed before measuring starts.
+    pub warmup: u64,
+    /// Seed of the cost streams.
+    pub seed: u64,
+    /// Record per-message latency (publish to end of consumption).
+    pub latency: bool,
+}
+
+impl SimConfig {
+    /// Both parties in `mode`, a warm-up of `messages / 10 + 4 L`, seed 1,
+    /// latency on.
+    pub fn new(params: Params, mode: WaitMode, messages: u64) -> SimConfig {
+        SimConfig {
+            params,
+            mode_p: mode,
+            mode_c: mode,
+            messages,
+            warmup: default_warmup(messages, params.len),
+            seed: 1,
+            latency: true,
+        }
+    }
+}
+
+/// The default warm-up: a tenth of the measured messages plus four queues.
+pub fn default_warmup(messages: u64, len: u32) -> u64 {
+    messages / 10 + 4 * u64::from(len)
+}
+
+/// Latency percentiles [ns] (hdrhistogram, 3 significant digits).
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct Latency {
+    /// Median.
+    pub p50: f64,
+    /// 99th percentile.
+    pub p99: f64,
+    /// Largest.
+    pub max: f64,
+    /// Mean.
+    pub mean: f64,
+}
+
+/// Over which stretch of the run T and E were measured.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Window {
+    /// Between two P->C notifications (whole rounds; exact for constant costs).
+    RoundsPc,
+    /// Between two C->P notifications (whole rounds; exact for constant costs).
+    RoundsCp,
+    /// Between two publishes (no notifications after the warm-up: polling or
+    /// lockstep).
+    Messages,
+}
+
+/// What a run measured. Times in nanoseconds.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SimResult {
+    /// Time per message [ns].
+    #[serde(rename = "T_ns")]
+    pub t_ns: f64,
+    /// Busy time of P and C per message [ns].
+    #[serde(rename = "E_ns")]
+    pub e_ns: f64,
+    /// P's share of E [ns].
+    #[serde(rename = "E_p_ns")]
+    pub e_p_ns: f64,
+    /// C's share of E [ns].
+    #[serde(rename = "E_c_ns")]
+    pub e_c_ns: f64,
+    /// Messages in the measurement window.
+    pub messages: u64,
+    /// Notifications P sent in the window.
+    pub notifications_p: u64,
+    /// Notifications C sent in the window.
+    pub notifications_c: u64,
+    /// Times P went to sleep in the window.
+    pub sleeps_p: u64,
+    /// Times C went to sleep in the window.
+    pub sleeps_c: u64,
+    /// Latency of the messages consumed after the warm-up.
+    pub latency_ns: Option<Latency>,
+    /// The window T and E were measured over.
+    pub window: Window,
+    /// Events processed in the whole run (warm-up included).
+    pub events: u64,
+    /// Simulated time of the whole run [ns].
+    pub sim_time_ns: f64,
+}
+
+/// Why a run could not finish.
+#[derive(Debug, Error, Clone, PartialEq, Eq)]
+pub enum SimError {
+    /// Invalid parameters.
+    #[error(transparent)]
+    Params(#[from] kicklab_model::ParamError),
+    /// `messages` was 0.
+    #[error("--messages: need at least 1 message to measure")]
+    NoMessages,
+    /// Both parties asleep: impossible under the rules; reported, not hung.
+    #[error("deadlock at t = {t_ns} ns: both parties asleep (free = {free}, avail = {avail}); this is a bug")]
+    Deadlock {
+        /// When [ns].
+        t_ns: u64,
+        /// Free slots then.
+        free: u64,
+        /// Available messages then.
+        avail: u64,
+    },
+    /// Simulated time ran past the clock's range.
+    #[error("simulated time overflowed (costs too large for this many messages)")]
+    TimeOverflow,
+}
+
+/// A point of the run where the measurement window may begin or end.
+#[derive(Debug, Clone, Copy, Default)]
+struct Snapshot {
+    t: u64,
+    published: u64,
+    busy_p: u64,
+    busy_c: u64,
+    notif_p: u64,
+    notif_c: u64,
+    sleeps_p: u64,
+    sleeps_c: u64,
+}
+
+#[derive(Debug, Clone, Copy, Default)]
+struct Span {
+    first: Option<Snapshot>,
+    last: Option<Snapshot>,
+}
+
+impl Span {
+    #[inline(always)]
+    fn mark(&mut self, s: Snapshot) {
+        if self.first.is_none() {
+            self.first = Some(s);
+        }
+        self.last = Some(s);
+    }
+    fn messages(&self) -> u64 {
+        match (self.first, self.last) {
+            (Some(a), Some(b)) => b.published - a.published,
+            _ => 0,
+        }
+    }
+}
+
+/// Indices of the six cost streams.
+const W_P: usize = 0;
+const W_C: usize = 1;
+const N_P: usize = 2;
+const N_C: usize = 3;
+const S_P: usize = 4;
+const S_C: usize = 5;
+
+struct Costs {
+    samplers: [Sampler; 6],
+    consts: [u64; 6],
+}
+
+impl Costs {
+    #[inline(always)]
+    fn draw<const CONST: bool>(&mut self, i: usize) -> u64 {
+        if CONST {
+            self.consts[i]
+        } else {
+            self.samplers[i].draw_ps()
+        }
+    }
+}
+
+/// Runs one simulation.
+///
+/// # Errors
+///
+/// [`SimError`] for invalid parameters, zero messages, a deadlock (a bug,
+/// reported rather than hung) or clock overflow.
+///
+/// # Examples
+///
+/// ```
+/// use kicklab_model::{predict, Params, WaitMode};
+/// use kicklab_sim::{simulate, SimConfig};
+///
+/// let p = Params::default();
+/// let sim = simulate(&SimConfig::new(p, WaitMode::Notify, 100_000)).unwrap();
+/// let model = predict(&p, WaitMode::Notify).unwrap();
+/// assert!((sim.t_ns - model.t_ns).abs() / model.t_ns < 1e-9);
+/// ```
+pub fn simulate(cfg: &SimConfig) -> Result<SimResult, SimError> {
+    cfg.params.validate()?;
+    if cfg.messages == 0 {
+        return Err(SimError::NoMessages);
+    }
+    for mode in [cfg.mode_p, cfg.mode_c] {
+        if let WaitMode::Spin { budget_ns } = mode {
+            if !(budget_ns.is_finite() && budget_ns >= 0.0) {
+                return Err(SimError::Params(kicklab_model::ParamError {
+                    flag: "--mode",
+                    reason: format!("spin budget {budget_ns} must be a finite duration >= 0"),
+                }));
+            }
+        }
+    }
+    let p = &cfg.params;
+    let samplers = [p.w_p, p.w_c, p.n_p, p.n_c, p.s_p, p.s_c]
+        .iter()
+        .zip(0u64..)
+        .map(|(c, i)| Sampler::new(*c, cfg.seed, i))
+        .collect::<Vec<_>>();
+    let samplers: [Sampler; 6] = samplers.try_into().expect("six costs");
+    let consts = std::array::from_fn(|i| samplers[i].constant_ps().unwrap_or(0));
+    let all_const = samplers.iter().all(|s| s.constant_ps().is_some());
+    let mut costs = Costs { samplers, consts };
+    match (all_const, cfg.latency) {
+        (true, true) => run::<true, true>(cfg, &mut costs),
+        (true, false) => run::<true, false>(cfg, &mut costs),
+        (false, true) => run::<false, true>(cfg, &mut costs),
+        (false, false) => run::<false, false>(cfg, &mut costs),
+    }
+}
+
+#[allow(clippy::too_many_lines, clippy::cast_precision_loss)]
+fn run<const CONST: bool, const LAT: bool>(
+    cfg: &SimConfig,
+    costs: &mut Costs,
+) -> Result<SimResult, SimError> {
+    let prm = &cfg.params;
+    let len = u64::from(prm.len);
+    let (k_p, k_c) = (u64::from(prm.k_p), u64::from(prm.k_c));
+    let warmup = cfg.warmup;
+    let stop = warmup.saturating_add(cfg.messages);
+
+    let mut pr = Side::new(cfg.mode_p);
+    let mut co = Side::new(cfg.mode_c);
+    // Queue state. used = L - free = reserved + avail + claimed.
+    let mut free = len;
+    let mut avail = 0u64;
+
+    // Publish time of each message in flight, by message index mod L.
+    let mut pub_time: Vec<u64> = if LAT {
+        vec![0; prm.len as usize]
+    } else {
+        Vec::new()
+    };
+    let (mut pub_slot, mut con_slot) = (0usize, 0usize);
+    let mut hist = Histogram::<u64>::new(3).expect("3 significant digits");
+
+    let (mut pc, mut cp, mut msg) = (Span::default(), Span::default(), Span::default());
+    let mut measuring = warmup == 0;
+    let mut events = 0u64;
+
+    let snapshot = |t: u64, pr: &Side, co: &Side| Snapshot {
+        t,
+        published: pr.count,
+        busy_p: pr.busy,
+        busy_c: co.busy,
+        notif_p: pr.notifications,
+        notif_c: co.notifications,
+        sleeps_p: pr.sleeps,
+        sleeps_c: co.sleeps,
+    };
+
+    let final_t;
+    let mut clock = 0u64;
+    loop {
+        let (kp, kc) = (pr.key(), co.key());
+        if kp == NEVER && kc == NEVER {
+            return Err(SimError::Deadlock {
+                t_ns: clock / 1000,
+                free,
+                avail,
+            });
+        }
+        events += 1;
+        if kp <= kc {
+            // ---------------------------------------------------------- P
+            let now = pr.t;
+            if now > MAX_TIME_PS {
+                return Err(SimError::TimeOverflow);
+            }
+            clock = now;
+            match pr.phase {
+                Phase::Work => {
+                    // Publish.
+                    avail += 1;
+                    pr.count += 1;
+                    if LAT {
+                        pub_time[pub_slot] = now;
+                        pub_slot += 1;
+                        if pub_slot == pub_time.len() {
+                            pub_slot = 0;
+                        }
+                    }
+                    if measuring {
+                        msg.mark(snapshot(now, &pr, &co));
+                    }
+                    if co.phase == Phase::Sleep {
+                        if avail >= k_p {
+                            if measuring {
+                                pc.mark(snapshot(now, &pr, &co));
+                            }
+                            pr.notifications += 1;
+                            let n = costs.draw::<CONST>(N_P);
+                            let s = costs.draw::<CONST>(S_C);
+                            pr.busy += n;
+                            co.busy += s;
+                            pr.phase = Phase::Attempt;
+                            pr.t = now + n;
+                            co.phase = Phase::Attempt;
+                            co.t = now + n + s;
+                            continue;
+                        }
+                    } else if co.spinning() {
+                        co.stop_spinning(now);
+                    }
+                    if kc == now << 1 {
+                        // C frees at this same instant: reserve after it.
+                        pr.phase = Phase::Attempt;
+                        continue;
+                    }
+                }
+                Phase::Attempt => {}
+                Phase::SpinUntil => {
+                    // Deadline passed with the queue still full.
+                    pr.busy += pr.budget;
+                    pr.sleep();
+                    continue;
+                }
+                Phase::Spin | Phase::Sleep => unreachable!("no event pending"),
+            }
+            // Reserve attempt at `now`.
+            if free >= 1 {
+                free -= 1;
+                let w = costs.draw::<CONST>(W_P);
+                pr.busy += w;
+                pr.phase = Phase::Work;
+                pr.t = now + w;
+            } else {
+                pr.wait(now);
+            }
+        } else {
+            // ---------------------------------------------------------- C
+            let now = co.t;
+            if now > MAX_TIME_PS {
+                return Err(SimError::TimeOverflow);
+            }
+            clock = now;
+            match co.phase {
+                Phase::Work => {
+                    // Free.
+                    free += 1;
+                    co.count += 1;
+                    if LAT {
+                        if measuring {
+                            hist.saturating_record(now - pub_time[con_slot]);
+                        }
+                        con_slot += 1;
+                        if con_slot == pub_time.len() {
+                            con_slot = 0;
+                        }
+                    }
+                    if co.count == warmup {
+                        measuring = true;
+                    }
+                    if co.count >= stop {
+                        final_t = now;
+                        break;
+                    }
+                    if pr.phase == Phase::Sleep {
+                        if free >= k_c {
+                            if measuring {
+                                cp.mark(snapshot(now, &pr, &co));
+                            }
+                            co.notifications += 1;
+                            let n = costs.draw::<CONST>(N_C);
+                            let s = costs.draw::<CONST>(S_P);
+                            co.busy += n;
+                            pr.busy += s;
+                            co.phase = Phase::Attempt;
+                            co.t = now + n;
+                            pr.phase = Phase::Attempt;
+                            pr.t = now + n + s;
+                            continue;
+                        }
+                    } else if pr.spinning() {
+                        pr.stop_spinning(now);
+                    }
+                    if kp == now << 1 {
+                        // P publishes at this same instant: claim after it.
+                        co.phase = Phase::Attempt;
+                        continue;
+                    }
+                }
+                Phase::Attempt => {}
+                Phase::SpinUntil => {
+                    co.busy += co.budget;
+                    co.sleep();
+                    continue;
+                }
+                Phase::Spin | Phase::Sleep => unreachable!("no event pending"),
+            }
+            // Claim attempt at `now`.
+            if avail >= 1 {
+                avail -= 1;
+                let w = costs.draw::<CONST>(W_C);
+                co.busy += w;
+                co.phase = Phase::Work;
+                co.t = now + w;
+            } else {
+                co.wait(now);
+            }
+        }
+    }
+
+    // Whole rounds if there are enough of them in the window, else messages.
+    let enough =
+        |s: &Span| s.messages() > 0 && s.messages() * 2 >= cfg.messages.min(msg.messages().max(1));
+    let (span, window) = if enough(&pc) {
+        (pc, Window::RoundsPc)
+    } else if enough(&cp) {
+        (cp, Window::RoundsCp)
+    } else {
+        (msg, Window::Messages)
+    };
+    let (a, b) = match (span.first, span.last) {
+        (Some(a), Some(b)) if b.published > a.published => (a, b),
+        _ => {
+            // Fewer than two publishes measured (messages == 1): fall back to
+            // the whole run.
+            let z = Snapshot::default();
+            (z, snapshot(final_t, &pr, &co))
+        }
+    };
+    let n = (b.published - a.published) as f64;
+    let per = |x: u64, y: u64| (y - x) as f64 / n / 1000.0;
+    let latency_ns = (LAT && !hist.is_empty()).then(|| Latency {
+        p50: hist.value_at_quantile(0.5) as f64 / 1000.0,
+        p99: hist.value_at_quantile(0.99) as f64 / 1000.0,
+        max: hist.max() as f64 / 1000.0,
+        mean: hist.mean() / 1000.0,
+    });
+    let e_p_ns = per(a.busy_p, b.busy_p);
+    let e_c_ns = per(a.busy_c, b.busy_c);
+    Ok(SimResult {
+        t_ns: per(a.t, b.t),
+        e_ns: e_p_ns + e_c_ns,
+        e_p_ns,
+        e_c_ns,
+        messages: b.published - a.published,
+        notifications_p: b.notif_p - a.notif_p,
+        notifications_c: b.notif_c - a.notif_c,
+        sleeps_p: b.sleeps_p - a.sleeps_p,
+        sleeps_c: b.sleeps_c - a.sleeps_c,
+        latency_ns,
+        window,
+        events,
+        sim_time_ns: final_t as f64 / 1000.0,
+    })
+}

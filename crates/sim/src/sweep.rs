@@ -1,0 +1,346 @@
+//! Sweeps: vary one parameter over a range and run the model (notify and
+//! poll) and the simulator (the chosen mode and poll) at every point, in
+//! parallel with rayon.
+
+use std::fmt;
+use std::str::FromStr;
+
+use kicklab_model::{parse_duration_ns, predict, ss_formula, Params, Prediction, WaitMode};
+use rayon::prelude::*;
+use serde::{Deserialize, Serialize};
+use thiserror::Error;
+
+use crate::engine::{default_warmup, simulate, SimConfig, SimError, SimResult};
+
+/// The parameter a sweep varies.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum VaryParam {
+    /// Queue length L.
+    Len,
+    /// k_P.
+    Kp,
+    /// k_C.
+    Kc,
+    /// W_P.
+    Wp,
+    /// W_C.
+    Wc,
+    /// N_P.
+    Np,
+    /// N_C.
+    Nc,
+    /// S_P.
+    Sp,
+    /// S_C.
+    Sc,
+}
+
+impl VaryParam {
+    /// True for L, k_P, k_C (whole numbers, not durations).
+    pub fn is_count(self) -> bool {
+        matches!(self, VaryParam::Len | VaryParam::Kp | VaryParam::Kc)
+    }
+
+    /// Name as typed on the command line (`wp`, `len`, ...).
+    pub fn name(self) -> &'static str {
+        match self {
+            VaryParam::Len => "len",
+            VaryParam::Kp => "kp",
+            VaryParam::Kc => "kc",
+            VaryParam::Wp => "wp",
+            VaryParam::Wc => "wc",
+            VaryParam::Np => "np",
+            VaryParam::Nc => "nc",
+            VaryParam::Sp => "sp",
+            VaryParam::Sc => "sc",
+        }
+    }
+
+    /// Axis label (`W_P [us]`, `L [slots]`, ...).
+    pub fn label(self) -> &'static str {
+        match self {
+            VaryParam::Len => "L [slots]",
+            VaryParam::Kp => "k_P [messages]",
+            VaryParam::Kc => "k_C [slots]",
+            VaryParam::Wp => "W_P [us]",
+            VaryParam::Wc => "W_C [us]",
+            VaryParam::Np => "N_P [us]",
+            VaryParam::Nc => "N_C [us]",
+            VaryParam::Sp => "S_P [us]",
+            VaryParam::Sc => "S_C [us]",
+        }
+    }
+}
+
+impl FromStr for VaryParam {
+    type Err = VaryError;
+    fn from_str(s: &str) -> Result<Self, VaryError> {
+        Ok(match s.trim().to_ascii_lowercase().as_str() {
+            "len" | "l" => VaryParam::Len,
+            "kp" => VaryParam::Kp,
+            "kc" => VaryParam::Kc,
+            "wp" => VaryParam::Wp,
+            "wc" => VaryParam::Wc,
+            "np" => VaryParam::Np,
+            "nc" => VaryParam::Nc,
+            "sp" => VaryParam::Sp,
+            "sc" => VaryParam::Sc,
+            other => {
+                return Err(VaryError(format!(
+                    "unknown parameter `{other}` (use len, kp, kc, wp, wc, np, nc, sp, sc)"
+                )))
+            }
+        })
+    }
+}
+
+/// A `--vary` specification was rejected.
+#[derive(Debug, Error, Clone, PartialEq, Eq)]
+#[error("--vary: {0}")]
+pub struct VaryError(pub String);
+
+/// One swept parameter: `points` values evenly spaced from `from` to `to`
+/// inclusive (durations in ns; L and k as numbers).
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct Vary {
+    /// The parameter.
+    pub param: VaryParam,
+    /// First value.
+    pub from: f64,
+    /// Last value.
+    pub to: f64,
+    /// Number of points (>= 1).
+    pub points: u32,
+}
+
+impl Vary {
+    /// Parses `wp=0.1us..3us:100` (durations take units; L and k are whole
+    /// numbers: `kc=1..64:64`). One point: `wp=2us..2us:1`.
+    ///
+    /// # Errors
+    ///
+    /// [`VaryError`] naming what is wrong.
+    pub fn parse(s: &str) -> Result<Vary, VaryError> {
+        let usage = "expected NAME=FROM..TO:POINTS, e.g. wp=0.1us..3us:100";
+        let (name, rest) = s
+            .split_once('=')
+            .ok_or_else(|| VaryError(format!("`{s}`: {usage}")))?;
+        let param: VaryParam = name.parse()?;
+        let (range, points) = rest
+            .rsplit_once(':')
+            .ok_or_else(|| VaryError(format!("`{s}`: {usage}")))?;
+        let (from, to) = range
+            .split_once("..")
+            .ok_or_else(|| VaryError(format!("`{s}`: {usage}")))?;
+        let points: u32 = points
+            .trim()
+            .parse()
+            .map_err(|_| VaryError(format!("`{points}` is not a number of points")))?;
+        if points == 0 {
+            return Err(VaryError("a range needs at least 1 point".into()));
+        }
+        let value = |v: &str| -> Result<f64, VaryError> {
+            if param.is_count() {
+                let n: u32 = v
+                    .trim()
+                    .parse()
+                    .map_err(|_| VaryError(format!("`{v}` is not a whole number >= 1")))?;
+                if n == 0 {
+                    return Err(VaryError(format!("{} must be >= 1", param.name())));
+                }
+                Ok(f64::from(n))
+            } else {
+                parse_duration_ns(v).map_err(|e| VaryError(e.to_string()))
+            }
+        };
+        let (from, to) = (value(from)?, value(to)?);
+        if points == 1 && from != to {
+            return Err(VaryError("one point needs FROM == TO".into()));
+        }
+        Ok(Vary {
+            param,
+            from,
+            to,
+            points,
+        })
+    }
+
+    /// The values, in order (counts rounded to whole numbers).
+    pub fn values(&self) -> Vec<f64> {
+        (0..self.points)
+            .map(|i| {
+                let v = if self.points == 1 {
+                    self.from
+                } else {
+                    self.from + (self.to - self.from) * f64::from(i) / f64::from(self.points - 1)
+                };
+                if self.param.is_count() {
+                    v.round()
+                } else {
+                    v
+                }
+            })
+            .collect()
+    }
+
+    /// `base` with the parameter set to `value`. A cost keeps its kind of
+    /// distribution and takes `value` as its mean.
+    #[allow(clippy::cast_possible_truncation, clippy::cast_sign_loss)]
+    pub fn apply(&self, base: &Params, value: f64) -> Params {
+        let mut p = *base;
+        match self.param {
+            VaryParam::Len => p.len = value as u32,
+            VaryParam::Kp => p.k_p = value as u32,
+            VaryParam::Kc => p.k_c = value as u32,
+            VaryParam::Wp => p.w_p = p.w_p.with_mean(value),
+            VaryParam::Wc => p.w_c = p.w_c.with_mean(value),
+            VaryParam::Np => p.n_p = p.n_p.with_mean(value),
+            VaryParam::Nc => p.n_c = p.n_c.with_mean(value),
+            VaryParam::Sp => p.s_p = p.s_p.with_mean(value),
+            VaryParam::Sc => p.s_c = p.s_c.with_mean(value),
+        }
+        p
+    }
+}
+
+impl fmt::Display for Vary {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        if self.param.is_count() {
+            write!(
+                f,
+                "{}={}..{}:{}",
+                self.param.name(),
+                self.from,
+                self.to,
+                self.points
+            )
+        } else {
+            write!(
+                f,
+                "{}={}..{}:{}",
+                self.param.name(),
+                kicklab_model::fmt_ns(self.from),
+                kicklab_model::fmt_ns(self.to),
+                self.points
+            )
+        }
+    }
+}
+
+/// Model and simulator at one point of a sweep.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SweepPoint {
+    /// The swept value (ns for durations).
+    pub x: f64,
+    /// The full parameter set at this point.
+    pub params: Params,
+    /// Closed form in the sweep's mode (`None` for spin-then-sleep).
+    pub model: Option<Prediction>,
+    /// Closed form with polling (GP).
+    pub model_poll: Prediction,
+    /// The paper's eq. (4) evaluated here, `(T_ns, E_ns)`: the SS curve.
+    pub ss_formula: (f64, f64),
+    /// Simulator in the sweep's mode.
+    pub sim: SimResult,
+    /// Simulator with polling.
+    pub sim_poll: SimResult,
+}
+
+/// Runs model and simulator at every point of `vary`, in parallel.
+/// `progress` is called once per finished point (from any thread).
+///
+/// # Errors
+///
+/// The first point whose parameters are invalid (checked before anything
+/// runs), or a simulator error.
+pub fn sweep(
+    base: &Params,
+    vary: &Vary,
+    mode: WaitMode,
+    messages: u64,
+    seed: u64,
+    progress: &(dyn Fn() + Sync),
+) -> Result<Vec<SweepPoint>, SimError> {
+    let points: Vec<(f64, Params)> = vary
+        .values()
+        .into_iter()
+        .map(|x| (x, vary.apply(base, x)))
+        .collect();
+    for (x, p) in &points {
+        p.validate().map_err(|e| {
+            SimError::Params(kicklab_model::ParamError {
+                flag: "--vary",
+                reason: format!("at {}={x}: {e}", vary.param.name()),
+            })
+        })?;
+    }
+    points
+        .par_iter()
+        .map(|&(x, params)| {
+            let cfg = |mode| SimConfig {
+                params,
+                mode_p: mode,
+                mode_c: mode,
+                messages,
+                warmup: default_warmup(messages, params.len),
+                seed,
+                latency: true,
+            };
+            let sim = simulate(&cfg(mode))?;
+            let sim_poll = simulate(&cfg(WaitMode::Poll))?;
+            let point = SweepPoint {
+                x,
+                params,
+                model: predict(&params, mode).ok(),
+                model_poll: predict(&params, WaitMode::Poll).expect("validated"),
+                ss_formula: ss_formula(&params),
+                sim,
+                sim_poll,
+            };
+            progress();
+            Ok(point)
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parses_ranges() {
+        let v = Vary::parse("wp=0.1us..3us:30").unwrap();
+        assert_eq!(v.param, VaryParam::Wp);
+        assert_eq!((v.from, v.to, v.points), (100.0, 3000.0, 30));
+        let xs = v.values();
+        assert_eq!(xs.len(), 30);
+        assert_eq!(xs[0], 100.0);
+        assert!((xs[29] - 3000.0).abs() < 1e-9);
+        let k = Vary::parse("kc=1..64:64").unwrap();
+        assert_eq!(k.values()[63], 64.0);
+    }
+
+    #[test]
+    fn rejects_bad_ranges() {
+        for bad in [
+            "wp=1us..3us:0",
+            "wq=1us..2us:3",
+            "wp=1us-3us:3",
+            "wp=1us..3zz:3",
+            "kp=0..3:3",
+            "wp=1us..3us:x",
+            "wp",
+        ] {
+            let e = Vary::parse(bad).unwrap_err();
+            assert!(e.to_string().starts_with("--vary: "), "{bad}: {e}");
+        }
+    }
+
+    #[test]
+    fn invalid_point_is_rejected_before_running() {
+        let v = Vary::parse("kp=1..300:3").unwrap();
+        let err = sweep(&Params::default(), &v, WaitMode::Notify, 100, 1, &|| {}).unwrap_err();
+        assert!(err.to_string().starts_with("--vary: at kp=300"), "{err}");
+    }
+}

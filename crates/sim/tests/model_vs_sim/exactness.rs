@@ -1,0 +1,319 @@
+//! With constant costs the simulator reproduces the closed forms in every
+//! regime, measured over whole notification rounds: relative error of T and
+//! E below 1e-6 (in practice it is a rounding error of the final division).
+
+use kicklab_model::{predict, Params, Regime, WaitMode};
+use kicklab_sim::{simulate, SimConfig, Window};
+use proptest::prelude::*;
+
+use crate::{params_ps, rel};
+
+const TOL: f64 = 1e-6;
+
+/// A warm-up long enough to leave the transient: the queue fills (or
+/// drains) at `|W_P - W_C|` per message, so it takes `L max(W) / |W_P - W_C|`
+/// messages to get there; plus a few queues. `None` if that is too long to
+/// simulate in a test.
+fn steady_warmup(p: &Params) -> Option<u64> {
+    let (a, b) = (
+        kicklab_model::to_ps(p.w_p.mean_ns()),
+        kicklab_model::to_ps(p.w_c.mean_ns()),
+    );
+    let l = u64::from(p.len);
+    let fill = if a == b {
+        0
+    } else {
+        l * a.max(b) / a.abs_diff(b)
+    };
+    let w = 2 * fill + 4 * l + 100;
+    (w <= 400_000).then_some(w)
+}
+
+/// Simulates long enough for many rounds, then checks T, E, and that the
+/// window holds whole rounds of the predicted size.
+fn check(p: &Params, mode: WaitMode, want: Regime) -> Result<(), TestCaseError> {
+    let model = predict(p, mode).unwrap();
+    prop_assert_eq!(
+        model.regime,
+        want,
+        "classifier disagrees with the generator: {:?}",
+        p
+    );
+    let round = model.round_messages.unwrap_or(1);
+    prop_assume!(round <= 20_000);
+    let messages = (40 * round).max(4_000);
+    let mut cfg = SimConfig::new(*p, mode, messages);
+    cfg.warmup = 3 * round + 4 * u64::from(p.len);
+    if model.round_messages.is_none() {
+        // No rounds (polling, lockstep): measured per message, after the transient.
+        let Some(w) = steady_warmup(p) else {
+            return Err(TestCaseError::reject("transient too long"));
+        };
+        cfg.warmup = cfg.warmup.max(w);
+    }
+    let sim = simulate(&cfg).unwrap();
+    prop_assert!(
+        rel(sim.t_ns, model.t_ns) < TOL,
+        "T: sim {} model {} ({:?}) {:?}",
+        sim.t_ns,
+        model.t_ns,
+        model.regime,
+        p
+    );
+    prop_assert!(
+        rel(sim.e_ns, model.e_ns) < TOL,
+        "E: sim {} model {} ({:?}) {:?}",
+        sim.e_ns,
+        model.e_ns,
+        model.regime,
+        p
+    );
+    if let Some(r) = model.round_messages {
+        prop_assert_ne!(
+            sim.window,
+            Window::Messages,
+            "rounds expected in {:?}",
+            model.regime
+        );
+        prop_assert_eq!(
+            sim.messages % r,
+            0,
+            "window of {} messages is not whole rounds of {}",
+            sim.messages,
+            r
+        );
+        let rounds = sim.messages / r;
+        let kicks = match sim.window {
+            Window::RoundsPc => sim.notifications_p,
+            _ => sim.notifications_c,
+        };
+        prop_assert_eq!(kicks, rounds, "one notification per round");
+    }
+    Ok(())
+}
+
+/// Work costs [ps]: 0.05 us .. 3 us.
+fn work() -> impl Strategy<Value = u64> {
+    50_000u64..3_000_000
+}
+
+/// Notification / start-up costs [ps]: 0 .. 8 us.
+fn ns_cost() -> impl Strategy<Value = u64> {
+    prop_oneof![Just(0u64), 0u64..8_000_000]
+}
+
+/// FC: W_C < W_P and S_C + W_C <= (L - k_P) W_P.
+fn fc() -> impl Strategy<Value = Params> {
+    (
+        2u32..300,
+        work(),
+        1u64..2_000_000,
+        ns_cost(),
+        ns_cost(),
+        ns_cost(),
+        any::<u32>(),
+        any::<u32>(),
+        any::<u64>(),
+    )
+        .prop_filter_map(
+            "FC needs room",
+            |(len, w_c, d, n_p, n_c, s_p, kp, kc, sc)| {
+                let w_p = w_c + d;
+                let k_p = 1 + kp % len;
+                let k_c = 1 + kc % len;
+                let room = u64::from(len - k_p) * w_p;
+                (room >= w_c).then(|| {
+                    let s_c = sc % (room - w_c + 1);
+                    params_ps(len, k_p, k_c, w_p, w_c, n_p, n_c, s_p, s_c)
+                })
+            },
+        )
+}
+
+/// SCS: W_C < W_P, S_C + W_C > (L - k_P) W_P, S_P + W_P <= (L - k_C) W_C.
+fn scs() -> impl Strategy<Value = Params> {
+    (
+        1u32..200,
+        work(),
+        1u64..2_000_000,
+        ns_cost(),
+        ns_cost(),
+        ns_cost(),
+        any::<u32>(),
+        any::<u32>(),
+        any::<u64>(),
+    )
+        .prop_filter_map(
+            "SCS needs room for P",
+            |(len, w_c, d, n_p, n_c, extra, kp, kc, sp)| {
+                let w_p = w_c + d;
+                let k_p = 1 + kp % len;
+                let k_c = 1 + kc % len;
+                let room_c = u64::from(len - k_c) * w_c;
+                (room_c >= w_p).then(|| {
+                    let s_p = sp % (room_c - w_p + 1);
+                    let s_c = (u64::from(len - k_p) * w_p).saturating_sub(w_c) + 1 + extra;
+                    params_ps(len, k_p, k_c, w_p, w_c, n_p, n_c, s_p, s_c)
+                })
+            },
+        )
+}
+
+/// SS: both predicates true.
+fn ss() -> impl Strategy<Value = Params> {
+    (
+        1u32..64,
+        work(),
+        work(),
+        ns_cost(),
+        ns_cost(),
+        ns_cost(),
+        ns_cost(),
+        any::<u32>(),
+        any::<u32>(),
+    )
+        .prop_map(|(len, w_p, w_c, n_p, n_c, ep, ec, kp, kc)| {
+            let k_p = 1 + kp % len;
+            let k_c = 1 + kc % len;
+            let s_c = (u64::from(len - k_p) * w_p).saturating_sub(w_c) + 1 + ec;
+            let s_p = (u64::from(len - k_c) * w_c).saturating_sub(w_p) + 1 + ep;
+            params_ps(len, k_p, k_c, w_p, w_c, n_p, n_c, s_p, s_c)
+        })
+}
+
+/// Lockstep: W_P == W_C and no slow consumer startup
+/// (`S_C <= (L - k_P - 1) W`).
+fn lockstep() -> impl Strategy<Value = Params> {
+    (
+        2u32..64,
+        work(),
+        ns_cost(),
+        ns_cost(),
+        ns_cost(),
+        any::<u64>(),
+        any::<u32>(),
+        any::<u32>(),
+    )
+        .prop_map(|(len, w, n_p, n_c, s_p, sc, kp, kc)| {
+            let k_p = 1 + kp % (len - 1);
+            let s_c = sc % (u64::from(len - k_p - 1) * w + 1);
+            params_ps(len, k_p, 1 + kc % len, w, w, n_p, n_c, s_p, s_c)
+        })
+}
+
+/// Any parameters at all (for polling and for the symmetry check).
+fn any_params() -> impl Strategy<Value = Params> {
+    (
+        1u32..64,
+        work(),
+        work(),
+        ns_cost(),
+        ns_cost(),
+        ns_cost(),
+        ns_cost(),
+        any::<u32>(),
+        any::<u32>(),
+    )
+        .prop_map(|(len, w_p, w_c, n_p, n_c, s_p, s_c, kp, kc)| {
+            params_ps(
+                len,
+                1 + kp % len,
+                1 + kc % len,
+                w_p,
+                w_c,
+                n_p,
+                n_c,
+                s_p,
+                s_c,
+            )
+        })
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: crate::cases(300), ..ProptestConfig::default() })]
+
+    #[test]
+    fn fc_exact(p in fc()) { check(&p, WaitMode::Notify, Regime::FC)?; }
+
+    #[test]
+    fn fp_exact(p in fc()) { check(&p.mirrored(), WaitMode::Notify, Regime::FP)?; }
+
+    #[test]
+    fn scs_exact(p in scs()) { check(&p, WaitMode::Notify, Regime::SCS)?; }
+
+    #[test]
+    fn sps_exact(p in scs()) { check(&p.mirrored(), WaitMode::Notify, Regime::SPS)?; }
+
+    #[test]
+    fn ss_exact(p in ss()) { check(&p, WaitMode::Notify, Regime::SS)?; }
+
+    #[test]
+    fn lockstep_exact(p in lockstep()) { check(&p, WaitMode::Notify, Regime::Lockstep)?; }
+
+    #[test]
+    fn gp_exact(p in any_params()) { check(&p, WaitMode::Poll, Regime::GP)?; }
+
+    /// Swapping P and C changes neither T nor E, in the simulator (the
+    /// model's symmetry is by construction; this checks the event loop).
+    #[test]
+    fn simulator_is_symmetric(p in any_params(), poll in any::<bool>()) {
+        let mode = if poll { WaitMode::Poll } else { WaitMode::Notify };
+        // Rounds short enough that the window holds many of them.
+        prop_assume!(predict(&p, WaitMode::Notify).unwrap().round_messages.unwrap_or(1) <= 1_000);
+        let Some(warmup) = steady_warmup(&p) else { return Err(TestCaseError::reject("transient too long")) };
+        let a = simulate(&SimConfig { warmup, ..SimConfig::new(p, mode, 20_000) }).unwrap();
+        let b = simulate(&SimConfig { warmup, ..SimConfig::new(p.mirrored(), mode, 20_000) }).unwrap();
+        prop_assert!(rel(a.t_ns, b.t_ns) < TOL, "T {} vs mirrored {}", a.t_ns, b.t_ns);
+        prop_assert!(rel(a.e_ns, b.e_ns) < TOL, "E {} vs mirrored {}", a.e_ns, b.e_ns);
+    }
+
+    /// Whatever the mode, in steady state no pair beats the slower party.
+    /// (During the transient it can: the queue absorbs the difference.)
+    #[test]
+    fn never_faster_than_the_slower_party(p in any_params(), b in 0u64..20_000) {
+        let floor = p.w_p.mean_ns().max(p.w_c.mean_ns());
+        let Some(warmup) = steady_warmup(&p) else { return Err(TestCaseError::reject("transient too long")) };
+        // T is defined over whole rounds: the run must hold many of them.
+        prop_assume!(predict(&p, WaitMode::Notify).unwrap().round_messages.unwrap_or(1) <= 500);
+        for mode in [WaitMode::Notify, WaitMode::Poll, WaitMode::Spin { budget_ns: b as f64 }] {
+            let s = simulate(&SimConfig { warmup, ..SimConfig::new(p, mode, 5_000) }).unwrap();
+            prop_assert!(s.t_ns >= floor * (1.0 - 1e-9), "{mode}: T = {} < max(W) = {floor}", s.t_ns);
+        }
+    }
+}
+
+#[test]
+fn spin_with_zero_budget_is_notify() {
+    let p = Params::default();
+    let a = simulate(&SimConfig::new(p, WaitMode::Notify, 50_000)).unwrap();
+    let b = simulate(&SimConfig::new(
+        p,
+        WaitMode::Spin { budget_ns: 0.0 },
+        50_000,
+    ))
+    .unwrap();
+    assert_eq!((a.t_ns, a.e_ns), (b.t_ns, b.e_ns));
+}
+
+#[test]
+fn huge_spin_budget_is_poll_in_throughput() {
+    // A budget longer than any wait never sleeps: the throughput of polling.
+    let p = Params {
+        w_p: kicklab_model::Cost::Const(700.0),
+        ..Params::default()
+    };
+    let poll = simulate(&SimConfig::new(p, WaitMode::Poll, 50_000)).unwrap();
+    let spin = simulate(&SimConfig::new(
+        p,
+        WaitMode::Spin { budget_ns: 1e6 },
+        50_000,
+    ))
+    .unwrap();
+    assert_eq!(spin.sleeps_p + spin.sleeps_c, 0);
+    assert!(
+        rel(poll.t_ns, spin.t_ns) < 1e-9,
+        "{} vs {}",
+        poll.t_ns,
+        spin.t_ns
+    );
+}
