@@ -15,8 +15,15 @@ pub const PS_PER_NS: f64 = 1000.0;
 #[inline]
 #[allow(clippy::cast_possible_truncation, clippy::cast_sign_loss)]
 pub fn to_ps(ns: f64) -> u64 {
-    // `as` saturates: NaN -> 0, negative -> 0, huge -> u64::MAX.
-    (ns * PS_PER_NS).round() as u64
+    // Round half up by adding 0.5 and truncating: for x >= 0 this is
+    // `round()`, which on baseline x86-64 is a libm call and the simulator's
+    // hottest instruction with random costs. `as` saturates: huge ->
+    // u64::MAX; NaN and negatives fail the test and map to 0.
+    if ns > 0.0 {
+        (ns * PS_PER_NS + 0.5) as u64
+    } else {
+        0
+    }
 }
 
 /// Why a duration string was rejected.

@@ -175,7 +175,8 @@ pub fn default_warmup(messages: u64, len: u32) -> u64 {
     messages / 10 + 4 * u64::from(len)
 }
 
-/// Latency percentiles [ns] (hdrhistogram, 3 significant digits).
+/// Latency percentiles [ns] (hdrhistogram of whole nanoseconds, 3
+/// significant digits).
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 pub struct Latency {
     /// Median.
@@ -280,7 +281,7 @@ struct Span {
 }
 
 impl Span {
-    #[inline(always)]
+    #[inline(never)]
     fn mark(&mut self, s: Snapshot) {
         if self.first.is_none() {
             self.first = Some(s);
@@ -394,9 +395,15 @@ fn run<const CONST: bool, const LAT: bool>(
         Vec::new()
     };
     let (mut pub_slot, mut con_slot) = (0usize, 0usize);
-    let mut hist = Histogram::<u64>::new(3).expect("3 significant digits");
+    let mut hist = Histogram::<u32>::new(3).expect("3 significant digits");
+    let (mut run_value, mut run_len) = (0u64, 0u32);
 
-    let (mut pc, mut cp, mut msg) = (Span::default(), Span::default(), Span::default());
+    let (mut pc, mut cp) = (Span::default(), Span::default());
+    // The per-message window: a full snapshot at the first measured publish,
+    // then just (time, busy P, busy C) of the latest publish; the counters
+    // are read at the end (P publishes nothing after its last publish).
+    let mut msg_first: Option<Snapshot> = None;
+    let mut msg_last = (0u64, 0u64, 0u64);
     let mut measuring = warmup == 0;
     let mut events = 0u64;
 
@@ -443,7 +450,10 @@ fn run<const CONST: bool, const LAT: bool>(
                         }
                     }
                     if measuring {
-                        msg.mark(snapshot(now, &pr, &co));
+                        if msg_first.is_none() {
+                            msg_first = Some(snapshot(now, &pr, &co));
+                        }
+                        msg_last = (now, pr.busy, co.busy);
                     }
                     if co.phase == Phase::Sleep {
                         if avail >= k_p {
@@ -503,7 +513,18 @@ fn run<const CONST: bool, const LAT: bool>(
                     co.count += 1;
                     if LAT {
                         if measuring {
-                            hist.saturating_record(now - pub_time[con_slot]);
+                            // In whole ns: 3 significant digits of a us-scale
+                            // latency, and a counts array small enough to stay
+                            // in cache (in ps every record was a cache miss).
+                            let v = (now - pub_time[con_slot] + 500) / 1000;
+                            // Runs of equal latencies (common with constant
+                            // costs) are recorded once, with their count.
+                            if v == run_value && run_len < u32::MAX {
+                                run_len += 1;
+                            } else {
+                                hist.saturating_record_n(run_value, run_len);
+                                (run_value, run_len) = (v, 1);
+                            }
                         }
                         con_slot += 1;
                         if con_slot == pub_time.len() {
@@ -563,6 +584,15 @@ fn run<const CONST: bool, const LAT: bool>(
         }
     }
 
+    let msg = Span {
+        first: msg_first,
+        last: msg_first.map(|_| Snapshot {
+            t: msg_last.0,
+            busy_p: msg_last.1,
+            busy_c: msg_last.2,
+            ..snapshot(0, &pr, &co)
+        }),
+    };
     // Whole rounds if there are enough of them in the window, else messages.
     let enough =
         |s: &Span| s.messages() > 0 && s.messages() * 2 >= cfg.messages.min(msg.messages().max(1));
@@ -582,13 +612,16 @@ fn run<const CONST: bool, const LAT: bool>(
             (z, snapshot(final_t, &pr, &co))
         }
     };
+    if run_len > 0 {
+        hist.saturating_record_n(run_value, run_len);
+    }
     let n = (b.published - a.published) as f64;
     let per = |x: u64, y: u64| (y - x) as f64 / n / 1000.0;
     let latency_ns = (LAT && !hist.is_empty()).then(|| Latency {
-        p50: hist.value_at_quantile(0.5) as f64 / 1000.0,
-        p99: hist.value_at_quantile(0.99) as f64 / 1000.0,
-        max: hist.max() as f64 / 1000.0,
-        mean: hist.mean() / 1000.0,
+        p50: hist.value_at_quantile(0.5) as f64,
+        p99: hist.value_at_quantile(0.99) as f64,
+        max: hist.max() as f64,
+        mean: hist.mean(),
     });
     let e_p_ns = per(a.busy_p, b.busy_p);
     let e_c_ns = per(a.busy_c, b.busy_c);

@@ -7,11 +7,20 @@ use rand::SeedableRng;
 use rand_distr::{Distribution, Exp, LogNormal, Normal, Uniform};
 use rand_xoshiro::Xoshiro256PlusPlus;
 
+/// Draws per refill of the block buffer.
+const BLOCK: usize = 256;
+
 /// Draws one cost per call, in whole picoseconds.
+///
+/// Random costs are drawn in blocks of [`BLOCK`] (same stream, same order,
+/// so results do not depend on it): the tight fill loop pipelines the RNG
+/// and the ziggurat, where drawing inside the event loop did not.
 #[derive(Debug, Clone)]
 pub struct Sampler {
     kind: Kind,
     rng: Xoshiro256PlusPlus,
+    buf: Box<[u64; BLOCK]>,
+    pos: usize,
 }
 
 #[derive(Debug, Clone)]
@@ -61,7 +70,12 @@ impl Sampler {
         };
         let rng =
             Xoshiro256PlusPlus::seed_from_u64(splitmix(seed ^ splitmix(stream.wrapping_add(1))));
-        Sampler { kind, rng }
+        Sampler {
+            kind,
+            rng,
+            buf: Box::new([0; BLOCK]),
+            pos: BLOCK,
+        }
     }
 
     /// The constant value [ps] if this cost never varies.
@@ -73,22 +87,39 @@ impl Sampler {
     }
 
     /// One draw [ps].
-    #[inline]
+    #[inline(always)]
     pub fn draw_ps(&mut self) -> u64 {
-        match &self.kind {
-            Kind::Const(v) => *v,
-            Kind::Uniform(d) => to_ps(d.sample(&mut self.rng)),
-            Kind::Exp(d) => to_ps(d.sample(&mut self.rng)),
-            Kind::LogNormal(d) => to_ps(d.sample(&mut self.rng)),
-            Kind::Normal(d) => loop {
-                // Truncation at 0 by redrawing (mean >= 0, so each draw is
-                // accepted with probability >= 1/2).
-                let v = d.sample(&mut self.rng);
-                if v >= 0.0 {
-                    break to_ps(v);
-                }
-            },
+        if let Kind::Const(v) = self.kind {
+            return v;
         }
+        if self.pos == BLOCK {
+            self.refill();
+        }
+        let v = self.buf[self.pos];
+        self.pos += 1;
+        v
+    }
+
+    #[inline(never)]
+    fn refill(&mut self) {
+        let (buf, rng) = (&mut *self.buf, &mut self.rng);
+        match &self.kind {
+            Kind::Const(v) => buf.fill(*v),
+            Kind::Uniform(d) => buf.iter_mut().for_each(|x| *x = to_ps(d.sample(rng))),
+            Kind::Exp(d) => buf.iter_mut().for_each(|x| *x = to_ps(d.sample(rng))),
+            Kind::LogNormal(d) => buf.iter_mut().for_each(|x| *x = to_ps(d.sample(rng))),
+            Kind::Normal(d) => buf.iter_mut().for_each(|x| {
+                *x = loop {
+                    // Truncation at 0 by redrawing (mean >= 0, so each draw
+                    // is accepted with probability >= 1/2).
+                    let v = d.sample(rng);
+                    if v >= 0.0 {
+                        break to_ps(v);
+                    }
+                }
+            }),
+        }
+        self.pos = 0;
     }
 }
 
