@@ -209,6 +209,27 @@ pub fn ss_formula(params: &Params) -> (f64, f64) {
     (t / PS_PER_NS, e / PS_PER_NS)
 }
 
+/// The best case of SS (the paper's Fig. 2 "T_SS" curve): the infimum of
+/// eq. (4) over all start-up costs that keep the pair in SS, `(T_ns, E_ns)`.
+///
+/// SS needs `S_C > (L - k_P) W_P - W_C` and `S_P > (L - k_C) W_C - W_P`;
+/// putting those into eq. (4) the thresholds cancel:
+/// `T > W_P + W_C + (N_P + N_C - W_P - W_C) / L` and
+/// `E > W_P + W_C + (N_P + N_C + (L - k_P - 1) W_P + (L - k_C - 1) W_C) / L`.
+/// The paper's text gives `W_P + W_C + (N_P + N_C) / L` for this curve,
+/// which misses the `-(W_P + W_C) / L` term (`docs/model.md`). Start-up
+/// costs are floored at 0, so for `L = 1` this is eq. (4) with `S = 0`.
+#[allow(clippy::cast_precision_loss)]
+pub fn ss_best_case(params: &Params) -> (f64, f64) {
+    let q = Ps::of(params);
+    let s_c = ((q.l - q.k_p) * q.w_p).saturating_sub(q.w_c);
+    let s_p = ((q.l - q.k_c) * q.w_c).saturating_sub(q.w_p);
+    let ns = q.n_p + q.n_c + s_p + s_c;
+    let t = (q.k_p * q.w_p + q.k_c * q.w_c + ns) as f64 / q.l as f64;
+    let e = (q.l * (q.w_p + q.w_c) + ns) as f64 / q.l as f64;
+    (t / PS_PER_NS, e / PS_PER_NS)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -281,6 +302,37 @@ mod tests {
         assert_eq!(r.round_messages, Some(6));
         p.s_p = c(1000.0 + 0.001); // just past the boundary: SS
         assert_eq!(predict(&p, WaitMode::Notify).unwrap().regime, Regime::SS);
+    }
+
+    #[test]
+    fn ss_best_case_bounds_every_ss_point() {
+        let base = Params {
+            len: 8,
+            ..Params::default()
+        };
+        let (t_best, e_best) = ss_best_case(&base);
+        let want = 1000.0 + 1100.0 + (2400.0 + 200.0 - 1000.0 - 1100.0) / 8.0;
+        assert!((t_best - want).abs() < 1e-9, "{t_best} vs {want}");
+        // Any S_P, S_C deep enough in SS gives a larger T and E, and just past
+        // the boundary the gap is below a picosecond per message.
+        for (s_p, s_c) in [(9000.0, 9000.0), (20_000.0, 7000.0)] {
+            let p = Params {
+                s_p: c(s_p),
+                s_c: c(s_c),
+                ..base
+            };
+            let r = predict(&p, WaitMode::Notify).unwrap();
+            assert_eq!(r.regime, Regime::SS);
+            assert!(r.t_ns > t_best && r.e_ns > e_best);
+        }
+        let edge = Params {
+            s_c: c(7000.0 - 1100.0 + 0.001),
+            s_p: c(7700.0 - 1000.0 + 0.001),
+            ..base
+        };
+        let r = predict(&edge, WaitMode::Notify).unwrap();
+        assert_eq!(r.regime, Regime::SS);
+        assert!(r.t_ns - t_best < 1e-3 && r.t_ns > t_best);
     }
 
     #[test]

@@ -15,8 +15,9 @@ use crate::time::{fmt_ns, parse_duration_ns, DurationParseError};
 /// standard deviation of the normal *before* truncation at 0; negative draws
 /// are redrawn), `lognormal:1us,0.2` (mean and sigma of the underlying
 /// normal).
-#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
-#[serde(tag = "dist", rename_all = "lowercase")]
+/// Serialized (JSON, TOML profiles) as its exact string form, e.g.
+/// `"1100ns"` or `"exp:1000ns"` ([`Cost::spec`]).
+#[derive(Debug, Clone, Copy, PartialEq)]
 pub enum Cost {
     /// Always the same value [ns].
     Const(f64),
@@ -247,6 +248,33 @@ impl fmt::Display for Cost {
     }
 }
 
+impl Cost {
+    /// The exact string form (nanoseconds, shortest round-trip decimals),
+    /// parsed back by [`Cost::parse`] to the same value.
+    pub fn spec(&self) -> String {
+        match *self {
+            Cost::Const(v) => format!("{v}ns"),
+            Cost::Uniform { lo_ns, hi_ns } => format!("uniform:{lo_ns}ns,{hi_ns}ns"),
+            Cost::Exp { mean_ns } => format!("exp:{mean_ns}ns"),
+            Cost::Normal { mu_ns, sd_ns } => format!("normal:{mu_ns}ns,{sd_ns}ns"),
+            Cost::LogNormal { mean_ns, sigma } => format!("lognormal:{mean_ns}ns,{sigma}"),
+        }
+    }
+}
+
+impl Serialize for Cost {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(&self.spec())
+    }
+}
+
+impl<'de> Deserialize<'de> for Cost {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let s = String::deserialize(d)?;
+        Cost::parse(&s).map_err(serde::de::Error::custom)
+    }
+}
+
 impl From<f64> for Cost {
     fn from(ns: f64) -> Self {
         Cost::Const(ns)
@@ -343,6 +371,28 @@ mod tests {
                 .abs()
                 < 1e-9
         );
+    }
+
+    #[test]
+    fn spec_round_trips_exactly() {
+        for c in [
+            Cost::Const(1100.1234567),
+            Cost::Uniform {
+                lo_ns: 0.1,
+                hi_ns: 0.3,
+            },
+            Cost::Exp { mean_ns: 1e-3 },
+            Cost::Normal {
+                mu_ns: 1000.0,
+                sd_ns: 33.3,
+            },
+            Cost::LogNormal {
+                mean_ns: 7.0,
+                sigma: 0.25,
+            },
+        ] {
+            assert_eq!(Cost::parse(&c.spec()).unwrap(), c);
+        }
     }
 
     #[test]

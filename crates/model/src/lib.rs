@@ -37,7 +37,7 @@ mod params;
 mod regime;
 mod time;
 
-pub use closed_form::{predict, ss_formula, ModelError, Prediction};
+pub use closed_form::{predict, ss_best_case, ss_formula, ModelError, Prediction};
 pub use cost::{Cost, CostParseError};
 pub use params::{ParamError, Params, Party};
 pub use regime::{classify, Predicates, Regime, WaitMode};

@@ -296,6 +296,16 @@ impl Span {
     }
 }
 
+/// Records `n` latencies of `v` ns. The histogram auto-resizes to any value;
+/// counts saturate at `u32::MAX` per bucket rather than fail.
+#[inline(never)]
+fn record(hist: &mut Histogram<u32>, v: u64, n: u32) {
+    if n > 0 && hist.record_n(v, n).is_err() {
+        // Only a bucket count overflow gets here: saturate it.
+        hist.saturating_record_n(v, n);
+    }
+}
+
 /// Indices of the six cost streams.
 const W_P: usize = 0;
 const W_C: usize = 1;
@@ -522,7 +532,10 @@ fn run<const CONST: bool, const LAT: bool>(
                             if v == run_value && run_len < u32::MAX {
                                 run_len += 1;
                             } else {
-                                hist.saturating_record_n(run_value, run_len);
+                                // Auto-resizing: fails only on count overflow,
+                                // which u32 runs of at most u32::MAX cannot cause
+                                // in a u32 bucket that saturates.
+                                record(&mut hist, run_value, run_len);
                                 (run_value, run_len) = (v, 1);
                             }
                         }
@@ -613,7 +626,7 @@ fn run<const CONST: bool, const LAT: bool>(
         }
     };
     if run_len > 0 {
-        hist.saturating_record_n(run_value, run_len);
+        record(&mut hist, run_value, run_len);
     }
     let n = (b.published - a.published) as f64;
     let per = |x: u64, y: u64| (y - x) as f64 / n / 1000.0;

@@ -5,7 +5,9 @@
 use std::fmt;
 use std::str::FromStr;
 
-use kicklab_model::{parse_duration_ns, predict, ss_formula, Params, Prediction, WaitMode};
+use kicklab_model::{
+    parse_duration_ns, predict, ss_best_case, ss_formula, Params, Prediction, WaitMode,
+};
 use rayon::prelude::*;
 use serde::{Deserialize, Serialize};
 use thiserror::Error;
@@ -239,8 +241,11 @@ pub struct SweepPoint {
     pub model: Option<Prediction>,
     /// Closed form with polling (GP).
     pub model_poll: Prediction,
-    /// The paper's eq. (4) evaluated here, `(T_ns, E_ns)`: the SS curve.
+    /// The paper's eq. (4) evaluated here, `(T_ns, E_ns)`.
     pub ss_formula: (f64, f64),
+    /// The best case of SS for these W and N (`ss_best_case`), `(T_ns, E_ns)`:
+    /// the paper's Fig. 2 "T_SS" curve.
+    pub ss_best: (f64, f64),
     /// Simulator in the sweep's mode.
     pub sim: SimResult,
     /// Simulator with polling.
@@ -295,6 +300,7 @@ pub fn sweep(
                 model: predict(&params, mode).ok(),
                 model_poll: predict(&params, WaitMode::Poll).expect("validated"),
                 ss_formula: ss_formula(&params),
+                ss_best: ss_best_case(&params),
                 sim,
                 sim_poll,
             };

@@ -168,3 +168,46 @@ fn short_queue_regimes_are_slower_than_fc_fp() {
     ));
     assert!(both(&short).1 > 2.0 * both(&long).1);
 }
+
+#[test]
+fn latency_follows_the_rules() {
+    // FC with m = 1: every message waits for the kick, the wake-up and its
+    // own processing: N_P + S_C + W_C.
+    let fc = Params {
+        w_p: Cost::Const(2000.0),
+        ..Params::default()
+    };
+    let l = simulate(&SimConfig::new(fc, WaitMode::Notify, 50_000))
+        .unwrap()
+        .latency_ns
+        .unwrap();
+    let want = 2400.0 + 200.0 + 1100.0;
+    // hdrhistogram keeps 3 significant digits.
+    assert!(rel(l.p50, want) < 1e-3 && rel(l.max, want) < 1e-3, "{l:?}");
+    // Polling, slow producer: a message is claimed the instant it is
+    // published, so its latency is W_C.
+    let l = simulate(&SimConfig::new(fc, WaitMode::Poll, 50_000))
+        .unwrap()
+        .latency_ns
+        .unwrap();
+    assert!(
+        rel(l.p50, 1100.0) < 1e-3 && rel(l.max, 1100.0) < 1e-3,
+        "{l:?}"
+    );
+    // Polling, fast producer: the queue stays full, so a message waits for
+    // the L - 1 messages ahead of it and then its own W_C: between
+    // (L - 1) W_C - W_P and L W_C.
+    let fp = Params {
+        w_p: Cost::Const(500.0),
+        ..Params::default()
+    };
+    let l = simulate(&SimConfig::new(fp, WaitMode::Poll, 50_000))
+        .unwrap()
+        .latency_ns
+        .unwrap();
+    let bound = 256.0 * 1100.0;
+    assert!(
+        l.p50 <= bound * 1.001 && l.p50 >= bound - 1100.0 - 500.0,
+        "{l:?}"
+    );
+}

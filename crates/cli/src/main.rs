@@ -1,0 +1,130 @@
+//! `kicklab`: the command-line front end. Thin: parsing, printing and
+//! progress bars; the work is in the `kicklab-*` library crates.
+
+mod args;
+mod bench;
+mod model_cmd;
+mod report_cmd;
+mod sim_cmd;
+mod sweep_cmd;
+
+use std::io::IsTerminal as _;
+use std::process::ExitCode;
+
+use clap::{Parser, Subcommand};
+
+/// Bad input: printed as one line on stderr, exit code 2.
+#[derive(Debug)]
+pub struct Usage(pub String);
+
+impl std::fmt::Display for Usage {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+impl std::error::Error for Usage {}
+
+#[derive(Debug, Parser)]
+#[command(
+    name = "kicklab",
+    version,
+    about = "Model, simulate and measure producer/consumer synchronization (kicks, interrupts, wake-ups).",
+    long_about = "kicklab studies a producer P and a consumer C that exchange messages through a queue of L slots \
+and wake each other with notifications (kicks, interrupts) when one of them sleeps. Small speed differences flip \
+the pair between operating regimes (Rizzo et al., ANCS 2016): GP (polling), FC (fast consumer), FP (fast producer), \
+SCS / SPS (slow consumer / producer start-up) and SS (both slow), with very different throughput and CPU cost.\n\n\
+Durations take a unit (ns, us, µs, ms, s; a bare number is ns). Every command's defaults are the paper's Fig. 4 \
+set-up: --len 256 --wp 1us --wc 1.1us --kp 1 --kc 1 --np 2.4us --nc 0.2us --sp 3.9us --sc 0.2us.",
+    after_help = "Examples:\n  kicklab model --wp 2us                       # regime, T and E in closed form\n  \
+kicklab sim --wp exp:2us --messages 1000000   # the same, simulated with random work\n  \
+kicklab sweep --vary wp=0.1us..3us:100         # Fig. 2/3 as CSV + SVG\n  \
+kicklab report                                 # every figure, one HTML page"
+)]
+struct Cli {
+    #[command(subcommand)]
+    cmd: Cmd,
+}
+
+#[derive(Debug, Subcommand)]
+enum Cmd {
+    /// Closed-form model: the regime, the time per message T, the CPU cost per message E, the batch size m.
+    Model(model_cmd::ModelArgs),
+    /// Event simulation following the model's rules exactly; costs may be distributions.
+    Sim(sim_cmd::SimArgs),
+    /// Vary one parameter; model and simulator at every point (CSV + SVG, the paper's Fig. 2 and 3).
+    Sweep(sweep_cmd::SweepArgs),
+    /// Reproduce the figures and tables as one HTML page with plots.
+    Report(report_cmd::ReportArgs),
+}
+
+fn main() -> ExitCode {
+    let cli = match Cli::try_parse() {
+        Ok(c) => c,
+        Err(e) => {
+            use clap::error::ErrorKind;
+            if matches!(
+                e.kind(),
+                ErrorKind::DisplayHelp
+                    | ErrorKind::DisplayVersion
+                    | ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand
+            ) {
+                let _ = e.print();
+                return if e.kind() == ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand {
+                    ExitCode::from(2)
+                } else {
+                    ExitCode::SUCCESS
+                };
+            }
+            // One line: clap's first line names the flag and the problem.
+            let text = e.render().to_string();
+            let line = text
+                .lines()
+                .find(|l| !l.trim().is_empty())
+                .unwrap_or("error: bad arguments");
+            eprintln!("{line}");
+            return ExitCode::from(2);
+        }
+    };
+    let result = match cli.cmd {
+        Cmd::Model(a) => model_cmd::run(&a),
+        Cmd::Sim(a) => sim_cmd::run(&a),
+        Cmd::Sweep(a) => sweep_cmd::run(&a),
+        Cmd::Report(a) => report_cmd::run(&a),
+    };
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            if let Some(u) = e.downcast_ref::<Usage>() {
+                eprintln!("error: {u}");
+                ExitCode::from(2)
+            } else {
+                eprintln!("error: {e:#}");
+                ExitCode::FAILURE
+            }
+        }
+    }
+}
+
+/// A progress bar on stderr (hidden when stderr is not a terminal).
+pub fn progress(len: u64, what: &str) -> indicatif::ProgressBar {
+    let bar = if std::io::stderr().is_terminal() {
+        indicatif::ProgressBar::new(len)
+    } else {
+        indicatif::ProgressBar::hidden()
+    };
+    bar.set_style(
+        indicatif::ProgressStyle::with_template(
+            "{msg:>12} [{bar:40}] {pos}/{len} points, {elapsed} elapsed, ~{eta} left",
+        )
+        .expect("valid template")
+        .progress_chars("=> "),
+    );
+    bar.set_message(what.to_string());
+    bar
+}
+
+/// Prints `value` as one JSON object on stdout.
+pub fn print_json(value: &serde_json::Value) -> anyhow::Result<()> {
+    println!("{}", serde_json::to_string(value)?);
+    Ok(())
+}

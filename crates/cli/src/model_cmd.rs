@@ -1,0 +1,129 @@
+//! `kicklab model`: the closed forms.
+
+use clap::Args;
+use kicklab_model::{fmt_ns, predict, Params, Prediction, Regime, WaitMode};
+use serde_json::json;
+
+use crate::args::{mode, ParamArgs};
+use crate::Usage;
+
+/// Arguments of `kicklab model`.
+#[derive(Debug, Args)]
+pub struct ModelArgs {
+    #[command(flatten)]
+    params: ParamArgs,
+    /// notify (sleep and be woken) or poll (spin: regime GP).
+    #[arg(long, default_value = "notify", value_parser = mode)]
+    mode: WaitMode,
+    /// Print one JSON object: {"regime", "T_ns", "E_ns", "m", ...}.
+    #[arg(long)]
+    json: bool,
+}
+
+/// One line saying what a regime means.
+pub fn regime_meaning(r: Regime) -> &'static str {
+    match r {
+        Regime::GP => "greedy polling: both spin; T = max(W_P, W_C), E = 2T",
+        Regime::FC => "fast consumer: C drains the queue and sleeps, P never blocks",
+        Regime::FP => "fast producer: P fills the queue and sleeps, C never blocks",
+        Regime::SCS => {
+            "slow consumer start-up: C is faster, but P fills the queue while C wakes up"
+        }
+        Regime::SPS => {
+            "slow producer start-up: P is faster, but C drains the queue while P wakes up"
+        }
+        Regime::SS => "slow start-up on both sides: P and C take turns, L messages a round",
+        Regime::Lockstep => {
+            "W_P == W_C: after at most one round P and C run in lockstep, no more notifications"
+        }
+    }
+}
+
+/// The prediction as the JSON object of the contract (plus extras).
+pub fn prediction_json(p: &Prediction) -> serde_json::Value {
+    json!({
+        "regime": p.regime.name(),
+        "T_ns": p.t_ns,
+        "E_ns": p.e_ns,
+        "m": p.m,
+        "round_messages": p.round_messages,
+        "round_ns": p.round_ns,
+        "throughput_per_s": 1e9 / p.t_ns,
+        "predicates": {
+            "slow_consumer_startup": p.predicates.slow_consumer_startup,
+            "slow_producer_startup": p.predicates.slow_producer_startup,
+        },
+    })
+}
+
+pub fn run(a: &ModelArgs) -> anyhow::Result<()> {
+    let params = a.params.params()?;
+    if let WaitMode::Spin { .. } = a.mode {
+        return Err(Usage(
+            "--mode: the model covers notify and poll; simulate spin:<budget> with `kicklab sim`"
+                .into(),
+        )
+        .into());
+    }
+    if !params.all_const() {
+        eprintln!("note: costs are distributions; the model uses their means (simulate to see the spread's effect)");
+    }
+    let p = predict(&params, a.mode)?;
+    if a.json {
+        let mut v = prediction_json(&p);
+        v["mode"] = json!(a.mode.to_string());
+        v["params"] = serde_json::to_value(params)?;
+        return crate::print_json(&v);
+    }
+    print_prediction(&params, a.mode, &p);
+    Ok(())
+}
+
+fn print_prediction(params: &Params, mode: WaitMode, p: &Prediction) {
+    let l = params.len;
+    println!("regime      {}  ({})", p.regime, regime_meaning(p.regime));
+    println!(
+        "T           {}/message  ({:.0} messages/s)",
+        fmt_ns(p.t_ns),
+        1e9 / p.t_ns
+    );
+    println!(
+        "E           {} of CPU/message (P and C together)",
+        fmt_ns(p.e_ns)
+    );
+    if let Some(m) = p.m {
+        let what = match p.regime {
+            Regime::FC | Regime::FP => "messages per wake-up",
+            _ => "messages beyond L per round (eq. 3)",
+        };
+        println!("m           {m}  ({what})");
+    }
+    if let (Some(n), Some(t)) = (p.round_messages, p.round_ns) {
+        println!("round       {n} messages in {}", fmt_ns(t));
+    }
+    if mode == WaitMode::Notify {
+        let (wp, wc) = (params.w_p.mean_ns(), params.w_c.mean_ns());
+        let (sp, sc) = (params.s_p.mean_ns(), params.s_c.mean_ns());
+        let yes = |b: bool| if b { "yes" } else { "no " };
+        println!(
+            "predicates  slow consumer start-up {}  S_C + W_C = {} vs (L - k_P) W_P = {}",
+            yes(p.predicates.slow_consumer_startup),
+            fmt_ns(sc + wc),
+            fmt_ns(f64::from(l - params.k_p) * wp)
+        );
+        println!(
+            "            slow producer start-up {}  S_P + W_P = {} vs (L - k_C) W_C = {}",
+            yes(p.predicates.slow_producer_startup),
+            fmt_ns(sp + wp),
+            fmt_ns(f64::from(l - params.k_c) * wc)
+        );
+        let gp = predict(params, WaitMode::Poll).expect("validated");
+        println!(
+            "vs polling  T_GP = {}, E_GP = {}: notifications cost {:+.1}% time, {:+.1}% CPU",
+            fmt_ns(gp.t_ns),
+            fmt_ns(gp.e_ns),
+            100.0 * (p.t_ns / gp.t_ns - 1.0),
+            100.0 * (p.e_ns / gp.e_ns - 1.0)
+        );
+    }
+}

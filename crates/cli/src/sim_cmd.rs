@@ -1,0 +1,171 @@
+//! `kicklab sim`: one simulation run (or `--bench`: simulator speed).
+
+use clap::Args;
+use kicklab_model::{fmt_ns, predict, WaitMode};
+use kicklab_sim::{default_warmup, simulate, SimConfig, SimResult, Window};
+use serde_json::json;
+
+use crate::args::{mode, ParamArgs};
+use crate::Usage;
+
+/// Arguments of `kicklab sim`.
+#[derive(Debug, Args)]
+pub struct SimArgs {
+    #[command(flatten)]
+    params: ParamArgs,
+    /// How both parties wait: notify, poll, or spin:<budget> (spin, then sleep).
+    #[arg(long, default_value = "notify", value_parser = mode)]
+    mode: WaitMode,
+    /// How P waits (overrides --mode for the producer).
+    #[arg(long, value_parser = mode)]
+    mode_p: Option<WaitMode>,
+    /// How C waits (overrides --mode for the consumer).
+    #[arg(long, value_parser = mode)]
+    mode_c: Option<WaitMode>,
+    /// Messages to measure (after the warm-up).
+    #[arg(long, default_value_t = 1_000_000, allow_hyphen_values = true)]
+    messages: u64,
+    /// Messages consumed before measuring [default: messages/10 + 4 L].
+    #[arg(long, allow_hyphen_values = true)]
+    warmup: Option<u64>,
+    /// Seed of the random cost streams (one stream per cost).
+    #[arg(long, default_value_t = 1)]
+    seed: u64,
+    /// Do not record per-message latency (faster).
+    #[arg(long)]
+    no_latency: bool,
+    /// Print one JSON object: {"T_ns", "E_ns", "messages", "notifications_p", ...}.
+    #[arg(long)]
+    json: bool,
+    /// Measure the simulator's own speed (simulated messages per second,
+    /// sweep speed-up on all cores) instead of running the pair once.
+    #[arg(long)]
+    bench: bool,
+}
+
+pub fn run(a: &SimArgs) -> anyhow::Result<()> {
+    if a.bench {
+        return crate::bench::run(a.json);
+    }
+    let params = a.params.params()?;
+    if a.messages == 0 {
+        return Err(Usage("--messages: need at least 1 message to measure".into()).into());
+    }
+    let (mode_p, mode_c) = (a.mode_p.unwrap_or(a.mode), a.mode_c.unwrap_or(a.mode));
+    let cfg = SimConfig {
+        params,
+        mode_p,
+        mode_c,
+        messages: a.messages,
+        warmup: a
+            .warmup
+            .unwrap_or_else(|| default_warmup(a.messages, params.len)),
+        seed: a.seed,
+        latency: !a.no_latency,
+    };
+    let r = simulate(&cfg)?;
+    // The closed form, where one exists for these modes.
+    let predicted = (mode_p == mode_c)
+        .then(|| predict(&params, mode_p).ok())
+        .flatten();
+    if let Some(p) = predicted {
+        if let Some(n) = p.round_messages {
+            if r.window == Window::Messages && n > 1 && params.all_const() {
+                eprintln!(
+                    "warning: a round is {n} messages, more than the run can measure whole; \
+                     T and E are over a partial round (raise --messages to at least {})",
+                    4 * n
+                );
+            }
+        }
+    }
+    if a.json {
+        let mut v = result_json(&r);
+        v["mode_p"] = json!(mode_p.to_string());
+        v["mode_c"] = json!(mode_c.to_string());
+        v["seed"] = json!(a.seed);
+        v["predicted"] = predicted.map_or(serde_json::Value::Null, |p| {
+            crate::model_cmd::prediction_json(&p)
+        });
+        return crate::print_json(&v);
+    }
+    print_result(&r, predicted.as_ref(), mode_p, mode_c);
+    Ok(())
+}
+
+/// The result as the JSON object of the contract (plus extras).
+pub fn result_json(r: &SimResult) -> serde_json::Value {
+    json!({
+        "T_ns": r.t_ns,
+        "E_ns": r.e_ns,
+        "E_p_ns": r.e_p_ns,
+        "E_c_ns": r.e_c_ns,
+        "messages": r.messages,
+        "notifications_p": r.notifications_p,
+        "notifications_c": r.notifications_c,
+        "sleeps_p": r.sleeps_p,
+        "sleeps_c": r.sleeps_c,
+        "latency_ns": r.latency_ns.map(|l| json!({"p50": l.p50, "p99": l.p99, "max": l.max, "mean": l.mean})),
+        "window": r.window,
+        "events": r.events,
+        "sim_time_ns": r.sim_time_ns,
+    })
+}
+
+fn print_result(
+    r: &SimResult,
+    predicted: Option<&kicklab_model::Prediction>,
+    mode_p: WaitMode,
+    mode_c: WaitMode,
+) {
+    let per = |n: u64| {
+        #[allow(clippy::cast_precision_loss)]
+        let x = n as f64 / r.messages as f64;
+        x
+    };
+    println!("modes          P {mode_p}, C {mode_c}");
+    println!(
+        "T              {}/message  ({:.0} messages/s)",
+        fmt_ns(r.t_ns),
+        1e9 / r.t_ns
+    );
+    println!(
+        "E              {} of CPU/message  (P {}, C {})",
+        fmt_ns(r.e_ns),
+        fmt_ns(r.e_p_ns),
+        fmt_ns(r.e_c_ns)
+    );
+    println!(
+        "notifications  P->C {} ({:.4}/message), C->P {} ({:.4}/message)",
+        r.notifications_p,
+        per(r.notifications_p),
+        r.notifications_c,
+        per(r.notifications_c)
+    );
+    println!("sleeps         P {}, C {}", r.sleeps_p, r.sleeps_c);
+    if let Some(l) = r.latency_ns {
+        println!(
+            "latency        p50 {}  p99 {}  max {}  mean {}",
+            fmt_ns(l.p50),
+            fmt_ns(l.p99),
+            fmt_ns(l.max),
+            fmt_ns(l.mean)
+        );
+    }
+    let window = match r.window {
+        Window::RoundsPc => "whole rounds between P->C notifications",
+        Window::RoundsCp => "whole rounds between C->P notifications",
+        Window::Messages => "messages (no notification rounds)",
+    };
+    println!("measured       {} messages over {window}", r.messages);
+    if let Some(p) = predicted {
+        println!(
+            "model          {}: T {} (sim/model {:.6}), E {} (sim/model {:.6})",
+            p.regime,
+            fmt_ns(p.t_ns),
+            r.t_ns / p.t_ns,
+            fmt_ns(p.e_ns),
+            r.e_ns / p.e_ns
+        );
+    }
+}

@@ -1,0 +1,124 @@
+//! `kicklab sweep`: one parameter varied, model and simulator at every point.
+
+use std::path::PathBuf;
+
+use clap::Args;
+use kicklab_model::{fmt_ns, WaitMode};
+use kicklab_report::{sweep_charts, sweep_csv, Page, Section};
+use kicklab_sim::{sweep, SweepPoint, Vary};
+
+use crate::args::{mode, ParamArgs};
+use crate::Usage;
+
+/// Arguments of `kicklab sweep`.
+#[derive(Debug, Args)]
+pub struct SweepArgs {
+    #[command(flatten)]
+    params: ParamArgs,
+    /// What to vary: NAME=FROM..TO:POINTS, NAME one of len, kp, kc, wp, wc,
+    /// np, nc, sp, sc (e.g. wp=0.1us..3us:100, kc=1..64:64).
+    #[arg(long, value_parser = vary)]
+    vary: Vary,
+    /// How both parties wait (polling is always run alongside).
+    #[arg(long, default_value = "notify", value_parser = mode)]
+    mode: WaitMode,
+    /// Messages simulated per point (after the warm-up).
+    #[arg(long, default_value_t = 50_000, allow_hyphen_values = true)]
+    messages: u64,
+    /// Seed of the random cost streams.
+    #[arg(long, default_value_t = 1)]
+    seed: u64,
+    /// Output directory: sweep.csv, T.svg, E.svg, index.html.
+    #[arg(long, default_value = "sweep-out")]
+    out: PathBuf,
+}
+
+fn vary(s: &str) -> Result<Vary, String> {
+    Vary::parse(s).map_err(|e| e.0)
+}
+
+/// Runs a sweep with a progress bar.
+pub fn run_sweep(
+    params: &kicklab_model::Params,
+    vary: &Vary,
+    mode: WaitMode,
+    messages: u64,
+    seed: u64,
+    what: &str,
+) -> anyhow::Result<Vec<SweepPoint>> {
+    let bar = crate::progress(u64::from(vary.points), what);
+    let points =
+        sweep(params, vary, mode, messages, seed, &|| bar.inc(1)).map_err(|e| match e {
+            kicklab_sim::SimError::Params(p) => anyhow::Error::new(Usage(p.to_string())),
+            other => other.into(),
+        })?;
+    bar.finish_and_clear();
+    Ok(points)
+}
+
+pub fn run(a: &SweepArgs) -> anyhow::Result<()> {
+    let params = a.params.params()?;
+    if a.messages == 0 {
+        return Err(Usage("--messages: need at least 1 message per point".into()).into());
+    }
+    let points = run_sweep(&params, &a.vary, a.mode, a.messages, a.seed, "sweep")?;
+    let (t, e) = sweep_charts(&points, &a.vary, &format!("sweep {}", a.vary));
+    let page = Page {
+        title: format!("kicklab sweep {}", a.vary),
+        intro_html: format!(
+            "<p>Model and simulator ({} messages per point, seed {}), mode {}.</p>",
+            a.messages, a.seed, a.mode
+        ),
+        sections: vec![Section {
+            id: "sweep".into(),
+            heading: a.vary.to_string(),
+            html: "<p>Data: <a href=\"sweep.csv\">sweep.csv</a>.</p>".into(),
+            figures: vec![
+                ("T".into(), t.to_svg(900, 520)?, "Time per message".into()),
+                (
+                    "E".into(),
+                    e.to_svg(900, 520)?,
+                    "CPU cost per message".into(),
+                ),
+            ],
+        }],
+    };
+    // Everything computed: only now touch the file system.
+    page.write(&a.out)?;
+    let csv = a.out.join("sweep.csv");
+    std::fs::write(&csv, sweep_csv(&points, &a.vary))?;
+
+    let count = a.vary.param.is_count();
+    println!(
+        "{:>10}  {:<8} {:>12} {:>12} {:>12} {:>12} {:>12}",
+        a.vary.param.name(),
+        "regime",
+        "T model",
+        "T sim",
+        "E model",
+        "E sim",
+        "T poll"
+    );
+    for p in &points {
+        let x = if count {
+            format!("{}", p.x)
+        } else {
+            fmt_ns(p.x)
+        };
+        let (r, tm, em) = p.model.map_or(("-".into(), "-".into(), "-".into()), |m| {
+            (m.regime.name().to_string(), fmt_ns(m.t_ns), fmt_ns(m.e_ns))
+        });
+        println!(
+            "{x:>10}  {r:<8} {tm:>12} {:>12} {em:>12} {:>12} {:>12}",
+            fmt_ns(p.sim.t_ns),
+            fmt_ns(p.sim.e_ns),
+            fmt_ns(p.model_poll.t_ns)
+        );
+    }
+    eprintln!(
+        "wrote {}, T.svg, E.svg, index.html in {}",
+        csv.display(),
+        a.out.display()
+    );
+    Ok(())
+}

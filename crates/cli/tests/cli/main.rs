@@ -1,0 +1,200 @@
+//! The `kicklab` binary end to end: the JSON contract, bad input, files.
+
+use std::path::PathBuf;
+use std::process::{Command, Output};
+
+fn kicklab(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_kicklab"))
+        .args(args)
+        .output()
+        .expect("run kicklab")
+}
+
+fn json(args: &[&str]) -> serde_json::Value {
+    let out = kicklab(args);
+    assert!(
+        out.status.success(),
+        "{args:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let text = String::from_utf8(out.stdout).unwrap();
+    assert_eq!(
+        text.trim().lines().count(),
+        1,
+        "one JSON object on one line: {text}"
+    );
+    serde_json::from_str(&text).unwrap()
+}
+
+fn tmp(name: &str) -> PathBuf {
+    let d = std::env::temp_dir().join(format!("kicklab-cli-{}-{name}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&d);
+    d
+}
+
+#[test]
+fn model_json_contract() {
+    let v = json(&["model", "--wp", "2us", "--json"]);
+    assert_eq!(v["regime"], "FC");
+    assert_eq!(v["m"], 1);
+    assert!((v["T_ns"].as_f64().unwrap() - 4400.0).abs() < 1e-9);
+    assert!((v["E_ns"].as_f64().unwrap() - 5700.0).abs() < 1e-9);
+    let v = json(&["model", "--mode", "poll", "--json"]);
+    assert_eq!(v["regime"], "GP");
+    assert_eq!(v["T_ns"], 1100.0);
+    assert_eq!(v["E_ns"], 2200.0);
+    assert!(v["m"].is_null());
+}
+
+#[test]
+fn sim_json_contract() {
+    let v = json(&["sim", "--messages", "20000", "--json"]);
+    for key in [
+        "T_ns",
+        "E_ns",
+        "messages",
+        "notifications_p",
+        "notifications_c",
+    ] {
+        assert!(v[key].is_number(), "{key} missing: {v}");
+    }
+    for key in ["p50", "p99", "max"] {
+        assert!(
+            v["latency_ns"][key].as_f64().unwrap() > 0.0,
+            "latency {key}: {v}"
+        );
+    }
+    assert_eq!(v["predicted"]["regime"], "FP");
+    let ratio = v["T_ns"].as_f64().unwrap() / v["predicted"]["T_ns"].as_f64().unwrap();
+    assert!((ratio - 1.0).abs() < 1e-9, "sim/model {ratio}");
+    // Distributions, spin mode and per-party modes are accepted.
+    let v = json(&[
+        "sim",
+        "--wp",
+        "exp:1us",
+        "--wc",
+        "uniform:1us,1.2us",
+        "--mode",
+        "spin:2us",
+        "--messages",
+        "5000",
+        "--json",
+    ]);
+    assert!(v["T_ns"].as_f64().unwrap() > 0.0);
+    assert!(v["predicted"].is_null());
+    let v = json(&[
+        "sim",
+        "--mode-p",
+        "poll",
+        "--mode-c",
+        "notify",
+        "--messages",
+        "5000",
+        "--json",
+    ]);
+    assert_eq!(v["mode_p"], "poll");
+    assert_eq!(v["sleeps_p"], 0);
+}
+
+#[test]
+fn bad_input_is_one_line_naming_the_flag_and_exit_2() {
+    let cases: &[(&[&str], &str)] = &[
+        (&["model", "--kp", "300"], "--kp"),
+        (&["model", "--kc", "0"], "--kc"),
+        (&["model", "--len", "0"], "--len"),
+        (&["sim", "--wp", "-1us"], "--wp"),
+        (&["sim", "--nc", "NaN"], "--nc"),
+        (&["sim", "--sp", "3parsec"], "--sp"),
+        (&["sim", "--wc", "gamma:1us"], "--wc"),
+        (&["sim", "--sc", "uniform:2us,1us"], "--sc"),
+        (&["sim", "--mode", "sometimes"], "--mode"),
+        (&["sim", "--messages", "0"], "--messages"),
+        (&["model", "--mode", "spin:1us"], "--mode"),
+        (&["sweep", "--vary", "wp=1us..3us:0"], "--vary"),
+        (&["sweep", "--vary", "zz=1us..3us:4"], "--vary"),
+        (&["sweep", "--vary", "kp=1..300:3"], "--vary"),
+    ];
+    for (args, flag) in cases {
+        let out = kicklab(args);
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {err}");
+        assert_eq!(
+            err.trim_end().lines().count(),
+            1,
+            "{args:?}: one line, got {err}"
+        );
+        assert!(err.contains(flag), "{args:?}: {err} does not name {flag}");
+        assert!(out.stdout.is_empty(), "{args:?}: no output on stdout");
+    }
+}
+
+#[test]
+fn sweep_writes_csv_and_plots_and_nothing_on_bad_input() {
+    let dir = tmp("sweep");
+    let d = dir.to_str().unwrap();
+    let out = kicklab(&[
+        "sweep",
+        "--vary",
+        "wp=0.5us..2us:7",
+        "--messages",
+        "3000",
+        "--out",
+        d,
+    ]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let csv = std::fs::read_to_string(dir.join("sweep.csv")).unwrap();
+    assert_eq!(csv.lines().count(), 8);
+    for f in ["T.svg", "E.svg", "index.html"] {
+        assert!(dir.join(f).is_file(), "{f}");
+    }
+    std::fs::remove_dir_all(&dir).unwrap();
+
+    let bad = tmp("sweep-bad");
+    let out = kicklab(&[
+        "sweep",
+        "--vary",
+        "kp=1..300:3",
+        "--out",
+        bad.to_str().unwrap(),
+    ]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(!bad.exists(), "no partial output on bad input");
+}
+
+#[test]
+fn report_writes_one_page() {
+    let dir = tmp("report");
+    let out = kicklab(&[
+        "report",
+        "--points",
+        "6",
+        "--messages",
+        "2000",
+        "--out",
+        dir.to_str().unwrap(),
+    ]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let html = std::fs::read_to_string(dir.join("index.html")).unwrap();
+    for needle in ["Fig. 2", "Fig. 3", "The regimes", "Closed forms", "<svg"] {
+        assert!(html.contains(needle), "report lacks {needle}");
+    }
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+#[test]
+fn help_teaches() {
+    let out = kicklab(&["sim", "--help"]);
+    assert!(out.status.success());
+    let text = String::from_utf8(out.stdout).unwrap();
+    for needle in ["--wp", "exp:1us", "spin:<budget>", "--messages", "--bench"] {
+        assert!(text.contains(needle), "sim --help lacks {needle}");
+    }
+}

@@ -1,0 +1,122 @@
+//! The HTML page: sections of text, tables and inline SVG figures, written
+//! as one self-contained `index.html` plus the SVG files beside it.
+
+use std::fmt::Write as _;
+use std::path::Path;
+
+use crate::ReportError;
+
+/// One section of the page.
+#[derive(Debug, Clone, Default)]
+pub struct Section {
+    /// Anchor id.
+    pub id: String,
+    /// Heading text.
+    pub heading: String,
+    /// HTML body (paragraphs, tables), inserted as is.
+    pub html: String,
+    /// Figures: `(file stem, svg, caption)`.
+    pub figures: Vec<(String, String, String)>,
+}
+
+/// The report page.
+#[derive(Debug, Clone, Default)]
+pub struct Page {
+    /// Title.
+    pub title: String,
+    /// HTML under the title.
+    pub intro_html: String,
+    /// Sections in order.
+    pub sections: Vec<Section>,
+}
+
+/// Escapes `&`, `<`, `>` and `"` for HTML text and attributes.
+pub fn html_escape(s: &str) -> String {
+    s.replace('&', "&amp;")
+        .replace('<', "&lt;")
+        .replace('>', "&gt;")
+        .replace('"', "&quot;")
+}
+
+impl Page {
+    /// Renders `index.html`.
+    pub fn to_html(&self) -> String {
+        let mut h = String::new();
+        let _ = write!(
+            h,
+            "<!doctype html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><title>{t}</title>\n<style>\n\
+             body{{font-family:system-ui,sans-serif;max-width:1100px;margin:2em auto;padding:0 1em;color:#222;line-height:1.45}}\n\
+             h1{{font-size:1.6em}} h2{{border-bottom:1px solid #ddd;padding-bottom:.2em;margin-top:2em}}\n\
+             table{{border-collapse:collapse;margin:1em 0;font-size:.92em}} td,th{{border:1px solid #ccc;padding:.25em .6em;text-align:right}}\n\
+             th{{background:#f4f4f4}} td.l,th.l{{text-align:left}} figure{{margin:1em 0}} figcaption{{font-size:.9em;color:#555}}\n\
+             code,pre{{background:#f6f6f6;padding:.1em .3em}} nav a{{margin-right:1em}}\n</style></head><body>\n<h1>{t}</h1>\n{intro}\n<nav>",
+            t = html_escape(&self.title),
+            intro = self.intro_html
+        );
+        for s in &self.sections {
+            let _ = write!(h, "<a href=\"#{}\">{}</a>", s.id, html_escape(&s.heading));
+        }
+        h.push_str("</nav>\n");
+        for s in &self.sections {
+            let _ = write!(
+                h,
+                "<section id=\"{}\"><h2>{}</h2>\n{}\n",
+                s.id,
+                html_escape(&s.heading),
+                s.html
+            );
+            for (stem, svg, caption) in &s.figures {
+                let _ = writeln!(
+                    h,
+                    "<figure id=\"fig-{stem}\">{svg}<figcaption>{} (<a href=\"{stem}.svg\">{stem}.svg</a>)</figcaption></figure>",
+                    html_escape(caption)
+                );
+            }
+            h.push_str("</section>\n");
+        }
+        h.push_str("</body></html>\n");
+        h
+    }
+
+    /// Writes `index.html` and one `<stem>.svg` per figure into `dir`
+    /// (created if missing).
+    ///
+    /// # Errors
+    ///
+    /// [`ReportError::Io`] naming the file that failed.
+    pub fn write(&self, dir: &Path) -> Result<(), ReportError> {
+        std::fs::create_dir_all(dir).map_err(|e| ReportError::Io(dir.display().to_string(), e))?;
+        for s in &self.sections {
+            for (stem, svg, _) in &s.figures {
+                let f = dir.join(format!("{stem}.svg"));
+                std::fs::write(&f, svg).map_err(|e| ReportError::Io(f.display().to_string(), e))?;
+            }
+        }
+        let f = dir.join("index.html");
+        std::fs::write(&f, self.to_html()).map_err(|e| ReportError::Io(f.display().to_string(), e))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn page_links_sections_and_escapes() {
+        let p = Page {
+            title: "a <b>".into(),
+            intro_html: "<p>hi</p>".into(),
+            sections: vec![Section {
+                id: "s1".into(),
+                heading: "One & two".into(),
+                html: "<p>x</p>".into(),
+                figures: vec![("f".into(), "<svg></svg>".into(), "cap".into())],
+            }],
+        };
+        let h = p.to_html();
+        assert!(h.contains("<title>a &lt;b&gt;</title>"));
+        assert!(h.contains("href=\"#s1\""));
+        assert!(h.contains("One &amp; two"));
+        assert!(h.contains("<svg></svg><figcaption>cap"));
+    }
+}
