@@ -202,6 +202,33 @@ pub enum Window {
     Messages,
 }
 
+/// Raw totals of a whole run (warm-up included), in picoseconds: what two
+/// implementations of the rules must agree on exactly.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Totals {
+    /// Simulated time at the last free [ps].
+    pub time_ps: u64,
+    /// Messages published.
+    pub published: u64,
+    /// Messages freed.
+    pub consumed: u64,
+    /// P's busy time [ps] (intervals counted from their start).
+    pub busy_p_ps: u64,
+    /// C's busy time [ps].
+    pub busy_c_ps: u64,
+    /// Notifications sent by P.
+    pub notifications_p: u64,
+    /// Notifications sent by C.
+    pub notifications_c: u64,
+    /// Times P slept.
+    pub sleeps_p: u64,
+    /// Times C slept.
+    pub sleeps_c: u64,
+    /// Sum of the latencies of the messages freed after the warm-up [ps]
+    /// (0 when latency recording is off).
+    pub latency_sum_ps: u128,
+}
+
 /// What a run measured. Times in nanoseconds.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct SimResult {
@@ -235,6 +262,8 @@ pub struct SimResult {
     pub events: u64,
     /// Simulated time of the whole run [ns].
     pub sim_time_ns: f64,
+    /// Raw totals of the whole run.
+    pub totals: Totals,
 }
 
 /// Why a run could not finish.
@@ -407,6 +436,7 @@ fn run<const CONST: bool, const LAT: bool>(
     let (mut pub_slot, mut con_slot) = (0usize, 0usize);
     let mut hist = Histogram::<u32>::new(3).expect("3 significant digits");
     let (mut run_value, mut run_len) = (0u64, 0u32);
+    let mut latency_sum = 0u128;
 
     let (mut pc, mut cp) = (Span::default(), Span::default());
     // The per-message window: a full snapshot at the first measured publish,
@@ -526,7 +556,9 @@ fn run<const CONST: bool, const LAT: bool>(
                             // In whole ns: 3 significant digits of a us-scale
                             // latency, and a counts array small enough to stay
                             // in cache (in ps every record was a cache miss).
-                            let v = (now - pub_time[con_slot] + 500) / 1000;
+                            let lat_ps = now - pub_time[con_slot];
+                            latency_sum += u128::from(lat_ps);
+                            let v = (lat_ps + 500) / 1000;
                             // Runs of equal latencies (common with constant
                             // costs) are recorded once, with their count.
                             if v == run_value && run_len < u32::MAX {
@@ -652,5 +684,17 @@ fn run<const CONST: bool, const LAT: bool>(
         window,
         events,
         sim_time_ns: final_t as f64 / 1000.0,
+        totals: Totals {
+            time_ps: final_t,
+            published: pr.count,
+            consumed: co.count,
+            busy_p_ps: pr.busy,
+            busy_c_ps: co.busy,
+            notifications_p: pr.notifications,
+            notifications_c: co.notifications,
+            sleeps_p: pr.sleeps,
+            sleeps_c: co.sleeps,
+            latency_sum_ps: latency_sum,
+        },
     })
 }

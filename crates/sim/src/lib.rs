@@ -30,9 +30,12 @@
 //! instant" is decided exactly, never by floating-point luck.
 
 mod engine;
+pub mod reference;
 mod sampler;
 pub mod sweep;
 
-pub use engine::{default_warmup, simulate, Latency, SimConfig, SimError, SimResult, Window};
+pub use engine::{
+    default_warmup, simulate, Latency, SimConfig, SimError, SimResult, Totals, Window,
+};
 pub use sampler::Sampler;
 pub use sweep::{sweep, SweepPoint, Vary, VaryError, VaryParam};

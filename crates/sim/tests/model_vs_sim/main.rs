@@ -2,6 +2,7 @@
 
 mod exactness;
 mod paper;
+mod reference;
 
 use kicklab_model::{Cost, Params};
 

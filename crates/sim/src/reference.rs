@@ -1,0 +1,191 @@
+//! A plain reference implementation of the same rules: a generic event queue
+//! (`BinaryHeap`), one event per action, no folding, no specialisation.
+//!
+//! It exists for two reasons. It is an independent check of the fast loop in
+//! `engine.rs`: fed the same seeded cost streams it draws the same values, so
+//! the two must agree exactly, with random costs and spin budgets too. And it
+//! is what a user would write instead: the benchmarks compare against it.
+//!
+//! Events are ordered by `(time, class, party, insertion)`: class 0 is a
+//! publish/free, class 1 an attempt or a spin deadline, so every publish and
+//! free at an instant precedes every attempt at that instant (the tie rule).
+
+use std::cmp::Reverse;
+use std::collections::{BinaryHeap, VecDeque};
+
+use kicklab_model::{to_ps, WaitMode};
+
+use crate::engine::{SimConfig, SimError, Totals};
+use crate::sampler::Sampler;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+enum Kind {
+    /// End of W: publish (P) or free (C).
+    EndWork,
+    /// Reserve (P) or claim (C) attempt.
+    Attempt,
+    /// End of a spin budget; `gen` tells stale deadlines apart.
+    Deadline { gen: u64 },
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+struct Event {
+    t: u64,
+    class: u8,
+    party: usize,
+    seq: u64,
+    kind: Kind,
+}
+
+#[derive(Debug, Clone, Copy, Default)]
+struct Party {
+    asleep: bool,
+    spinning_since: Option<u64>,
+    gen: u64,
+    busy: u64,
+    notifications: u64,
+    sleeps: u64,
+}
+
+const P: usize = 0;
+const C: usize = 1;
+
+/// Runs the rules with a generic event queue and returns the run's totals.
+///
+/// # Errors
+///
+/// As [`crate::simulate`].
+pub fn simulate_reference(cfg: &SimConfig) -> Result<Totals, SimError> {
+    cfg.params.validate()?;
+    if cfg.messages == 0 {
+        return Err(SimError::NoMessages);
+    }
+    let prm = &cfg.params;
+    // Same streams as the fast loop: W_P, W_C, N_P, N_C, S_P, S_C.
+    let mut draw: Vec<Sampler> = [prm.w_p, prm.w_c, prm.n_p, prm.n_c, prm.s_p, prm.s_c]
+        .iter()
+        .zip(0u64..)
+        .map(|(c, i)| Sampler::new(*c, cfg.seed, i))
+        .collect();
+    let (work, notify, start) = ([0usize, 1], [2usize, 3], [4usize, 5]);
+    let k = [u64::from(prm.k_p), u64::from(prm.k_c)];
+    let modes = [cfg.mode_p, cfg.mode_c];
+    let stop = cfg.warmup + cfg.messages;
+
+    // have[P] = free slots, have[C] = available messages.
+    let mut have = [u64::from(prm.len), 0u64];
+    let mut parties = [Party::default(); 2];
+    let mut published_at: VecDeque<u64> = VecDeque::new();
+    let (mut published, mut consumed, mut latency_sum) = (0u64, 0u64, 0u128);
+
+    let mut heap = BinaryHeap::new();
+    let mut seq = 0u64;
+    let mut push = |heap: &mut BinaryHeap<Reverse<Event>>, t: u64, party: usize, kind: Kind| {
+        seq += 1;
+        let class = u8::from(kind != Kind::EndWork);
+        heap.push(Reverse(Event {
+            t,
+            class,
+            party,
+            seq,
+            kind,
+        }));
+    };
+    push(&mut heap, 0, P, Kind::Attempt);
+    push(&mut heap, 0, C, Kind::Attempt);
+
+    while let Some(Reverse(ev)) = heap.pop() {
+        let (me, peer, now) = (ev.party, 1 - ev.party, ev.t);
+        match ev.kind {
+            Kind::EndWork => {
+                // Publish (P gives the consumer a message) or free (C gives
+                // the producer a slot).
+                have[peer] += 1;
+                if me == P {
+                    published += 1;
+                    published_at.push_back(now);
+                } else {
+                    consumed += 1;
+                    let t0 = published_at
+                        .pop_front()
+                        .expect("a freed message was published");
+                    if consumed > cfg.warmup {
+                        latency_sum += u128::from(now - t0);
+                    }
+                    if consumed >= stop {
+                        return Ok(Totals {
+                            time_ps: now,
+                            published,
+                            consumed,
+                            busy_p_ps: parties[P].busy,
+                            busy_c_ps: parties[C].busy,
+                            notifications_p: parties[P].notifications,
+                            notifications_c: parties[C].notifications,
+                            sleeps_p: parties[P].sleeps,
+                            sleeps_c: parties[C].sleeps,
+                            latency_sum_ps: latency_sum,
+                        });
+                    }
+                }
+                if parties[peer].asleep && have[peer] >= k[me] {
+                    let n = draw[notify[me]].draw_ps();
+                    let s = draw[start[peer]].draw_ps();
+                    parties[me].notifications += 1;
+                    parties[me].busy += n;
+                    parties[peer].busy += s;
+                    parties[peer].asleep = false;
+                    push(&mut heap, now + n + s, peer, Kind::Attempt);
+                    push(&mut heap, now + n, me, Kind::Attempt);
+                } else {
+                    if let Some(since) = parties[peer].spinning_since.take() {
+                        parties[peer].busy += now - since;
+                        parties[peer].gen += 1;
+                        push(&mut heap, now, peer, Kind::Attempt);
+                    }
+                    push(&mut heap, now, me, Kind::Attempt);
+                }
+            }
+            Kind::Attempt => {
+                if have[me] >= 1 {
+                    have[me] -= 1;
+                    let w = draw[work[me]].draw_ps();
+                    parties[me].busy += w;
+                    push(&mut heap, now + w, me, Kind::EndWork);
+                } else {
+                    match modes[me] {
+                        WaitMode::Notify => {
+                            parties[me].asleep = true;
+                            parties[me].sleeps += 1;
+                        }
+                        WaitMode::Poll => parties[me].spinning_since = Some(now),
+                        WaitMode::Spin { budget_ns } => {
+                            parties[me].spinning_since = Some(now);
+                            parties[me].gen += 1;
+                            let gen = parties[me].gen;
+                            push(
+                                &mut heap,
+                                now + to_ps(budget_ns),
+                                me,
+                                Kind::Deadline { gen },
+                            );
+                        }
+                    }
+                }
+            }
+            Kind::Deadline { gen } => {
+                if gen == parties[me].gen {
+                    if let Some(since) = parties[me].spinning_since.take() {
+                        parties[me].busy += now - since;
+                        parties[me].asleep = true;
+                        parties[me].sleeps += 1;
+                    }
+                }
+            }
+        }
+    }
+    Err(SimError::Deadlock {
+        t_ns: 0,
+        free: have[P],
+        avail: have[C],
+    })
+}

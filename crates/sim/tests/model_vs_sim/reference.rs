@@ -1,0 +1,97 @@
+//! The fast two-party loop against the plain priority-queue implementation
+//! of the same rules. Same seeded streams, so the same draws: every total of
+//! the run must be equal, exactly, for random costs, every wait mode and
+//! mixed modes (P and C waiting differently).
+
+use kicklab_model::{Cost, Params, WaitMode};
+use kicklab_sim::reference::simulate_reference;
+use kicklab_sim::{simulate, SimConfig};
+use proptest::prelude::*;
+
+fn cost() -> impl Strategy<Value = Cost> {
+    let ns = 0.0f64..5000.0;
+    prop_oneof![
+        ns.clone()
+            .prop_map(|v| Cost::Const((v * 1000.0).round() / 1000.0)),
+        (ns.clone(), 0.0f64..2000.0).prop_map(|(a, d)| Cost::Uniform {
+            lo_ns: a,
+            hi_ns: a + d
+        }),
+        ns.clone().prop_map(|m| Cost::Exp { mean_ns: m }),
+        (ns.clone(), 0.0f64..2000.0).prop_map(|(m, sd)| Cost::Normal {
+            mu_ns: m,
+            sd_ns: sd
+        }),
+        (ns, 0.0f64..1.5).prop_map(|(m, s)| Cost::LogNormal {
+            mean_ns: m,
+            sigma: s
+        }),
+    ]
+}
+
+fn mode() -> impl Strategy<Value = WaitMode> {
+    prop_oneof![
+        Just(WaitMode::Notify),
+        Just(WaitMode::Poll),
+        (0.0f64..10_000.0).prop_map(|b| WaitMode::Spin { budget_ns: b }),
+    ]
+}
+
+fn params() -> impl Strategy<Value = Params> {
+    (
+        1u32..40,
+        any::<u32>(),
+        any::<u32>(),
+        [cost(), cost(), cost(), cost(), cost(), cost()],
+    )
+        .prop_map(|(len, kp, kc, c)| Params {
+            len,
+            k_p: 1 + kp % len,
+            k_c: 1 + kc % len,
+            w_p: c[0],
+            w_c: c[1],
+            n_p: c[2],
+            n_c: c[3],
+            s_p: c[4],
+            s_c: c[5],
+        })
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: crate::cases(400), ..ProptestConfig::default() })]
+
+    #[test]
+    fn fast_loop_equals_reference(p in params(), mode_p in mode(), mode_c in mode(), seed in any::<u64>(), warmup in 0u64..500, messages in 1u64..3000) {
+        let cfg = SimConfig { params: p, mode_p, mode_c, messages, warmup, seed, latency: true };
+        let fast = simulate(&cfg).unwrap();
+        let reference = simulate_reference(&cfg).unwrap();
+        prop_assert_eq!(fast.totals, reference);
+    }
+}
+
+#[test]
+fn agrees_on_the_paper_setup_with_every_distribution() {
+    for c in [
+        "exp:1us",
+        "uniform:0.5us,1.5us",
+        "normal:1us,0.5us",
+        "lognormal:1us,0.8",
+    ] {
+        let p = Params {
+            w_p: Cost::parse(c).unwrap(),
+            ..Params::default()
+        };
+        for mode in [
+            WaitMode::Notify,
+            WaitMode::Poll,
+            WaitMode::Spin { budget_ns: 3000.0 },
+        ] {
+            let cfg = SimConfig::new(p, mode, 50_000);
+            assert_eq!(
+                simulate(&cfg).unwrap().totals,
+                simulate_reference(&cfg).unwrap(),
+                "{c} {mode}"
+            );
+        }
+    }
+}
