@@ -1,0 +1,238 @@
+//! The shared memory layout: a header of four cache lines and L slots.
+
+use crate::sync::{AtomicU32, AtomicU64, Ordering};
+
+/// Size of one line of the header [bytes]. Fixed (not the platform's
+/// `CachePadded`) so that a guest can hard-code the offsets.
+pub const CACHE_LINE: usize = 64;
+
+/// A value alone on its cache line.
+#[repr(C, align(64))]
+#[derive(Debug, Default)]
+pub struct Line<T>(pub T);
+
+/// Where a sleeping party says it wants a kick.
+///
+/// The sleeper writes `wake_at`, then sets `need_kick` (SeqCst), then
+/// re-checks the peer's index; the peer, after moving its index, clears
+/// `need_kick` with a swap and kicks if its index has reached `wake_at`.
+/// Only the party that turns `need_kick` from 1 to 0 acts on it, so each
+/// registration gets at most one kick.
+#[repr(C)]
+#[derive(Debug, Default)]
+pub struct WaitPoint {
+    /// 1 while the owner sleeps (or is about to) and wants a kick.
+    pub need_kick: AtomicU32,
+    /// The peer's index at which the owner wants the kick.
+    pub wake_at: AtomicU32,
+}
+
+/// `index` has reached `target` in free-running (wrapping) arithmetic.
+#[inline]
+pub fn reached(index: u32, target: u32) -> bool {
+    index.wrapping_sub(target) < (1 << 31)
+}
+
+impl WaitPoint {
+    /// Registers a wish to be kicked once the peer's index reaches `wake_at`.
+    #[inline]
+    pub fn register(&self, wake_at: u32) {
+        self.wake_at.store(wake_at, Ordering::Relaxed);
+        // Publishes `wake_at` with the flag; pairs with the SeqCst load in
+        // `take_if_reached`, and with the owner's SeqCst fence before it
+        // re-reads the peer's index (Dekker: one of the two sees the other).
+        self.need_kick.store(1, Ordering::SeqCst);
+    }
+
+    /// Withdraws a registration. Returns false if the peer already took it
+    /// (a kick is on its way and the next wait will return at once).
+    #[inline]
+    pub fn cancel(&self) -> bool {
+        // Races with the peer's swap in `take_if_reached`: exactly one wins.
+        self.need_kick.swap(0, Ordering::SeqCst) == 1
+    }
+
+    /// The peer's side: with its index now at `index`, decides whether to
+    /// kick. True at most once per registration.
+    #[inline]
+    pub fn take_if_reached(&self, index: u32) -> bool {
+        // SeqCst: the second half of the Dekker pattern, after the caller's
+        // index store and SeqCst fence.
+        if self.need_kick.load(Ordering::SeqCst) == 0 {
+            return false;
+        }
+        // Relaxed is enough: the SeqCst load above synchronized with the
+        // SeqCst store in `register`, which came after this store.
+        let target = self.wake_at.load(Ordering::Relaxed);
+        reached(index, target) && self.need_kick.swap(0, Ordering::SeqCst) == 1
+    }
+}
+
+/// The ring header, at the start of the shared region; the slots follow
+/// it (`L` little-endian `u64`s at offset `size_of::<RingHeader>()`).
+///
+/// | offset | field | written by |
+/// | --- | --- | --- |
+/// | 0 | `tail`: messages published, free-running | producer |
+/// | 64 | `head`: slots freed, free-running | consumer |
+/// | 128 | `consumer_wait`: `need_kick`, `wake_at` (a tail value) | consumer (the producer clears `need_kick`) |
+/// | 192 | `producer_wait`: `need_kick`, `wake_at` (a head value) | producer (the consumer clears `need_kick`) |
+/// | 256 | slots | producer writes, consumer reads |
+#[repr(C)]
+#[derive(Debug, Default)]
+pub struct RingHeader {
+    /// Messages published so far (wrapping).
+    pub tail: Line<AtomicU32>,
+    /// Slots freed so far (wrapping).
+    pub head: Line<AtomicU32>,
+    /// The consumer's registration: kick me when `tail` reaches `wake_at`.
+    pub consumer_wait: Line<WaitPoint>,
+    /// The producer's registration: kick me when `head` reaches `wake_at`.
+    pub producer_wait: Line<WaitPoint>,
+}
+
+/// The memory behind a ring: a header and its slots.
+pub(crate) trait Memory: Send + Sync {
+    fn header(&self) -> &RingHeader;
+    fn slots(&self) -> &[AtomicU64];
+}
+
+/// A ring allocated on the heap (threads in one process).
+pub(crate) struct Owned {
+    pub(crate) header: RingHeader,
+    pub(crate) slots: Box<[AtomicU64]>,
+}
+
+impl Memory for Owned {
+    fn header(&self) -> &RingHeader {
+        &self.header
+    }
+    fn slots(&self) -> &[AtomicU64] {
+        &self.slots
+    }
+}
+
+/// A ring in a memory region the caller provides: shared memory between
+/// processes, or guest memory of a VM.
+#[cfg(not(loom))]
+pub struct RawRing {
+    header: *const RingHeader,
+    slots: *const AtomicU64,
+    len: u32,
+    _owner: Box<dyn Send + Sync>,
+}
+
+// SAFETY: the region is only accessed through atomics (header fields and
+// slots), which may be shared between threads; `_owner` is Send + Sync.
+#[cfg(not(loom))]
+unsafe impl Send for RawRing {}
+// SAFETY: as for Send: every access is atomic.
+#[cfg(not(loom))]
+unsafe impl Sync for RawRing {}
+
+#[cfg(not(loom))]
+impl RawRing {
+    /// Bytes a ring of `len` slots needs.
+    pub fn region_size(len: u32) -> usize {
+        std::mem::size_of::<RingHeader>() + len as usize * 8
+    }
+
+    /// Uses `region` as a ring of `len` slots. `owner` keeps the memory
+    /// alive (an mmap, a `Vec`, guest memory) and is dropped with the ring.
+    ///
+    /// Returns `None` if the region is too small or not aligned to 64 bytes.
+    ///
+    /// # Safety
+    ///
+    /// `region` must point to `region_len` bytes that stay valid, and are
+    /// only accessed atomically (by this process or another party such as a
+    /// guest), for as long as `owner` lives. The bytes may hold anything:
+    /// every bit pattern is a valid `AtomicU32`/`AtomicU64`, and indices
+    /// read from them are validated before use.
+    pub unsafe fn from_raw(
+        region: *mut u8,
+        region_len: usize,
+        len: u32,
+        owner: Box<dyn Send + Sync>,
+    ) -> Option<RawRing> {
+        if region.is_null()
+            || !(region as usize).is_multiple_of(CACHE_LINE)
+            || region_len < Self::region_size(len)
+            || len == 0
+        {
+            return None;
+        }
+        Some(RawRing {
+            header: region.cast::<RingHeader>(),
+            // SAFETY: in bounds: region_len >= header size + 8 len (checked).
+            slots: unsafe { region.add(std::mem::size_of::<RingHeader>()) }.cast::<AtomicU64>(),
+            len,
+            _owner: owner,
+        })
+    }
+
+    /// The ring's length L.
+    pub fn len(&self) -> u32 {
+        self.len
+    }
+
+    /// Always false: a ring has at least one slot.
+    pub fn is_empty(&self) -> bool {
+        false
+    }
+}
+
+#[cfg(not(loom))]
+impl Memory for RawRing {
+    fn header(&self) -> &RingHeader {
+        // SAFETY: `from_raw` checked size and 64-byte alignment; the caller
+        // of `from_raw` keeps the region valid while `_owner` lives, and any
+        // bit pattern is a valid header of atomics.
+        unsafe { &*self.header }
+    }
+    fn slots(&self) -> &[AtomicU64] {
+        // SAFETY: as for the header: `len` slots of 8 bytes follow the
+        // header inside the checked region, 8-byte aligned (header size is a
+        // multiple of 64).
+        unsafe { std::slice::from_raw_parts(self.slots, self.len as usize) }
+    }
+}
+
+#[cfg(all(test, not(loom)))]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn layout_is_the_documented_one() {
+        assert_eq!(std::mem::size_of::<RingHeader>(), 256);
+        let h = RingHeader::default();
+        let base = std::ptr::addr_of!(h) as usize;
+        assert_eq!(std::ptr::addr_of!(h.tail) as usize - base, 0);
+        assert_eq!(std::ptr::addr_of!(h.head) as usize - base, 64);
+        assert_eq!(std::ptr::addr_of!(h.consumer_wait) as usize - base, 128);
+        assert_eq!(std::ptr::addr_of!(h.producer_wait) as usize - base, 192);
+    }
+
+    #[test]
+    fn reached_wraps() {
+        assert!(reached(5, 5));
+        assert!(reached(6, 5));
+        assert!(!reached(4, 5));
+        assert!(reached(2, u32::MAX - 1));
+        assert!(!reached(u32::MAX - 1, 2));
+    }
+
+    #[test]
+    fn a_registration_is_taken_once() {
+        let w = WaitPoint::default();
+        assert!(!w.take_if_reached(10));
+        w.register(10);
+        assert!(!w.take_if_reached(9));
+        assert!(w.take_if_reached(10));
+        assert!(!w.take_if_reached(11));
+        assert!(!w.cancel(), "already taken");
+        w.register(20);
+        assert!(w.cancel());
+        assert!(!w.take_if_reached(25));
+    }
+}

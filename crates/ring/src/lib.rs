@@ -1,0 +1,82 @@
+//! A single-producer single-consumer ring of 64-bit messages over a plain
+//! `#[repr(C)]` memory region, with the notification protocol of the
+//! kicklab model: each side, before it sleeps, publishes in shared memory
+//! that it wants a kick (a need-kick flag, as netmap's `need_kick` and
+//! VMware's shared bit vector) and at which index (an event index, as
+//! virtio's `used_event`/`avail_event`); its peer kicks only when it crosses
+//! that index, so a busy peer is never notified.
+//!
+//! What lives here: the memory layout ([`RingHeader`]), the two endpoints
+//! ([`Producer`], [`Consumer`]), the wait protocol ([`WaitStrategy`]), and
+//! notifiers ([`Notifier`]: futex, eventfd, pipe). What does not: busy
+//! work, threads, timing, KVM (see `kicklab-testbed`).
+//!
+//! ```text
+//!   Producer (P)                     shared region                    Consumer (C)
+//!   ------------                     -------------                    ------------
+//!   write slot[pos]  ---------->  slots[0..L]: u64 messages  -------> read slot[pos]
+//!   tail += n (Release)  ------>  tail  (published, free-running u32)
+//!                                 head  (freed, free-running u32) <--- head += n (Release)
+//!   P registers before sleeping:  producer_wait {need_kick, wake_at}  <- C reads, clears, kicks
+//!   P reads, clears, kicks ---->  consumer_wait {need_kick, wake_at}     C registers before sleeping
+//! ```
+//!
+//! # Example
+//!
+//! 1. Make a ring of 4 slots: one producer and one consumer handle.
+//! 2. Push two messages with one publish (send combining).
+//! 3. The consumer claims them, then frees their slots.
+//!
+//! ```
+//! use kicklab_ring::ring;
+//!
+//! let (mut p, mut c) = ring(4);
+//! p.write(10).unwrap();
+//! p.write(11).unwrap();
+//! let published = p.publish();                 // one tail store for both
+//! assert_eq!(published.count(), 2);
+//! assert_eq!(c.available().unwrap(), 2);
+//! assert_eq!(c.claim().unwrap(), Some(10));
+//! assert_eq!(c.claim().unwrap(), Some(11));
+//! assert_eq!(c.release().count(), 2);          // both slots free again
+//! assert_eq!(p.free_now().unwrap(), 4);       // re-reads the consumer's index
+//! ```
+//!
+//! Counters are free-running `u32`s and each side keeps its own slot
+//! position, so any length L >= 1 works (not only powers of two) and a
+//! 32-bit guest can use the same layout. Indices read from the other side
+//! are validated: a peer that writes garbage gets [`RingError::Corrupt`],
+//! never an out-of-bounds access.
+
+mod endpoint;
+mod layout;
+#[cfg(not(loom))]
+mod notify;
+pub mod sync;
+mod wait;
+
+#[cfg(not(loom))]
+pub use endpoint::on_raw;
+pub use endpoint::{ring, Consumer, Producer, Published, Released};
+#[cfg(not(loom))]
+pub use layout::RawRing;
+pub use layout::{reached, RingHeader, WaitPoint, CACHE_LINE};
+#[cfg(not(loom))]
+pub use notify::{EventFdNotifier, FutexNotifier, NotifierKind, PipeNotifier};
+pub use wait::{Notifier, WaitError, WaitStats, WaitStrategy};
+
+/// The other side broke the ring's invariants.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+pub enum RingError {
+    /// An index read from shared memory is impossible (for example more
+    /// messages published than the ring holds).
+    #[error("corrupt ring: {what} = {value} (tail - head must be at most L = {len})")]
+    Corrupt {
+        /// Which index.
+        what: &'static str,
+        /// The value read.
+        value: u32,
+        /// The ring's length.
+        len: u32,
+    },
+}

@@ -1,0 +1,180 @@
+//! Waiting: spin, block, or spin then block, in crossbeam `Backoff`'s
+//! vocabulary: spin -> register need-kick -> fence -> re-check -> block.
+
+use std::time::{Duration, Instant};
+
+use crate::sync::spin_hint;
+use crate::{Consumer, Producer, RingError};
+
+/// Wakes a blocked peer. A notification sent while nobody waits is kept
+/// (at most one), so the next [`Notifier::wait`] returns at once: waits
+/// must always re-check their condition in a loop.
+pub trait Notifier: Send + Sync {
+    /// Wakes the waiter, or lets its next wait return at once.
+    ///
+    /// # Errors
+    ///
+    /// The underlying system call failed.
+    fn notify(&self) -> std::io::Result<()>;
+
+    /// Blocks until notified, consuming the notification.
+    ///
+    /// # Errors
+    ///
+    /// The underlying system call failed.
+    fn wait(&self) -> std::io::Result<()>;
+}
+
+/// How a party waits when it cannot go on.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum WaitStrategy {
+    /// Spin until the condition holds (never sleeps, never needs a kick).
+    Poll,
+    /// Register for a kick and block at once.
+    Block,
+    /// Spin for at most this long, then as `Block`.
+    SpinThenBlock(Duration),
+}
+
+/// What waiting cost one side.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct WaitStats {
+    /// Times it blocked on its notifier.
+    pub sleeps: u64,
+    /// Times it registered but the re-check found the condition true.
+    pub averted: u64,
+    /// Wake-ups that found the condition still false (spurious or stale).
+    pub spurious: u64,
+}
+
+/// An error while waiting.
+#[derive(Debug, thiserror::Error)]
+pub enum WaitError {
+    /// The ring's shared indices are corrupt.
+    #[error(transparent)]
+    Ring(#[from] RingError),
+    /// The notifier failed.
+    #[error("notifier: {0}")]
+    Io(#[from] std::io::Error),
+}
+
+/// The side-specific parts of a wait.
+trait Side {
+    /// How much of the resource (free slots / available messages) there is.
+    fn have(&mut self) -> Result<u32, RingError>;
+    fn prepare_sleep(&mut self, k: u32) -> Result<bool, RingError>;
+    fn finish_sleep(&self);
+}
+
+impl Side for Producer {
+    fn have(&mut self) -> Result<u32, RingError> {
+        self.free()
+    }
+    fn prepare_sleep(&mut self, k: u32) -> Result<bool, RingError> {
+        Producer::prepare_sleep(self, k)
+    }
+    fn finish_sleep(&self) {
+        Producer::finish_sleep(self);
+    }
+}
+
+impl Side for Consumer {
+    fn have(&mut self) -> Result<u32, RingError> {
+        self.available()
+    }
+    fn prepare_sleep(&mut self, k: u32) -> Result<bool, RingError> {
+        Consumer::prepare_sleep(self, k)
+    }
+    fn finish_sleep(&self) {
+        Consumer::finish_sleep(self);
+    }
+}
+
+fn wait_for<S: Side>(
+    side: &mut S,
+    k: u32,
+    strategy: WaitStrategy,
+    notifier: &dyn Notifier,
+    stats: &mut WaitStats,
+) -> Result<(), WaitError> {
+    if side.have()? > 0 {
+        return Ok(());
+    }
+    match strategy {
+        WaitStrategy::Poll => loop {
+            spin_hint();
+            if side.have()? > 0 {
+                return Ok(());
+            }
+        },
+        WaitStrategy::SpinThenBlock(budget) => {
+            let start = Instant::now();
+            let mut i = 0u32;
+            loop {
+                spin_hint();
+                if side.have()? > 0 {
+                    return Ok(());
+                }
+                i = i.wrapping_add(1);
+                // Read the clock every 64 spins (about 2 us), not every spin.
+                if (cfg!(loom) && i > 2) || (i.is_multiple_of(64) && start.elapsed() >= budget) {
+                    break;
+                }
+            }
+        }
+        WaitStrategy::Block => {}
+    }
+    loop {
+        if side.prepare_sleep(k)? {
+            stats.sleeps += 1;
+            notifier.wait()?;
+            side.finish_sleep();
+            if side.have()? > 0 {
+                return Ok(());
+            }
+            stats.spurious += 1;
+        } else {
+            stats.averted += 1;
+            if side.have()? > 0 {
+                return Ok(());
+            }
+        }
+    }
+}
+
+impl Producer {
+    /// Returns once at least one slot is free, waiting per `strategy`; when
+    /// blocking, asks for a kick once `k_c` slots are free.
+    ///
+    /// # Errors
+    ///
+    /// A corrupt ring or a failing notifier.
+    pub fn wait_for_space(
+        &mut self,
+        k_c: u32,
+        strategy: WaitStrategy,
+        notifier: &dyn Notifier,
+        stats: &mut WaitStats,
+    ) -> Result<(), WaitError> {
+        wait_for(self, k_c, strategy, notifier, stats)
+    }
+}
+
+impl Consumer {
+    /// Returns once at least one message is available, waiting per
+    /// `strategy`; when blocking, asks for a kick once `k_p` messages are
+    /// there.
+    ///
+    /// # Errors
+    ///
+    /// A corrupt ring or a failing notifier.
+    pub fn wait_for_messages(
+        &mut self,
+        k_p: u32,
+        strategy: WaitStrategy,
+        notifier: &dyn Notifier,
+        stats: &mut WaitStats,
+    ) -> Result<(), WaitError> {
+        wait_for(self, k_p, strategy, notifier, stats)
+    }
+}
