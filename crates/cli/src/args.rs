@@ -41,22 +41,48 @@ pub struct ParamArgs {
     /// W_C: consumer work per message (duration or distribution).
     #[arg(long, default_value = "1.1us", value_parser = cost, allow_hyphen_values = true, help_heading = "Parameters")]
     pub wc: Cost,
-    /// N_P: P's cost of notifying C (a kick).
-    #[arg(long, default_value = "2.4us", value_parser = cost, allow_hyphen_values = true, help_heading = "Parameters")]
-    pub np: Cost,
-    /// N_C: C's cost of notifying P (an interrupt).
-    #[arg(long, default_value = "0.2us", value_parser = cost, allow_hyphen_values = true, help_heading = "Parameters")]
-    pub nc: Cost,
-    /// S_P: P's cost of starting after a notification (wake-up).
-    #[arg(long, default_value = "3.9us", value_parser = cost, allow_hyphen_values = true, help_heading = "Parameters")]
-    pub sp: Cost,
-    /// S_C: C's cost of starting after a notification (wake-up).
-    #[arg(long, default_value = "0.2us", value_parser = cost, allow_hyphen_values = true, help_heading = "Parameters")]
-    pub sc: Cost,
+    /// N_P: P's cost of notifying C (a kick). [default: 2.4us, or the --profile's]
+    #[arg(long, value_parser = cost, allow_hyphen_values = true, help_heading = "Parameters")]
+    pub np: Option<Cost>,
+    /// N_C: C's cost of notifying P (an interrupt). [default: 0.2us, or the --profile's]
+    #[arg(long, value_parser = cost, allow_hyphen_values = true, help_heading = "Parameters")]
+    pub nc: Option<Cost>,
+    /// S_P: P's cost of starting after a notification (wake-up). [default: 3.9us, or the --profile's]
+    #[arg(long, value_parser = cost, allow_hyphen_values = true, help_heading = "Parameters")]
+    pub sp: Option<Cost>,
+    /// S_C: C's cost of starting after a notification (wake-up). [default: 0.2us, or the --profile's]
+    #[arg(long, value_parser = cost, allow_hyphen_values = true, help_heading = "Parameters")]
+    pub sc: Option<Cost>,
+    /// A calibration profile (`kicklab calibrate --save FILE`): its N_P,
+    /// N_C, S_P, S_C replace the defaults; flags given explicitly still win.
+    #[arg(long, help_heading = "Parameters")]
+    pub profile: Option<std::path::PathBuf>,
 }
 
 fn cost(s: &str) -> Result<Cost, String> {
     Cost::parse(s).map_err(|e| e.to_string())
+}
+
+/// Parses a thread backend (`futex`, `eventfd`, `pipe`); `kvm` is named
+/// but not built yet.
+pub fn backend(s: &str) -> Result<kicklab_ring::NotifierKind, String> {
+    if s == "kvm" {
+        return Err(
+            "the kvm backend is not built yet (issue 4); use futex, eventfd or pipe".into(),
+        );
+    }
+    s.parse()
+}
+
+/// A real wait strategy from the same words as `--mode`.
+pub fn strategy(mode: WaitMode) -> kicklab_ring::WaitStrategy {
+    match mode {
+        WaitMode::Notify => kicklab_ring::WaitStrategy::Block,
+        WaitMode::Poll => kicklab_ring::WaitStrategy::Poll,
+        WaitMode::Spin { budget_ns } => kicklab_ring::WaitStrategy::SpinThenBlock(
+            std::time::Duration::from_secs_f64(budget_ns / 1e9),
+        ),
+    }
 }
 
 /// Parses `notify`, `poll` or `spin:<duration>`.
@@ -82,18 +108,52 @@ impl ParamArgs {
     ///
     /// A [`Usage`] error naming the flag.
     pub fn params(&self) -> Result<Params, Usage> {
-        let p = Params {
+        self.params_with(false)
+    }
+
+    /// The validated parameters; with a profile, its costs as distributions
+    /// with the measured spread if `spread` (for the simulator), else as
+    /// their means (for the model).
+    ///
+    /// # Errors
+    ///
+    /// A [`Usage`] error naming the flag.
+    pub fn params_with(&self, spread: bool) -> Result<Params, Usage> {
+        let mut p = Params {
             len: self.len,
             k_p: self.kp,
             k_c: self.kc,
             w_p: self.wp,
             w_c: self.wc,
-            n_p: self.np,
-            n_c: self.nc,
-            s_p: self.sp,
-            s_c: self.sc,
+            ..Params::default()
         };
+        if let Some(profile) = self.load_profile()? {
+            profile.apply(&mut p, spread);
+        }
+        p.n_p = self.np.unwrap_or(p.n_p);
+        p.n_c = self.nc.unwrap_or(p.n_c);
+        p.s_p = self.sp.unwrap_or(p.s_p);
+        p.s_c = self.sc.unwrap_or(p.s_c);
         p.validate().map_err(|e| Usage(e.to_string()))?;
         Ok(p)
+    }
+
+    /// The profile named by `--profile`, if any.
+    ///
+    /// # Errors
+    ///
+    /// A [`Usage`] error if it cannot be read or parsed.
+    pub fn load_profile(&self) -> Result<Option<kicklab_testbed::Profile>, Usage> {
+        let Some(path) = &self.profile else {
+            return Ok(None);
+        };
+        let text = std::fs::read_to_string(path)
+            .map_err(|e| Usage(format!("--profile: cannot read {}: {e}", path.display())))?;
+        serde_json::from_str(&text).map(Some).map_err(|e| {
+            Usage(format!(
+                "--profile: {} is not a kicklab profile: {e}",
+                path.display()
+            ))
+        })
     }
 }

@@ -3,10 +3,13 @@
 
 mod args;
 mod bench;
+mod calibrate_cmd;
 mod model_cmd;
 mod report_cmd;
+mod run_cmd;
 mod sim_cmd;
 mod sweep_cmd;
+mod validate_cmd;
 
 use std::io::IsTerminal as _;
 use std::process::ExitCode;
@@ -53,6 +56,12 @@ enum Cmd {
     Sim(sim_cmd::SimArgs),
     /// Vary one parameter; model and simulator at every point (CSV + SVG, the paper's Fig. 2 and 3).
     Sweep(sweep_cmd::SweepArgs),
+    /// Measure this machine's notification costs N and start-up costs S for a backend.
+    Calibrate(calibrate_cmd::CalibrateArgs),
+    /// Run the pair for real: two pinned threads over a shared-memory ring, real notifications.
+    Run(run_cmd::RunArgs),
+    /// The paper's Fig. 4 on this machine: model, simulator and measurement while W_P varies.
+    Validate(validate_cmd::ValidateArgs),
     /// Reproduce the figures and tables as one HTML page with plots.
     Report(report_cmd::ReportArgs),
 }
@@ -89,6 +98,9 @@ fn main() -> ExitCode {
         Cmd::Model(a) => model_cmd::run(&a),
         Cmd::Sim(a) => sim_cmd::run(&a),
         Cmd::Sweep(a) => sweep_cmd::run(&a),
+        Cmd::Calibrate(a) => calibrate_cmd::run(&a),
+        Cmd::Run(a) => run_cmd::run(&a),
+        Cmd::Validate(a) => validate_cmd::run(&a),
         Cmd::Report(a) => report_cmd::run(&a),
     };
     match result {

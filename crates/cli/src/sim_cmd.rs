@@ -47,7 +47,8 @@ pub fn run(a: &SimArgs) -> anyhow::Result<()> {
     if a.bench {
         return crate::bench::run(a.json);
     }
-    let params = a.params.params()?;
+    // With a profile, the simulator gets the measured spread of N and S.
+    let params = a.params.params_with(true)?;
     if a.messages == 0 {
         return Err(Usage("--messages: need at least 1 message to measure".into()).into());
     }

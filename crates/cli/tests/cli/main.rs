@@ -198,3 +198,130 @@ fn help_teaches() {
         assert!(text.contains(needle), "sim --help lacks {needle}");
     }
 }
+
+#[test]
+fn calibrate_saves_a_profile_that_model_and_sim_load() {
+    let dir = tmp("profile");
+    std::fs::create_dir_all(&dir).unwrap();
+    let file = dir.join("futex.json");
+    let v = json(&[
+        "calibrate",
+        "--backend",
+        "futex",
+        "--samples",
+        "50",
+        "--rounds",
+        "1",
+        "--save",
+        file.to_str().unwrap(),
+        "--json",
+    ]);
+    for key in ["NP_ns", "NC_ns", "SP_ns", "SC_ns"] {
+        assert!(v[key].as_f64().unwrap() > 0.0, "{key}: {v}");
+    }
+    assert_eq!(v["backend"], "futex");
+    let m = json(&["model", "--profile", file.to_str().unwrap(), "--json"]);
+    let np = m["params"]["n_p"]
+        .as_str()
+        .unwrap()
+        .trim_end_matches("ns")
+        .parse::<f64>()
+        .unwrap();
+    assert!(
+        (np - v["NP_ns"].as_f64().unwrap()).abs() < 1e-6,
+        "model took N_P from the profile"
+    );
+    // An explicit flag beats the profile.
+    let m = json(&[
+        "model",
+        "--profile",
+        file.to_str().unwrap(),
+        "--np",
+        "7us",
+        "--json",
+    ]);
+    assert_eq!(m["params"]["n_p"], "7000ns");
+    // The simulator takes the measured spread.
+    let s = json(&[
+        "sim",
+        "--profile",
+        file.to_str().unwrap(),
+        "--messages",
+        "5000",
+        "--json",
+    ]);
+    assert!(s["T_ns"].as_f64().unwrap() > 1000.0);
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+#[test]
+fn run_moves_every_message_on_every_backend() {
+    for backend in ["futex", "eventfd", "pipe"] {
+        for strategy in ["notify", "poll", "spin:2us"] {
+            let v = json(&[
+                "run",
+                "--backend",
+                backend,
+                "--strategy",
+                strategy,
+                "--messages",
+                "5000",
+                "--wp",
+                "0.5us",
+                "--json",
+            ]);
+            assert_eq!(v["lost"], 0, "{backend} {strategy}");
+            assert_eq!(v["duplicated_or_reordered"], 0, "{backend} {strategy}");
+            assert_eq!(v["messages"], 5000);
+            let t = v["T_ns"].as_f64().unwrap();
+            assert!(
+                t >= 1000.0,
+                "{backend} {strategy}: T = {t} below W_C = 1.1 us minus noise"
+            );
+            if strategy != "spin:2us" {
+                assert!(v["predicted"]["T_ns"].as_f64().unwrap() > 0.0);
+            }
+        }
+    }
+}
+
+#[test]
+fn validate_writes_its_chart() {
+    let dir = tmp("validate");
+    let out = kicklab(&[
+        "validate",
+        "--backend",
+        "pipe",
+        "--vary",
+        "wp=0.5us..2us:3",
+        "--messages",
+        "3000",
+        "--out",
+        dir.to_str().unwrap(),
+    ]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let text = String::from_utf8(out.stdout).unwrap();
+    assert!(text.contains("median error"), "{text}");
+    for f in ["index.html", "validate.csv", "validate-pipe-T.svg"] {
+        assert!(dir.join(f).is_file(), "{f}");
+    }
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+#[test]
+fn kvm_and_unknown_backends_are_refused_in_one_line() {
+    for args in [
+        &["calibrate", "--backend", "kvm"][..],
+        &["run", "--backend", "carrier-pigeon"][..],
+    ] {
+        let out = kicklab(args);
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {err}");
+        assert_eq!(err.trim_end().lines().count(), 1, "{err}");
+        assert!(err.contains("--backend"), "{err}");
+    }
+}

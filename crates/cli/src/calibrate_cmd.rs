@@ -1,0 +1,126 @@
+//! `kicklab calibrate`: measure N and S of a notification backend.
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use clap::Args;
+use kicklab_model::{fmt_ns, parse_duration_ns};
+use kicklab_ring::NotifierKind;
+use kicklab_testbed::{calibrate, Profile, Stat};
+use serde_json::json;
+
+use crate::args::backend;
+
+/// Arguments of `kicklab calibrate`.
+#[derive(Debug, Args)]
+pub struct CalibrateArgs {
+    /// Notification mechanism: futex, eventfd or pipe (kvm: not built yet).
+    #[arg(long, value_parser = backend)]
+    backend: NotifierKind,
+    /// Notifications per direction per round.
+    #[arg(long, default_value_t = 400)]
+    samples: usize,
+    /// How long the woken party idles before each notification (as a
+    /// sleeping party does in a run; a longer idle lets its CPU halt).
+    #[arg(long, default_value = "50us", value_parser = gap)]
+    gap: Duration,
+    /// Most rounds before giving up on stable medians (within 5%).
+    #[arg(long, default_value_t = 6)]
+    rounds: usize,
+    /// Write the profile (JSON) here, for --profile.
+    #[arg(long)]
+    save: Option<PathBuf>,
+    /// Print one JSON object: {"backend", "NP_ns", "NC_ns", "SP_ns", "SC_ns", ...}.
+    #[arg(long)]
+    json: bool,
+}
+
+fn gap(s: &str) -> Result<Duration, String> {
+    parse_duration_ns(s)
+        .map(|ns| Duration::from_secs_f64(ns / 1e9))
+        .map_err(|e| e.to_string())
+}
+
+/// The profile as the JSON object of the contract (plus its full summary).
+pub fn profile_json(p: &Profile) -> serde_json::Value {
+    json!({
+        "backend": p.backend,
+        "NP_ns": p.np.mean_ns,
+        "NC_ns": p.nc.mean_ns,
+        "SP_ns": p.sp.mean_ns,
+        "SC_ns": p.sc.mean_ns,
+        "SP_cpu_ns": p.sp_cpu.mean_ns,
+        "SC_cpu_ns": p.sc_cpu.mean_ns,
+        "gap_ns": p.gap_ns,
+        "rounds": p.rounds,
+        "stable": p.stable,
+        "profile": p,
+    })
+}
+
+pub fn run(a: &CalibrateArgs) -> anyhow::Result<()> {
+    if a.samples < 10 {
+        return Err(crate::Usage("--samples: need at least 10".into()).into());
+    }
+    eprintln!(
+        "calibrating {} ({} notifications per direction per round, {} idle before each) ...",
+        a.backend.name(),
+        a.samples,
+        fmt_ns(a.gap.as_secs_f64() * 1e9)
+    );
+    let p = calibrate(a.backend, a.samples, a.gap, a.rounds)?;
+    if let Some(path) = &a.save {
+        std::fs::write(path, serde_json::to_string_pretty(&p)?)?;
+        eprintln!("saved {}", path.display());
+    }
+    if a.json {
+        return crate::print_json(&profile_json(&p));
+    }
+    print_profile(&p);
+    Ok(())
+}
+
+pub fn print_profile(p: &Profile) {
+    let row = |name: &str, s: &Stat, what: &str| {
+        println!(
+            "{name:<7} mean {:>9}  median {:>9}  p10 {:>9}  p90 {:>9}  ({what})",
+            fmt_ns(s.mean_ns),
+            fmt_ns(s.median_ns),
+            fmt_ns(s.p10_ns),
+            fmt_ns(s.p90_ns)
+        );
+    };
+    println!(
+        "backend {}  ({} CPUs, TSC {:.3} GHz, {} idle before each notification)",
+        p.backend,
+        p.cpus,
+        p.tsc_ghz,
+        fmt_ns(p.gap_ns)
+    );
+    row("N_P", &p.np, "P's notify call, C asleep");
+    row("N_C", &p.nc, "C's notify call, P asleep");
+    row("S_P", &p.sp, "C's notify returns -> P runs");
+    row("S_C", &p.sc, "P's notify returns -> C runs");
+    row(
+        "N_P cpu",
+        &p.np_cpu,
+        "P's thread CPU time across its notify",
+    );
+    row(
+        "N_C cpu",
+        &p.nc_cpu,
+        "C's thread CPU time across its notify",
+    );
+    row("S_P cpu", &p.sp_cpu, "P's own CPU time across the wake-up");
+    row("S_C cpu", &p.sc_cpu, "C's own CPU time across the wake-up");
+    println!(
+        "{} samples per cost in {} round(s); medians {}",
+        p.np.n,
+        p.rounds,
+        if p.stable {
+            "stable within 5%"
+        } else {
+            "NOT stable within 5% (noisy machine): see the spread"
+        }
+    );
+}

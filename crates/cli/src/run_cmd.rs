@@ -1,0 +1,173 @@
+//! `kicklab run`: the pair for real, with the model's prediction.
+
+use std::time::Duration;
+
+use clap::Args;
+use kicklab_model::{fmt_ns, predict, WaitMode};
+use kicklab_ring::NotifierKind;
+use kicklab_testbed::{calibrate, run_pair, PairConfig, PairResult, Profile};
+use serde_json::json;
+
+use crate::args::{backend, mode, strategy, ParamArgs};
+use crate::Usage;
+
+/// Arguments of `kicklab run`.
+#[derive(Debug, Args)]
+pub struct RunArgs {
+    #[command(flatten)]
+    params: ParamArgs,
+    /// Notification mechanism: futex, eventfd or pipe (kvm: not built yet).
+    #[arg(long, value_parser = backend)]
+    backend: NotifierKind,
+    /// How both threads wait: notify (block), poll (spin), spin:<budget>.
+    #[arg(long, default_value = "notify", value_parser = mode)]
+    strategy: WaitMode,
+    /// Messages measured (after a warm-up of a tenth as many).
+    #[arg(long, default_value_t = 200_000)]
+    messages: u64,
+    /// Seed for random W_P / W_C.
+    #[arg(long, default_value_t = 1)]
+    seed: u64,
+    /// Print one JSON object.
+    #[arg(long)]
+    json: bool,
+}
+
+/// Runs the pair with the given strategy.
+pub fn real_run(
+    params: &kicklab_model::Params,
+    be: NotifierKind,
+    mode: WaitMode,
+    messages: u64,
+    seed: u64,
+) -> anyhow::Result<PairResult> {
+    let cfg = PairConfig {
+        params: *params,
+        strategy_p: strategy(mode),
+        strategy_c: strategy(mode),
+        backend: be,
+        messages,
+        warmup: messages / 10,
+        seed,
+        timeout: Duration::from_secs(30).max(Duration::from_secs_f64(messages as f64 * 1e-4)),
+    };
+    let r = run_pair(&cfg)?;
+    anyhow::ensure!(
+        r.lost == 0 && r.duplicated_or_reordered == 0,
+        "message check failed: {} lost, {} duplicated or reordered",
+        r.lost,
+        r.duplicated_or_reordered
+    );
+    Ok(r)
+}
+
+/// The profile from `--profile`, or a quick calibration of `be` now.
+pub fn profile_or_calibrate(params: &ParamArgs, be: NotifierKind) -> anyhow::Result<Profile> {
+    if let Some(p) = params.load_profile()? {
+        if p.backend != be.name() {
+            return Err(Usage(format!(
+                "--profile: it calibrates {}, not {}",
+                p.backend,
+                be.name()
+            ))
+            .into());
+        }
+        return Ok(p);
+    }
+    eprintln!("no --profile: calibrating {} quickly (kicklab calibrate --backend {} --save FILE for a better one) ...", be.name(), be.name());
+    Ok(calibrate(be, 200, Duration::from_micros(50), 2)?)
+}
+
+pub fn run(a: &RunArgs) -> anyhow::Result<()> {
+    let mut params = a.params.params()?;
+    if a.messages == 0 {
+        return Err(Usage("--messages: need at least 1 message".into()).into());
+    }
+    let profile = profile_or_calibrate(&a.params, a.backend)?;
+    let r = real_run(&params, a.backend, a.strategy, a.messages, a.seed)?;
+    // The prediction: the model with this machine's N and S.
+    profile.apply(&mut params, false);
+    let predicted = match a.strategy {
+        WaitMode::Spin { .. } => None,
+        m => Some(predict(&params, m)?),
+    };
+    if a.json {
+        return crate::print_json(&json!({
+            "backend": a.backend.name(),
+            "strategy": a.strategy.to_string(),
+            "T_ns": r.t_ns,
+            "E_ns": r.e_ns,
+            "E_p_ns": r.e_p_ns,
+            "E_c_ns": r.e_c_ns,
+            "messages": r.messages,
+            "lost": r.lost,
+            "duplicated_or_reordered": r.duplicated_or_reordered,
+            "notifications_p": r.notifications_p,
+            "notifications_c": r.notifications_c,
+            "sleeps_p": r.sleeps_p,
+            "sleeps_c": r.sleeps_c,
+            "pinned": r.pinned,
+            "oversubscribed": r.oversubscribed,
+            "predicted": predicted.map(|p| json!({"regime": p.regime.name(), "T_ns": p.t_ns, "E_ns": p.e_ns, "m": p.m})),
+            "profile": crate::calibrate_cmd::profile_json(&profile),
+        }));
+    }
+    println!(
+        "backend        {} ({}), both threads {}",
+        a.backend.name(),
+        a.strategy,
+        if r.pinned {
+            "pinned to their own CPU"
+        } else {
+            "NOT pinned"
+        }
+    );
+    if r.oversubscribed {
+        println!(
+            "warning        more busy threads than CPUs: polling numbers are not meaningful here"
+        );
+    }
+    println!(
+        "T              {}/message  ({:.0} messages/s)",
+        fmt_ns(r.t_ns),
+        1e9 / r.t_ns
+    );
+    println!(
+        "E              {} of CPU/message  (P {}, C {})",
+        fmt_ns(r.e_ns),
+        fmt_ns(r.e_p_ns),
+        fmt_ns(r.e_c_ns)
+    );
+    #[allow(clippy::cast_precision_loss)]
+    let per = |n: u64| n as f64 / r.messages as f64;
+    println!(
+        "notifications  P->C {} ({:.4}/message), C->P {} ({:.4}/message)",
+        r.notifications_p,
+        per(r.notifications_p),
+        r.notifications_c,
+        per(r.notifications_c)
+    );
+    println!("sleeps         P {}, C {}", r.sleeps_p, r.sleeps_c);
+    println!(
+        "checked        {} messages: {} lost, {} duplicated or reordered",
+        r.messages, r.lost, r.duplicated_or_reordered
+    );
+    println!(
+        "calibrated     N_P {}, N_C {}, S_P {}, S_C {}",
+        fmt_ns(profile.np.mean_ns),
+        fmt_ns(profile.nc.mean_ns),
+        fmt_ns(profile.sp.mean_ns),
+        fmt_ns(profile.sc.mean_ns)
+    );
+    if let Some(p) = predicted {
+        println!(
+            "model          {}: T {} (measured/model {:.3}), E {} (measured/model {:.3})",
+            p.regime,
+            fmt_ns(p.t_ns),
+            r.t_ns / p.t_ns,
+            fmt_ns(p.e_ns),
+            r.e_ns / p.e_ns
+        );
+    }
+    Ok(())
+}

@@ -1,0 +1,402 @@
+//! `kicklab validate`: the paper's Fig. 4 on this machine. W_C fixed, W_P
+//! swept; model (calibrated means), simulator (calibrated distributions)
+//! and measurement on one chart, notify and poll.
+
+use std::fmt::Write as _;
+use std::path::PathBuf;
+
+use clap::Args;
+use kicklab_model::{fmt_ns, predict, Params, Regime, WaitMode};
+use kicklab_report::{html_escape, Chart, Page, Section, Series, Style};
+use kicklab_ring::NotifierKind;
+use kicklab_sim::{simulate, SimConfig, Vary};
+use kicklab_testbed::{PairResult, Profile};
+use serde::Serialize;
+
+use crate::args::{backend, ParamArgs};
+use crate::run_cmd::{profile_or_calibrate, real_run};
+use crate::Usage;
+
+/// Arguments of `kicklab validate`.
+#[derive(Debug, Args)]
+pub struct ValidateArgs {
+    #[command(flatten)]
+    params: ParamArgs,
+    /// Notification mechanism: futex, eventfd or pipe (kvm: not built yet).
+    #[arg(long, value_parser = backend)]
+    backend: NotifierKind,
+    /// The W_P sweep.
+    #[arg(long, default_value = "wp=0.2us..3us:15", value_parser = vary)]
+    vary: Vary,
+    /// Messages per real run.
+    #[arg(long, default_value_t = 60_000)]
+    messages: u64,
+    /// Output directory (validate.csv, validate-T.svg, validate-E.svg, index.html).
+    #[arg(long, default_value = "validate-out")]
+    out: PathBuf,
+    /// Seed.
+    #[arg(long, default_value_t = 1)]
+    seed: u64,
+}
+
+fn vary(s: &str) -> Result<Vary, String> {
+    Vary::parse(s).map_err(|e| e.0)
+}
+
+/// One point of the validation.
+#[derive(Debug, Clone, Serialize)]
+pub struct Point {
+    /// The swept value [ns].
+    pub x: f64,
+    /// Model regime.
+    pub regime: Regime,
+    /// Model T, E [ns] (notify).
+    pub model: (f64, f64),
+    /// Simulator T, E [ns] (notify, calibrated distributions).
+    pub sim: (f64, f64),
+    /// Measured (notify).
+    pub real: PairResult,
+    /// Model T, E with polling.
+    pub model_poll: (f64, f64),
+    /// Measured with polling.
+    pub real_poll: PairResult,
+}
+
+/// The regime a measurement shows: who slept.
+pub fn observed(r: &PairResult) -> &'static str {
+    #[allow(clippy::cast_precision_loss)]
+    let rate = |n: u64| n as f64 / r.messages as f64;
+    // A side "sleeps" in steady state if it does so at least once per 1000
+    // messages (a stray sleep in a long run is not a regime).
+    match (rate(r.sleeps_p) > 1e-3, rate(r.sleeps_c) > 1e-3) {
+        (false, false) => "none",
+        (true, false) => "P",
+        (false, true) => "C",
+        (true, true) => "both",
+    }
+}
+
+/// Who sleeps in a regime, as [`observed`] names it.
+pub fn sleeper(r: Regime) -> &'static str {
+    match r {
+        Regime::GP | Regime::Lockstep => "none",
+        Regime::FP => "P",
+        Regime::FC => "C",
+        Regime::SCS | Regime::SPS | Regime::SS => "both",
+    }
+}
+
+/// Summary of a validation.
+#[derive(Debug, Clone, Serialize)]
+pub struct Summary {
+    /// Median |measured - model| / measured of T, notify.
+    pub median_err_t: f64,
+    /// Worst of the same.
+    pub worst_err_t: f64,
+    /// Median error of T, polling.
+    pub median_err_t_poll: f64,
+    /// Median error of E, notify.
+    pub median_err_e: f64,
+    /// Median error of the simulator's T against the measurement.
+    pub median_err_t_sim: f64,
+    /// Points whose measured sleeper matches the model's regime.
+    pub regimes_agree: usize,
+    /// Points.
+    pub points: usize,
+}
+
+fn median(mut v: Vec<f64>) -> f64 {
+    v.sort_by(f64::total_cmp);
+    v.get(v.len() / 2).copied().unwrap_or(f64::NAN)
+}
+
+/// Summarizes points.
+pub fn summarize(points: &[Point]) -> Summary {
+    let err = |real: f64, model: f64| (real - model).abs() / real;
+    let t: Vec<f64> = points.iter().map(|p| err(p.real.t_ns, p.model.0)).collect();
+    Summary {
+        median_err_t: median(t.clone()),
+        worst_err_t: t.iter().copied().fold(0.0, f64::max),
+        median_err_t_poll: median(
+            points
+                .iter()
+                .map(|p| err(p.real_poll.t_ns, p.model_poll.0))
+                .collect(),
+        ),
+        median_err_e: median(points.iter().map(|p| err(p.real.e_ns, p.model.1)).collect()),
+        median_err_t_sim: median(points.iter().map(|p| err(p.real.t_ns, p.sim.0)).collect()),
+        regimes_agree: points
+            .iter()
+            .filter(|p| observed(&p.real) == sleeper(p.regime))
+            .count(),
+        points: points.len(),
+    }
+}
+
+/// Runs the validation sweep.
+pub fn validate(
+    base: &Params,
+    profile: &Profile,
+    be: NotifierKind,
+    vary: &Vary,
+    messages: u64,
+    seed: u64,
+) -> anyhow::Result<Vec<Point>> {
+    let bar = crate::progress(u64::from(vary.points), "validate");
+    let mut out = Vec::new();
+    for x in vary.values() {
+        let p = vary.apply(base, x);
+        let mut mean = p;
+        profile.apply(&mut mean, false);
+        let mut spread = p;
+        profile.apply(&mut spread, true);
+        let m = predict(&mean, WaitMode::Notify)?;
+        let g = predict(&mean, WaitMode::Poll)?;
+        let s = simulate(&SimConfig {
+            seed,
+            ..SimConfig::new(spread, WaitMode::Notify, 200_000)
+        })?;
+        let real = real_run(&p, be, WaitMode::Notify, messages, seed)?;
+        let real_poll = real_run(&p, be, WaitMode::Poll, messages, seed)?;
+        out.push(Point {
+            x,
+            regime: m.regime,
+            model: (m.t_ns, m.e_ns),
+            sim: (s.t_ns, s.e_ns),
+            real,
+            model_poll: (g.t_ns, g.e_ns),
+            real_poll,
+        });
+        bar.inc(1);
+    }
+    bar.finish_and_clear();
+    Ok(out)
+}
+
+/// The T and E charts.
+pub fn charts(points: &[Point], be: &str) -> (Chart, Chart) {
+    let xy = |f: &dyn Fn(&Point) -> f64| {
+        points
+            .iter()
+            .map(|p| (p.x / 1000.0, f(p) / 1000.0))
+            .collect::<Vec<_>>()
+    };
+    let t = Chart {
+        title: format!("Fig. 4 on this machine ({be}): time per message, W_C = 1.1 us"),
+        x_label: "W_P [us]".into(),
+        y_label: "T [us/message]".into(),
+        series: vec![
+            Series {
+                name: "model, notify (calibrated N, S)".into(),
+                points: xy(&|p| p.model.0),
+                style: Style::Thick,
+            },
+            Series {
+                name: "simulator, notify (calibrated spread)".into(),
+                points: xy(&|p| p.sim.0),
+                style: Style::Points,
+            },
+            Series {
+                name: "measured, notify".into(),
+                points: xy(&|p| p.real.t_ns),
+                style: Style::Dashed,
+            },
+            Series {
+                name: "model, poll".into(),
+                points: xy(&|p| p.model_poll.0),
+                style: Style::Line,
+            },
+            Series {
+                name: "measured, poll".into(),
+                points: xy(&|p| p.real_poll.t_ns),
+                style: Style::Points,
+            },
+        ],
+        marks: vec![],
+        y_range: None,
+    };
+    let e = Chart {
+        title: format!("Fig. 4 on this machine ({be}): CPU per message"),
+        x_label: "W_P [us]".into(),
+        y_label: "E [us of CPU/message]".into(),
+        series: vec![
+            Series {
+                name: "model, notify".into(),
+                points: xy(&|p| p.model.1),
+                style: Style::Thick,
+            },
+            Series {
+                name: "simulator, notify".into(),
+                points: xy(&|p| p.sim.1),
+                style: Style::Points,
+            },
+            Series {
+                name: "measured, notify".into(),
+                points: xy(&|p| p.real.e_ns),
+                style: Style::Dashed,
+            },
+            Series {
+                name: "model, poll".into(),
+                points: xy(&|p| p.model_poll.1),
+                style: Style::Line,
+            },
+            Series {
+                name: "measured, poll".into(),
+                points: xy(&|p| p.real_poll.e_ns),
+                style: Style::Points,
+            },
+        ],
+        marks: vec![],
+        y_range: None,
+    };
+    (t, e)
+}
+
+/// The table of points as HTML, and the CSV.
+pub fn tables(points: &[Point]) -> (String, String) {
+    let mut h = String::from("<table><tr><th>W_P</th><th class=l>model regime</th><th class=l>who slept</th><th>T model</th><th>T sim</th><th>T measured</th><th>E model</th><th>E measured</th><th>T poll model</th><th>T poll measured</th></tr>\n");
+    let mut csv = String::from("wp_ns,regime,observed_sleeper,T_model_ns,E_model_ns,T_sim_ns,E_sim_ns,T_real_ns,E_real_ns,T_poll_model_ns,T_poll_real_ns,E_poll_real_ns,notifications_p,notifications_c,sleeps_p,sleeps_c\n");
+    for p in points {
+        let _ = writeln!(
+            h,
+            "<tr><td>{}</td><td class=l>{}</td><td class=l>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
+            fmt_ns(p.x),
+            p.regime,
+            observed(&p.real),
+            fmt_ns(p.model.0),
+            fmt_ns(p.sim.0),
+            fmt_ns(p.real.t_ns),
+            fmt_ns(p.model.1),
+            fmt_ns(p.real.e_ns),
+            fmt_ns(p.model_poll.0),
+            fmt_ns(p.real_poll.t_ns)
+        );
+        let _ = writeln!(
+            csv,
+            "{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{}",
+            p.x,
+            p.regime,
+            observed(&p.real),
+            p.model.0,
+            p.model.1,
+            p.sim.0,
+            p.sim.1,
+            p.real.t_ns,
+            p.real.e_ns,
+            p.model_poll.0,
+            p.real_poll.t_ns,
+            p.real_poll.e_ns,
+            p.real.notifications_p,
+            p.real.notifications_c,
+            p.real.sleeps_p,
+            p.real.sleeps_c
+        );
+    }
+    h.push_str("</table>\n");
+    (h, csv)
+}
+
+/// One line per summary figure.
+pub fn summary_text(s: &Summary) -> String {
+    format!(
+        "T, notify: median error {:.1}%, worst {:.1}% (model vs measured); simulator vs measured median {:.1}%\n\
+         T, poll:   median error {:.1}%\n\
+         E, notify: median error {:.1}%\n\
+         regimes:   {}/{} points where the side that slept is the one the model's regime says",
+        100.0 * s.median_err_t,
+        100.0 * s.worst_err_t,
+        100.0 * s.median_err_t_sim,
+        100.0 * s.median_err_t_poll,
+        100.0 * s.median_err_e,
+        s.regimes_agree,
+        s.points
+    )
+}
+
+/// The section for a page.
+pub fn section(
+    points: &[Point],
+    profile: &Profile,
+    be: &str,
+    cmd: &str,
+) -> anyhow::Result<Section> {
+    let s = summarize(points);
+    let (t, e) = charts(points, be);
+    let (table, _) = tables(points);
+    let html = format!(
+        "<p>Two threads pinned to the two CPUs, the kicklab ring, {be} notifications. N and S from \
+         <code>kicklab calibrate --backend {be}</code> (N_P {}, N_C {}, S_P {}, S_C {} means). The model uses the means; \
+         the simulator draws them from lognormals with the measured spread.</p><pre>{}</pre>\
+         <p>Reproduce: <code>{}</code>.</p>{table}",
+        fmt_ns(profile.np.mean_ns),
+        fmt_ns(profile.nc.mean_ns),
+        fmt_ns(profile.sp.mean_ns),
+        fmt_ns(profile.sc.mean_ns),
+        html_escape(&summary_text(&s)),
+        html_escape(cmd)
+    );
+    Ok(Section {
+        id: format!("validate-{be}"),
+        heading: format!("Model vs simulator vs measurement ({be})"),
+        html,
+        figures: vec![
+            (
+                format!("validate-{be}-T"),
+                t.to_svg(960, 540)?,
+                format!("Fig. 4 ({be}): T"),
+            ),
+            (
+                format!("validate-{be}-E"),
+                e.to_svg(960, 540)?,
+                format!("Fig. 4 ({be}): E"),
+            ),
+        ],
+    })
+}
+
+pub fn run(a: &ValidateArgs) -> anyhow::Result<()> {
+    let params = a.params.params()?;
+    if a.messages == 0 {
+        return Err(Usage("--messages: need at least 1 message".into()).into());
+    }
+    for x in a.vary.values() {
+        a.vary
+            .apply(&params, x)
+            .validate()
+            .map_err(|e| Usage(format!("--vary: {e}")))?;
+    }
+    let profile = profile_or_calibrate(&a.params, a.backend)?;
+    let points = validate(&params, &profile, a.backend, &a.vary, a.messages, a.seed)?;
+    let be = a.backend.name();
+    let cmd = format!(
+        "kicklab validate --backend {be} --vary {} --messages {}",
+        a.vary, a.messages
+    );
+    let page = Page {
+        title: format!("kicklab validate ({be})"),
+        intro_html: String::new(),
+        sections: vec![section(&points, &profile, be, &cmd)?],
+    };
+    page.write(&a.out)?;
+    std::fs::write(a.out.join("validate.csv"), tables(&points).1)?;
+    println!(
+        "{:>8}  {:<8} {:<6} {:>10} {:>10} {:>10} {:>10} {:>10}",
+        "W_P", "regime", "slept", "T model", "T sim", "T real", "T poll", "poll real"
+    );
+    for p in &points {
+        println!(
+            "{:>8}  {:<8} {:<6} {:>10} {:>10} {:>10} {:>10} {:>10}",
+            fmt_ns(p.x),
+            p.regime.name(),
+            observed(&p.real),
+            fmt_ns(p.model.0),
+            fmt_ns(p.sim.0),
+            fmt_ns(p.real.t_ns),
+            fmt_ns(p.model_poll.0),
+            fmt_ns(p.real_poll.t_ns)
+        );
+    }
+    println!("{}", summary_text(&summarize(&points)));
+    eprintln!("wrote {}", a.out.join("index.html").display());
+    Ok(())
+}
