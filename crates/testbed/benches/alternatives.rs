@@ -1,0 +1,260 @@
+//! kicklab's ring against what a user would pick instead, in one run: the
+//! same sequence-numbered messages, the same busy work, two threads pinned
+//! to their own CPUs, a queue of 256. Reports throughput and CPU per message
+//! (both threads) and the ratios to rtrb.
+//!
+//! Run: `cargo bench -p kicklab-testbed --bench alternatives`
+//! (`KICKLAB_BENCH_MESSAGES`, default 2 000 000 per run; median of 9
+//! repetitions, each running every contender once, interleaved).
+
+use std::time::Instant;
+
+use kicklab_ring::{ring, FutexNotifier, Notifier, WaitStats, WaitStrategy};
+use kicklab_testbed::clock::{pin, thread_cpu_ns, Tsc};
+
+const LEN: u32 = 256;
+
+struct Outcome {
+    ns_per_msg: f64,
+    cpu_per_msg: f64,
+}
+
+/// Runs `producer` on CPU 0 and `consumer` on CPU 1; both return their CPU
+/// time. The consumer checks the sequence.
+#[allow(clippy::cast_precision_loss)]
+fn pair<P, C>(n: u64, producer: P, consumer: C) -> Outcome
+where
+    P: FnOnce(u64) + Send + 'static,
+    C: FnOnce(u64) + Send + 'static,
+{
+    let t = Instant::now();
+    let p = std::thread::spawn(move || {
+        pin(0);
+        let c0 = thread_cpu_ns();
+        producer(n);
+        thread_cpu_ns() - c0
+    });
+    let c = std::thread::spawn(move || {
+        pin(1);
+        let c0 = thread_cpu_ns();
+        consumer(n);
+        thread_cpu_ns() - c0
+    });
+    let cpu = p.join().unwrap() + c.join().unwrap();
+    Outcome {
+        ns_per_msg: t.elapsed().as_nanos() as f64 / n as f64,
+        cpu_per_msg: cpu as f64 / n as f64,
+    }
+}
+
+fn work(ticks: u64) {
+    if ticks > 0 {
+        Tsc::get().spin_ticks(ticks);
+    }
+}
+
+fn kicklab_poll(n: u64, w: u64) -> Outcome {
+    let (mut p, mut c) = ring(LEN);
+    pair(
+        n,
+        move |n| {
+            for i in 0..n {
+                work(w);
+                while !p.push(i).unwrap() {
+                    std::hint::spin_loop();
+                }
+            }
+        },
+        move |n| {
+            for i in 0..n {
+                let m = loop {
+                    if let Some(m) = c.pop().unwrap() {
+                        break m;
+                    }
+                    std::hint::spin_loop();
+                };
+                assert_eq!(m, i);
+                work(w);
+            }
+        },
+    )
+}
+
+fn kicklab_notify(n: u64, w: u64) -> Outcome {
+    let (mut p, mut c) = ring(LEN);
+    let to_c = std::sync::Arc::new(FutexNotifier::default());
+    let to_p = std::sync::Arc::new(FutexNotifier::default());
+    let (to_c2, to_p2) = (to_c.clone(), to_p.clone());
+    pair(
+        n,
+        move |n| {
+            let mut st = WaitStats::default();
+            for i in 0..n {
+                p.wait_for_space(1, WaitStrategy::Block, &*to_p2, &mut st)
+                    .unwrap();
+                work(w);
+                p.write(i).unwrap();
+                let pubd = p.publish();
+                if p.peer_wants_kick(pubd) {
+                    to_c2.notify().unwrap();
+                }
+            }
+            to_c2.notify().unwrap();
+        },
+        move |n| {
+            let mut st = WaitStats::default();
+            for i in 0..n {
+                c.wait_for_messages(1, WaitStrategy::Block, &*to_c, &mut st)
+                    .unwrap();
+                assert_eq!(c.claim().unwrap(), Some(i));
+                work(w);
+                let r = c.release();
+                if c.peer_wants_kick(r) {
+                    to_p.notify().unwrap();
+                }
+            }
+        },
+    )
+}
+
+fn rtrb_spin(n: u64, w: u64) -> Outcome {
+    let (mut p, mut c) = rtrb::RingBuffer::<u64>::new(LEN as usize);
+    pair(
+        n,
+        move |n| {
+            for i in 0..n {
+                work(w);
+                while p.push(i).is_err() {
+                    std::hint::spin_loop();
+                }
+            }
+        },
+        move |n| {
+            for i in 0..n {
+                let m = loop {
+                    if let Ok(m) = c.pop() {
+                        break m;
+                    }
+                    std::hint::spin_loop();
+                };
+                assert_eq!(m, i);
+                work(w);
+            }
+        },
+    )
+}
+
+fn crossbeam_bounded(n: u64, w: u64) -> Outcome {
+    let (tx, rx) = crossbeam_channel::bounded::<u64>(LEN as usize);
+    pair(
+        n,
+        move |n| {
+            for i in 0..n {
+                work(w);
+                tx.send(i).unwrap();
+            }
+        },
+        move |n| {
+            for i in 0..n {
+                assert_eq!(rx.recv().unwrap(), i);
+                work(w);
+            }
+        },
+    )
+}
+
+fn std_sync_channel(n: u64, w: u64) -> Outcome {
+    let (tx, rx) = std::sync::mpsc::sync_channel::<u64>(LEN as usize);
+    pair(
+        n,
+        move |n| {
+            for i in 0..n {
+                work(w);
+                tx.send(i).unwrap();
+            }
+        },
+        move |n| {
+            for i in 0..n {
+                assert_eq!(rx.recv().unwrap(), i);
+                work(w);
+            }
+        },
+    )
+}
+
+fn median(mut v: Vec<f64>) -> f64 {
+    v.sort_by(f64::total_cmp);
+    v[v.len() / 2]
+}
+
+fn main() {
+    // `cargo bench` passes --bench; `cargo test --benches` runs this with
+    // no argument: keep that quick.
+    let quick = !std::env::args().any(|a| a == "--bench");
+    let n: u64 = std::env::var("KICKLAB_BENCH_MESSAGES")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(if quick { 20_000 } else { 2_000_000 });
+    let reps = if quick { 1 } else { 9 };
+    let tsc = Tsc::get();
+    println!("{} CPUs; {n} messages per run, median of {reps}; queue of {LEN}; threads pinned to CPUs 0 and 1", kicklab_testbed::clock::cpus());
+    type Run = fn(u64, u64) -> Outcome;
+    let contenders: [(&str, Run); 5] = [
+        ("kicklab ring, poll", kicklab_poll),
+        ("rtrb, spin", rtrb_spin),
+        ("kicklab ring, notify (futex)", kicklab_notify),
+        ("crossbeam-channel bounded", crossbeam_bounded),
+        ("std sync_channel", std_sync_channel),
+    ];
+    let only = std::env::var("KICKLAB_BENCH_ONLY").ok();
+    let contenders: Vec<(&str, Run)> = contenders
+        .into_iter()
+        .filter(|(n, _)| {
+            only.as_deref()
+                .is_none_or(|o| o.split(',').any(|o| n.contains(o)))
+        })
+        .collect();
+    let work_levels: Vec<f64> = match std::env::var("KICKLAB_BENCH_WORK_NS") {
+        Ok(v) => v.split(',').filter_map(|x| x.parse().ok()).collect(),
+        Err(_) => vec![0.0, 1000.0],
+    };
+    for w_ns in work_levels {
+        let label = if w_ns == 0.0 {
+            "no work: raw per-message overhead".to_string()
+        } else {
+            format!("W_P = W_C = {w_ns} ns of busy work")
+        };
+        let w = tsc.ticks(w_ns);
+        println!("\n{label}");
+        println!(
+            "  {:<30} {:>14} {:>16} {:>12}",
+            "", "ns/message", "CPU ns/message", "vs rtrb"
+        );
+        // Interleaved: each repetition runs every contender once, so that
+        // the machine's drift (it is shared) hits all of them alike.
+        let mut runs: Vec<Vec<Outcome>> = contenders.iter().map(|_| Vec::new()).collect();
+        for _ in 0..reps {
+            for (i, (_, f)) in contenders.iter().enumerate() {
+                runs[i].push(f(n, w));
+            }
+        }
+        let rows: Vec<(&str, f64, f64)> = contenders
+            .iter()
+            .zip(&runs)
+            .map(|((name, _), r)| {
+                (
+                    *name,
+                    median(r.iter().map(|o| o.ns_per_msg).collect()),
+                    median(r.iter().map(|o| o.cpu_per_msg).collect()),
+                )
+            })
+            .collect();
+        let rtrb_t = rows
+            .iter()
+            .find(|r| r.0.starts_with("rtrb"))
+            .map_or(f64::NAN, |r| r.1);
+        for (name, t, cpu) in rows {
+            println!("  {name:<30} {t:>14.1} {cpu:>16.1} {:>11.2}x", t / rtrb_t);
+        }
+    }
+}
