@@ -183,7 +183,15 @@ fn report_writes_one_page() {
         String::from_utf8_lossy(&out.stderr)
     );
     let html = std::fs::read_to_string(dir.join("index.html")).unwrap();
-    for needle in ["Fig. 2", "Fig. 3", "The regimes", "Closed forms", "<svg"] {
+    for needle in [
+        "Fig. 2",
+        "Fig. 3",
+        "The regimes",
+        "Closed forms",
+        "Calibrated costs of this machine",
+        "Model vs simulator vs measurement (futex)",
+        "<svg",
+    ] {
         assert!(html.contains(needle), "report lacks {needle}");
     }
     std::fs::remove_dir_all(&dir).unwrap();
