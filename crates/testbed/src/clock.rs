@@ -105,11 +105,17 @@ mod tests {
     fn busy_work_lasts_what_it_should() {
         let tsc = Tsc::get();
         assert!(tsc.ticks_per_ns > 0.1 && tsc.ticks_per_ns < 10.0, "{tsc:?}");
-        // 2 ms of spinning measured by the OS clock: within 20% (the machine
-        // is shared; the check is that the TSC rate is not off by a factor).
-        let t = Instant::now();
-        tsc.spin_ticks(tsc.ticks(2e6));
-        let ms = t.elapsed().as_secs_f64() * 1e3;
+        // 2 ms of spinning measured by the OS clock. A preemption can only
+        // lengthen a try, so the shortest of five is the honest one; it must
+        // be within 5% below and 30% above (the check is that the TSC rate
+        // is not off by a factor, not a timing target).
+        let ms = (0..5)
+            .map(|_| {
+                let t = Instant::now();
+                tsc.spin_ticks(tsc.ticks(2e6));
+                t.elapsed().as_secs_f64() * 1e3
+            })
+            .fold(f64::MAX, f64::min);
         assert!((1.9..2.6).contains(&ms), "{ms} ms");
     }
 
@@ -118,9 +124,15 @@ mod tests {
         let c0 = thread_cpu_ns();
         std::thread::sleep(Duration::from_millis(20));
         let slept = thread_cpu_ns() - c0;
-        let c1 = thread_cpu_ns();
-        Tsc::get().spin_ticks(Tsc::get().ticks(20e6));
-        let spun = thread_cpu_ns() - c1;
+        // Preemption steals CPU time from a spin: the best of three.
+        let spun = (0..3)
+            .map(|_| {
+                let c1 = thread_cpu_ns();
+                Tsc::get().spin_ticks(Tsc::get().ticks(20e6));
+                thread_cpu_ns() - c1
+            })
+            .max()
+            .unwrap_or(0);
         assert!(slept < 5_000_000, "sleeping cost {slept} ns of CPU");
         assert!(
             spun > 15_000_000,
