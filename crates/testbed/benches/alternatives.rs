@@ -117,6 +117,59 @@ fn kicklab_notify(n: u64, w: u64) -> Outcome {
     )
 }
 
+/// Not an alternative a user would pick: the same spin loop written out by
+/// hand over kicklab's `RingHeader` layout, with the indices in locals. It
+/// tells layout costs (it would be slow too) from endpoint code costs.
+fn inline_loop(n: u64, w: u64) -> Outcome {
+    use std::sync::atomic::{AtomicU64, Ordering};
+    use std::sync::Arc;
+    let hdr = Arc::new(kicklab_ring::RingHeader::default());
+    let slots: Arc<[AtomicU64]> = (0..LEN).map(|_| AtomicU64::new(0)).collect();
+    let (h2, s2) = (hdr.clone(), slots.clone());
+    pair(
+        n,
+        move |n| {
+            let (mut tail, mut head_cache, mut pos) = (0u32, 0u32, 0usize);
+            for i in 0..n {
+                work(w);
+                while tail.wrapping_sub(head_cache) == LEN {
+                    head_cache = h2.head.0.load(Ordering::Acquire);
+                    if tail.wrapping_sub(head_cache) == LEN {
+                        std::hint::spin_loop();
+                    }
+                }
+                s2[pos].store(i, Ordering::Relaxed);
+                pos += 1;
+                if pos == LEN as usize {
+                    pos = 0;
+                }
+                tail = tail.wrapping_add(1);
+                h2.tail.0.store(tail, Ordering::Release);
+            }
+        },
+        move |n| {
+            let (mut head, mut tail_cache, mut pos) = (0u32, 0u32, 0usize);
+            for i in 0..n {
+                while tail_cache == head {
+                    tail_cache = hdr.tail.0.load(Ordering::Acquire);
+                    if tail_cache == head {
+                        std::hint::spin_loop();
+                    }
+                }
+                let m = slots[pos].load(Ordering::Relaxed);
+                pos += 1;
+                if pos == LEN as usize {
+                    pos = 0;
+                }
+                assert_eq!(m, i);
+                work(w);
+                head = head.wrapping_add(1);
+                hdr.head.0.store(head, Ordering::Release);
+            }
+        },
+    )
+}
+
 fn rtrb_spin(n: u64, w: u64) -> Outcome {
     let (mut p, mut c) = rtrb::RingBuffer::<u64>::new(LEN as usize);
     pair(
@@ -199,7 +252,8 @@ fn main() {
     let tsc = Tsc::get();
     println!("{} CPUs; {n} messages per run, median of {reps}; queue of {LEN}; threads pinned to CPUs 0 and 1", kicklab_testbed::clock::cpus());
     type Run = fn(u64, u64) -> Outcome;
-    let contenders: [(&str, Run); 5] = [
+    let contenders: [(&str, Run); 6] = [
+        ("(diagnostic) hand loop, same layout", inline_loop),
         ("kicklab ring, poll", kicklab_poll),
         ("rtrb, spin", rtrb_spin),
         ("kicklab ring, notify (futex)", kicklab_notify),
@@ -254,7 +308,7 @@ fn main() {
             .find(|r| r.0.starts_with("rtrb"))
             .map_or(f64::NAN, |r| r.1);
         for (name, t, cpu) in rows {
-            println!("  {name:<30} {t:>14.1} {cpu:>16.1} {:>11.2}x", t / rtrb_t);
+            println!("  {name:<36} {t:>12.1} {cpu:>16.1} {:>9.2}x", t / rtrb_t);
         }
     }
 }
