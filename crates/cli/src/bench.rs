@@ -5,7 +5,7 @@
 
 use std::time::Instant;
 
-use kicklab_model::{Cost, Params, WaitMode};
+use kicklab_model::{Params, WaitMode};
 use kicklab_sim::reference::simulate_reference;
 use kicklab_sim::{simulate, sweep, SimConfig, Vary};
 use serde_json::json;
@@ -33,22 +33,6 @@ fn rate<T>(
     Ok(median(rates))
 }
 
-fn exp_params() -> Params {
-    let p = Params::default();
-    let e = |c: Cost| Cost::Exp {
-        mean_ns: c.mean_ns(),
-    };
-    Params {
-        w_p: e(p.w_p),
-        w_c: e(p.w_c),
-        n_p: e(p.n_p),
-        n_c: e(p.n_c),
-        s_p: e(p.s_p),
-        s_c: e(p.s_c),
-        ..p
-    }
-}
-
 pub fn run(as_json: bool) -> anyhow::Result<()> {
     let cores = std::thread::available_parallelism().map_or(1, std::num::NonZeroUsize::get);
     let n = 4_000_000;
@@ -59,17 +43,33 @@ pub fn run(as_json: bool) -> anyhow::Result<()> {
     };
     let const_lat = rate(&cfg(Params::default(), true, n), simulate)?;
     let const_nolat = rate(&cfg(Params::default(), false, n), simulate)?;
-    let exp_lat = rate(&cfg(exp_params(), true, n), simulate)?;
-    let exp_nolat = rate(&cfg(exp_params(), false, n), simulate)?;
+    let exp_lat = rate(
+        &cfg(Params::default().with_exponential_costs(), true, n),
+        simulate,
+    )?;
+    let exp_nolat = rate(
+        &cfg(Params::default().with_exponential_costs(), false, n),
+        simulate,
+    )?;
     // The baseline a user would write: a generic event queue, same rules.
     let const_ref = rate(&cfg(Params::default(), true, n / 4), simulate_reference)?;
-    let exp_ref = rate(&cfg(exp_params(), true, n / 4), simulate_reference)?;
+    let exp_ref = rate(
+        &cfg(Params::default().with_exponential_costs(), true, n / 4),
+        simulate_reference,
+    )?;
 
     eprintln!("measuring sweep speed-up (48 points x 200000 messages, 1 thread vs {cores}) ...");
     let vary = Vary::parse("wp=0.2us..3us:48").expect("valid");
     let sweep_once = || -> anyhow::Result<f64> {
         let t = Instant::now();
-        sweep(&exp_params(), &vary, WaitMode::Notify, 200_000, 1, &|| {})?;
+        sweep(
+            &Params::default().with_exponential_costs(),
+            &vary,
+            WaitMode::Notify,
+            200_000,
+            1,
+            &|| {},
+        )?;
         Ok(t.elapsed().as_secs_f64())
     };
     let one = rayon::ThreadPoolBuilder::new().num_threads(1).build()?;

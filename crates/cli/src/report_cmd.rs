@@ -162,21 +162,6 @@ fn regime_examples() -> Vec<(Regime, &'static str, Params)> {
     ]
 }
 
-fn exp_of(p: &Params) -> Params {
-    let e = |c: Cost| Cost::Exp {
-        mean_ns: c.mean_ns(),
-    };
-    Params {
-        w_p: e(p.w_p),
-        w_c: e(p.w_c),
-        n_p: e(p.n_p),
-        n_c: e(p.n_c),
-        s_p: e(p.s_p),
-        s_c: e(p.s_c),
-        ..*p
-    }
-}
-
 fn regimes_section(messages: u64, seed: u64) -> anyhow::Result<Section> {
     let mut h = String::from(
         "<p>One parameter set per regime (flags on top of the Fig. 4 defaults). Model: closed forms of \
@@ -185,7 +170,6 @@ fn regimes_section(messages: u64, seed: u64) -> anyhow::Result<Section> {
          <th class=l>flags</th><th>m</th><th>T model</th><th>T sim</th><th>E model</th><th>E sim</th><th>T sim, exp costs</th>\
          <th>E sim, exp costs</th><th>T poll</th><th>E poll</th></tr>\n",
     );
-    let mut gp_row = None;
     for (want, flags, p) in regime_examples() {
         let m = predict(&p, WaitMode::Notify)?;
         anyhow::ensure!(
@@ -201,7 +185,7 @@ fn regimes_section(messages: u64, seed: u64) -> anyhow::Result<Section> {
         })?;
         let x = simulate(&SimConfig {
             seed,
-            ..SimConfig::new(exp_of(&p), WaitMode::Notify, n.max(200_000))
+            ..SimConfig::new(p.with_exponential_costs(), WaitMode::Notify, n.max(200_000))
         })?;
         let g = predict(&p, WaitMode::Poll)?;
         let _ = writeln!(
@@ -219,9 +203,6 @@ fn regimes_section(messages: u64, seed: u64) -> anyhow::Result<Section> {
             fmt_ns(g.t_ns),
             fmt_ns(g.e_ns)
         );
-        if gp_row.is_none() {
-            gp_row = Some(());
-        }
     }
     h.push_str("</table>\n<p>Reproduce a row: <code>kicklab model FLAGS</code> and <code>kicklab sim FLAGS</code>; \
                 the exponential column: <code>kicklab sim --wp exp:.. --wc exp:.. ...</code> with each cost as <code>exp:MEAN</code>.</p>\n");
@@ -339,7 +320,7 @@ pub fn run(a: &ReportArgs) -> anyhow::Result<()> {
             heading: "Random costs: time per message vs W_P, every cost exponential",
             text: "Every cost exponential with the Fig. 4 means. The closed form (of the means) keeps its staircase; the \
                    simulator shows how variable costs smooth it, and where the mean-value model is off.",
-            params: exp_of(&d),
+            params: d.with_exponential_costs(),
             vary: format!("wp=0.1us..3us:{n}"),
             flags: "--wp exp:1us --wc exp:1.1us --np exp:2.4us --nc exp:0.2us --sp exp:3.9us --sc exp:0.2us",
         },

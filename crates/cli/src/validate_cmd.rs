@@ -175,81 +175,67 @@ pub fn validate(
 
 /// The T and E charts.
 pub fn charts(points: &[Point], be: &str) -> (Chart, Chart) {
-    let xy = |f: &dyn Fn(&Point) -> f64| {
-        points
-            .iter()
-            .map(|p| (p.x / 1000.0, f(p) / 1000.0))
-            .collect::<Vec<_>>()
+    // One chart per metric; `pick` gives (model, simulator, measured, model
+    // poll, measured poll) of a point.
+    let chart = |title: String, y_label: &str, pick: &dyn Fn(&Point) -> [f64; 5]| {
+        let xy = |i: usize| {
+            points
+                .iter()
+                .map(|p| (p.x / 1000.0, pick(p)[i] / 1000.0))
+                .collect::<Vec<_>>()
+        };
+        let names = [
+            ("model, notify (calibrated N, S)", Style::Thick),
+            ("simulator, notify (calibrated spread)", Style::Points),
+            ("measured, notify", Style::Dashed),
+            ("model, poll", Style::Line),
+            ("measured, poll", Style::Points),
+        ];
+        Chart {
+            title,
+            x_label: "W_P [us]".into(),
+            y_label: y_label.into(),
+            series: names
+                .iter()
+                .enumerate()
+                .map(|(i, (n, style))| Series {
+                    name: (*n).into(),
+                    points: xy(i),
+                    style: *style,
+                })
+                .collect(),
+            marks: vec![],
+            y_range: None,
+        }
     };
-    let t = Chart {
-        title: format!("Fig. 4 on this machine ({be}): time per message, W_C = 1.1 us"),
-        x_label: "W_P [us]".into(),
-        y_label: "T [us/message]".into(),
-        series: vec![
-            Series {
-                name: "model, notify (calibrated N, S)".into(),
-                points: xy(&|p| p.model.0),
-                style: Style::Thick,
+    (
+        chart(
+            format!("Fig. 4 on this machine ({be}): time per message, W_C = 1.1 us"),
+            "T [us/message]",
+            &|p| {
+                [
+                    p.model.0,
+                    p.sim.0,
+                    p.real.t_ns,
+                    p.model_poll.0,
+                    p.real_poll.t_ns,
+                ]
             },
-            Series {
-                name: "simulator, notify (calibrated spread)".into(),
-                points: xy(&|p| p.sim.0),
-                style: Style::Points,
+        ),
+        chart(
+            format!("Fig. 4 on this machine ({be}): CPU per message"),
+            "E [us of CPU/message]",
+            &|p| {
+                [
+                    p.model.1,
+                    p.sim.1,
+                    p.real.e_ns,
+                    p.model_poll.1,
+                    p.real_poll.e_ns,
+                ]
             },
-            Series {
-                name: "measured, notify".into(),
-                points: xy(&|p| p.real.t_ns),
-                style: Style::Dashed,
-            },
-            Series {
-                name: "model, poll".into(),
-                points: xy(&|p| p.model_poll.0),
-                style: Style::Line,
-            },
-            Series {
-                name: "measured, poll".into(),
-                points: xy(&|p| p.real_poll.t_ns),
-                style: Style::Points,
-            },
-        ],
-        marks: vec![],
-        y_range: None,
-    };
-    let e = Chart {
-        title: format!("Fig. 4 on this machine ({be}): CPU per message"),
-        x_label: "W_P [us]".into(),
-        y_label: "E [us of CPU/message]".into(),
-        series: vec![
-            Series {
-                name: "model, notify".into(),
-                points: xy(&|p| p.model.1),
-                style: Style::Thick,
-            },
-            Series {
-                name: "simulator, notify".into(),
-                points: xy(&|p| p.sim.1),
-                style: Style::Points,
-            },
-            Series {
-                name: "measured, notify".into(),
-                points: xy(&|p| p.real.e_ns),
-                style: Style::Dashed,
-            },
-            Series {
-                name: "model, poll".into(),
-                points: xy(&|p| p.model_poll.1),
-                style: Style::Line,
-            },
-            Series {
-                name: "measured, poll".into(),
-                points: xy(&|p| p.real_poll.e_ns),
-                style: Style::Points,
-            },
-        ],
-        marks: vec![],
-        y_range: None,
-    };
-    (t, e)
+        ),
+    )
 }
 
 /// The table of points as HTML, and the CSV.

@@ -116,6 +116,23 @@ impl Params {
         self.costs_with_flags().iter().all(|(_, c)| c.is_const())
     }
 
+    /// The same pair with every cost exponential with the same mean (the
+    /// report's and the benchmarks' random-cost set-up).
+    pub fn with_exponential_costs(&self) -> Params {
+        let e = |c: Cost| Cost::Exp {
+            mean_ns: c.mean_ns(),
+        };
+        Params {
+            w_p: e(self.w_p),
+            w_c: e(self.w_c),
+            n_p: e(self.n_p),
+            n_c: e(self.n_c),
+            s_p: e(self.s_p),
+            s_c: e(self.s_c),
+            ..*self
+        }
+    }
+
     /// The mirror image: P and C swapped (`W_P <-> W_C`, `k_P <-> k_C`,
     /// `N_P <-> N_C`, `S_P <-> S_C`). Messages become free slots and vice
     /// versa; T and E are unchanged (`docs/model.md`, "Symmetry").

@@ -6,30 +6,17 @@
 //! comparison as ratios measured in one run.
 
 use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion, Throughput};
-use kicklab_model::{Cost, Params, WaitMode};
+use kicklab_model::{Params, WaitMode};
 use kicklab_sim::reference::simulate_reference;
 use kicklab_sim::{simulate, SimConfig};
-
-fn exp_params() -> Params {
-    let p = Params::default();
-    let e = |c: Cost| Cost::Exp {
-        mean_ns: c.mean_ns(),
-    };
-    Params {
-        w_p: e(p.w_p),
-        w_c: e(p.w_c),
-        n_p: e(p.n_p),
-        n_c: e(p.n_c),
-        s_p: e(p.s_p),
-        s_c: e(p.s_c),
-        ..p
-    }
-}
 
 fn bench(c: &mut Criterion) {
     let messages = 200_000;
     let mut g = c.benchmark_group("simulate");
-    for (name, params) in [("const", Params::default()), ("exp", exp_params())] {
+    for (name, params) in [
+        ("const", Params::default()),
+        ("exp", Params::default().with_exponential_costs()),
+    ] {
         let cfg = SimConfig::new(params, WaitMode::Notify, messages);
         g.throughput(Throughput::Elements(cfg.messages + cfg.warmup));
         g.bench_with_input(BenchmarkId::new("kicklab", name), &cfg, |b, cfg| {
