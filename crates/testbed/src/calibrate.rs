@@ -214,6 +214,15 @@ impl Profile {
         let f = |c: Cost| if spread { c } else { Cost::Const(c.mean_ns()) };
         (params.n_p, params.n_c, params.s_p, params.s_c) = (f(np), f(nc), f(sp), f(sc));
     }
+
+    /// Puts the calibrated medians into `params` as constants: the typical
+    /// cost, insensitive to the rare very slow wake-ups that dominate the
+    /// means here (`docs/calibration.md`).
+    pub fn apply_medians(&self, params: &mut kicklab_model::Params) {
+        let c = |s: &Stat| Cost::Const(s.median_ns);
+        (params.n_p, params.n_c, params.s_p, params.s_c) =
+            (c(&self.np), c(&self.nc), c(&self.sp), c(&self.sc));
+    }
 }
 
 /// Calibrates `backend`: rounds of `samples` notifications per direction
