@@ -4,12 +4,13 @@
 //! (both threads) and the ratios to rtrb.
 //!
 //! Run: `cargo bench -p kicklab-testbed --bench alternatives`
-//! (`KICKLAB_BENCH_MESSAGES`, default 2 000 000 per run; median of 9
+//! (`KICKLAB_BENCH_MESSAGES`, default 2 000 000 per run; `KICKLAB_BENCH_ONLY=a|b`
+//! to run only contenders whose names contain a or b; median of 9
 //! repetitions, each running every contender once, interleaved).
 
 use std::time::Instant;
 
-use kicklab_ring::{ring, FutexNotifier, Notifier, WaitStats, WaitStrategy};
+use kicklab_ring::{ring, FutexNotifier, Notifier, PopError, PushError, WaitStats, WaitStrategy};
 use kicklab_testbed::clock::{pin, thread_cpu_ns, Tsc};
 
 const LEN: u32 = 256;
@@ -60,7 +61,8 @@ fn kicklab_poll(n: u64, w: u64) -> Outcome {
         move |n| {
             for i in 0..n {
                 work(w);
-                while !p.push(i).unwrap() {
+                while let Err(e) = p.push(i) {
+                    assert_eq!(e, PushError::Full);
                     std::hint::spin_loop();
                 }
             }
@@ -68,8 +70,9 @@ fn kicklab_poll(n: u64, w: u64) -> Outcome {
         move |n| {
             for i in 0..n {
                 let m = loop {
-                    if let Some(m) = c.pop().unwrap() {
-                        break m;
+                    match c.pop() {
+                        Ok(m) => break m,
+                        Err(e) => assert_eq!(e, PopError::Empty),
                     }
                     std::hint::spin_loop();
                 };
@@ -265,7 +268,7 @@ fn main() {
         .into_iter()
         .filter(|(n, _)| {
             only.as_deref()
-                .is_none_or(|o| o.split(',').any(|o| n.contains(o)))
+                .is_none_or(|o| o.split('|').any(|o| n.contains(o)))
         })
         .collect();
     let work_levels: Vec<f64> = match std::env::var("KICKLAB_BENCH_WORK_NS") {
