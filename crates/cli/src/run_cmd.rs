@@ -28,6 +28,10 @@ pub struct RunArgs {
     /// Seed for random W_P / W_C.
     #[arg(long, default_value_t = 1)]
     seed: u64,
+    /// Send combining: the producer publishes (and kicks at most once) every
+    /// N messages, or sooner when the ring fills.
+    #[arg(long, default_value_t = 1)]
+    batch: u32,
     /// Print one JSON object.
     #[arg(long)]
     json: bool,
@@ -41,6 +45,18 @@ pub fn real_run(
     messages: u64,
     seed: u64,
 ) -> anyhow::Result<PairResult> {
+    real_run_batched(params, be, mode, messages, seed, 1)
+}
+
+/// As [`real_run`], publishing every `batch` messages (send combining).
+pub fn real_run_batched(
+    params: &kicklab_model::Params,
+    be: NotifierKind,
+    mode: WaitMode,
+    messages: u64,
+    seed: u64,
+    batch: u32,
+) -> anyhow::Result<PairResult> {
     let cfg = PairConfig {
         params: *params,
         strategy_p: strategy(mode),
@@ -50,6 +66,7 @@ pub fn real_run(
         warmup: messages / 10,
         seed,
         timeout: Duration::from_secs(30).max(Duration::from_secs_f64(messages as f64 * 1e-4)),
+        batch,
     };
     let r = run_pair(&cfg)?;
     anyhow::ensure!(
@@ -84,7 +101,10 @@ pub fn run(a: &RunArgs) -> anyhow::Result<()> {
         return Err(Usage("--messages: need at least 1 message".into()).into());
     }
     let profile = profile_or_calibrate(&a.params, a.backend)?;
-    let r = real_run(&params, a.backend, a.strategy, a.messages, a.seed)?;
+    if a.batch == 0 {
+        return Err(Usage("--batch: at least 1 message per publish".into()).into());
+    }
+    let r = real_run_batched(&params, a.backend, a.strategy, a.messages, a.seed, a.batch)?;
     // The prediction: the model with this machine's N and S.
     profile.apply(&mut params, false);
     let predicted = match a.strategy {
@@ -95,6 +115,7 @@ pub fn run(a: &RunArgs) -> anyhow::Result<()> {
         return crate::print_json(&json!({
             "backend": a.backend.name(),
             "strategy": a.strategy.to_string(),
+            "batch": a.batch,
             "T_ns": r.t_ns,
             "E_ns": r.e_ns,
             "E_p_ns": r.e_p_ns,

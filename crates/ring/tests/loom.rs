@@ -36,6 +36,20 @@ impl Notifier for LoomNotifier {
 }
 
 fn transfer(len: u32, messages: u64, k_p: u32, k_c: u32, sp: WaitStrategy, sc: WaitStrategy) {
+    transfer_batched(len, messages, k_p, k_c, sp, sc, 1);
+}
+
+/// The producer publishes every `batch` messages (send combining), and
+/// sooner when the ring is full.
+fn transfer_batched(
+    len: u32,
+    messages: u64,
+    k_p: u32,
+    k_c: u32,
+    sp: WaitStrategy,
+    sc: WaitStrategy,
+    batch: u64,
+) {
     let mut b = loom::model::Builder::new();
     b.preemption_bound = Some(3);
     b.check(move || {
@@ -45,12 +59,24 @@ fn transfer(len: u32, messages: u64, k_p: u32, k_c: u32, sp: WaitStrategy, sc: W
         let (to_c2, to_p2) = (Arc::clone(&to_c), Arc::clone(&to_p));
         let producer = loom::thread::spawn(move || {
             let mut st = WaitStats::default();
+            let mut pending = 0;
             for i in 0..messages {
+                if pending > 0 && p.free().unwrap() == 0 {
+                    let pubd = p.publish();
+                    pending = 0;
+                    if p.peer_wants_kick(pubd) {
+                        to_c2.notify().unwrap();
+                    }
+                }
                 p.wait_for_space(k_c, sp, &*to_p2, &mut st).unwrap();
                 assert!(p.write(i).unwrap());
-                let pubd = p.publish();
-                if p.peer_wants_kick(pubd) {
-                    to_c2.notify().unwrap();
+                pending += 1;
+                if pending == batch || i + 1 == messages {
+                    let pubd = p.publish();
+                    pending = 0;
+                    if p.peer_wants_kick(pubd) {
+                        to_c2.notify().unwrap();
+                    }
                 }
             }
             // End of stream: fewer than k_P messages may be left, so flush.
@@ -107,4 +133,10 @@ fn spin_then_block() {
 fn poll_against_block() {
     transfer(2, 3, 1, 1, WaitStrategy::Poll, BLOCK);
     transfer(2, 3, 1, 1, BLOCK, WaitStrategy::Poll);
+}
+
+#[test]
+fn send_combining_two_per_publish() {
+    transfer_batched(2, 4, 1, 1, BLOCK, BLOCK, 2);
+    transfer_batched(3, 4, 2, 1, BLOCK, BLOCK, 2);
 }

@@ -39,6 +39,9 @@ pub struct PairConfig {
     pub seed: u64,
     /// Give up (report a hang) after this long.
     pub timeout: Duration,
+    /// Send combining: P publishes (and kicks at most once) every `batch`
+    /// messages, or earlier when the ring is full. 1: every message.
+    pub batch: u32,
 }
 
 /// What a run measured. Times in nanoseconds.
@@ -143,19 +146,38 @@ pub fn run_pair(cfg: &PairConfig) -> Result<PairResult, TestbedError> {
                 let mut work = Sampler::new(p_cfg.params.w_p, p_cfg.seed, 0);
                 let mut st = WaitStats::default();
                 let (mut kicks, mut m) = (0u64, Marks::default());
+                let batch = u64::from(p_cfg.batch.max(1));
+                let mut pending = 0u64;
+                // Publish what is written, with at most one kick.
+                let flush = |producer: &mut kicklab_ring::Producer,
+                             kicks: &mut u64|
+                 -> Result<(), TestbedError> {
+                    let pubd = producer.publish();
+                    if producer.peer_wants_kick(pubd) {
+                        to_c_p.notify()?;
+                        *kicks += 1;
+                    }
+                    Ok(())
+                };
                 for seq in 0..total {
                     if seq == p_cfg.warmup {
                         (m.t0, m.cpu0, m.kicks0, m.sleeps0) =
                             (rdtsc(), thread_cpu_ns(), kicks, st.sleeps);
                     }
+                    // Send combining: a full ring must not hold unpublished
+                    // messages while P waits, or C could never free a slot.
+                    if pending > 0 && producer.free()? == 0 {
+                        flush(&mut producer, &mut kicks)?;
+                        pending = 0;
+                    }
                     producer.wait_for_space(k_c, p_cfg.strategy_p, &*to_p_p, &mut st)?;
                     #[allow(clippy::cast_possible_truncation, clippy::cast_sign_loss)]
                     tsc.spin_ticks((work.draw_ps() as f64 * ticks_per_ps) as u64);
                     producer.write(seq)?;
-                    let pubd = producer.publish();
-                    if producer.peer_wants_kick(pubd) {
-                        to_c_p.notify()?;
-                        kicks += 1;
+                    pending += 1;
+                    if pending == batch || seq + 1 == total {
+                        flush(&mut producer, &mut kicks)?;
+                        pending = 0;
                     }
                     if stop_p.load(Ordering::Relaxed) {
                         return Err(TestbedError::Hang(

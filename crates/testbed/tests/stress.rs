@@ -72,6 +72,11 @@ fn random_config(rng: &mut Rng, messages: u64) -> PairConfig {
         warmup: messages / 10,
         seed: rng.next(),
         timeout: Duration::from_secs(60),
+        batch: if rng.below(2) == 0 {
+            1
+        } else {
+            1 + u32::try_from(rng.below(8)).unwrap()
+        },
     }
 }
 
