@@ -140,3 +140,10 @@ fn send_combining_two_per_publish() {
     transfer_batched(2, 4, 1, 1, BLOCK, BLOCK, 2);
     transfer_batched(3, 4, 2, 1, BLOCK, BLOCK, 2);
 }
+
+/// A batch longer than the ring: only the early publish on a full ring keeps
+/// the pair going (without it loom reports the deadlock).
+#[test]
+fn send_combining_batch_longer_than_the_ring() {
+    transfer_batched(2, 4, 1, 1, BLOCK, BLOCK, 3);
+}
