@@ -135,6 +135,48 @@ pub fn progress(len: u64, what: &str) -> indicatif::ProgressBar {
     bar
 }
 
+/// What `sim` and `run` both print: the T, E, notifications and sleeps
+/// lines (times in ns, counts over `messages`).
+pub struct RateLines {
+    /// Time per message [ns].
+    pub t_ns: f64,
+    /// CPU per message, P and C [ns].
+    pub e_ns: [f64; 2],
+    /// Notifications sent by P and C.
+    pub notifications: [u64; 2],
+    /// Sleeps of P and C.
+    pub sleeps: [u64; 2],
+    /// Messages these count over.
+    pub messages: u64,
+}
+
+impl RateLines {
+    /// Prints the four lines.
+    #[allow(clippy::cast_precision_loss)]
+    pub fn print(&self) {
+        use kicklab_model::fmt_ns;
+        let per = |n: u64| n as f64 / self.messages.max(1) as f64;
+        let [np, nc] = self.notifications;
+        println!(
+            "T              {}/message  ({:.0} messages/s)",
+            fmt_ns(self.t_ns),
+            1e9 / self.t_ns
+        );
+        println!(
+            "E              {} of CPU/message  (P {}, C {})",
+            fmt_ns(self.e_ns[0] + self.e_ns[1]),
+            fmt_ns(self.e_ns[0]),
+            fmt_ns(self.e_ns[1])
+        );
+        println!(
+            "notifications  P->C {np} ({:.4}/message), C->P {nc} ({:.4}/message)",
+            per(np),
+            per(nc)
+        );
+        println!("sleeps         P {}, C {}", self.sleeps[0], self.sleeps[1]);
+    }
+}
+
 /// Prints `value` as one JSON object on stdout.
 pub fn print_json(value: &serde_json::Value) -> anyhow::Result<()> {
     println!("{}", serde_json::to_string(value)?);

@@ -148,27 +148,14 @@ pub fn run(a: &RunArgs) -> anyhow::Result<()> {
             "warning        more busy threads than CPUs: polling numbers are not meaningful here"
         );
     }
-    println!(
-        "T              {}/message  ({:.0} messages/s)",
-        fmt_ns(r.t_ns),
-        1e9 / r.t_ns
-    );
-    println!(
-        "E              {} of CPU/message  (P {}, C {})",
-        fmt_ns(r.e_ns),
-        fmt_ns(r.e_p_ns),
-        fmt_ns(r.e_c_ns)
-    );
-    #[allow(clippy::cast_precision_loss)]
-    let per = |n: u64| n as f64 / r.messages as f64;
-    println!(
-        "notifications  P->C {} ({:.4}/message), C->P {} ({:.4}/message)",
-        r.notifications_p,
-        per(r.notifications_p),
-        r.notifications_c,
-        per(r.notifications_c)
-    );
-    println!("sleeps         P {}, C {}", r.sleeps_p, r.sleeps_c);
+    crate::RateLines {
+        t_ns: r.t_ns,
+        e_ns: [r.e_p_ns, r.e_c_ns],
+        notifications: [r.notifications_p, r.notifications_c],
+        sleeps: [r.sleeps_p, r.sleeps_c],
+        messages: r.messages,
+    }
+    .print();
     println!(
         "checked        {} messages: {} lost, {} duplicated or reordered",
         r.messages, r.lost, r.duplicated_or_reordered

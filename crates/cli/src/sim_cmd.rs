@@ -119,31 +119,15 @@ fn print_result(
     mode_p: WaitMode,
     mode_c: WaitMode,
 ) {
-    let per = |n: u64| {
-        #[allow(clippy::cast_precision_loss)]
-        let x = n as f64 / r.messages as f64;
-        x
-    };
     println!("modes          P {mode_p}, C {mode_c}");
-    println!(
-        "T              {}/message  ({:.0} messages/s)",
-        fmt_ns(r.t_ns),
-        1e9 / r.t_ns
-    );
-    println!(
-        "E              {} of CPU/message  (P {}, C {})",
-        fmt_ns(r.e_ns),
-        fmt_ns(r.e_p_ns),
-        fmt_ns(r.e_c_ns)
-    );
-    println!(
-        "notifications  P->C {} ({:.4}/message), C->P {} ({:.4}/message)",
-        r.notifications_p,
-        per(r.notifications_p),
-        r.notifications_c,
-        per(r.notifications_c)
-    );
-    println!("sleeps         P {}, C {}", r.sleeps_p, r.sleeps_c);
+    crate::RateLines {
+        t_ns: r.t_ns,
+        e_ns: [r.e_p_ns, r.e_c_ns],
+        notifications: [r.notifications_p, r.notifications_c],
+        sleeps: [r.sleeps_p, r.sleeps_c],
+        messages: r.messages,
+    }
+    .print();
     if let Some(l) = r.latency_ns {
         println!(
             "latency        p50 {}  p99 {}  max {}  mean {}",
