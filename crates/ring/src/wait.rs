@@ -107,7 +107,7 @@ fn wait_for<S: Side>(
                 return Ok(());
             }
         },
-        WaitStrategy::SpinThenBlock(budget) => {
+        WaitStrategy::SpinThenBlock(budget) if !budget.is_zero() => {
             let start = Instant::now();
             let mut i = 0u32;
             loop {
@@ -117,12 +117,13 @@ fn wait_for<S: Side>(
                 }
                 i = i.wrapping_add(1);
                 // Read the clock every 64 spins (about 2 us), not every spin.
+                // Under loom there is no clock: two spins stand for the budget.
                 if (cfg!(loom) && i > 2) || (i.is_multiple_of(64) && start.elapsed() >= budget) {
                     break;
                 }
             }
         }
-        WaitStrategy::Block => {}
+        WaitStrategy::Block | WaitStrategy::SpinThenBlock(_) => {}
     }
     loop {
         if side.prepare_sleep(k)? {
