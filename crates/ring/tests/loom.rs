@@ -60,23 +60,24 @@ fn transfer_batched(
         let producer = loom::thread::spawn(move || {
             let mut st = WaitStats::default();
             let mut pending = 0;
+            // Publish what is written; kick if the consumer asked.
+            let flush = |p: &mut kicklab_ring::Producer| {
+                let pubd = p.publish();
+                if p.peer_wants_kick(pubd) {
+                    to_c2.notify().unwrap();
+                }
+            };
             for i in 0..messages {
                 if pending > 0 && p.free().unwrap() == 0 {
-                    let pubd = p.publish();
+                    flush(&mut p);
                     pending = 0;
-                    if p.peer_wants_kick(pubd) {
-                        to_c2.notify().unwrap();
-                    }
                 }
                 p.wait_for_space(k_c, sp, &*to_p2, &mut st).unwrap();
                 assert!(p.write(i).unwrap());
                 pending += 1;
                 if pending == batch || i + 1 == messages {
-                    let pubd = p.publish();
+                    flush(&mut p);
                     pending = 0;
-                    if p.peer_wants_kick(pubd) {
-                        to_c2.notify().unwrap();
-                    }
                 }
             }
             // End of stream: fewer than k_P messages may be left, so flush.
