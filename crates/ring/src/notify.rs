@@ -27,6 +27,22 @@ pub struct FutexNotifier {
     word: AtomicU32,
 }
 
+impl FutexNotifier {
+    /// Consumes a pending notification, if there is one.
+    #[inline]
+    fn take(&self) -> bool {
+        // Acquire: pairs with the Release swap in `notify`.
+        self.word
+            .compare_exchange(
+                state::NOTIFIED,
+                state::EMPTY,
+                Ordering::Acquire,
+                Ordering::Relaxed,
+            )
+            .is_ok()
+    }
+}
+
 impl Notifier for FutexNotifier {
     fn notify(&self) -> io::Result<()> {
         // Release: what the notifier did before (publishing messages) is
@@ -38,17 +54,7 @@ impl Notifier for FutexNotifier {
     }
 
     fn wait(&self) -> io::Result<()> {
-        // Acquire: pairs with the Release swap in `notify`.
-        if self
-            .word
-            .compare_exchange(
-                state::NOTIFIED,
-                state::EMPTY,
-                Ordering::Acquire,
-                Ordering::Relaxed,
-            )
-            .is_ok()
-        {
+        if self.take() {
             return Ok(());
         }
         if self
@@ -76,17 +82,7 @@ impl Notifier for FutexNotifier {
                 Ok(()) | Err(Errno::AGAIN | Errno::INTR) => {}
                 Err(e) => return Err(e.into()),
             }
-            // Acquire: pairs with the Release swap in `notify`.
-            if self
-                .word
-                .compare_exchange(
-                    state::NOTIFIED,
-                    state::EMPTY,
-                    Ordering::Acquire,
-                    Ordering::Relaxed,
-                )
-                .is_ok()
-            {
+            if self.take() {
                 return Ok(());
             }
         }
