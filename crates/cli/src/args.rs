@@ -63,15 +63,53 @@ fn cost(s: &str) -> Result<Cost, String> {
     Cost::parse(s).map_err(|e| e.to_string())
 }
 
-/// Parses a thread backend (`futex`, `eventfd`, `pipe`); `kvm` is named
-/// but not built yet.
-pub fn backend(s: &str) -> Result<kicklab_ring::NotifierKind, String> {
-    if s == "kvm" {
-        return Err(
-            "the kvm backend is not built yet (issue 4); use futex, eventfd or pipe".into(),
-        );
+/// Parses `--backend`: `futex`, `eventfd`, `pipe`, or `kvm` (refused, with
+/// the reason, where this machine has no usable KVM).
+pub fn backend(s: &str) -> Result<kicklab_testbed::Backend, String> {
+    let be: kicklab_testbed::Backend = s.parse()?;
+    if let kicklab_testbed::Backend::Kvm(_) = be {
+        kicklab_testbed::kvm::available()
+            .map_err(|why| format!("kvm is not usable here: {why}"))?;
     }
-    s.parse()
+    Ok(be)
+}
+
+fn duration(s: &str) -> Result<std::time::Duration, String> {
+    parse_duration_ns(s)
+        .map(|ns| std::time::Duration::from_secs_f64(ns / 1e9))
+        .map_err(|e| e.to_string())
+}
+
+/// `--backend` and the options of the kvm backend.
+#[derive(Debug, Clone, Args)]
+pub struct BackendArgs {
+    /// Where the parties run: futex, eventfd or pipe (two host threads with
+    /// that notifier) or kvm (one party inside a tiny KVM guest).
+    #[arg(long, value_parser = backend)]
+    pub backend: kicklab_testbed::Backend,
+    /// kvm: which side the guest is: tx (the guest produces, a host thread
+    /// consumes: the paper's set-up) or rx (the host produces).
+    #[arg(long, default_value = "tx")]
+    pub direction: kicklab_testbed::kvm::Direction,
+    /// kvm: host halt polling: a halted guest's vCPU thread polls this long
+    /// for a wake-up before it sleeps (0: sleep at once).
+    #[arg(long, default_value = "0", value_parser = duration)]
+    pub halt_poll: std::time::Duration,
+}
+
+impl BackendArgs {
+    /// The backend with its options.
+    pub fn get(&self) -> kicklab_testbed::Backend {
+        match self.backend {
+            kicklab_testbed::Backend::Kvm(_) => {
+                kicklab_testbed::Backend::Kvm(kicklab_testbed::kvm::KvmOptions {
+                    direction: self.direction,
+                    halt_poll_ns: u32::try_from(self.halt_poll.as_nanos()).unwrap_or(u32::MAX),
+                })
+            }
+            other => other,
+        }
+    }
 }
 
 /// A real wait strategy from the same words as `--mode`.

@@ -5,18 +5,16 @@ use std::time::Duration;
 
 use clap::Args;
 use kicklab_model::{fmt_ns, parse_duration_ns};
-use kicklab_ring::NotifierKind;
-use kicklab_testbed::{calibrate, Profile, Stat};
+use kicklab_testbed::{calibrate_backend, Profile, Stat};
 use serde_json::json;
 
-use crate::args::backend;
+use crate::args::BackendArgs;
 
 /// Arguments of `kicklab calibrate`.
 #[derive(Debug, Args)]
 pub struct CalibrateArgs {
-    /// Notification mechanism: futex, eventfd or pipe (kvm: not built yet).
-    #[arg(long, value_parser = backend)]
-    backend: NotifierKind,
+    #[command(flatten)]
+    be: BackendArgs,
     /// Notifications per direction per round.
     #[arg(long, default_value_t = 400)]
     samples: usize,
@@ -64,11 +62,11 @@ pub fn run(a: &CalibrateArgs) -> anyhow::Result<()> {
     }
     eprintln!(
         "calibrating {} ({} notifications per direction per round, {} idle before each) ...",
-        a.backend.name(),
+        a.be.get().name(),
         a.samples,
         fmt_ns(a.gap.as_secs_f64() * 1e9)
     );
-    let p = calibrate(a.backend, a.samples, a.gap, a.rounds)?;
+    let p = calibrate_backend(a.be.get(), a.samples, a.gap, a.rounds)?;
     if let Some(path) = &a.save {
         std::fs::write(path, serde_json::to_string_pretty(&p)?)?;
         eprintln!("saved {}", path.display());

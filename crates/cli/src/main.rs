@@ -5,6 +5,7 @@ mod args;
 mod bench;
 mod calibrate_cmd;
 mod model_cmd;
+mod pingpong_cmd;
 mod report_cmd;
 mod run_cmd;
 mod sim_cmd;
@@ -58,10 +59,12 @@ enum Cmd {
     Sweep(sweep_cmd::SweepArgs),
     /// Measure this machine's notification costs N and start-up costs S for a backend.
     Calibrate(calibrate_cmd::CalibrateArgs),
-    /// Run the pair for real: two pinned threads over a shared-memory ring, real notifications.
+    /// Run the pair for real: two pinned threads, or a thread and a KVM guest, over a shared-memory ring.
     Run(run_cmd::RunArgs),
     /// The paper's Fig. 4 on this machine: model, simulator and measurement while W_P varies.
     Validate(validate_cmd::ValidateArgs),
+    /// Request/response rate under the responder's idle strategies (van Riel's message-passing study).
+    Pingpong(pingpong_cmd::PingPongArgs),
     /// Reproduce the figures and tables as one HTML page with plots.
     Report(report_cmd::ReportArgs),
 }
@@ -101,6 +104,7 @@ fn main() -> ExitCode {
         Cmd::Calibrate(a) => calibrate_cmd::run(&a),
         Cmd::Run(a) => run_cmd::run(&a),
         Cmd::Validate(a) => validate_cmd::run(&a),
+        Cmd::Pingpong(a) => pingpong_cmd::run(&a),
         Cmd::Report(a) => report_cmd::run(&a),
     };
     match result {

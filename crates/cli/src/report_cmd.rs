@@ -94,7 +94,7 @@ fn testbed_sections(a: &ReportArgs) -> anyhow::Result<Vec<Section>> {
     let points = crate::validate_cmd::validate(
         &Params::default(),
         &profile,
-        be,
+        kicklab_testbed::Backend::Threads(be),
         &vary,
         a.real_messages,
         a.seed,

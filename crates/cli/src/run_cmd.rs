@@ -4,11 +4,10 @@ use std::time::Duration;
 
 use clap::Args;
 use kicklab_model::{fmt_ns, predict, WaitMode};
-use kicklab_ring::NotifierKind;
-use kicklab_testbed::{calibrate, run_pair, PairConfig, PairResult, Profile};
+use kicklab_testbed::{calibrate_backend, run_pair, Backend, PairConfig, PairResult, Profile};
 use serde_json::json;
 
-use crate::args::{backend, mode, strategy, ParamArgs};
+use crate::args::{mode, strategy, BackendArgs, ParamArgs};
 use crate::Usage;
 
 /// Arguments of `kicklab run`.
@@ -16,9 +15,8 @@ use crate::Usage;
 pub struct RunArgs {
     #[command(flatten)]
     params: ParamArgs,
-    /// Notification mechanism: futex, eventfd or pipe (kvm: not built yet).
-    #[arg(long, value_parser = backend)]
-    backend: NotifierKind,
+    #[command(flatten)]
+    be: BackendArgs,
     /// How both threads wait: notify (block), poll (spin), spin:<budget>.
     #[arg(long, default_value = "notify", value_parser = mode)]
     strategy: WaitMode,
@@ -40,7 +38,7 @@ pub struct RunArgs {
 /// Runs the pair with the given strategy.
 pub fn real_run(
     params: &kicklab_model::Params,
-    be: NotifierKind,
+    be: Backend,
     mode: WaitMode,
     messages: u64,
     seed: u64,
@@ -51,7 +49,7 @@ pub fn real_run(
 /// As [`real_run`], publishing every `batch` messages (send combining).
 pub fn real_run_batched(
     params: &kicklab_model::Params,
-    be: NotifierKind,
+    be: Backend,
     mode: WaitMode,
     messages: u64,
     seed: u64,
@@ -79,20 +77,30 @@ pub fn real_run_batched(
 }
 
 /// The profile from `--profile`, or a quick calibration of `be` now.
-pub fn profile_or_calibrate(params: &ParamArgs, be: NotifierKind) -> anyhow::Result<Profile> {
+pub fn profile_or_calibrate(params: &ParamArgs, be: Backend) -> anyhow::Result<Profile> {
+    let direction = match be {
+        Backend::Kvm(o) => Some(o.direction),
+        Backend::Threads(_) => None,
+    };
     if let Some(p) = params.load_profile()? {
-        if p.backend != be.name() {
+        if p.backend != be.name() || p.direction != direction {
+            let d = |d: Option<kicklab_testbed::kvm::Direction>| {
+                d.map(|d| format!(" --direction {}", d.name()))
+                    .unwrap_or_default()
+            };
             return Err(Usage(format!(
-                "--profile: it calibrates {}, not {}",
+                "--profile: it calibrates {}{}, not {}{}",
                 p.backend,
-                be.name()
+                d(p.direction),
+                be.name(),
+                d(direction)
             ))
             .into());
         }
         return Ok(p);
     }
     eprintln!("no --profile: calibrating {} quickly (kicklab calibrate --backend {} --save FILE for a better one) ...", be.name(), be.name());
-    Ok(calibrate(be, 200, Duration::from_micros(50), 2)?)
+    Ok(calibrate_backend(be, 200, Duration::from_micros(50), 2)?)
 }
 
 pub fn run(a: &RunArgs) -> anyhow::Result<()> {
@@ -100,11 +108,11 @@ pub fn run(a: &RunArgs) -> anyhow::Result<()> {
     if a.messages == 0 {
         return Err(Usage("--messages: need at least 1 message".into()).into());
     }
-    let profile = profile_or_calibrate(&a.params, a.backend)?;
+    let profile = profile_or_calibrate(&a.params, a.be.get())?;
     if a.batch == 0 {
         return Err(Usage("--batch: at least 1 message per publish".into()).into());
     }
-    let r = real_run_batched(&params, a.backend, a.strategy, a.messages, a.seed, a.batch)?;
+    let r = real_run_batched(&params, a.be.get(), a.strategy, a.messages, a.seed, a.batch)?;
     // The prediction: the model with this machine's N and S.
     profile.apply(&mut params, false);
     let predicted = match a.strategy {
@@ -113,7 +121,7 @@ pub fn run(a: &RunArgs) -> anyhow::Result<()> {
     };
     if a.json {
         return crate::print_json(&json!({
-            "backend": a.backend.name(),
+            "backend": a.be.get().name(),
             "strategy": a.strategy.to_string(),
             "batch": a.batch,
             "T_ns": r.t_ns,
@@ -135,7 +143,7 @@ pub fn run(a: &RunArgs) -> anyhow::Result<()> {
     }
     println!(
         "backend        {} ({}), both threads {}",
-        a.backend.name(),
+        a.be.get().name(),
         a.strategy,
         if r.pinned {
             "pinned to their own CPU"

@@ -8,12 +8,11 @@ use std::path::PathBuf;
 use clap::Args;
 use kicklab_model::{fmt_ns, predict, Params, Regime, WaitMode};
 use kicklab_report::{html_escape, Chart, Page, Section, Series, Style};
-use kicklab_ring::NotifierKind;
 use kicklab_sim::{simulate, SimConfig, Vary};
 use kicklab_testbed::{PairResult, Profile};
 use serde::Serialize;
 
-use crate::args::{backend, ParamArgs};
+use crate::args::{BackendArgs, ParamArgs};
 use crate::run_cmd::{profile_or_calibrate, real_run};
 use crate::Usage;
 
@@ -22,9 +21,8 @@ use crate::Usage;
 pub struct ValidateArgs {
     #[command(flatten)]
     params: ParamArgs,
-    /// Notification mechanism: futex, eventfd or pipe (kvm: not built yet).
-    #[arg(long, value_parser = backend)]
-    backend: NotifierKind,
+    #[command(flatten)]
+    be: BackendArgs,
     /// The W_P sweep.
     #[arg(long, default_value = "wp=0.2us..3us:15", value_parser = vary)]
     vary: Vary,
@@ -149,7 +147,7 @@ pub fn summarize(points: &[Point]) -> Summary {
 pub fn validate(
     base: &Params,
     profile: &Profile,
-    be: NotifierKind,
+    be: kicklab_testbed::Backend,
     vary: &Vary,
     messages: u64,
     seed: u64,
@@ -375,9 +373,9 @@ pub fn run(a: &ValidateArgs) -> anyhow::Result<()> {
             .validate()
             .map_err(|e| Usage(format!("--vary: {e}")))?;
     }
-    let profile = profile_or_calibrate(&a.params, a.backend)?;
-    let points = validate(&params, &profile, a.backend, &a.vary, a.messages, a.seed)?;
-    let be = a.backend.name();
+    let profile = profile_or_calibrate(&a.params, a.be.get())?;
+    let points = validate(&params, &profile, a.be.get(), &a.vary, a.messages, a.seed)?;
+    let be = a.be.get().name();
     let cmd = format!(
         "kicklab validate --backend {be} --vary {} --messages {}",
         a.vary, a.messages

@@ -194,6 +194,15 @@ pub struct Profile {
     pub tsc_ghz: f64,
     /// CPUs seen.
     pub cpus: usize,
+    /// KVM: which side the guest is (`tx`: the guest is P).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub direction: Option<crate::kvm::Direction>,
+    /// KVM: uncertainty of the guest-to-host clock mapping [ns].
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub clock_sync_ns: Option<f64>,
+    /// KVM: how far the clock offset moved during a round [ns].
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub clock_drift_ns: Option<f64>,
 }
 
 impl Profile {
@@ -281,6 +290,9 @@ pub fn calibrate(
         stable,
         tsc_ghz: Tsc::get().ticks_per_ns,
         cpus: crate::clock::cpus(),
+        direction: None,
+        clock_sync_ns: None,
+        clock_drift_ns: None,
     })
 }
 

@@ -29,8 +29,8 @@ pub struct PairConfig {
     pub strategy_p: WaitStrategy,
     /// How C waits for messages.
     pub strategy_c: WaitStrategy,
-    /// The notification mechanism.
-    pub backend: NotifierKind,
+    /// Where the parties run and how they notify each other.
+    pub backend: crate::Backend,
     /// Messages measured after the warm-up.
     pub messages: u64,
     /// Messages before measuring.
@@ -110,7 +110,10 @@ struct SideResult {
 /// A notifier that cannot be created or fails, a corrupt ring (a bug), or a
 /// run that does not finish within `cfg.timeout` (a hang: a lost wake-up).
 #[allow(clippy::too_many_lines, clippy::cast_precision_loss)]
-pub fn run_pair(cfg: &PairConfig) -> Result<PairResult, TestbedError> {
+pub(crate) fn run_pair(
+    cfg: &PairConfig,
+    backend: NotifierKind,
+) -> Result<PairResult, TestbedError> {
     cfg.params
         .validate()
         .map_err(|e| TestbedError::Params(e.to_string()))?;
@@ -122,8 +125,8 @@ pub fn run_pair(cfg: &PairConfig) -> Result<PairResult, TestbedError> {
     let tsc = Tsc::get();
     let total = cfg.warmup + cfg.messages;
     let (mut producer, mut consumer) = ring(cfg.params.len);
-    let to_c: Arc<dyn Notifier> = Arc::from(cfg.backend.make()?);
-    let to_p: Arc<dyn Notifier> = Arc::from(cfg.backend.make()?);
+    let to_c: Arc<dyn Notifier> = Arc::from(backend.make()?);
+    let to_p: Arc<dyn Notifier> = Arc::from(backend.make()?);
     let (k_p, k_c) = (cfg.params.k_p, cfg.params.k_c);
     let ticks_per_ps = tsc.ticks_per_ns / 1000.0;
     let two_cpus = cpus() >= 2;

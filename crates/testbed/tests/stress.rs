@@ -67,7 +67,9 @@ fn random_config(rng: &mut Rng, messages: u64) -> PairConfig {
         params,
         strategy_p: strategy(rng),
         strategy_c: strategy(rng),
-        backend: NotifierKind::ALL[usize::try_from(rng.below(3)).unwrap()],
+        backend: kicklab_testbed::Backend::Threads(
+            NotifierKind::ALL[usize::try_from(rng.below(3)).unwrap()],
+        ),
         messages,
         warmup: messages / 10,
         seed: rng.next(),

@@ -321,15 +321,25 @@ fn validate_writes_its_chart() {
 }
 
 #[test]
-fn kvm_and_unknown_backends_are_refused_in_one_line() {
-    for args in [
-        &["calibrate", "--backend", "kvm"][..],
-        &["run", "--backend", "carrier-pigeon"][..],
+fn unknown_backends_and_directions_are_refused_in_one_line() {
+    for (args, flag) in [
+        (
+            &["calibrate", "--backend", "carrier-pigeon"][..],
+            "--backend",
+        ),
+        (
+            &["run", "--backend", "kvm", "--direction", "sideways"][..],
+            "--direction",
+        ),
+        (
+            &["pingpong", "--backend", "futex", "--idle", "nap"][..],
+            "--idle",
+        ),
     ] {
         let out = kicklab(args);
         let err = String::from_utf8_lossy(&out.stderr);
         assert_eq!(out.status.code(), Some(2), "{args:?}: {err}");
         assert_eq!(err.trim_end().lines().count(), 1, "{err}");
-        assert!(err.contains("--backend"), "{err}");
+        assert!(err.contains(flag), "{err}");
     }
 }

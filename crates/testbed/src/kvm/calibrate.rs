@@ -1,0 +1,303 @@
+//! N and S across the VM boundary, measured as the thread backend measures
+//! them (`docs/calibration.md`), with the guest's TSC related to the
+//! host's by a ping exchange.
+//!
+//! - guest kick (ioeventfd): N = the guest's TSC around its `out`; S = from
+//!   the end of the `out` to the host thread running after `read(kick)`.
+//! - host wake-up (doorbell): N = the host's TSC around `write(doorbell)`;
+//!   S = from the end of the write to the guest running after its halt.
+//!
+//! Clocks: KVM runs the guest's TSC at the host's rate with an offset. The
+//! host writes a ping counter, the spinning guest answers with its TSC;
+//! offset = guest TSC - midpoint of the host's send and receive, taken from
+//! the fastest of a few hundred exchanges (uncertainty: half its round
+//! trip, reported), before and after the samples (drift, reported).
+
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{mpsc, Arc};
+use std::time::{Duration, Instant};
+
+use super::guest::{calibration_program, ctrl, map};
+use super::vm::{clock_ns, GuestMemory, Vm, VmOptions};
+use super::Direction;
+use crate::calibrate::{Profile, Stat};
+use crate::clock::{pin, rdtsc, thread_cpu_ns, Tsc};
+use crate::TestbedError;
+
+const SYNC: u32 = 300;
+
+/// One round's samples [ns].
+#[derive(Default)]
+struct Round {
+    guest_kick_n: Vec<f64>,
+    host_wake_s: Vec<f64>,
+    host_wake_cpu: Vec<f64>,
+    host_irq_n: Vec<f64>,
+    host_irq_cpu: Vec<f64>,
+    guest_wake_s: Vec<f64>,
+    guest_wake_cpu: Vec<f64>,
+    sync_ns: f64,
+    drift_ns: f64,
+}
+
+/// Spins until the counter at `off` has reached `v` (it only grows; the
+/// guest may already be past `v`).
+fn spin_until(mem: &GuestMemory, off: u32, v: u32, stop: &AtomicBool) -> Result<(), TestbedError> {
+    let mut i = 0u32;
+    while mem.read_u32(off).wrapping_sub(v) >= 1 << 31 {
+        std::hint::spin_loop();
+        i = i.wrapping_add(1);
+        if i.is_multiple_of(1024) && stop.load(Ordering::Relaxed) {
+            return Err(TestbedError::Hang("calibration stopped".into()));
+        }
+    }
+    Ok(())
+}
+
+/// The guest-minus-host TSC offset from `SYNC` ping exchanges starting at
+/// request `first`: (offset in ticks, half the best round trip in ticks).
+fn ping(mem: &GuestMemory, first: u32, stop: &AtomicBool) -> Result<(i128, u64), TestbedError> {
+    let mut best = (0i128, u64::MAX);
+    for i in first..first + SYNC {
+        let h0 = rdtsc();
+        mem.write_u32(map::CTRL + ctrl::REQ, i);
+        spin_until(mem, map::CTRL + ctrl::RESP, i, stop)?;
+        let h1 = rdtsc();
+        let g = mem.read_u64(map::CTRL + ctrl::PONG_TSC);
+        if h1 - h0 < best.1 {
+            best = (
+                i128::from(g) - (i128::from(h0) + i128::from(h1)) / 2,
+                h1 - h0,
+            );
+        }
+    }
+    Ok((best.0, best.1 / 2))
+}
+
+#[allow(clippy::cast_precision_loss, clippy::too_many_lines)]
+fn round(samples: u32, gap: Duration) -> Result<Round, TestbedError> {
+    let tsc = Tsc::get();
+    let vm = Vm::new(VmOptions::default())?;
+    let gap_ticks = u32::try_from(tsc.ticks(gap.as_secs_f64() * 1e9)).unwrap_or(u32::MAX);
+    let program = calibration_program(SYNC, samples, gap_ticks)?;
+    let mut vcpu = vm.start(&program, 0)?;
+    let vclock = vcpu.clock_id();
+    let mem = Arc::clone(&vm.mem);
+    let stop = Arc::new(AtomicBool::new(false));
+    let (kick, doorbell) = (vm.kick.try_clone()?, vm.doorbell.try_clone()?);
+    let (tx, rx) = mpsc::channel();
+    let (mem_h, stop_h) = (Arc::clone(&mem), Arc::clone(&stop));
+    let host = std::thread::Builder::new()
+        .name("kicklab-calib".into())
+        .spawn(move || {
+            let r = (|| -> Result<Round, TestbedError> {
+                let mem = &*mem_h;
+                pin(1);
+                let mut r = Round::default();
+                let (off0, unc0) = ping(mem, 1, &stop_h)?;
+                let mut req = SYNC;
+                // Guest -> host kicks.
+                let mut woke = Vec::with_capacity(samples as usize);
+                for _ in 0..samples {
+                    req += 1;
+                    let c0 = thread_cpu_ns();
+                    mem.write_u32(map::CTRL + ctrl::REQ, req);
+                    kick.read()?;
+                    woke.push(rdtsc());
+                    r.host_wake_cpu.push((thread_cpu_ns() - c0) as f64);
+                    if stop_h.load(Ordering::Relaxed) {
+                        return Err(TestbedError::Hang("calibration stopped".into()));
+                    }
+                    spin_until(mem, map::CTRL + ctrl::RESP, req, &stop_h)?;
+                }
+                // Host -> guest wake-ups.
+                let mut sent = Vec::with_capacity(samples as usize);
+                let v0 = clock_ns(vclock);
+                for _ in 0..samples {
+                    req += 1;
+                    spin_until(mem, map::CTRL + ctrl::RESP, req, &stop_h)?;
+                    tsc.spin_ticks(u64::from(gap_ticks));
+                    mem.write_u32(map::CTRL + ctrl::REQ, req); // "this one is for you"
+                    let c0 = thread_cpu_ns();
+                    let t0 = rdtsc();
+                    doorbell.write(1)?;
+                    let t1 = rdtsc();
+                    r.host_irq_cpu.push((thread_cpu_ns() - c0) as f64);
+                    r.host_irq_n.push(tsc.ns(t1 - t0));
+                    sent.push(t1);
+                }
+                // The guest stores its last wake-up before its next ping.
+                let (off1, unc1) = ping(mem, req + 1, &stop_h)?;
+                let v1 = clock_ns(vclock);
+                let off = (off0 + off1) / 2;
+                let to_host = |g: u64| u64::try_from(i128::from(g) - off).unwrap_or(0);
+                let base = map::SAMPLES;
+                for (j, w) in woke.iter().enumerate() {
+                    let a = base + 16 * j as u32;
+                    let (g0, g1) = (mem.read_u64(a), mem.read_u64(a + 8));
+                    r.guest_kick_n.push(tsc.ns(g1.saturating_sub(g0)));
+                    r.host_wake_s.push(tsc.ns(w.saturating_sub(to_host(g1))));
+                }
+                let base = base + 16 * samples;
+                for (j, t1) in sent.iter().enumerate() {
+                    let g = mem.read_u64(base + 8 * j as u32);
+                    r.guest_wake_s.push(tsc.ns(to_host(g).saturating_sub(*t1)));
+                }
+                // The vCPU thread's CPU over the wake-up phase, per wake-up:
+                // the guest only halts there, so this is its wake-up work.
+                r.guest_wake_cpu
+                    .push(v1.saturating_sub(v0) as f64 / f64::from(samples.max(1)));
+                r.sync_ns = tsc.ns(unc0.max(unc1));
+                r.drift_ns = tsc.ns(u64::try_from((off1 - off0).abs()).unwrap_or(u64::MAX));
+                Ok(r)
+            })();
+            let _ = tx.send(r);
+        })?;
+    let budget =
+        Duration::from_secs(10) + (gap + Duration::from_millis(1)) * (2 * samples + 2 * SYNC);
+    let start = Instant::now();
+    let outcome = loop {
+        match rx.recv_timeout(Duration::from_millis(20)) {
+            Ok(r) => break r,
+            Err(mpsc::RecvTimeoutError::Disconnected) => {
+                break Err(TestbedError::Hang("the calibration thread died".into()))
+            }
+            Err(mpsc::RecvTimeoutError::Timeout) => {}
+        }
+        if vcpu.finished() || start.elapsed() > budget {
+            // Give the host a moment: the guest may have just finished.
+            if let Ok(r) = rx.recv_timeout(Duration::from_millis(500)) {
+                break r;
+            }
+            break Err(TestbedError::Hang(format!(
+                "calibration guest stopped answering after {:?} (request {}, answer {}, guest {})",
+                start.elapsed(),
+                mem.read_u32(map::CTRL + ctrl::REQ),
+                mem.read_u32(map::CTRL + ctrl::RESP),
+                if vcpu.finished() { "ended" } else { "running" },
+            )));
+        }
+    };
+    if outcome.is_err() {
+        stop.store(true, Ordering::SeqCst);
+        let _ = vm.kick.write(1);
+        vcpu.stop();
+        let _ = host.join();
+        return outcome;
+    }
+    let _ = host.join();
+    vcpu.join_within(Duration::from_secs(2))?;
+    outcome
+}
+
+/// Calibrates the KVM backend for `direction`: rounds of `samples` kicks
+/// and interrupts (each after `gap` of idling), until the four medians
+/// move less than 5% between rounds (at most `max_rounds`).
+///
+/// # Errors
+///
+/// No usable KVM, or a guest that stops answering.
+pub fn calibrate(
+    direction: Direction,
+    samples: usize,
+    gap: Duration,
+    max_rounds: usize,
+) -> Result<Profile, TestbedError> {
+    let samples = u32::try_from(samples)
+        .ok()
+        .filter(|s| *s <= map::SAMPLES_MAX)
+        .ok_or_else(|| {
+            TestbedError::Params(format!(
+                "--samples: at most {} per round with kvm",
+                map::SAMPLES_MAX
+            ))
+        })?;
+    let mut all = Round::default();
+    let mut prev: Option<[f64; 4]> = None;
+    let (mut rounds, mut stable) = (0, false);
+    while rounds < max_rounds.max(1) {
+        rounds += 1;
+        let r = round(samples, gap)?;
+        all.guest_kick_n.extend(r.guest_kick_n);
+        all.host_wake_s.extend(r.host_wake_s);
+        all.host_wake_cpu.extend(r.host_wake_cpu);
+        all.host_irq_n.extend(r.host_irq_n);
+        all.host_irq_cpu.extend(r.host_irq_cpu);
+        all.guest_wake_s.extend(r.guest_wake_s);
+        all.guest_wake_cpu.extend(r.guest_wake_cpu);
+        all.sync_ns = all.sync_ns.max(r.sync_ns);
+        all.drift_ns = all.drift_ns.max(r.drift_ns);
+        let med = [
+            &all.guest_kick_n,
+            &all.host_wake_s,
+            &all.host_irq_n,
+            &all.guest_wake_s,
+        ]
+        .map(|v| Stat::of(v.clone()).median_ns);
+        if let Some(p) = prev {
+            if p.iter()
+                .zip(&med)
+                .all(|(a, b)| (a - b).abs() <= 0.05 * a.max(*b))
+            {
+                stable = true;
+                break;
+            }
+        }
+        prev = Some(med);
+    }
+    let st = |v: &Vec<f64>| Stat::of(v.clone());
+    let (guest_n, host_s, host_n, guest_s) = (
+        st(&all.guest_kick_n),
+        st(&all.host_wake_s),
+        st(&all.host_irq_n),
+        st(&all.guest_wake_s),
+    );
+    let (host_s_cpu, host_n_cpu, guest_s_cpu) = (
+        st(&all.host_wake_cpu),
+        st(&all.host_irq_cpu),
+        st(&all.guest_wake_cpu),
+    );
+    // The guest's kick is all guest CPU time (the vCPU is busy in the exit).
+    let guest_n_cpu = guest_n;
+    let (np, nc, sp, sc, np_cpu, nc_cpu, sp_cpu, sc_cpu) = match direction {
+        Direction::Tx => (
+            guest_n,
+            host_n,
+            guest_s,
+            host_s,
+            guest_n_cpu,
+            host_n_cpu,
+            guest_s_cpu,
+            host_s_cpu,
+        ),
+        Direction::Rx => (
+            host_n,
+            guest_n,
+            host_s,
+            guest_s,
+            host_n_cpu,
+            guest_n_cpu,
+            host_s_cpu,
+            guest_s_cpu,
+        ),
+    };
+    Ok(Profile {
+        backend: "kvm".into(),
+        np,
+        nc,
+        sp,
+        sc,
+        np_cpu,
+        nc_cpu,
+        sp_cpu,
+        sc_cpu,
+        gap_ns: gap.as_secs_f64() * 1e9,
+        rounds,
+        stable,
+        tsc_ghz: Tsc::get().ticks_per_ns,
+        cpus: crate::clock::cpus(),
+        direction: Some(direction),
+        clock_sync_ns: Some(all.sync_ns),
+        clock_drift_ns: Some(all.drift_ns),
+    })
+}

@@ -1,0 +1,73 @@
+//! The KVM backend: one party of the ring runs inside a tiny guest of our
+//! own (no QEMU, no guest OS), the other in a host thread.
+//!
+//! ```text
+//!   host thread (one CPU)                guest memory                 vCPU thread (other CPU)
+//!   kicklab-ring endpoint  <------>  RingHeader + slots (0x8000)  <--->  generated 16-bit code
+//!   wait: read(kick eventfd) <------- ioeventfd on port 0x10 <--------  `out 0x10, al` (a kick)
+//!   notify: write(doorbell) --------> vCPU thread's ppoll ----------->  `out 0x14` (halt) returns
+//! ```
+//!
+//! What lives here: the VM and its vCPU thread ([`vm`]), the guest's memory
+//! map and code ([`guest`]), the pair in both directions ([`run_pair`]),
+//! calibration of N and S across the VM boundary ([`calibrate()`]) and the
+//! request/response workload with guest idle strategies ([`pingpong`]).
+//! What does not: the ring protocol itself (`kicklab-ring`, which this
+//! backend reuses unchanged over guest memory).
+
+mod calibrate;
+pub mod guest;
+mod pair;
+pub mod pingpong;
+pub mod vm;
+
+use std::str::FromStr;
+
+pub use calibrate::calibrate;
+pub use pair::{run_pair, run_pair_with};
+pub use vm::available;
+
+/// Which side the guest is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Direction {
+    /// Transmit: the guest produces, the host consumes (the paper's set-up).
+    #[default]
+    Tx,
+    /// Receive: the host produces, the guest consumes.
+    Rx,
+}
+
+impl Direction {
+    /// `tx` or `rx`.
+    pub fn name(self) -> &'static str {
+        match self {
+            Direction::Tx => "tx",
+            Direction::Rx => "rx",
+        }
+    }
+}
+
+impl FromStr for Direction {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Direction, String> {
+        match s {
+            "tx" => Ok(Direction::Tx),
+            "rx" => Ok(Direction::Rx),
+            other => Err(format!(
+                "unknown direction `{other}` (tx: the guest produces; rx: the guest consumes)"
+            )),
+        }
+    }
+}
+
+/// Options of a KVM run.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct KvmOptions {
+    /// Which side the guest is.
+    pub direction: Direction,
+    /// Host halt polling [ns]: the vCPU thread of a halted guest polls
+    /// this long before sleeping (0: it sleeps at once, as the model's
+    /// sleeping party does).
+    pub halt_poll_ns: u32,
+}

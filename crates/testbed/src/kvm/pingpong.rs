@@ -1,0 +1,166 @@
+//! Ping-pong with the guest as the responder (see `crate::pingpong`).
+//!
+//! The host writes REQ = i into guest memory; if the guest asked for a
+//! wake-up (WANT_IRQ) it rings the doorbell its halted vCPU thread sleeps
+//! on (with a timeout, for a guest idling with a hint). The guest
+//! spins its work, writes RESP = i and kicks (ioeventfd) if the host asked
+//! (HOST_WANT, when the host blocks instead of polling).
+
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{mpsc, Arc};
+use std::time::{Duration, Instant};
+
+use super::guest::{ctrl, map, pingpong_program, GuestIdle};
+use super::vm::{clock_ns, GuestEnd, Vm, VmOptions};
+use crate::clock::{pin, rdtsc, thread_cpu_ns, Tsc};
+use crate::pingpong::{Idle, PingPongConfig, PingPongResult};
+use crate::TestbedError;
+
+/// Runs ping-pong with a guest responder.
+///
+/// # Errors
+///
+/// No usable KVM, a capability this KVM lacks (for example disabling HLT
+/// exits), or a guest that stops answering.
+#[allow(clippy::cast_precision_loss, clippy::too_many_lines)]
+pub fn run(cfg: &PingPongConfig) -> Result<PingPongResult, TestbedError> {
+    let tsc = Tsc::get();
+    let ticks = |d: Duration| u32::try_from(tsc.ticks(d.as_secs_f64() * 1e9)).unwrap_or(u32::MAX);
+    let (opts, guest_idle) = match cfg.idle {
+        Idle::Halt => (VmOptions::default(), GuestIdle::Halt),
+        Idle::HostHaltPoll(w) => (VmOptions { halt_poll: w }, GuestIdle::Halt),
+        Idle::PollThenHalt(w) => (VmOptions::default(), GuestIdle::PollThenHalt(ticks(w))),
+        Idle::Poll => (VmOptions::default(), GuestIdle::Poll),
+        Idle::NoHltExit => {
+            return Err(TestbedError::Params(
+                "--idle no-hlt-exit: this KVM (PVM) cannot run a guest `hlt` natively, so there is no HLT exit \
+                 to disable; `poll` is the guest that never leaves"
+                    .into(),
+            ))
+        }
+        Idle::Hint(w) => (
+            VmOptions::default(),
+            GuestIdle::HaltHint(u16::try_from(w.as_micros()).unwrap_or(u16::MAX)),
+        ),
+    };
+    let total = u32::try_from(cfg.messages + cfg.messages / 10)
+        .ok()
+        .filter(|t| *t < 1 << 31)
+        .ok_or_else(|| TestbedError::Params("--messages: too many".into()))?;
+    let warm = total - u32::try_from(cfg.messages).unwrap_or(0);
+    let vm = Vm::new(opts)?;
+    // One request more than measured: the guest exits after answering it,
+    // once the host has read the clocks.
+    let program = pingpong_program(total + 1, guest_idle, ticks(cfg.work))?;
+    let mut vcpu = vm.start(&program, 0)?;
+    let vclock = vcpu.clock_id();
+    let mem = Arc::clone(&vm.mem);
+    let stop = Arc::new(AtomicBool::new(false));
+    let (doorbell, kick) = (vm.doorbell.try_clone()?, vm.kick.try_clone()?);
+    let polls = cfg.requester_polls;
+    let work = tsc.ticks(cfg.work.as_secs_f64() * 1e9);
+    let (tx, rx) = mpsc::channel();
+    let (mem_h, stop_h) = (Arc::clone(&mem), Arc::clone(&stop));
+    let host = std::thread::Builder::new()
+        .name("kicklab-requester".into())
+        .spawn(move || {
+            let r = (|| -> Result<[u64; 7], TestbedError> {
+                let mem = &*mem_h;
+                pin(1);
+                let [mut t0, mut c0, mut v0, mut s0] = [0u64; 4];
+                for i in 1..=total {
+                    if i == warm + 1 {
+                        (t0, c0, v0) = (rdtsc(), thread_cpu_ns(), clock_ns(vclock));
+                        s0 = u64::from(mem.read_u32(map::CTRL + ctrl::SLEEPS));
+                    }
+                    tsc.spin_ticks(work);
+                    mem.write_u32(map::CTRL + ctrl::REQ, i);
+                    if mem.swap_u32(map::CTRL + ctrl::WANT_IRQ, 0) == 1 {
+                        doorbell.write(1)?;
+                    }
+                    let mut spins = 0u32;
+                    while mem.read_u32(map::CTRL + ctrl::RESP) != i {
+                        if polls {
+                            std::hint::spin_loop();
+                        } else {
+                            mem.write_u32(map::CTRL + ctrl::HOST_WANT, 1);
+                            if mem.read_u32(map::CTRL + ctrl::RESP) == i {
+                                mem.write_u32(map::CTRL + ctrl::HOST_WANT, 0);
+                                break;
+                            }
+                            kick.read()?;
+                        }
+                        spins = spins.wrapping_add(1);
+                        if spins.is_multiple_of(1024) && stop_h.load(Ordering::Relaxed) {
+                            return Err(TestbedError::Hang("stopped".into()));
+                        }
+                        if !polls && stop_h.load(Ordering::Relaxed) {
+                            return Err(TestbedError::Hang("stopped".into()));
+                        }
+                    }
+                }
+                let s1 = u64::from(mem.read_u32(map::CTRL + ctrl::SLEEPS));
+                let marks = [
+                    t0,
+                    rdtsc(),
+                    c0,
+                    thread_cpu_ns(),
+                    v0,
+                    clock_ns(vclock),
+                    s1 - s0,
+                ];
+                // Release the guest: the last request ends its program.
+                mem.write_u32(map::CTRL + ctrl::REQ, total + 1);
+                if mem.swap_u32(map::CTRL + ctrl::WANT_IRQ, 0) == 1 {
+                    doorbell.write(1)?;
+                }
+                Ok(marks)
+            })();
+            let _ = tx.send(r);
+        })?;
+    let mut last = u32::MAX;
+    let mut since = Instant::now();
+    let outcome = loop {
+        match rx.recv_timeout(Duration::from_millis(20)) {
+            Ok(r) => break r,
+            Err(mpsc::RecvTimeoutError::Disconnected) => {
+                break Err(TestbedError::Hang("the requester thread died".into()))
+            }
+            Err(mpsc::RecvTimeoutError::Timeout) => {}
+        }
+        let now = mem.read_u32(map::CTRL + ctrl::RESP);
+        if now != last {
+            (last, since) = (now, Instant::now());
+        } else if since.elapsed() > cfg.timeout || vcpu.finished() {
+            if let Ok(r) = rx.recv_timeout(Duration::from_millis(200)) {
+                break r;
+            }
+            break Err(TestbedError::Hang(format!(
+                "the guest stopped answering at request {now} of {total}"
+            )));
+        }
+    };
+    if outcome.is_err() {
+        stop.store(true, Ordering::SeqCst);
+        let _ = vm.kick.write(1);
+        vcpu.stop();
+        let _ = host.join();
+        return Err(outcome
+            .err()
+            .unwrap_or(TestbedError::Hang("stopped".into())));
+    }
+    let _ = host.join();
+    let end = vcpu.join_within(Duration::from_secs(2))?;
+    debug_assert_eq!(end, GuestEnd::Done);
+    let [t0, t1, c0, c1, v0, v1, sleeps] = outcome?;
+    let n = cfg.messages as f64;
+    let (q, r) = ((c1 - c0) as f64 / n, v1.saturating_sub(v0) as f64 / n);
+    Ok(PingPongResult {
+        rate_per_s: n / (tsc.ns(t1 - t0) / 1e9),
+        cpu_ns_per_msg: q + r,
+        cpu_requester_ns: q,
+        cpu_responder_ns: r,
+        messages: cfg.messages,
+        responder_sleeps: sleeps,
+    })
+}

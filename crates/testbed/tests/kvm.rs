@@ -1,0 +1,272 @@
+//! The KVM backend end to end: both directions and every wait strategy
+//! with sequence checks, calibration, ping-pong, and deliberately broken
+//! guests that must be stopped with a clear error, never hang the host.
+//! Skips (saying why) where /dev/kvm is missing; runs where it is present.
+
+use std::time::{Duration, Instant};
+
+use kicklab_model::{Cost, Params};
+use kicklab_ring::WaitStrategy;
+use kicklab_testbed::kvm::guest::Misbehavior;
+use kicklab_testbed::kvm::{self, Direction, KvmOptions};
+use kicklab_testbed::pingpong::{pingpong, Idle, PingPongConfig};
+use kicklab_testbed::{run_pair, Backend, PairConfig, TestbedError};
+
+/// One KVM test at a time: they need both CPUs, and the resource check
+/// counts the process's threads and file descriptors.
+static SERIAL: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
+fn serial() -> std::sync::MutexGuard<'static, ()> {
+    SERIAL
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
+}
+
+fn kvm_here() -> bool {
+    match kvm::available() {
+        Ok(()) => true,
+        Err(why) => {
+            eprintln!("SKIPPED: no usable KVM here: {why}");
+            false
+        }
+    }
+}
+
+fn cfg(
+    direction: Direction,
+    strategy: WaitStrategy,
+    wp_ns: f64,
+    wc_ns: f64,
+    messages: u64,
+) -> PairConfig {
+    PairConfig {
+        params: Params {
+            len: 64,
+            k_p: 1,
+            k_c: 1,
+            w_p: Cost::Const(wp_ns),
+            w_c: Cost::Const(wc_ns),
+            ..Params::default()
+        },
+        strategy_p: strategy,
+        strategy_c: strategy,
+        backend: Backend::Kvm(KvmOptions {
+            direction,
+            halt_poll_ns: 0,
+        }),
+        messages,
+        warmup: messages / 10,
+        seed: 1,
+        timeout: Duration::from_secs(2),
+        batch: 1,
+    }
+}
+
+#[test]
+fn both_directions_deliver_every_message_with_every_strategy() {
+    let _one = serial();
+    if !kvm_here() {
+        return;
+    }
+    for direction in [Direction::Tx, Direction::Rx] {
+        for strategy in [
+            WaitStrategy::Block,
+            WaitStrategy::Poll,
+            WaitStrategy::SpinThenBlock(Duration::from_micros(5)),
+        ] {
+            // Both speed orders: the guest faster, then the host faster.
+            for (wp, wc) in [(500.0, 1500.0), (1500.0, 500.0)] {
+                let c = cfg(direction, strategy, wp, wc, 20_000);
+                let r = run_pair(&c)
+                    .unwrap_or_else(|e| panic!("{direction:?} {strategy:?} {wp}/{wc}: {e}"));
+                eprintln!("{direction:?} {strategy:?} W {wp}/{wc}: T {:.0} ns, E {:.0} ns, kicks {}/{}, sleeps {}/{}",
+                    r.t_ns, r.e_ns, r.notifications_p, r.notifications_c, r.sleeps_p, r.sleeps_c);
+                assert_eq!(r.lost, 0, "{direction:?} {strategy:?}");
+                assert_eq!(r.duplicated_or_reordered, 0, "{direction:?} {strategy:?}");
+                // Never faster than the slower party.
+                assert!(r.t_ns >= 1400.0, "{direction:?} {strategy:?}: T {}", r.t_ns);
+
+                eprintln!("{direction:?} {strategy:?} W {wp}/{wc}: T {:.0} ns, E {:.0} ns, kicks {}/{}, sleeps {}/{}",
+                    r.t_ns, r.e_ns, r.notifications_p, r.notifications_c, r.sleeps_p, r.sleeps_c);
+            }
+        }
+    }
+}
+
+/// Open file descriptors, threads and memory mappings of this process.
+fn resources() -> (usize, usize, usize) {
+    let count = |dir: &str| std::fs::read_dir(dir).map(Iterator::count).unwrap_or(0);
+    let maps = std::fs::read_to_string("/proc/self/maps")
+        .map(|m| m.lines().count())
+        .unwrap_or(0);
+    (count("/proc/self/fd"), count("/proc/self/task"), maps)
+}
+
+fn broken(direction: Direction, host_sleeps: bool, how: Misbehavior) -> (TestbedError, Duration) {
+    // The host party faster: it sleeps waiting for the guest (a guest that
+    // never kicks then leaves it asleep); or slower: it never sleeps.
+    let (wp, wc) = match (direction, host_sleeps) {
+        (Direction::Tx, true) | (Direction::Rx, false) => (1500.0, 300.0),
+        (Direction::Tx, false) | (Direction::Rx, true) => (300.0, 1500.0),
+    };
+    let c = cfg(direction, WaitStrategy::Block, wp, wc, 5_000);
+    let opts = KvmOptions {
+        direction,
+        halt_poll_ns: 0,
+    };
+    let start = Instant::now();
+    let err = kvm::run_pair_with(&c, opts, how).expect_err("a broken guest must fail the run");
+    (err, start.elapsed())
+}
+
+#[test]
+fn broken_guests_are_stopped_with_a_clear_error_and_nothing_leaks() {
+    let _one = serial();
+    if !kvm_here() {
+        return;
+    }
+    // Warm up whatever the first VM allocates for good (signal handler).
+    run_pair(&cfg(Direction::Tx, WaitStrategy::Block, 500.0, 500.0, 1000)).unwrap();
+    let before = resources();
+    let limit = Duration::from_secs(8); // the stall timeout is 2 s
+    let cases: [(Direction, bool, Misbehavior, &str); 10] = [
+        (
+            Direction::Tx,
+            false,
+            Misbehavior::GarbageIndex { at: 100 },
+            "tail",
+        ),
+        (
+            Direction::Rx,
+            false,
+            Misbehavior::GarbageIndex { at: 100 },
+            "head",
+        ),
+        (Direction::Tx, true, Misbehavior::NeverKick, "no progress"),
+        (Direction::Rx, true, Misbehavior::NeverKick, "no progress"),
+        (
+            Direction::Tx,
+            true,
+            Misbehavior::KickStorm { at: 100 },
+            "kick storm",
+        ),
+        (
+            Direction::Tx,
+            false,
+            Misbehavior::Hang { at: 100 },
+            "no progress",
+        ),
+        (
+            Direction::Rx,
+            false,
+            Misbehavior::Hang { at: 100 },
+            "no progress",
+        ),
+        (
+            Direction::Tx,
+            false,
+            Misbehavior::WrongPort { at: 100 },
+            "port 0x99",
+        ),
+        (
+            Direction::Rx,
+            false,
+            Misbehavior::Crash { at: 100 },
+            "triple fault",
+        ),
+        (
+            Direction::Tx,
+            false,
+            Misbehavior::StopEarly { at: 100 },
+            "done after",
+        ),
+    ];
+    for (direction, host_sleeps, how, expect) in cases {
+        let (err, took) = broken(direction, host_sleeps, how);
+        let msg = err.to_string();
+        eprintln!("{direction:?} {how:?}: {msg} ({took:?})");
+        assert!(
+            msg.contains(expect),
+            "{how:?}: expected `{expect}` in `{msg}`"
+        );
+        assert!(took < limit, "{how:?}: took {took:?}");
+    }
+    // Every vCPU thread, eventfd and mapping was released.
+    let after = resources();
+    assert_eq!(before, after, "(fds, threads, mappings) before and after");
+    // And the host is fine: a correct guest still runs.
+    let r = run_pair(&cfg(Direction::Rx, WaitStrategy::Block, 500.0, 500.0, 2000)).unwrap();
+    assert_eq!(r.lost, 0);
+}
+
+#[test]
+fn calibration_measures_all_four_costs() {
+    let _one = serial();
+    if !kvm_here() {
+        return;
+    }
+    let p = kvm::calibrate(Direction::Tx, 50, Duration::from_micros(50), 2).unwrap();
+    for (name, s) in [("N_P", p.np), ("N_C", p.nc), ("S_P", p.sp), ("S_C", p.sc)] {
+        assert!(s.n >= 50, "{name}: {} samples", s.n);
+        assert!(
+            s.median_ns > 0.0 && s.median_ns < 1e6,
+            "{name}: {}",
+            s.median_ns
+        );
+    }
+    // The guest-host clock mapping is good to well under the costs.
+    let sync = p.clock_sync_ns.expect("kvm reports its clock sync");
+    assert!(
+        sync < p.sp.median_ns.min(p.sc.median_ns),
+        "clock sync {sync} ns"
+    );
+    // rx is the same measurement with the roles swapped.
+    let q = kvm::calibrate(Direction::Rx, 50, Duration::from_micros(50), 1).unwrap();
+    assert_eq!(q.direction, Some(Direction::Rx));
+}
+
+#[test]
+fn pingpong_runs_every_idle_strategy() {
+    let _one = serial();
+    if !kvm_here() {
+        return;
+    }
+    for idle in [
+        "halt",
+        "halt-poll:50us",
+        "haltpoll:20us",
+        "poll",
+        "hint:200us",
+    ] {
+        let idle: Idle = idle.parse().unwrap();
+        let r = pingpong(&PingPongConfig {
+            backend: Backend::Kvm(KvmOptions::default()),
+            idle,
+            messages: 2000,
+            work: Duration::from_micros(1),
+            requester_polls: true,
+            timeout: Duration::from_secs(5),
+        })
+        .unwrap_or_else(|e| panic!("{idle}: {e}"));
+        eprintln!(
+            "{idle}: {:.0}/s, {:.0} ns CPU/msg, {} sleeps",
+            r.rate_per_s, r.cpu_ns_per_msg, r.responder_sleeps
+        );
+        assert!(r.rate_per_s > 0.0 && r.cpu_ns_per_msg > 0.0);
+        if idle == Idle::Poll {
+            assert_eq!(r.responder_sleeps, 0, "a polling guest never halts");
+        }
+        if idle == Idle::Halt {
+            assert!(r.responder_sleeps > 0, "a halting guest halts");
+        }
+    }
+    let e = pingpong(&PingPongConfig {
+        backend: Backend::Kvm(KvmOptions::default()),
+        idle: Idle::NoHltExit,
+        messages: 10,
+        work: Duration::ZERO,
+        requester_polls: true,
+        timeout: Duration::from_secs(5),
+    });
+    assert!(e.is_err(), "no-hlt-exit is refused on PVM with a reason");
+}
