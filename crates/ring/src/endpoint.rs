@@ -240,8 +240,12 @@ impl Producer {
         // Acquire: pairs with the consumer's Release store of `head`; the
         // consumer is done reading the slots it freed, so we may overwrite.
         let head = self.header().head.0.load(Ordering::Acquire);
-        let used = self.tail.wrapping_sub(head);
-        if used > self.len {
+        // Impossible: more in use than the ring holds (counting what we
+        // wrote but did not publish), or a head that moved backwards (found
+        // by the untrusted-peer property test: a peer that lowers `head`
+        // after we filled the slots it had freed made `free` underflow).
+        let used = self.tail.wrapping_add(self.written).wrapping_sub(head);
+        if used > self.len || head.wrapping_sub(self.head_cache) >= 1 << 31 {
             return Err(corrupt(Index::Head, head, self.len));
         }
         self.head_cache = head;

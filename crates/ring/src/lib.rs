@@ -53,6 +53,8 @@ mod layout;
 #[cfg(not(loom))]
 mod notify;
 pub mod sync;
+#[cfg(not(loom))]
+pub mod untrusted;
 mod wait;
 
 #[cfg(not(loom))]
