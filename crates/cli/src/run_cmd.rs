@@ -141,16 +141,27 @@ pub fn run(a: &RunArgs) -> anyhow::Result<()> {
             "profile": crate::calibrate_cmd::profile_json(&profile),
         }));
     }
-    println!(
-        "backend        {} ({}), both threads {}",
-        a.be.get().name(),
-        a.strategy,
-        if r.pinned {
-            "pinned to their own CPU"
-        } else {
-            "NOT pinned"
+    let pinned = if r.pinned {
+        "pinned to their own CPU"
+    } else {
+        "NOT pinned"
+    };
+    match a.be.get() {
+        kicklab_testbed::Backend::Kvm(o) => {
+            println!(
+            "backend        kvm ({}), direction {}: {} in the guest, {} in a host thread, {pinned}",
+            a.strategy,
+            o.direction.name(),
+            if o.direction == kicklab_testbed::kvm::Direction::Tx { "P" } else { "C" },
+            if o.direction == kicklab_testbed::kvm::Direction::Tx { "C" } else { "P" },
+        )
         }
-    );
+        be => println!(
+            "backend        {} ({}), both threads {pinned}",
+            be.name(),
+            a.strategy
+        ),
+    }
     if r.oversubscribed {
         println!(
             "warning        more busy threads than CPUs: polling numbers are not meaningful here"

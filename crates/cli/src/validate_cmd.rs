@@ -331,8 +331,16 @@ pub fn section(
     let s = summarize(points);
     let (t, e) = charts(points, be);
     let (table, _) = tables(points);
+    let setup = if be == "kvm" {
+        "The producer inside a tiny KVM guest (its message loop in guest user mode; kicks are `out`s to an ioeventfd \
+         port; it halts by exiting to the VMM, whose vCPU thread sleeps on a doorbell eventfd), the consumer a host \
+         thread, the kicklab ring in guest memory; each pinned to its own CPU."
+            .to_string()
+    } else {
+        format!("Two threads pinned to the two CPUs, the kicklab ring, {be} notifications.")
+    };
     let html = format!(
-        "<p>Two threads pinned to the two CPUs, the kicklab ring, {be} notifications. N and S from \
+        "<p>{setup} N and S from \
          <code>kicklab calibrate --backend {be}</code> (N_P {}, N_C {}, S_P {}, S_C {} means). The model uses the means; \
          the simulator draws them from lognormals with the measured spread.</p><pre>{}</pre>\
          <p>Reproduce: <code>{}</code>.</p>{table}",

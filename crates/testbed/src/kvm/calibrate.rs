@@ -130,18 +130,22 @@ fn round(samples: u32, gap: Duration) -> Result<Round, TestbedError> {
                 let (off1, unc1) = ping(mem, req + 1, &stop_h)?;
                 let v1 = clock_ns(vclock);
                 let off = (off0 + off1) / 2;
-                let to_host = |g: u64| u64::try_from(i128::from(g) - off).unwrap_or(0);
+                let to_host = |g: u64| i128::from(g) - off;
+                // Signed: a wake-up can come before the notifier's call
+                // returns (the peer runs while the kick's exit unwinds).
+                #[allow(clippy::cast_precision_loss)]
+                let signed_ns = |a: i128, b: i128| (a - b) as f64 / tsc.ticks_per_ns;
                 let base = map::SAMPLES;
                 for (j, w) in woke.iter().enumerate() {
                     let a = base + 16 * j as u32;
                     let (g0, g1) = (mem.read_u64(a), mem.read_u64(a + 8));
                     r.guest_kick_n.push(tsc.ns(g1.saturating_sub(g0)));
-                    r.host_wake_s.push(tsc.ns(w.saturating_sub(to_host(g1))));
+                    r.host_wake_s.push(signed_ns(i128::from(*w), to_host(g1)));
                 }
                 let base = base + 16 * samples;
                 for (j, t1) in sent.iter().enumerate() {
                     let g = mem.read_u64(base + 8 * j as u32);
-                    r.guest_wake_s.push(tsc.ns(to_host(g).saturating_sub(*t1)));
+                    r.guest_wake_s.push(signed_ns(to_host(g), i128::from(*t1)));
                 }
                 // The vCPU thread's CPU over the wake-up phase, per wake-up:
                 // the guest only halts there, so this is its wake-up work.
