@@ -131,6 +131,15 @@ pub fn print_profile(p: &Profile) {
             fmt_ns(drift)
         );
     }
+    if let Some(v) = &p.kick_visible {
+        println!(
+            "a polling host sees a guest kick {} after the kick starts (median; p10 {}, p90 {}), while the kick costs the guest {}",
+            fmt_ns(v.median_ns),
+            fmt_ns(v.p10_ns),
+            fmt_ns(v.p90_ns),
+            fmt_ns(if p.direction == Some(kicklab_testbed::kvm::Direction::Tx) { p.np.median_ns } else { p.nc.median_ns })
+        );
+    }
     if p.direction == Some(kicklab_testbed::kvm::Direction::Tx) {
         println!(
             "paper (Rizzo et al., guest P in QEMU/KVM, host C): N_P 2.4us, S_P 3.9us, N_C 0.2us, S_C 0.2us; \

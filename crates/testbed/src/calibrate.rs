@@ -203,6 +203,11 @@ pub struct Profile {
     /// KVM: how far the clock offset moved during a round [ns].
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub clock_drift_ns: Option<f64>,
+    /// KVM: from the start of the guest's kick until a host thread that
+    /// polls sees it [ns]. Less than N_P: the model's "the peer becomes
+    /// runnable at the end of N" does not hold here (`docs/kvm.md`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub kick_visible: Option<Stat>,
 }
 
 impl Profile {
@@ -293,6 +298,7 @@ pub fn calibrate(
         direction: None,
         clock_sync_ns: None,
         clock_drift_ns: None,
+        kick_visible: None,
     })
 }
 
