@@ -95,6 +95,12 @@ pub struct BackendArgs {
     /// for a wake-up before it sleeps (0: sleep at once).
     #[arg(long, default_value = "0", value_parser = duration)]
     pub halt_poll: std::time::Duration,
+    /// kvm: how the guest runs: user (a native 64-bit user-mode loop; the
+    /// host wakes it through a doorbell eventfd) or emulated (real mode,
+    /// woken by irqfd interrupts, halting inside KVM; every guest
+    /// instruction is emulated on PVM, about 1 us each).
+    #[arg(long, default_value = "user")]
+    pub guest: kicklab_testbed::kvm::guest::GuestMode,
 }
 
 impl BackendArgs {
@@ -105,6 +111,7 @@ impl BackendArgs {
                 kicklab_testbed::Backend::Kvm(kicklab_testbed::kvm::KvmOptions {
                     direction: self.direction,
                     halt_poll_ns: u32::try_from(self.halt_poll.as_nanos()).unwrap_or(u32::MAX),
+                    guest: self.guest,
                 })
             }
             other => other,

@@ -125,6 +125,7 @@ fn kvm_sections(a: &ReportArgs) -> anyhow::Result<Vec<Section>> {
     let be = Backend::Kvm(KvmOptions {
         direction: Direction::Tx,
         halt_poll_ns: 0,
+        guest: kicklab_testbed::kvm::guest::GuestMode::User,
     });
     eprintln!("report: calibrating kvm ...");
     let p = kicklab_testbed::calibrate_backend(be, 400, std::time::Duration::from_micros(50), 6)?;
@@ -180,15 +181,39 @@ fn kvm_sections(a: &ReportArgs) -> anyhow::Result<Vec<Section>> {
          idles between requests: the guest (kvm) or a thread (futex). Each side works 2 us per message. Reproduce: \
          <code>kicklab pingpong --backend kvm</code>, <code>kicklab pingpong --backend futex</code>.</p>",
     );
-    for be in [be, Backend::Threads(kicklab_ring::NotifierKind::Futex)] {
+    for (be, van_riel) in [
+        (be, false),
+        (Backend::Threads(kicklab_ring::NotifierKind::Futex), true),
+    ] {
         let idles = crate::pingpong_cmd::default_idles(be);
         let runs = crate::pingpong_cmd::run_all(be, &idles, a.real_messages / 3, work, true)?;
         let _ = write!(
             pp,
             "<pre>{}</pre>",
-            html_escape(&crate::pingpong_cmd::table(be, &runs).join("\n"))
+            html_escape(&crate::pingpong_cmd::table(be, &runs, van_riel).join("\n"))
         );
     }
+    // The emulated guest: the irqfd path, KVM's own halt polling and HLT
+    // exits; slow instructions, so longer work and fewer requests.
+    let emulated = Backend::Kvm(KvmOptions {
+        guest: kicklab_testbed::kvm::guest::GuestMode::Emulated,
+        ..KvmOptions::default()
+    });
+    let runs = crate::pingpong_cmd::run_all(
+        emulated,
+        &crate::pingpong_cmd::default_idles(emulated),
+        (a.real_messages / 30).max(200),
+        std::time::Duration::from_micros(20),
+        true,
+    )?;
+    let _ = write!(
+        pp,
+        "<p>The same with the guest in emulated real mode (<code>kicklab pingpong --backend kvm --guest emulated --work 20us</code>): \
+         {}. Here halt polling is KVM's own (<code>KVM_CAP_HALT_POLL</code>) and <code>no-hlt-exit</code> is \
+         <code>KVM_CAP_X86_DISABLE_EXITS</code>.</p><pre>{}</pre>",
+        html_escape(crate::pingpong_cmd::guest_line(kicklab_testbed::kvm::guest::GuestMode::Emulated)),
+        html_escape(&crate::pingpong_cmd::table(emulated, &runs, false).join("\n"))
+    );
     pp.push_str(
         "<p>Van Riel's rates are for Java threads messaging inside one guest on bare metal; his lever was where the \
          idle vCPU waits (scheduled out, halted in place, never leaving the guest). Here the responder's halt is an \

@@ -65,6 +65,7 @@ pub fn calibrate_backend(
         Backend::Threads(kind) => calibrate(kind, samples, gap, max_rounds),
         Backend::Kvm(o) => kvm::calibrate(
             o.direction,
+            o.guest,
             samples.min(kvm::guest::map::SAMPLES_MAX as usize),
             gap,
             max_rounds,

@@ -7,7 +7,7 @@ use std::time::{Duration, Instant};
 
 use kicklab_model::{Cost, Params};
 use kicklab_ring::WaitStrategy;
-use kicklab_testbed::kvm::guest::Misbehavior;
+use kicklab_testbed::kvm::guest::{GuestMode, Misbehavior};
 use kicklab_testbed::kvm::{self, Direction, KvmOptions};
 use kicklab_testbed::pingpong::{pingpong, Idle, PingPongConfig};
 use kicklab_testbed::{run_pair, Backend, PairConfig, TestbedError};
@@ -52,7 +52,7 @@ fn cfg(
         strategy_c: strategy,
         backend: Backend::Kvm(KvmOptions {
             direction,
-            halt_poll_ns: 0,
+            ..KvmOptions::default()
         }),
         messages,
         warmup: messages / 10,
@@ -112,7 +112,7 @@ fn broken(direction: Direction, host_sleeps: bool, how: Misbehavior) -> (Testbed
     let c = cfg(direction, WaitStrategy::Block, wp, wc, 5_000);
     let opts = KvmOptions {
         direction,
-        halt_poll_ns: 0,
+        ..KvmOptions::default()
     };
     let start = Instant::now();
     let err = kvm::run_pair_with(&c, opts, how).expect_err("a broken guest must fail the run");
@@ -205,7 +205,14 @@ fn calibration_measures_all_four_costs() {
     if !kvm_here() {
         return;
     }
-    let p = kvm::calibrate(Direction::Tx, 50, Duration::from_micros(50), 2).unwrap();
+    let p = kvm::calibrate(
+        Direction::Tx,
+        GuestMode::User,
+        50,
+        Duration::from_micros(50),
+        2,
+    )
+    .unwrap();
     for (name, s) in [("N_P", p.np), ("N_C", p.nc), ("S_P", p.sp), ("S_C", p.sc)] {
         assert!(s.n >= 50, "{name}: {} samples", s.n);
         assert!(
@@ -221,7 +228,14 @@ fn calibration_measures_all_four_costs() {
         "clock sync {sync} ns"
     );
     // rx is the same measurement with the roles swapped.
-    let q = kvm::calibrate(Direction::Rx, 50, Duration::from_micros(50), 1).unwrap();
+    let q = kvm::calibrate(
+        Direction::Rx,
+        GuestMode::User,
+        50,
+        Duration::from_micros(50),
+        1,
+    )
+    .unwrap();
     assert_eq!(q.direction, Some(Direction::Rx));
 }
 
@@ -345,6 +359,7 @@ fn randomized_guest_pairs_lose_nothing_and_never_hang() {
             backend: Backend::Kvm(KvmOptions {
                 direction,
                 halt_poll_ns,
+                guest: GuestMode::User,
             }),
             messages,
             warmup: messages / 10,
@@ -366,4 +381,71 @@ fn randomized_guest_pairs_lose_nothing_and_never_hang() {
         start.elapsed()
     );
     assert!(runs >= 5, "only {runs} runs in {secs} s");
+}
+
+/// The emulated real-mode guest: woken by irqfd interrupts into its IRQ 5
+/// handler, halting with `sti; hlt` inside KVM. Every instruction is
+/// emulated on PVM (about 1 us), so work is long and messages few.
+#[test]
+fn the_emulated_guest_is_woken_by_irqfd_interrupts() {
+    let _one = serial();
+    if !kvm_here() {
+        return;
+    }
+    for direction in [Direction::Tx, Direction::Rx] {
+        for strategy in [WaitStrategy::Block, WaitStrategy::Poll] {
+            // The guest the faster party: it fills (tx) or drains (rx) the
+            // ring, then halts until the host's interrupt.
+            let (wp, wc) = match direction {
+                Direction::Tx => (20_000.0, 150_000.0),
+                Direction::Rx => (150_000.0, 20_000.0),
+            };
+            let mut c = cfg(direction, strategy, wp, wc, 300);
+            c.params.len = 8;
+            c.backend = Backend::Kvm(KvmOptions {
+                direction,
+                guest: GuestMode::Emulated,
+                ..KvmOptions::default()
+            });
+            let r =
+                run_pair(&c).unwrap_or_else(|e| panic!("emulated {direction:?} {strategy:?}: {e}"));
+            eprintln!(
+                "emulated {direction:?} {strategy:?}: T {:.0} ns, kicks {}/{}, sleeps {}/{}",
+                r.t_ns, r.notifications_p, r.notifications_c, r.sleeps_p, r.sleeps_c
+            );
+            assert_eq!((r.lost, r.duplicated_or_reordered), (0, 0));
+            let guest_sleeps = if direction == Direction::Tx {
+                r.sleeps_p
+            } else {
+                r.sleeps_c
+            };
+            let host_kicks = if direction == Direction::Tx {
+                r.notifications_c
+            } else {
+                r.notifications_p
+            };
+            if strategy == WaitStrategy::Block {
+                assert!(guest_sleeps > 0, "the faster guest halts");
+                assert!(host_kicks > 0, "and is woken by the host's interrupts");
+            } else {
+                assert_eq!(guest_sleeps + host_kicks, 0, "polling never halts or kicks");
+            }
+        }
+    }
+    let p = kvm::calibrate(
+        Direction::Tx,
+        GuestMode::Emulated,
+        20,
+        Duration::from_micros(200),
+        1,
+    )
+    .unwrap();
+    eprintln!(
+        "emulated: N_P {:.0} N_C {:.0} S_P {:.0} S_C {:.0} ns (medians)",
+        p.np.median_ns, p.nc.median_ns, p.sp.median_ns, p.sc.median_ns
+    );
+    assert!(
+        p.sp.median_ns > 0.0 && p.nc.median_ns > 0.0,
+        "the irqfd path was measured"
+    );
 }

@@ -343,3 +343,63 @@ fn unknown_backends_and_directions_are_refused_in_one_line() {
         assert!(err.contains(flag), "{err}");
     }
 }
+
+#[test]
+fn pingpong_prints_the_contract_fields() {
+    let v = json(&[
+        "pingpong",
+        "--backend",
+        "futex",
+        "--idle",
+        "poll",
+        "--messages",
+        "2000",
+        "--json",
+    ]);
+    for key in [
+        "backend",
+        "idle",
+        "rate_per_s",
+        "cpu_ns_per_msg",
+        "messages",
+    ] {
+        assert!(v.get(key).is_some(), "{key} in {v}");
+    }
+    assert_eq!(v["idle"], "poll");
+    assert!(v["rate_per_s"].as_f64().unwrap() > 0.0);
+    // A strategy only KVM has is refused on threads, naming the flag.
+    let out = kicklab(&["pingpong", "--backend", "futex", "--idle", "halt-poll:10us"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("--idle"));
+}
+
+#[test]
+fn kvm_runs_in_both_directions_where_there_is_kvm() {
+    if let Err(why) = kicklab_testbed::kvm::available() {
+        eprintln!("SKIPPED: no usable KVM here: {why}");
+        return;
+    }
+    for dir in ["tx", "rx"] {
+        let v = json(&[
+            "run",
+            "--backend",
+            "kvm",
+            "--direction",
+            dir,
+            "--messages",
+            "5000",
+            "--np",
+            "10us",
+            "--nc",
+            "3us",
+            "--sp",
+            "20us",
+            "--sc",
+            "2us",
+            "--json",
+        ]);
+        assert_eq!(v["backend"], "kvm", "{v}");
+        assert_eq!(v["lost"], 0, "{v}");
+        assert!(v["T_ns"].as_f64().unwrap() >= 1000.0, "{v}");
+    }
+}

@@ -17,7 +17,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{mpsc, Arc};
 use std::time::{Duration, Instant};
 
-use super::guest::{calibration_program, ctrl, map};
+use super::guest::{calibration_program, ctrl, map, GuestMode};
 use super::vm::{clock_ns, GuestMemory, Vm, VmOptions};
 use super::Direction;
 use crate::calibrate::{Profile, Stat};
@@ -76,16 +76,19 @@ fn ping(mem: &GuestMemory, first: u32, stop: &AtomicBool) -> Result<(i128, u64),
 }
 
 #[allow(clippy::cast_precision_loss, clippy::too_many_lines)]
-fn round(samples: u32, gap: Duration) -> Result<Round, TestbedError> {
+fn round(mode: GuestMode, samples: u32, gap: Duration) -> Result<Round, TestbedError> {
     let tsc = Tsc::get();
-    let vm = Vm::new(VmOptions::default())?;
+    let vm = Vm::new(VmOptions {
+        mode,
+        ..VmOptions::default()
+    })?;
     let gap_ticks = u32::try_from(tsc.ticks(gap.as_secs_f64() * 1e9)).unwrap_or(u32::MAX);
-    let program = calibration_program(SYNC, samples, gap_ticks)?;
+    let program = calibration_program(mode, SYNC, samples, gap_ticks)?;
     let mut vcpu = vm.start(&program, 0)?;
     let vclock = vcpu.clock_id();
     let mem = Arc::clone(&vm.mem);
     let stop = Arc::new(AtomicBool::new(false));
-    let (kick, doorbell) = (vm.kick.try_clone()?, vm.doorbell.try_clone()?);
+    let (kick, doorbell) = (vm.kick.try_clone()?, vm.waker()?);
     let (tx, rx) = mpsc::channel();
     let (mem_h, stop_h) = (Arc::clone(&mem), Arc::clone(&stop));
     let host = std::thread::Builder::new()
@@ -217,7 +220,7 @@ fn round(samples: u32, gap: Duration) -> Result<Round, TestbedError> {
     outcome
 }
 
-/// Calibrates the KVM backend for `direction`: rounds of `samples` kicks
+/// Calibrates the KVM backend for `direction` with the guest in `mode`: rounds of `samples` kicks
 /// and interrupts (each after `gap` of idling), until the four medians
 /// move less than 5% between rounds (at most `max_rounds`).
 ///
@@ -226,6 +229,7 @@ fn round(samples: u32, gap: Duration) -> Result<Round, TestbedError> {
 /// No usable KVM, or a guest that stops answering.
 pub fn calibrate(
     direction: Direction,
+    mode: GuestMode,
     samples: usize,
     gap: Duration,
     max_rounds: usize,
@@ -244,7 +248,7 @@ pub fn calibrate(
     let (mut rounds, mut stable) = (0, false);
     while rounds < max_rounds.max(1) {
         rounds += 1;
-        let r = round(samples, gap)?;
+        let r = round(mode, samples, gap)?;
         all.guest_kick_n.extend(r.guest_kick_n);
         all.host_wake_s.extend(r.host_wake_s);
         all.host_wake_cpu.extend(r.host_wake_cpu);

@@ -102,6 +102,8 @@ pub mod ctrl {
     pub const BAD: u32 = 0x54;
     /// Next sequence number the guest consumer expects.
     pub const NEXT: u32 = 0x58;
+    /// Interrupts the guest handled (emulated mode).
+    pub const IRQS: u32 = 0x5C;
     /// Guest TSC at the start of the window (u64).
     pub const T0: u32 = 0x60;
     /// Guest TSC at the end (u64).
@@ -203,6 +205,44 @@ pub enum Misbehavior {
     },
 }
 
+/// How the guest runs on this KVM.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum GuestMode {
+    /// 64-bit, the message loop in user mode: native speed on PVM. Halts
+    /// exit to the VMM; the host wakes it through the doorbell eventfd.
+    #[default]
+    User,
+    /// 16-bit real mode with an 8259 and an IRQ 5 handler: the host wakes
+    /// it with an irqfd interrupt, it halts with `sti; hlt` inside KVM (and
+    /// KVM's halt polling and HLT-exit control apply). On PVM every guest
+    /// instruction is emulated (about 1.2 us each), so busy work has that
+    /// granularity and each message costs tens of microseconds.
+    Emulated,
+}
+
+impl GuestMode {
+    /// `user` or `emulated`.
+    pub fn name(self) -> &'static str {
+        match self {
+            GuestMode::User => "user",
+            GuestMode::Emulated => "emulated",
+        }
+    }
+}
+
+impl std::str::FromStr for GuestMode {
+    type Err = String;
+    fn from_str(s: &str) -> Result<GuestMode, String> {
+        match s {
+            "user" => Ok(GuestMode::User),
+            "emulated" => Ok(GuestMode::Emulated),
+            other => Err(format!(
+                "unknown guest mode `{other}` (user: native loop, doorbell wake-ups; emulated: real mode, irqfd interrupts)"
+            )),
+        }
+    }
+}
+
 /// Which side of the ring the guest is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum GuestRole {
@@ -230,6 +270,8 @@ pub struct PairProgram {
     pub warmup: u32,
     /// A deliberate fault, for tests.
     pub misbehavior: Misbehavior,
+    /// How the guest runs.
+    pub mode: GuestMode,
 }
 
 /// Assembled code.
@@ -237,6 +279,10 @@ pub struct PairProgram {
 pub struct Program {
     /// Machine code, to be placed at [`map::CODE`] (its entry point).
     pub code: Vec<u8>,
+    /// How it runs.
+    pub mode: GuestMode,
+    /// Emulated mode: the IRQ 5 handler's address (for the vector table).
+    pub irq_handler: u16,
 }
 
 type R = Result<(), TestbedError>;
@@ -266,9 +312,67 @@ fn prologue(a: &mut CodeAssembler, user: CodeLabel) -> R {
     Ok(())
 }
 
-/// Halts: exits to the VMM, whose vCPU thread sleeps until the doorbell.
-fn halt(a: &mut CodeAssembler) -> R {
-    a.out(u32::from(port::HALT), al)?;
+/// Emulated mode's entry: real-mode segments and stack, the 8259 (vector
+/// base 0x20, only IRQ 5 open), interrupts on.
+fn prologue_emulated(a: &mut CodeAssembler) -> R {
+    a.cli()?;
+    a.xor(ax, ax)?;
+    a.mov(iced_x86::code_asm::ds, ax)?;
+    a.mov(iced_x86::code_asm::es, ax)?;
+    a.mov(iced_x86::code_asm::ss, ax)?;
+    a.mov(iced_x86::code_asm::sp, map::STACK_TOP)?;
+    for (p, v) in [
+        (0x20u32, 0x11u32),
+        (0x21, 0x20),
+        (0x21, 0x04),
+        (0x21, 0x01),
+        (0x21, 0xdf),
+    ] {
+        a.mov(al, v)?;
+        a.out(p, al)?;
+    }
+    a.sti()?;
+    Ok(())
+}
+
+/// Emulated mode's IRQ 5 handler: count, EOI, return.
+fn irq_handler(a: &mut CodeAssembler, label: &mut CodeLabel) -> R {
+    a.set_label(label)?;
+    a.push(eax)?;
+    a.inc(c(ctrl::IRQS))?;
+    a.mov(al, 0x20u32)?;
+    a.out(0x20u32, al)?;
+    a.pop(eax)?;
+    a.iret()?;
+    Ok(())
+}
+
+/// Reads the interrupt count into ebx, before announcing that we will
+/// halt: emulated mode halts only if no interrupt came since (no lost
+/// wake-up); user mode does not need it (the doorbell keeps a wake-up).
+fn snapshot(a: &mut CodeAssembler) -> R {
+    a.mov(ebx, c(ctrl::IRQS))?;
+    Ok(())
+}
+
+/// Halts until woken. User mode: exits to the VMM, whose vCPU thread
+/// sleeps until the doorbell. Emulated: `sti; hlt` inside KVM unless an
+/// interrupt came since [`snapshot`] (the `sti` shadow makes the check and
+/// the halt atomic).
+fn halt(a: &mut CodeAssembler, mode: GuestMode) -> R {
+    match mode {
+        GuestMode::User => a.out(u32::from(port::HALT), al)?,
+        GuestMode::Emulated => {
+            let mut skip = a.create_label();
+            a.cli()?;
+            a.cmp(c(ctrl::IRQS), ebx)?;
+            a.jne(skip)?;
+            a.sti()?;
+            a.hlt()?;
+            a.set_label(&mut skip)?;
+            a.sti()?;
+        }
+    }
     Ok(())
 }
 
@@ -335,7 +439,7 @@ impl Side {
         Ok(())
     }
 
-    fn wait(&self, a: &mut CodeAssembler, how: GuestWait) -> R {
+    fn wait(&self, a: &mut CodeAssembler, how: GuestWait, mode: GuestMode) -> R {
         let mut have = a.create_label();
         let mut block = a.create_label();
         let mut sleep = a.create_label();
@@ -368,6 +472,7 @@ impl Side {
         }
         // Register, fence, re-check, halt: Producer/Consumer::prepare_sleep.
         a.set_label(&mut block)?;
+        snapshot(a)?;
         a.mov(eax, ebp)?;
         a.add(eax, self.wake_offset as i32)?;
         a.mov(m(self.wake), eax)?;
@@ -383,7 +488,7 @@ impl Side {
         a.jmp(block)?;
         a.set_label(&mut sleep)?;
         a.inc(c(ctrl::SLEEPS))?;
-        halt(a)?;
+        halt(a, mode)?;
         a.xor(ecx, ecx)?;
         a.xchg(m(self.need), ecx)?; // finish_sleep
         self.reload(a)?;
@@ -491,43 +596,58 @@ fn window_end(a: &mut CodeAssembler) -> R {
     Ok(())
 }
 
-/// A program under construction: the kernel entry is emitted first (at
-/// [`map::CODE`]), then the caller emits the user loop.
+/// A program under construction: the entry is emitted first (at
+/// [`map::CODE`]), then the caller emits the message loop.
 struct Builder {
     a: CodeAssembler,
+    mode: GuestMode,
 }
 
 impl Builder {
-    fn new() -> Result<Builder, TestbedError> {
-        let mut a = CodeAssembler::new(64)?;
-        let mut user = a.create_label();
-        prologue(&mut a, user)?;
-        a.set_label(&mut user)?;
-        Ok(Builder { a })
+    fn new(mode: GuestMode) -> Result<Builder, TestbedError> {
+        let mut a = match mode {
+            GuestMode::User => {
+                let mut a = CodeAssembler::new(64)?;
+                let mut user = a.create_label();
+                prologue(&mut a, user)?;
+                a.set_label(&mut user)?;
+                a
+            }
+            GuestMode::Emulated => {
+                let mut a = CodeAssembler::new(16)?;
+                prologue_emulated(&mut a)?;
+                a
+            }
+        };
+        a.xor(ebx, ebx)?;
+        Ok(Builder { a, mode })
     }
 
-    fn finish(mut self) -> Result<Program, TestbedError> {
-        let code = self.a.assemble(map::CODE as u64)?;
+    fn finish(self) -> Result<Program, TestbedError> {
+        let Builder { mut a, mode } = self;
+        let mut h = a.create_label();
+        if mode == GuestMode::Emulated {
+            irq_handler(&mut a, &mut h)?;
+        } else {
+            a.set_label(&mut h)?;
+            a.nop()?;
+        }
+        let r = a.assemble_options(
+            map::CODE as u64,
+            iced_x86::BlockEncoderOptions::RETURN_NEW_INSTRUCTION_OFFSETS,
+        )?;
+        let handler = r.label_ip(&h)?;
+        let code = r.inner.code_buffer;
         if code.len() > map::CODE_MAX {
             return Err(TestbedError::Kvm("guest program too long".into()));
         }
-        Ok(Program { code })
+        Ok(Program {
+            code,
+            mode,
+            irq_handler: u16::try_from(handler)
+                .map_err(|_| TestbedError::Kvm("guest handler out of reach".into()))?,
+        })
     }
-}
-
-/// A program whose user part is `user` (for probes and tests): the same
-/// kernel, vectors and exit conventions as the real programs.
-///
-/// # Errors
-///
-/// The assembler rejected an instruction.
-pub fn custom_program(
-    user: impl FnOnce(&mut CodeAssembler) -> Result<(), iced_x86::IcedError>,
-) -> Result<Program, TestbedError> {
-    let mut b = Builder::new()?;
-    user(&mut b.a)?;
-    done(&mut b.a)?;
-    b.finish()
 }
 
 impl PairProgram {
@@ -537,7 +657,8 @@ impl PairProgram {
     ///
     /// Only if the assembler rejects an instruction (a bug).
     pub fn assemble(&self) -> Result<Program, TestbedError> {
-        let mut b = Builder::new()?;
+        let mut b = Builder::new(self.mode)?;
+        let mode = self.mode;
         let a = &mut b.a;
         let mut main = a.create_label();
         a.xor(esi, esi)?; // messages handled
@@ -566,7 +687,7 @@ impl PairProgram {
         };
         a.set_label(&mut main)?;
         window_start(a, self.warmup)?;
-        side.wait(a, self.wait)?;
+        side.wait(a, self.wait, mode)?;
         if producer {
             busy(a)?;
             a.mov(dword_ptr(edi + ring::SLOTS), esi)?;
@@ -635,11 +756,12 @@ impl PairProgram {
 ///
 /// Only if the assembler rejects an instruction (a bug).
 pub fn calibration_program(
+    mode: GuestMode,
     sync: u32,
     samples: u32,
     gap_ticks: u32,
 ) -> Result<Program, TestbedError> {
-    let mut b = Builder::new()?;
+    let mut b = Builder::new(mode)?;
     let a = &mut b.a;
     // esi: counter of REQ values seen (1-based across the whole program).
     a.xor(esi, esi)?;
@@ -695,9 +817,10 @@ pub fn calibration_program(
         a.mov(edi, samples as i32)?;
         a.set_label(&mut lp)?;
         a.inc(esi)?;
+        snapshot(a)?;
         a.mov(c(ctrl::RESP), esi)?; // "I am about to halt"
         a.set_label(&mut again)?;
-        halt(a)?;
+        halt(a, mode)?;
         a.mov(eax, c(ctrl::REQ))?; // not this sample's wake-up yet: halt again
         a.sub(eax, esi)?;
         a.js(again)?;
@@ -735,11 +858,12 @@ pub enum GuestIdle {
 ///
 /// Only if the assembler rejects an instruction (a bug).
 pub fn pingpong_program(
+    mode: GuestMode,
     total: u32,
     idle: GuestIdle,
     work_ticks: u32,
 ) -> Result<Program, TestbedError> {
-    let mut b = Builder::new()?;
+    let mut b = Builder::new(mode)?;
     let a = &mut b.a;
     let (mut main, mut have, mut block) = (a.create_label(), a.create_label(), a.create_label());
     a.xor(esi, esi)?;
@@ -775,6 +899,7 @@ pub fn pingpong_program(
         GuestIdle::Halt | GuestIdle::HaltHint(_) => {}
     }
     a.set_label(&mut block)?;
+    snapshot(a)?;
     a.mov(ecx, 1u32)?;
     a.xchg(c(ctrl::WANT_IRQ), ecx)?;
     {
@@ -790,7 +915,7 @@ pub fn pingpong_program(
             a.mov(ax, u32::from(us))?;
             a.out(u32::from(port::IDLE_HINT), ax)?;
         } else {
-            halt(a)?;
+            halt(a, mode)?;
         }
         a.xor(ecx, ecx)?;
         a.xchg(c(ctrl::WANT_IRQ), ecx)?;
@@ -831,29 +956,37 @@ mod tests {
 
     #[test]
     fn programs_assemble_and_fit() {
-        for role in [GuestRole::Producer, GuestRole::Consumer] {
-            for wait in [
-                GuestWait::Poll,
-                GuestWait::Halt,
-                GuestWait::SpinThenHalt(1000),
-            ] {
-                let p = PairProgram {
-                    role,
-                    wait,
-                    len: map::MAX_LEN,
-                    k: 3,
-                    total: 1000,
-                    warmup: 100,
-                    misbehavior: Misbehavior::KickStorm { at: 5 },
+        for mode in [GuestMode::User, GuestMode::Emulated] {
+            for role in [GuestRole::Producer, GuestRole::Consumer] {
+                for wait in [
+                    GuestWait::Poll,
+                    GuestWait::Halt,
+                    GuestWait::SpinThenHalt(1000),
+                ] {
+                    let p = PairProgram {
+                        role,
+                        wait,
+                        len: map::MAX_LEN,
+                        k: 3,
+                        total: 1000,
+                        warmup: 100,
+                        misbehavior: Misbehavior::KickStorm { at: 5 },
+                        mode,
+                    }
+                    .assemble()
+                    .unwrap();
+                    assert!(p.code.len() < map::CODE_MAX);
+                    assert_eq!(p.mode, mode);
+                    if mode == GuestMode::Emulated {
+                        let h = usize::from(p.irq_handler);
+                        assert!(h > map::CODE && h < map::CODE + p.code.len());
+                    }
                 }
-                .assemble()
-                .unwrap();
-                assert!(p.code.len() < map::CODE_MAX);
             }
+            let p = calibration_program(mode, 10, 10, 1000).unwrap();
+            assert!(p.code.len() < map::CODE_MAX);
+            let p = pingpong_program(mode, 10, GuestIdle::HaltHint(50), 100).unwrap();
+            assert!(p.code.len() < map::CODE_MAX);
         }
-        let p = calibration_program(10, 10, 1000).unwrap();
-        assert!(p.code.len() < map::CODE_MAX);
-        let p = pingpong_program(10, GuestIdle::HaltHint(50), 100).unwrap();
-        assert!(p.code.len() < map::CODE_MAX);
     }
 }

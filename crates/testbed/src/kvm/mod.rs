@@ -70,4 +70,8 @@ pub struct KvmOptions {
     /// this long before sleeping (0: it sleeps at once, as the model's
     /// sleeping party does).
     pub halt_poll_ns: u32,
+    /// How the guest runs: a native user-mode loop woken through a
+    /// doorbell (the default), or emulated real mode woken by irqfd
+    /// interrupts.
+    pub guest: guest::GuestMode,
 }

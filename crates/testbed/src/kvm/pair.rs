@@ -23,8 +23,8 @@ use super::{Direction, KvmOptions};
 use crate::clock::{pin, rdtsc, thread_cpu_ns, Tsc};
 use crate::{PairConfig, PairResult, TestbedError};
 
-/// The host's notifier: notify rings the doorbell a halted guest's vCPU
-/// thread sleeps on; wait blocks on the guest's kicks, returns an error once
+/// The host's notifier: notify wakes a halted guest (the doorbell its vCPU
+/// thread sleeps on, or the irqfd in emulated mode); wait blocks on the guest's kicks, returns an error once
 /// the run is stopped, and detects a kick storm (far more kicks than
 /// messages).
 struct HostNotifier {
@@ -185,6 +185,8 @@ pub fn run_pair_with(
     let tsc = Tsc::get();
     let vm = Vm::new(VmOptions {
         halt_poll: Duration::from_nanos(u64::from(opts.halt_poll_ns)),
+        mode: opts.guest,
+        disable_hlt_exits: false,
     })?;
     let mem = Arc::clone(&vm.mem);
     let tx_dir = opts.direction == Direction::Tx;
@@ -218,6 +220,7 @@ pub fn run_pair_with(
         total: total32,
         warmup: u32::try_from(cfg.warmup).unwrap_or(0),
         misbehavior,
+        mode: opts.guest,
     }
     .assemble()?;
 
@@ -241,7 +244,7 @@ pub fn run_pair_with(
     let stop = Arc::new(AtomicBool::new(false));
     let progress = Arc::new(AtomicU64::new(0));
     let notifier = Arc::new(HostNotifier {
-        doorbell: vm.doorbell.try_clone()?,
+        doorbell: vm.waker()?,
         kick: vm.kick.try_clone()?,
         stop: Arc::clone(&stop),
         progress: Arc::clone(&progress),

@@ -10,7 +10,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{mpsc, Arc};
 use std::time::{Duration, Instant};
 
-use super::guest::{ctrl, map, pingpong_program, GuestIdle};
+use super::guest::{ctrl, map, pingpong_program, GuestIdle, GuestMode};
 use super::vm::{clock_ns, GuestEnd, Vm, VmOptions};
 use crate::clock::{pin, rdtsc, thread_cpu_ns, Tsc};
 use crate::pingpong::{Idle, PingPongConfig, PingPongResult};
@@ -26,23 +26,43 @@ use crate::TestbedError;
 pub fn run(cfg: &PingPongConfig) -> Result<PingPongResult, TestbedError> {
     let tsc = Tsc::get();
     let ticks = |d: Duration| u32::try_from(tsc.ticks(d.as_secs_f64() * 1e9)).unwrap_or(u32::MAX);
-    let (opts, guest_idle) = match cfg.idle {
-        Idle::Halt => (VmOptions::default(), GuestIdle::Halt),
-        Idle::HostHaltPoll(w) => (VmOptions { halt_poll: w }, GuestIdle::Halt),
-        Idle::PollThenHalt(w) => (VmOptions::default(), GuestIdle::PollThenHalt(ticks(w))),
-        Idle::Poll => (VmOptions::default(), GuestIdle::Poll),
-        Idle::NoHltExit => {
-            return Err(TestbedError::Params(
-                "--idle no-hlt-exit: this KVM (PVM) cannot run a guest `hlt` natively, so there is no HLT exit \
-                 to disable; `poll` is the guest that never leaves"
-                    .into(),
-            ))
-        }
-        Idle::Hint(w) => (
-            VmOptions::default(),
-            GuestIdle::HaltHint(u16::try_from(w.as_micros()).unwrap_or(u16::MAX)),
-        ),
+    let mode = match cfg.backend {
+        crate::Backend::Kvm(o) => o.guest,
+        crate::Backend::Threads(_) => GuestMode::User,
     };
+    let user = VmOptions {
+        mode,
+        ..VmOptions::default()
+    };
+    let (opts, guest_idle) =
+        match cfg.idle {
+            Idle::Halt => (user, GuestIdle::Halt),
+            Idle::HostHaltPoll(w) => (
+                VmOptions {
+                    halt_poll: w,
+                    ..user
+                },
+                GuestIdle::Halt,
+            ),
+            Idle::PollThenHalt(w) => (user, GuestIdle::PollThenHalt(ticks(w))),
+            Idle::Poll => (user, GuestIdle::Poll),
+            Idle::NoHltExit if mode == GuestMode::Emulated => (
+                VmOptions {
+                    disable_hlt_exits: true,
+                    ..user
+                },
+                GuestIdle::Halt,
+            ),
+            Idle::NoHltExit => return Err(TestbedError::Params(
+                "--idle no-hlt-exit: the user-mode guest cannot execute `hlt` on this KVM (PVM); \
+                 use --guest emulated, or `poll` for a guest that never leaves"
+                    .into(),
+            )),
+            Idle::Hint(w) => (
+                user,
+                GuestIdle::HaltHint(u16::try_from(w.as_micros()).unwrap_or(u16::MAX)),
+            ),
+        };
     let total = u32::try_from(cfg.messages + cfg.messages / 10)
         .ok()
         .filter(|t| *t < 1 << 31)
@@ -51,12 +71,19 @@ pub fn run(cfg: &PingPongConfig) -> Result<PingPongResult, TestbedError> {
     let vm = Vm::new(opts)?;
     // One request more than measured: the guest exits after answering it,
     // once the host has read the clocks.
-    let program = pingpong_program(total + 1, guest_idle, ticks(cfg.work))?;
+    let program = pingpong_program(mode, total + 1, guest_idle, ticks(cfg.work))?;
     let mut vcpu = vm.start(&program, 0)?;
     let vclock = vcpu.clock_id();
     let mem = Arc::clone(&vm.mem);
     let stop = Arc::new(AtomicBool::new(false));
-    let (doorbell, kick) = (vm.doorbell.try_clone()?, vm.kick.try_clone()?);
+    // A guest idling with a timeout waits in the VMM: the doorbell wakes
+    // it; a halted one is woken by the VM's waker (doorbell or irqfd).
+    let doorbell = if matches!(cfg.idle, Idle::Hint(_)) {
+        vm.doorbell.try_clone()?
+    } else {
+        vm.waker()?
+    };
+    let kick = vm.kick.try_clone()?;
     let polls = cfg.requester_polls;
     let work = tsc.ticks(cfg.work.as_secs_f64() * 1e9);
     let (tx, rx) = mpsc::channel();

@@ -21,16 +21,22 @@ use kvm_ioctls::{IoEventAddress, Kvm, NoDatamatch, VcpuExit, VcpuFd, VmFd};
 use vmm_sys_util::eventfd::EventFd;
 use vmm_sys_util::signal::Killable;
 
-use super::guest::{map, port, Program};
+use super::guest::{map, port, GuestMode, Program};
 use crate::TestbedError;
 
-/// How the host treats the guest's halts.
+/// How the guest runs and how the host treats its halts.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct VmOptions {
-    /// Host halt polling: after the guest halts, the vCPU thread polls the
-    /// doorbell this long before it sleeps (what KVM's `halt_poll_ns` does
-    /// for an in-kernel `hlt`). Zero: sleep at once.
+    /// Host halt polling: after the guest halts, poll this long for a
+    /// wake-up before sleeping. User mode: the vCPU thread polls the
+    /// doorbell; emulated mode: KVM's own per-VM halt polling
+    /// (`KVM_CAP_HALT_POLL`). Zero: sleep at once.
     pub halt_poll: Duration,
+    /// User-mode loop (doorbell wake-ups) or emulated real mode (irqfd).
+    pub mode: GuestMode,
+    /// Emulated mode: `KVM_CAP_X86_DISABLE_EXITS` with HLT, so a guest
+    /// `hlt` does not exit to the host.
+    pub disable_hlt_exits: bool,
 }
 
 /// Guest memory: an anonymous mapping, unmapped on drop.
@@ -135,8 +141,11 @@ pub struct Vm {
     pub mem: Arc<GuestMemory>,
     /// Signalled by each guest `out` to [`port::KICK`] (an ioeventfd).
     pub kick: EventFd,
-    /// Wakes a halted guest (its vCPU thread sleeps on it).
+    /// Wakes a user-mode guest halted in the VMM (its vCPU thread sleeps
+    /// on it), or one idling with a timeout.
     pub doorbell: EventFd,
+    /// Emulated mode: raises IRQ 5 in the guest (an irqfd).
+    pub irq: Option<EventFd>,
 }
 
 impl std::fmt::Debug for Vm {
@@ -158,6 +167,27 @@ impl Vm {
     pub fn new(opts: VmOptions) -> Result<Vm, TestbedError> {
         let kvm = Kvm::new().map_err(kvm_err("open /dev/kvm"))?;
         let vm = kvm.create_vm().map_err(kvm_err("create VM"))?;
+        if opts.mode == GuestMode::Emulated {
+            if opts.disable_hlt_exits {
+                let mut cap = kvm_bindings::kvm_enable_cap {
+                    cap: kvm_bindings::KVM_CAP_X86_DISABLE_EXITS,
+                    ..Default::default()
+                };
+                cap.args[0] = u64::from(kvm_bindings::KVM_X86_DISABLE_EXITS_HLT);
+                vm.enable_cap(&cap)
+                    .map_err(kvm_err("disable HLT exits (KVM_CAP_X86_DISABLE_EXITS)"))?;
+            }
+            let mut cap = kvm_bindings::kvm_enable_cap {
+                cap: kvm_bindings::KVM_CAP_HALT_POLL,
+                ..Default::default()
+            };
+            cap.args[0] = u64::try_from(opts.halt_poll.as_nanos()).unwrap_or(u64::MAX);
+            vm.enable_cap(&cap)
+                .map_err(kvm_err("set halt polling (KVM_CAP_HALT_POLL)"))?;
+            vm.set_tss_address(0xfffb_d000)
+                .map_err(kvm_err("set TSS address"))?;
+            vm.create_irq_chip().map_err(kvm_err("create irqchip"))?;
+        }
         let mem = Arc::new(GuestMemory::new(map::MEM_SIZE)?);
         let region = kvm_userspace_memory_region {
             slot: 0,
@@ -178,13 +208,32 @@ impl Vm {
         )
         .map_err(kvm_err("register the kick ioeventfd"))?;
         let doorbell = EventFd::new(libc::EFD_CLOEXEC | libc::EFD_NONBLOCK)?;
+        let irq = if opts.mode == GuestMode::Emulated {
+            let irq = EventFd::new(libc::EFD_CLOEXEC)?;
+            vm.register_irqfd(&irq, 5)
+                .map_err(kvm_err("register the irqfd"))?;
+            Some(irq)
+        } else {
+            None
+        };
         Ok(Vm {
             vm,
             opts,
             mem,
             kick,
             doorbell,
+            irq,
         })
+    }
+
+    /// What wakes a halted guest: the irqfd (emulated mode) or the
+    /// doorbell (user mode). A clone the caller owns.
+    ///
+    /// # Errors
+    ///
+    /// Duplicating the descriptor failed.
+    pub fn waker(&self) -> Result<EventFd, TestbedError> {
+        Ok(self.irq.as_ref().unwrap_or(&self.doorbell).try_clone()?)
     }
 
     /// The guest's TSC rate [kHz], as KVM reports it.
@@ -207,7 +256,24 @@ impl Vm {
         self.mem.write_bytes(map::CODE, &program.code);
         let vcpu = self.vm.create_vcpu(0).map_err(kvm_err("create vCPU"))?;
         let mut sregs = vcpu.get_sregs().map_err(kvm_err("get sregs"))?;
-        self.long_mode(&mut sregs);
+        if program.mode != self.opts.mode {
+            return Err(TestbedError::Kvm(format!(
+                "a {} program in a {} VM",
+                program.mode.name(),
+                self.opts.mode.name()
+            )));
+        }
+        match program.mode {
+            GuestMode::User => self.long_mode(&mut sregs),
+            GuestMode::Emulated => {
+                // Real mode at 0:CODE; IRQ 5 (vector 0x25) -> the handler.
+                let mut ivt = [0u8; 4];
+                ivt[..2].copy_from_slice(&program.irq_handler.to_le_bytes());
+                self.mem.write_bytes(4 * 0x25, &ivt);
+                sregs.cs.base = 0;
+                sregs.cs.selector = 0;
+            }
+        }
         vcpu.set_sregs(&sregs).map_err(kvm_err("set sregs"))?;
         let regs = kvm_bindings::kvm_regs {
             rip: map::CODE as u64,
@@ -217,7 +283,13 @@ impl Vm {
         vcpu.set_regs(&regs).map_err(kvm_err("set regs"))?;
         let guest_khz = Self::tsc_khz(&vcpu).ok();
         install_kick_signal()?;
-        let halt_poll = self.opts.halt_poll;
+        // User mode polls the doorbell itself; emulated mode leaves halt
+        // polling to KVM (set in `new`).
+        let halt_poll = if self.opts.mode == GuestMode::User {
+            self.opts.halt_poll
+        } else {
+            Duration::ZERO
+        };
         let stop = Arc::new(AtomicBool::new(false));
         let ended = Arc::new(AtomicBool::new(false));
         let doorbell = self.doorbell.try_clone()?;
