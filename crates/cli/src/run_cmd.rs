@@ -97,10 +97,24 @@ pub fn profile_or_calibrate(params: &ParamArgs, be: Backend) -> anyhow::Result<P
             ))
             .into());
         }
+        warn_negative_starts(&p);
         return Ok(p);
     }
     eprintln!("no --profile: calibrating {} quickly (kicklab calibrate --backend {} --save FILE for a better one) ...", be.name(), be.name());
-    Ok(calibrate_backend(be, 200, Duration::from_micros(50), 2)?)
+    let p = calibrate_backend(be, 200, Duration::from_micros(50), 2)?;
+    warn_negative_starts(&p);
+    Ok(p)
+}
+
+/// Says when a calibrated start-up came out negative, which the model
+/// cannot express.
+fn warn_negative_starts(p: &Profile) {
+    for s in p.negative_starts() {
+        eprintln!(
+            "warning: calibrated {s} is negative (the woken party ran before the notifier's call returned); \
+             the model and simulator take it as 0 (docs/kvm.md)"
+        );
+    }
 }
 
 pub fn run(a: &RunArgs) -> anyhow::Result<()> {
