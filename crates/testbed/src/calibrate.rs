@@ -257,6 +257,18 @@ impl Profile {
     }
 }
 
+/// Whether four medians moved less than 5% since the previous round;
+/// remembers these for the next call.
+pub(crate) fn settled(prev: &mut Option<[f64; 4]>, med: [f64; 4]) -> bool {
+    let done = prev.is_some_and(|p| {
+        p.iter()
+            .zip(&med)
+            .all(|(a, b)| (a - b).abs() <= 0.05 * a.abs().max(b.abs()))
+    });
+    *prev = Some(med);
+    done
+}
+
 /// Calibrates `backend`: rounds of `samples` notifications per direction
 /// after `gap` of idling, until the four medians move less than 5% from one
 /// round to the next (at most `max_rounds`).
@@ -286,16 +298,10 @@ pub fn calibrate(
         all[6].extend(pc.n_cpu);
         all[7].extend(cp.n_cpu);
         let med: [f64; 4] = std::array::from_fn(|i| Stat::of(all[i].clone()).median_ns);
-        if let Some(p) = prev {
-            if p.iter()
-                .zip(&med)
-                .all(|(a, b)| (a - b).abs() <= 0.05 * a.max(*b))
-            {
-                stable = true;
-                break;
-            }
+        if settled(&mut prev, med) {
+            stable = true;
+            break;
         }
-        prev = Some(med);
     }
     let st = |i: usize| Stat::of(all[i].clone());
     Ok(Profile {

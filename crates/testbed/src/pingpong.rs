@@ -136,6 +136,30 @@ pub struct PingPongResult {
     pub responder_sleeps: u64,
 }
 
+impl PingPongResult {
+    /// From a measured window: `messages` requests in `wall_ns`, the two
+    /// sides' CPU time [ns] and the responder's idle sleeps.
+    #[allow(clippy::cast_precision_loss)]
+    pub(crate) fn from_window(
+        messages: u64,
+        wall_ns: f64,
+        requester_cpu_ns: u64,
+        responder_cpu_ns: u64,
+        responder_sleeps: u64,
+    ) -> PingPongResult {
+        let n = messages as f64;
+        let (q, r) = (requester_cpu_ns as f64 / n, responder_cpu_ns as f64 / n);
+        PingPongResult {
+            rate_per_s: n / (wall_ns / 1e9),
+            cpu_ns_per_msg: q + r,
+            cpu_requester_ns: q,
+            cpu_responder_ns: r,
+            messages,
+            responder_sleeps,
+        }
+    }
+}
+
 /// Runs ping-pong on `cfg.backend`.
 ///
 /// # Errors
@@ -287,16 +311,13 @@ fn threads(cfg: &PingPongConfig, kind: NotifierKind) -> Result<PingPongResult, T
     let panicked = || TestbedError::Hang("a ping-pong thread panicked".into());
     let (rc0, rc1) = responder.join().map_err(|_| panicked())??;
     let (t0, t1, c0, c1, sleeps) = requester.join().map_err(|_| panicked())??;
-    let n = cfg.messages as f64;
-    let (q, r) = ((c1 - c0) as f64 / n, (rc1 - rc0) as f64 / n);
-    Ok(PingPongResult {
-        rate_per_s: n / (tsc.ns(t1 - t0) / 1e9),
-        cpu_ns_per_msg: q + r,
-        cpu_requester_ns: q,
-        cpu_responder_ns: r,
-        messages: cfg.messages,
-        responder_sleeps: u64::from(sleeps),
-    })
+    Ok(PingPongResult::from_window(
+        cfg.messages,
+        tsc.ns(t1 - t0),
+        c1 - c0,
+        rc1 - rc0,
+        u64::from(sleeps),
+    ))
 }
 
 #[cfg(test)]

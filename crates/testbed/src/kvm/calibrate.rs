@@ -266,16 +266,10 @@ pub fn calibrate(
             &all.guest_wake_s,
         ]
         .map(|v| Stat::of(v.clone()).median_ns);
-        if let Some(p) = prev {
-            if p.iter()
-                .zip(&med)
-                .all(|(a, b)| (a - b).abs() <= 0.05 * a.max(*b))
-            {
-                stable = true;
-                break;
-            }
+        if crate::calibrate::settled(&mut prev, med) {
+            stable = true;
+            break;
         }
-        prev = Some(med);
     }
     let st = |v: &Vec<f64>| Stat::of(v.clone());
     let (guest_n, host_s, host_n, guest_s) = (

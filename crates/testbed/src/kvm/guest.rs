@@ -33,8 +33,9 @@ use iced_x86::code_asm::{
 
 use crate::TestbedError;
 
-/// Guest-physical memory map (all below 64 KiB, so real mode with all
-/// segments at 0 reaches everything).
+/// Guest-physical memory map. Everything a guest program touches lies below
+/// 64 KiB, so the real-mode guest reaches it with all segments at 0; the
+/// page tables above are the 64-bit guest's only.
 pub mod map {
     /// Size of guest memory.
     pub const MEM_SIZE: usize = 0x1_4000;

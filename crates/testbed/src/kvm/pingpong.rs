@@ -180,14 +180,11 @@ pub fn run(cfg: &PingPongConfig) -> Result<PingPongResult, TestbedError> {
     let end = vcpu.join_within(Duration::from_secs(2))?;
     debug_assert_eq!(end, GuestEnd::Done);
     let [t0, t1, c0, c1, v0, v1, sleeps] = outcome?;
-    let n = cfg.messages as f64;
-    let (q, r) = ((c1 - c0) as f64 / n, v1.saturating_sub(v0) as f64 / n);
-    Ok(PingPongResult {
-        rate_per_s: n / (tsc.ns(t1 - t0) / 1e9),
-        cpu_ns_per_msg: q + r,
-        cpu_requester_ns: q,
-        cpu_responder_ns: r,
-        messages: cfg.messages,
-        responder_sleeps: sleeps,
-    })
+    Ok(PingPongResult::from_window(
+        cfg.messages,
+        tsc.ns(t1 - t0),
+        c1 - c0,
+        v1.saturating_sub(v0),
+        sleeps,
+    ))
 }
