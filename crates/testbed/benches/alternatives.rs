@@ -10,7 +10,7 @@
 
 use std::time::Instant;
 
-use kicklab_ring::{ring, FutexNotifier, Notifier, PopError, PushError, WaitStats, WaitStrategy};
+use kicklab_ring::{ring, FutexNotifier, Notifier, WaitStats, WaitStrategy};
 use kicklab_testbed::clock::{pin, thread_cpu_ns, Tsc};
 
 const LEN: u32 = 256;
@@ -59,10 +59,11 @@ fn kicklab_poll(n: u64, w: u64) -> Outcome {
     pair(
         n,
         move |n| {
+            // The same loop as rtrb's below (a corrupt ring would spin
+            // for ever here; the tests cover that, not this benchmark).
             for i in 0..n {
                 work(w);
-                while let Err(e) = p.push(i) {
-                    assert_eq!(e, PushError::Full);
+                while p.push(i).is_err() {
                     std::hint::spin_loop();
                 }
             }
@@ -70,9 +71,8 @@ fn kicklab_poll(n: u64, w: u64) -> Outcome {
         move |n| {
             for i in 0..n {
                 let m = loop {
-                    match c.pop() {
-                        Ok(m) => break m,
-                        Err(e) => assert_eq!(e, PopError::Empty),
+                    if let Ok(m) = c.pop() {
+                        break m;
                     }
                     std::hint::spin_loop();
                 };
