@@ -86,8 +86,11 @@ pub fn guest_line(mode: kicklab_testbed::kvm::guest::GuestMode) -> &'static str 
 pub fn default_idles(be: Backend) -> Vec<Idle> {
     let us = |n| Duration::from_micros(n);
     match be {
+        // Host halt polling swept over three windows.
         Backend::Kvm(o) if o.guest == kicklab_testbed::kvm::guest::GuestMode::Emulated => vec![
             Idle::Halt,
+            Idle::HostHaltPoll(us(10)),
+            Idle::HostHaltPoll(us(50)),
             Idle::HostHaltPoll(us(200)),
             Idle::PollThenHalt(us(50)),
             Idle::Poll,
@@ -96,7 +99,9 @@ pub fn default_idles(be: Backend) -> Vec<Idle> {
         ],
         Backend::Kvm(_) => vec![
             Idle::Halt,
+            Idle::HostHaltPoll(us(10)),
             Idle::HostHaltPoll(us(50)),
+            Idle::HostHaltPoll(us(200)),
             Idle::PollThenHalt(us(50)),
             Idle::Poll,
             Idle::Hint(us(1000)),
@@ -228,10 +233,8 @@ pub fn run(a: &PingPongArgs) -> anyhow::Result<()> {
         fmt_ns(a.work.as_secs_f64() * 1e9),
         a.requester
     );
-    if matches!(be, Backend::Kvm(_)) {
-        println!(
-            "the guest responds (a halt exits to the VMM, whose vCPU thread sleeps until woken)"
-        );
+    if let Backend::Kvm(o) = be {
+        println!("{}", guest_line(o.guest));
     }
     for l in table(be, &runs, true) {
         println!("{l}");
