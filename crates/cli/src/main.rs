@@ -42,6 +42,9 @@ set-up: --len 256 --wp 1us --wc 1.1us --kp 1 --kc 1 --np 2.4us --nc 0.2us --sp 3
     after_help = "Examples:\n  kicklab model --wp 2us                       # regime, T and E in closed form\n  \
 kicklab sim --wp exp:2us --messages 1000000   # the same, simulated with random work\n  \
 kicklab sweep --vary wp=0.1us..3us:100         # Fig. 2/3 as CSV + SVG\n  \
+kicklab calibrate --backend kvm --save kvm.json # N and S with the producer in a KVM guest\n  \
+kicklab validate --backend kvm --profile kvm.json # Fig. 4 on this machine, guest and host\n  \
+kicklab pingpong --backend kvm                 # request/response under guest idle strategies\n  \
 kicklab report                                 # every figure, one HTML page"
 )]
 struct Cli {
