@@ -86,26 +86,23 @@ pub fn guest_line(mode: kicklab_testbed::kvm::guest::GuestMode) -> &'static str 
 pub fn default_idles(be: Backend) -> Vec<Idle> {
     let us = |n| Duration::from_micros(n);
     match be {
-        // Host halt polling swept over three windows.
-        Backend::Kvm(o) if o.guest == kicklab_testbed::kvm::guest::GuestMode::Emulated => vec![
-            Idle::Halt,
-            Idle::HostHaltPoll(us(10)),
-            Idle::HostHaltPoll(us(50)),
-            Idle::HostHaltPoll(us(200)),
-            Idle::PollThenHalt(us(50)),
-            Idle::Poll,
-            Idle::NoHltExit,
-            Idle::Hint(us(1000)),
-        ],
-        Backend::Kvm(_) => vec![
-            Idle::Halt,
-            Idle::HostHaltPoll(us(10)),
-            Idle::HostHaltPoll(us(50)),
-            Idle::HostHaltPoll(us(200)),
-            Idle::PollThenHalt(us(50)),
-            Idle::Poll,
-            Idle::Hint(us(1000)),
-        ],
+        // Host halt polling swept over three windows; HLT exits can be
+        // disabled only for the guest that halts inside KVM.
+        Backend::Kvm(o) => {
+            let mut idles = vec![
+                Idle::Halt,
+                Idle::HostHaltPoll(us(10)),
+                Idle::HostHaltPoll(us(50)),
+                Idle::HostHaltPoll(us(200)),
+                Idle::PollThenHalt(us(50)),
+                Idle::Poll,
+            ];
+            if o.guest == kicklab_testbed::kvm::guest::GuestMode::Emulated {
+                idles.push(Idle::NoHltExit);
+            }
+            idles.push(Idle::Hint(us(1000)));
+            idles
+        }
         Backend::Threads(_) => vec![Idle::Halt, Idle::PollThenHalt(us(50)), Idle::Poll],
     }
 }

@@ -23,6 +23,14 @@ pub trait Notifier: Send + Sync {
     ///
     /// The underlying system call failed.
     fn wait(&self) -> std::io::Result<()>;
+
+    /// Whether the waiter should give up: a polling wait checks it now and
+    /// then (a blocked one relies on `wait` returning an error), so the
+    /// owner of a run can end a wait on a peer that will never come, such
+    /// as a misbehaving guest. Never, by default.
+    fn stopped(&self) -> bool {
+        false
+    }
 }
 
 /// How a party waits when it cannot go on.
@@ -56,6 +64,9 @@ pub enum WaitError {
     /// The notifier failed.
     #[error("notifier: {0}")]
     Io(#[from] std::io::Error),
+    /// The notifier said to stop ([`Notifier::stopped`]).
+    #[error("the wait was stopped")]
+    Stopped,
 }
 
 /// The side-specific parts of a wait.
@@ -101,12 +112,19 @@ fn wait_for<S: Side>(
         return Ok(());
     }
     match strategy {
-        WaitStrategy::Poll => loop {
-            spin_hint();
-            if side.have()? > 0 {
-                return Ok(());
+        WaitStrategy::Poll => {
+            let mut i = 0u32;
+            loop {
+                spin_hint();
+                if side.have()? > 0 {
+                    return Ok(());
+                }
+                i = i.wrapping_add(1);
+                if i.is_multiple_of(1024) && notifier.stopped() {
+                    return Err(WaitError::Stopped);
+                }
             }
-        },
+        }
         WaitStrategy::SpinThenBlock(budget) if !budget.is_zero() => {
             let start = Instant::now();
             let mut i = 0u32;
@@ -177,5 +195,39 @@ impl Consumer {
         stats: &mut WaitStats,
     ) -> Result<(), WaitError> {
         wait_for(self, k_p, strategy, notifier, stats)
+    }
+}
+
+#[cfg(all(test, not(loom)))]
+mod tests {
+    use super::*;
+
+    /// Never notifies; says stop once told to.
+    struct Stopper(std::sync::atomic::AtomicBool);
+
+    impl Notifier for Stopper {
+        fn notify(&self) -> std::io::Result<()> {
+            Ok(())
+        }
+        fn wait(&self) -> std::io::Result<()> {
+            Ok(())
+        }
+        fn stopped(&self) -> bool {
+            self.0.load(std::sync::atomic::Ordering::Relaxed)
+        }
+    }
+
+    #[test]
+    fn a_stopped_notifier_ends_a_polling_wait() {
+        let (mut p, mut c) = crate::ring(4);
+        let stop = Stopper(std::sync::atomic::AtomicBool::new(true));
+        let mut st = WaitStats::default();
+        let r = c.wait_for_messages(1, WaitStrategy::Poll, &stop, &mut st);
+        assert!(matches!(r, Err(WaitError::Stopped)), "{r:?}");
+        // With a message there, polling returns at once even if stopped.
+        p.push(7).unwrap();
+        c.wait_for_messages(1, WaitStrategy::Poll, &stop, &mut st)
+            .unwrap();
+        assert_eq!(c.pop().unwrap(), 7);
     }
 }

@@ -3,8 +3,8 @@
 //! consumes), over a `kicklab-ring` in guest memory.
 //!
 //! The host side is the thread backend's loop with two changes: its
-//! notifier is the VM's doorbell (to the guest) and kick ioeventfd (from
-//! the guest), and every wait can be stopped, so a guest that misbehaves is
+//! notifier is the VM's doorbell or irqfd (to the guest) and kick ioeventfd
+//! (from the guest), and every wait can be stopped (`Notifier::stopped`), so a guest that misbehaves is
 //! stopped with an error instead of hanging the host. The host treats
 //! everything in guest memory as untrusted: the ring endpoints validate
 //! each index they read; the guest's own counters are only reported.
@@ -13,7 +13,7 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{mpsc, Arc};
 use std::time::{Duration, Instant};
 
-use kicklab_ring::{on_raw, Consumer, Notifier, Producer, RawRing, WaitStats, WaitStrategy};
+use kicklab_ring::{on_raw, Notifier, RawRing, WaitStats, WaitStrategy};
 use kicklab_sim::Sampler;
 use vmm_sys_util::eventfd::EventFd;
 
@@ -55,6 +55,10 @@ impl Notifier for HostNotifier {
         }
         Ok(())
     }
+
+    fn stopped(&self) -> bool {
+        self.stop.load(Ordering::Relaxed)
+    }
 }
 
 /// The guest's wait from the run's strategy.
@@ -87,52 +91,6 @@ struct HostMarks {
     lost: u64,
     bad: u64,
     pinned: bool,
-}
-
-/// Spins until `have` (checking the stop flag now and then).
-fn poll_until(
-    stop: &AtomicBool,
-    mut have: impl FnMut() -> Result<bool, TestbedError>,
-) -> Result<(), TestbedError> {
-    let mut i = 0u32;
-    while !have()? {
-        std::hint::spin_loop();
-        i = i.wrapping_add(1);
-        if i.is_multiple_of(1024) && stop.load(Ordering::Relaxed) {
-            return Err(TestbedError::Hang("run stopped".into()));
-        }
-    }
-    Ok(())
-}
-
-/// `Consumer::wait_for_messages`, but a stopped run ends a polling wait too.
-fn wait_messages(
-    c: &mut Consumer,
-    k: u32,
-    strategy: WaitStrategy,
-    n: &HostNotifier,
-    st: &mut WaitStats,
-    stop: &AtomicBool,
-) -> Result<(), TestbedError> {
-    if strategy == WaitStrategy::Poll {
-        return poll_until(stop, || Ok(c.available()? > 0));
-    }
-    Ok(c.wait_for_messages(k, strategy, n, st)?)
-}
-
-/// `Producer::wait_for_space`, but a stopped run ends a polling wait too.
-fn wait_space(
-    p: &mut Producer,
-    k: u32,
-    strategy: WaitStrategy,
-    n: &HostNotifier,
-    st: &mut WaitStats,
-    stop: &AtomicBool,
-) -> Result<(), TestbedError> {
-    if strategy == WaitStrategy::Poll {
-        return poll_until(stop, || Ok(p.free()? > 0));
-    }
-    Ok(p.wait_for_space(k, strategy, n, st)?)
 }
 
 /// Runs the pair with the guest on one side.
@@ -266,11 +224,7 @@ pub fn run_pair_with(
 
     let (res_tx, res_rx) = mpsc::channel::<Result<HostMarks, TestbedError>>();
     let host_cfg = *cfg;
-    let (stop_h, progress_h, notifier_h) = (
-        Arc::clone(&stop),
-        Arc::clone(&progress),
-        Arc::clone(&notifier),
-    );
+    let (progress_h, notifier_h) = (Arc::clone(&progress), Arc::clone(&notifier));
     let vcpu_cpu = VcpuCpu::new(&vcpu);
     let host = std::thread::Builder::new()
         .name("kicklab-host".into())
@@ -305,14 +259,7 @@ pub fn run_pair_with(
                         if done == host_cfg.warmup {
                             mark(&mut m, kicks, &st, false);
                         }
-                        wait_messages(
-                            &mut consumer,
-                            p.k_p,
-                            host_strategy,
-                            &notifier_h,
-                            &mut st,
-                            &stop_h,
-                        )?;
+                        consumer.wait_for_messages(p.k_p, host_strategy, &*notifier_h, &mut st)?;
                         let Some(seq) = consumer.claim()? else {
                             return Err(TestbedError::Hang("woke with nothing to read".into()));
                         };
@@ -342,14 +289,7 @@ pub fn run_pair_with(
                         if seq == host_cfg.warmup {
                             mark(&mut m, kicks, &st, false);
                         }
-                        wait_space(
-                            &mut producer,
-                            p.k_c,
-                            host_strategy,
-                            &notifier_h,
-                            &mut st,
-                            &stop_h,
-                        )?;
+                        producer.wait_for_space(p.k_c, host_strategy, &*notifier_h, &mut st)?;
                         #[allow(clippy::cast_possible_truncation, clippy::cast_sign_loss)]
                         tsc.spin_ticks((work.draw_ps() as f64 * tpp) as u64);
                         producer.write(seq)?;
@@ -444,6 +384,8 @@ pub fn run_pair_with(
         mem.read_u32(map::CTRL + ctrl::KICKS)
             .wrapping_sub(mem.read_u32(map::CTRL + ctrl::KICKS0)),
     );
+    // Whole run, as the thread backend counts it.
+    let guest_spurious = u64::from(mem.read_u32(map::CTRL + ctrl::SPURIOUS));
     let guest_sleeps = u64::from(
         mem.read_u32(map::CTRL + ctrl::SLEEPS)
             .wrapping_sub(mem.read_u32(map::CTRL + ctrl::SLEEPS0)),
@@ -483,8 +425,8 @@ pub fn run_pair_with(
         notifications_c: nc,
         sleeps_p: sp,
         sleeps_c: sc,
-        spurious_p: 0,
-        spurious_c: m.spurious,
+        spurious_p: if tx_dir { guest_spurious } else { m.spurious },
+        spurious_c: if tx_dir { m.spurious } else { guest_spurious },
         pinned: m.pinned && crate::clock::cpus() >= 2,
         oversubscribed: crate::clock::cpus() < 2
             && (cfg.strategy_p == WaitStrategy::Poll || cfg.strategy_c == WaitStrategy::Poll),
