@@ -4,9 +4,12 @@
 //! (both threads) and the ratios to rtrb.
 //!
 //! Run: `cargo bench -p kicklab-testbed --bench alternatives`
-//! (`KICKLAB_BENCH_MESSAGES`, default 2 000 000 per run; `KICKLAB_BENCH_ONLY=a|b`
-//! to run only contenders whose names contain a or b; median of 9
-//! repetitions, each running every contender once, interleaved).
+//! (`KICKLAB_BENCH_MESSAGES`, default 2 000 000 per run;
+//! `KICKLAB_BENCH_REPS`, default 15; `KICKLAB_BENCH_ONLY=a|b` to run only
+//! contenders whose names contain a or b, and rtrb; `KICKLAB_BENCH_WORK_NS`,
+//! default `0,1000`). Each repetition runs every contender once, in turn,
+//! with its rings at fresh heap addresses; the ratio to rtrb is taken within
+//! each repetition, and an A/A row (rtrb against itself) shows the noise.
 
 use std::time::Instant;
 
@@ -238,9 +241,29 @@ fn std_sync_channel(n: u64, w: u64) -> Outcome {
     )
 }
 
-fn median(mut v: Vec<f64>) -> f64 {
+fn quantile(mut v: Vec<f64>, q: f64) -> f64 {
     v.sort_by(f64::total_cmp);
-    v[v.len() / 2]
+    #[allow(clippy::cast_possible_truncation, clippy::cast_sign_loss, clippy::cast_precision_loss)]
+    let i = ((v.len() - 1) as f64 * q).round() as usize;
+    v[i]
+}
+
+fn median(v: Vec<f64>) -> f64 {
+    quantile(v, 0.5)
+}
+
+/// A heap allocation of a pseudo-random size, alive across one run, so
+/// that each run's rings land at other addresses: where a ring sits moves
+/// its cost by up to 20% on this machine (the same code, one process,
+/// other addresses), and without this every repetition of a contender
+/// reuses the same freed blocks, turning placement luck into a fixed bias.
+fn spacer(state: &mut u64) -> Vec<u8> {
+    *state ^= *state << 13;
+    *state ^= *state >> 7;
+    *state ^= *state << 17;
+    #[allow(clippy::cast_possible_truncation)]
+    let size = 64 + (*state % 64) as usize * 1024 + (*state >> 32) as usize % 64 * 64;
+    vec![1u8; size]
 }
 
 fn main() {
@@ -251,14 +274,18 @@ fn main() {
         .ok()
         .and_then(|v| v.parse().ok())
         .unwrap_or(if quick { 20_000 } else { 2_000_000 });
-    let reps = if quick { 1 } else { 9 };
+    let reps: usize = std::env::var("KICKLAB_BENCH_REPS")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(if quick { 1 } else { 15 });
     let tsc = Tsc::get();
-    println!("{} CPUs; {n} messages per run, median of {reps}; queue of {LEN}; threads pinned to CPUs 0 and 1", kicklab_testbed::clock::cpus());
+    println!("{} CPUs; {n} messages per run, {reps} repetitions (each runs every contender once, in turn, at fresh heap addresses); queue of {LEN}; threads pinned to CPUs 0 and 1", kicklab_testbed::clock::cpus());
     type Run = fn(u64, u64) -> Outcome;
-    let contenders: [(&str, Run); 6] = [
+    let contenders: [(&str, Run); 7] = [
         ("(diagnostic) hand loop, same layout", inline_loop),
         ("kicklab ring, poll", kicklab_poll),
         ("rtrb, spin", rtrb_spin),
+        ("rtrb again (A/A control)", rtrb_spin),
         ("kicklab ring, notify (futex)", kicklab_notify),
         ("crossbeam-channel bounded", crossbeam_bounded),
         ("std sync_channel", std_sync_channel),
@@ -267,14 +294,17 @@ fn main() {
     let contenders: Vec<(&str, Run)> = contenders
         .into_iter()
         .filter(|(n, _)| {
-            only.as_deref()
-                .is_none_or(|o| o.split('|').any(|o| n.contains(o)))
+            n.starts_with("rtrb")
+                || only
+                    .as_deref()
+                    .is_none_or(|o| o.split('|').any(|o| n.contains(o)))
         })
         .collect();
     let work_levels: Vec<f64> = match std::env::var("KICKLAB_BENCH_WORK_NS") {
         Ok(v) => v.split(',').filter_map(|x| x.parse().ok()).collect(),
         Err(_) => vec![0.0, 1000.0],
     };
+    let mut rng = 0x9E37_79B9_7F4A_7C15_u64;
     for w_ns in work_levels {
         let label = if w_ns == 0.0 {
             "no work: raw per-message overhead".to_string()
@@ -284,34 +314,40 @@ fn main() {
         let w = tsc.ticks(w_ns);
         println!("\n{label}");
         println!(
-            "  {:<30} {:>14} {:>16} {:>12}",
-            "", "ns/message", "CPU ns/message", "vs rtrb"
+            "  {:<36} {:>10} {:>15} {:>9} {:>17}",
+            "", "ns/message", "CPU ns/message", "vs rtrb", "p10-p90 of ratio"
         );
         // Interleaved: each repetition runs every contender once, so that
-        // the machine's drift (it is shared) hits all of them alike.
+        // the machine's drift (it is shared, and moves between a fast and a
+        // 4x slower phase) hits all of them alike; the ratio to rtrb is
+        // taken within each repetition.
         let mut runs: Vec<Vec<Outcome>> = contenders.iter().map(|_| Vec::new()).collect();
         for _ in 0..reps {
             for (i, (_, f)) in contenders.iter().enumerate() {
+                let _placement = spacer(&mut rng);
                 runs[i].push(f(n, w));
             }
         }
-        let rows: Vec<(&str, f64, f64)> = contenders
+        let rtrb_runs = contenders
             .iter()
-            .zip(&runs)
-            .map(|((name, _), r)| {
-                (
-                    *name,
-                    median(r.iter().map(|o| o.ns_per_msg).collect()),
-                    median(r.iter().map(|o| o.cpu_per_msg).collect()),
-                )
-            })
-            .collect();
-        let rtrb_t = rows
-            .iter()
-            .find(|r| r.0.starts_with("rtrb"))
-            .map_or(f64::NAN, |r| r.1);
-        for (name, t, cpu) in rows {
-            println!("  {name:<36} {t:>12.1} {cpu:>16.1} {:>9.2}x", t / rtrb_t);
+            .position(|c| c.0.starts_with("rtrb"))
+            .map(|i| runs[i].iter().map(|o| o.ns_per_msg).collect::<Vec<_>>())
+            .expect("rtrb always runs");
+        for ((name, _), r) in contenders.iter().zip(&runs) {
+            let ratios: Vec<f64> = r
+                .iter()
+                .zip(&rtrb_runs)
+                .map(|(o, base)| o.ns_per_msg / base)
+                .collect();
+            println!(
+                "  {name:<36} {:>10.1} {:>15.1} {:>8.2}x {:>8.2}-{:.2}x",
+                median(r.iter().map(|o| o.ns_per_msg).collect()),
+                median(r.iter().map(|o| o.cpu_per_msg).collect()),
+                median(ratios.clone()),
+                quantile(ratios.clone(), 0.1),
+                quantile(ratios, 0.9),
+            );
         }
     }
+    println!("\n\"vs rtrb\" is the median over repetitions of (contender / rtrb in the same repetition); the A/A row runs rtrb's code again and shows how far two identical contenders drift apart here.");
 }
