@@ -4,7 +4,8 @@
 //! (both threads) and the ratios to rtrb.
 //!
 //! Run: `cargo bench -p kicklab-testbed --bench alternatives`
-//! (`KICKLAB_BENCH_MESSAGES`, default 2 000 000 per run;
+//! (`KICKLAB_BENCH_MESSAGES`, default 2 000 000 per run without work and
+//! about 0.4 s of work per run otherwise;
 //! `KICKLAB_BENCH_REPS`, default 15; `KICKLAB_BENCH_ONLY=a|b` to run only
 //! contenders whose names contain a or b, and rtrb; `KICKLAB_BENCH_WORK_NS`,
 //! default `0,1000`). Each repetition runs every contender once, in turn,
@@ -87,6 +88,20 @@ fn kicklab_poll(n: u64, w: u64) -> Outcome {
 }
 
 fn kicklab_notify(n: u64, w: u64) -> Outcome {
+    kicklab_waiting(n, w, WaitStrategy::Block)
+}
+
+/// Spin-then-block, the strategy a blocking channel uses (crossbeam's
+/// `Backoff` spins, then parks): 20 us covers a wake-up here.
+fn kicklab_spin_then_block(n: u64, w: u64) -> Outcome {
+    kicklab_waiting(
+        n,
+        w,
+        WaitStrategy::SpinThenBlock(std::time::Duration::from_micros(20)),
+    )
+}
+
+fn kicklab_waiting(n: u64, w: u64, strategy: WaitStrategy) -> Outcome {
     let (mut p, mut c) = ring(LEN);
     let to_c = std::sync::Arc::new(FutexNotifier::default());
     let to_p = std::sync::Arc::new(FutexNotifier::default());
@@ -96,8 +111,7 @@ fn kicklab_notify(n: u64, w: u64) -> Outcome {
         move |n| {
             let mut st = WaitStats::default();
             for i in 0..n {
-                p.wait_for_space(1, WaitStrategy::Block, &*to_p2, &mut st)
-                    .unwrap();
+                p.wait_for_space(1, strategy, &*to_p2, &mut st).unwrap();
                 work(w);
                 p.write(i).unwrap();
                 let pubd = p.publish();
@@ -110,8 +124,7 @@ fn kicklab_notify(n: u64, w: u64) -> Outcome {
         move |n| {
             let mut st = WaitStats::default();
             for i in 0..n {
-                c.wait_for_messages(1, WaitStrategy::Block, &*to_c, &mut st)
-                    .unwrap();
+                c.wait_for_messages(1, strategy, &*to_c, &mut st).unwrap();
                 assert_eq!(c.claim().unwrap(), Some(i));
                 work(w);
                 let r = c.release();
@@ -243,7 +256,11 @@ fn std_sync_channel(n: u64, w: u64) -> Outcome {
 
 fn quantile(mut v: Vec<f64>, q: f64) -> f64 {
     v.sort_by(f64::total_cmp);
-    #[allow(clippy::cast_possible_truncation, clippy::cast_sign_loss, clippy::cast_precision_loss)]
+    #[allow(
+        clippy::cast_possible_truncation,
+        clippy::cast_sign_loss,
+        clippy::cast_precision_loss
+    )]
     let i = ((v.len() - 1) as f64 * q).round() as usize;
     v[i]
 }
@@ -270,23 +287,26 @@ fn main() {
     // `cargo bench` passes --bench; `cargo test --benches` runs this with
     // no argument: keep that quick.
     let quick = !std::env::args().any(|a| a == "--bench");
-    let n: u64 = std::env::var("KICKLAB_BENCH_MESSAGES")
+    let messages: Option<u64> = std::env::var("KICKLAB_BENCH_MESSAGES")
         .ok()
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(if quick { 20_000 } else { 2_000_000 });
+        .and_then(|v| v.parse().ok());
     let reps: usize = std::env::var("KICKLAB_BENCH_REPS")
         .ok()
         .and_then(|v| v.parse().ok())
         .unwrap_or(if quick { 1 } else { 15 });
     let tsc = Tsc::get();
-    println!("{} CPUs; {n} messages per run, {reps} repetitions (each runs every contender once, in turn, at fresh heap addresses); queue of {LEN}; threads pinned to CPUs 0 and 1", kicklab_testbed::clock::cpus());
+    println!("{} CPUs; {reps} repetitions (each runs every contender once, in turn, at fresh heap addresses); queue of {LEN}; threads pinned to CPUs 0 and 1", kicklab_testbed::clock::cpus());
     type Run = fn(u64, u64) -> Outcome;
-    let contenders: [(&str, Run); 7] = [
+    let contenders: [(&str, Run); 8] = [
         ("(diagnostic) hand loop, same layout", inline_loop),
         ("kicklab ring, poll", kicklab_poll),
         ("rtrb, spin", rtrb_spin),
         ("rtrb again (A/A control)", rtrb_spin),
         ("kicklab ring, notify (futex)", kicklab_notify),
+        (
+            "kicklab ring, spin 20us then futex",
+            kicklab_spin_then_block,
+        ),
         ("crossbeam-channel bounded", crossbeam_bounded),
         ("std sync_channel", std_sync_channel),
     ];
@@ -312,7 +332,17 @@ fn main() {
             format!("W_P = W_C = {w_ns} ns of busy work")
         };
         let w = tsc.ticks(w_ns);
-        println!("\n{label}");
+        // About 0.4 s per run with work (2 000 000 messages without), so
+        // that a full run stays within a few minutes.
+        #[allow(clippy::cast_possible_truncation, clippy::cast_sign_loss)]
+        let n = messages.unwrap_or(if quick {
+            20_000
+        } else if w_ns > 0.0 {
+            (4e8 / w_ns).clamp(10_000.0, 2e6) as u64
+        } else {
+            2_000_000
+        });
+        println!("\n{label} ({n} messages per run)");
         println!(
             "  {:<36} {:>10} {:>15} {:>9} {:>17}",
             "", "ns/message", "CPU ns/message", "vs rtrb", "p10-p90 of ratio"
