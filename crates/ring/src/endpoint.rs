@@ -273,9 +273,9 @@ impl Producer {
     ///
     /// The fast paths use this, not a `RingError` built by [`corrupt`]: the error's
     /// out-of-line constructor writes through a pointer, a call LLVM must
-    /// keep, and it kept its arguments in registers across the whole
-    /// caller's loop, pushing the slot base and header to the stack
-    /// (measured: 1.09x rtrb's cost per message with it).
+    /// keep, and it kept that call's arguments in two registers across the
+    /// whole caller's loop (seen in the benchmark's disassembly; the
+    /// benchmark's cost per message did not move measurably).
     #[inline(always)]
     fn try_refresh_head(&mut self) -> Result<(), u32> {
         // Acquire: pairs with the consumer's Release store of `head`; the

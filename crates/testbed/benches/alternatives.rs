@@ -270,10 +270,10 @@ fn median(v: Vec<f64>) -> f64 {
 }
 
 /// A heap allocation of a pseudo-random size, alive across one run, so
-/// that each run's rings land at other addresses: where a ring sits moves
-/// its cost by up to 20% on this machine (the same code, one process,
-/// other addresses), and without this every repetition of a contender
-/// reuses the same freed blocks, turning placement luck into a fixed bias.
+/// that each run's rings land at other addresses: without it every
+/// repetition of a contender reuses the same freed blocks, and whatever
+/// luck that placement has (the same rtrb code measured 7.9 ns/message in
+/// one binary and 12.5 in another, minutes apart) becomes a fixed bias.
 fn spacer(state: &mut u64) -> Vec<u8> {
     *state ^= *state << 13;
     *state ^= *state >> 7;
