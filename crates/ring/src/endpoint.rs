@@ -470,7 +470,7 @@ impl Consumer {
 
     /// Re-reads the producer's index into `tail_cache`; on an impossible
     /// index, returns it and leaves the cache unchanged (see
-    /// `Producer::try_refresh_head` for why not a `Result`).
+    /// `Producer::try_refresh_head` for why not a `RingError`).
     #[inline(always)]
     fn try_refresh_tail(&mut self) -> Result<(), u32> {
         // Acquire: pairs with the producer's Release store of `tail`, making
