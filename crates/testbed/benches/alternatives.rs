@@ -254,19 +254,20 @@ fn std_sync_channel(n: u64, w: u64) -> Outcome {
     )
 }
 
-fn quantile(mut v: Vec<f64>, q: f64) -> f64 {
-    v.sort_by(f64::total_cmp);
+/// The `q` quantile of `sorted` (ascending).
+fn quantile(sorted: &[f64], q: f64) -> f64 {
     #[allow(
         clippy::cast_possible_truncation,
         clippy::cast_sign_loss,
         clippy::cast_precision_loss
     )]
-    let i = ((v.len() - 1) as f64 * q).round() as usize;
-    v[i]
+    let i = ((sorted.len() - 1) as f64 * q).round() as usize;
+    sorted[i]
 }
 
-fn median(v: Vec<f64>) -> f64 {
-    quantile(v, 0.5)
+fn median(mut v: Vec<f64>) -> f64 {
+    v.sort_by(f64::total_cmp);
+    quantile(&v, 0.5)
 }
 
 /// A heap allocation of a pseudo-random size, alive across one run, so
@@ -364,18 +365,19 @@ fn main() {
             .map(|i| runs[i].iter().map(|o| o.ns_per_msg).collect::<Vec<_>>())
             .expect("rtrb always runs");
         for ((name, _), r) in contenders.iter().zip(&runs) {
-            let ratios: Vec<f64> = r
+            let mut ratios: Vec<f64> = r
                 .iter()
                 .zip(&rtrb_runs)
                 .map(|(o, base)| o.ns_per_msg / base)
                 .collect();
+            ratios.sort_by(f64::total_cmp);
             println!(
                 "  {name:<36} {:>10.1} {:>15.1} {:>8.2}x {:>8.2}-{:.2}x",
                 median(r.iter().map(|o| o.ns_per_msg).collect()),
                 median(r.iter().map(|o| o.cpu_per_msg).collect()),
-                median(ratios.clone()),
-                quantile(ratios.clone(), 0.1),
-                quantile(ratios, 0.9),
+                quantile(&ratios, 0.5),
+                quantile(&ratios, 0.1),
+                quantile(&ratios, 0.9),
             );
         }
     }
