@@ -52,6 +52,33 @@ fn corrupt(what: Index, value: u32, len: u32) -> RingError {
     RingError::Corrupt { what, value, len }
 }
 
+/// The slot after `pos` in a ring of `len` slots.
+///
+/// The wrap is a branch to a cold function, not the `cmov` LLVM picks for
+/// `if pos == len { 0 }`: the `cmov` puts a compare and a select on the
+/// loop-carried chain of the position in every push and pop, while the
+/// branch is predicted (it is taken once in `len`). Measured in a scratch
+/// benchmark of the two loops over the same memory, 201 paired runs each:
+/// 0.90x rtrb's time per message with the branch, 1.02x with the `cmov` (no
+/// work, threads on two CPUs); 1.12x and 1.23x in the machine's slow phase.
+#[inline(always)]
+fn next_pos(pos: usize, len: u32) -> usize {
+    let next = pos + 1;
+    if next == len as usize {
+        wrapped()
+    } else {
+        next
+    }
+}
+
+/// Zero, out of line and opaque: without `black_box` LLVM propagates the
+/// constant into the caller, drops the call and goes back to the `cmov`.
+#[cold]
+#[inline(never)]
+fn wrapped() -> usize {
+    std::hint::black_box(0)
+}
+
 /// A ring of `len` slots on the heap, as its two endpoints.
 ///
 /// `#[inline]`, as is `split`: if the endpoints were built by an opaque call
@@ -337,10 +364,7 @@ impl Producer {
         self.view
             .slot(self.pos, self.len)
             .store(msg, Ordering::Relaxed);
-        self.pos += 1;
-        if self.pos == self.len as usize {
-            self.pos = 0;
-        }
+        self.pos = next_pos(self.pos, self.len);
         self.written += 1;
         Ok(true)
     }
@@ -368,10 +392,7 @@ impl Producer {
         self.view
             .slot(self.pos, self.len)
             .store(msg, Ordering::Relaxed);
-        self.pos += 1;
-        if self.pos == self.len as usize {
-            self.pos = 0;
-        }
+        self.pos = next_pos(self.pos, self.len);
         self.tail = self.tail.wrapping_add(1);
         // Release: publishes the slot write; pairs with the consumer's
         // Acquire load of `tail`.
@@ -526,10 +547,7 @@ impl Consumer {
         }
         // Relaxed: the Acquire load of `tail` in `refresh_tail` made it visible.
         let msg = self.view.slot(self.pos, self.len).load(Ordering::Relaxed);
-        self.pos += 1;
-        if self.pos == self.len as usize {
-            self.pos = 0;
-        }
+        self.pos = next_pos(self.pos, self.len);
         self.claimed += 1;
         Ok(Some(msg))
     }
@@ -555,10 +573,7 @@ impl Consumer {
         }
         // Relaxed: the Acquire load of `tail` made the slot write visible.
         let msg = self.view.slot(self.pos, self.len).load(Ordering::Relaxed);
-        self.pos += 1;
-        if self.pos == self.len as usize {
-            self.pos = 0;
-        }
+        self.pos = next_pos(self.pos, self.len);
         self.head = self.head.wrapping_add(1);
         // Release: our read of the slot happens before the producer may
         // overwrite it; pairs with its Acquire load of `head`.

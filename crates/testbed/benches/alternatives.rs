@@ -136,6 +136,22 @@ fn kicklab_waiting(n: u64, w: u64, strategy: WaitStrategy) -> Outcome {
     )
 }
 
+/// The ring's wrap of a slot position, as `kicklab_ring` writes it: a
+/// branch to an opaque cold function, not a `cmov`.
+#[inline(always)]
+fn next_pos(pos: usize) -> usize {
+    #[cold]
+    #[inline(never)]
+    fn wrapped() -> usize {
+        std::hint::black_box(0)
+    }
+    if pos + 1 == LEN as usize {
+        wrapped()
+    } else {
+        pos + 1
+    }
+}
+
 /// Not an alternative a user would pick: the same spin loop written out by
 /// hand over kicklab's `RingHeader` layout, with the indices in locals. It
 /// tells layout costs (it would be slow too) from endpoint code costs.
@@ -158,10 +174,7 @@ fn inline_loop(n: u64, w: u64) -> Outcome {
                     }
                 }
                 s2[pos].store(i, Ordering::Relaxed);
-                pos += 1;
-                if pos == LEN as usize {
-                    pos = 0;
-                }
+                pos = next_pos(pos);
                 tail = tail.wrapping_add(1);
                 h2.tail.0.store(tail, Ordering::Release);
             }
@@ -176,10 +189,7 @@ fn inline_loop(n: u64, w: u64) -> Outcome {
                     }
                 }
                 let m = slots[pos].load(Ordering::Relaxed);
-                pos += 1;
-                if pos == LEN as usize {
-                    pos = 0;
-                }
+                pos = next_pos(pos);
                 assert_eq!(m, i);
                 work(w);
                 head = head.wrapping_add(1);
@@ -191,6 +201,200 @@ fn inline_loop(n: u64, w: u64) -> Outcome {
 
 fn rtrb_spin(n: u64, w: u64) -> Outcome {
     let (mut p, mut c) = rtrb::RingBuffer::<u64>::new(LEN as usize);
+    pair(
+        n,
+        move |n| {
+            for i in 0..n {
+                work(w);
+                while p.push(i).is_err() {
+                    std::hint::spin_loop();
+                }
+            }
+        },
+        move |n| {
+            for i in 0..n {
+                let m = loop {
+                    if let Ok(m) = c.pop() {
+                        break m;
+                    }
+                    std::hint::spin_loop();
+                };
+                assert_eq!(m, i);
+                work(w);
+            }
+        },
+    )
+}
+
+/// rtrb 0.4.1's `push`/`pop` path copied here line for line (MIT OR
+/// Apache-2.0; `T = u64`, without chunks and the abandonment flag), for a
+/// second control next to the A/A row: the same source as "rtrb, spin",
+/// compiled into this binary at another address. How far it drifts from
+/// rtrb shows how much of a ratio the placement of the code alone explains.
+mod rtrb_copy {
+    use std::cell::Cell;
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    use std::sync::Arc;
+
+    /// `crossbeam_utils::CachePadded` on x86-64.
+    #[repr(align(128))]
+    struct CachePadded<T>(T);
+
+    pub struct RingBuffer {
+        head: CachePadded<AtomicUsize>,
+        tail: CachePadded<AtomicUsize>,
+        data_ptr: *mut u64,
+        capacity: usize,
+    }
+
+    // SAFETY: as in rtrb: the producer writes only slots the consumer has
+    // freed (Release/Acquire on head and tail order the accesses).
+    unsafe impl Sync for RingBuffer {}
+    // SAFETY: as for Sync.
+    unsafe impl Send for RingBuffer {}
+
+    impl Drop for RingBuffer {
+        fn drop(&mut self) {
+            // SAFETY: `data_ptr` came from `Box::into_raw` of `capacity` u64s.
+            drop(unsafe {
+                Box::from_raw(std::ptr::slice_from_raw_parts_mut(
+                    self.data_ptr,
+                    self.capacity,
+                ))
+            });
+        }
+    }
+
+    pub struct Producer {
+        buffer: Arc<RingBuffer>,
+        cached_head: Cell<usize>,
+        cached_tail: Cell<usize>,
+    }
+
+    pub struct Consumer {
+        buffer: Arc<RingBuffer>,
+        cached_head: Cell<usize>,
+        cached_tail: Cell<usize>,
+    }
+
+    // SAFETY: each endpoint is used by one thread at a time (it is moved,
+    // not shared), as rtrb's are.
+    unsafe impl Send for Producer {}
+    // SAFETY: as for Producer.
+    unsafe impl Send for Consumer {}
+
+    pub fn new(capacity: usize) -> (Producer, Consumer) {
+        let data = vec![0u64; capacity].into_boxed_slice();
+        let buffer = Arc::new(RingBuffer {
+            head: CachePadded(AtomicUsize::new(0)),
+            tail: CachePadded(AtomicUsize::new(0)),
+            data_ptr: Box::into_raw(data).cast::<u64>(),
+            capacity,
+        });
+        let p = Producer {
+            buffer: buffer.clone(),
+            cached_head: Cell::new(0),
+            cached_tail: Cell::new(0),
+        };
+        let c = Consumer {
+            buffer,
+            cached_head: Cell::new(0),
+            cached_tail: Cell::new(0),
+        };
+        (p, c)
+    }
+
+    impl RingBuffer {
+        fn collapse_position(&self, pos: usize) -> usize {
+            if pos < self.capacity {
+                pos
+            } else {
+                pos - self.capacity
+            }
+        }
+
+        unsafe fn slot_ptr(&self, pos: usize) -> *mut u64 {
+            let pos = self.collapse_position(pos);
+            // SAFETY: pos < capacity after collapsing.
+            unsafe { self.data_ptr.add(pos) }
+        }
+
+        fn increment1(&self, pos: usize) -> usize {
+            if pos < 2 * self.capacity - 1 {
+                pos + 1
+            } else {
+                0
+            }
+        }
+
+        fn distance(&self, a: usize, b: usize) -> usize {
+            if a <= b {
+                b - a
+            } else {
+                2 * self.capacity - a + b
+            }
+        }
+    }
+
+    impl Producer {
+        #[allow(clippy::result_unit_err)]
+        pub fn push(&mut self, value: u64) -> Result<(), u64> {
+            if let Some(tail) = self.next_tail() {
+                // SAFETY: tail points to an empty slot.
+                unsafe { self.buffer.slot_ptr(tail).write(value) };
+                let tail = self.buffer.increment1(tail);
+                self.buffer.tail.0.store(tail, Ordering::Release);
+                self.cached_tail.set(tail);
+                Ok(())
+            } else {
+                Err(value)
+            }
+        }
+
+        fn next_tail(&self) -> Option<usize> {
+            let tail = self.cached_tail.get();
+            if self.buffer.distance(self.cached_head.get(), tail) == self.buffer.capacity {
+                let head = self.buffer.head.0.load(Ordering::Acquire);
+                self.cached_head.set(head);
+                if self.buffer.distance(head, tail) == self.buffer.capacity {
+                    return None;
+                }
+            }
+            Some(tail)
+        }
+    }
+
+    impl Consumer {
+        #[allow(clippy::result_unit_err)]
+        pub fn pop(&mut self) -> Result<u64, ()> {
+            if let Some(head) = self.next_head() {
+                // SAFETY: head points to a written slot.
+                let value = unsafe { self.buffer.slot_ptr(head).read() };
+                let head = self.buffer.increment1(head);
+                self.buffer.head.0.store(head, Ordering::Release);
+                self.cached_head.set(head);
+                Ok(value)
+            } else {
+                Err(())
+            }
+        }
+
+        fn next_head(&self) -> Option<usize> {
+            let head = self.cached_head.get();
+            if head == self.cached_tail.get() {
+                let tail = self.buffer.tail.0.load(Ordering::Acquire);
+                self.cached_tail.set(tail);
+                if head == tail {
+                    return None;
+                }
+            }
+            Some(head)
+        }
+    }
+}
+
+fn rtrb_copy_spin(n: u64, w: u64) -> Outcome {
+    let (mut p, mut c) = rtrb_copy::new(LEN as usize);
     pair(
         n,
         move |n| {
@@ -298,11 +502,12 @@ fn main() {
     let tsc = Tsc::get();
     println!("{} CPUs; {reps} repetitions (each runs every contender once, in turn, at fresh heap addresses); queue of {LEN}; threads pinned to CPUs 0 and 1", kicklab_testbed::clock::cpus());
     type Run = fn(u64, u64) -> Outcome;
-    let contenders: [(&str, Run); 8] = [
+    let contenders: [(&str, Run); 9] = [
         ("(diagnostic) hand loop, same layout", inline_loop),
         ("kicklab ring, poll", kicklab_poll),
         ("rtrb, spin", rtrb_spin),
         ("rtrb again (A/A control)", rtrb_spin),
+        ("rtrb's code copied here (control)", rtrb_copy_spin),
         ("kicklab ring, notify (futex)", kicklab_notify),
         (
             "kicklab ring, spin 20us then futex",
