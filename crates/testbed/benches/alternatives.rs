@@ -58,33 +58,44 @@ fn work(ticks: u64) {
     }
 }
 
-fn kicklab_poll(n: u64, w: u64) -> Outcome {
-    let (mut p, mut c) = ring(LEN);
-    pair(
-        n,
-        move |n| {
-            // The same loop as rtrb's below (a corrupt ring would spin
-            // for ever here; the tests cover that, not this benchmark).
-            for i in 0..n {
-                work(w);
-                while p.push(i).is_err() {
-                    std::hint::spin_loop();
-                }
-            }
-        },
-        move |n| {
-            for i in 0..n {
-                let m = loop {
-                    if let Ok(m) = c.pop() {
-                        break m;
+/// The spinning loop every polling contender runs: the producer pushes
+/// until there is room, the consumer pops until there is a message. A macro,
+/// not a generic function over a trait, so that each contender's loop is
+/// exactly the code a user would write against its own API.
+macro_rules! spin_pair {
+    ($n:expr, $w:expr, $p:expr, $c:expr) => {{
+        let (w, mut p, mut c) = ($w, $p, $c);
+        pair(
+            $n,
+            move |n| {
+                // A corrupt kicklab ring would spin for ever here; the
+                // tests cover that, not this benchmark.
+                for i in 0..n {
+                    work(w);
+                    while p.push(i).is_err() {
+                        std::hint::spin_loop();
                     }
-                    std::hint::spin_loop();
-                };
-                assert_eq!(m, i);
-                work(w);
-            }
-        },
-    )
+                }
+            },
+            move |n| {
+                for i in 0..n {
+                    let m = loop {
+                        if let Ok(m) = c.pop() {
+                            break m;
+                        }
+                        std::hint::spin_loop();
+                    };
+                    assert_eq!(m, i);
+                    work(w);
+                }
+            },
+        )
+    }};
+}
+
+fn kicklab_poll(n: u64, w: u64) -> Outcome {
+    let (p, c) = ring(LEN);
+    spin_pair!(n, w, p, c)
 }
 
 fn kicklab_notify(n: u64, w: u64) -> Outcome {
@@ -200,30 +211,8 @@ fn inline_loop(n: u64, w: u64) -> Outcome {
 }
 
 fn rtrb_spin(n: u64, w: u64) -> Outcome {
-    let (mut p, mut c) = rtrb::RingBuffer::<u64>::new(LEN as usize);
-    pair(
-        n,
-        move |n| {
-            for i in 0..n {
-                work(w);
-                while p.push(i).is_err() {
-                    std::hint::spin_loop();
-                }
-            }
-        },
-        move |n| {
-            for i in 0..n {
-                let m = loop {
-                    if let Ok(m) = c.pop() {
-                        break m;
-                    }
-                    std::hint::spin_loop();
-                };
-                assert_eq!(m, i);
-                work(w);
-            }
-        },
-    )
+    let (p, c) = rtrb::RingBuffer::<u64>::new(LEN as usize);
+    spin_pair!(n, w, p, c)
 }
 
 /// rtrb 0.4.1's `push`/`pop` path copied here line for line (MIT OR
@@ -394,30 +383,8 @@ mod rtrb_copy {
 }
 
 fn rtrb_copy_spin(n: u64, w: u64) -> Outcome {
-    let (mut p, mut c) = rtrb_copy::new(LEN as usize);
-    pair(
-        n,
-        move |n| {
-            for i in 0..n {
-                work(w);
-                while p.push(i).is_err() {
-                    std::hint::spin_loop();
-                }
-            }
-        },
-        move |n| {
-            for i in 0..n {
-                let m = loop {
-                    if let Ok(m) = c.pop() {
-                        break m;
-                    }
-                    std::hint::spin_loop();
-                };
-                assert_eq!(m, i);
-                work(w);
-            }
-        },
-    )
+    let (p, c) = rtrb_copy::new(LEN as usize);
+    spin_pair!(n, w, p, c)
 }
 
 fn crossbeam_bounded(n: u64, w: u64) -> Outcome {
