@@ -60,7 +60,7 @@ fn corrupt(what: Index, value: u32, len: u32) -> RingError {
 /// branch is predicted (it is taken once in `len`). Measured in a scratch
 /// benchmark of the two loops over the same memory, 201 paired runs each:
 /// 0.90x rtrb's time per message with the branch, 1.02x with the `cmov` (no
-/// work, threads on two CPUs); 1.12x and 1.23x in the machine's slow phase.
+/// work, threads on two CPUs); 1.12x and 1.23x in the machine's slow state (see the README).
 #[inline(always)]
 fn next_pos(pos: usize, len: u32) -> usize {
     let next = pos + 1;

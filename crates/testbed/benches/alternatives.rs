@@ -7,10 +7,12 @@
 //! (`KICKLAB_BENCH_MESSAGES`, default 2 000 000 per run without work and
 //! about 0.4 s of work per run otherwise;
 //! `KICKLAB_BENCH_REPS`, default 15; `KICKLAB_BENCH_ONLY=a|b` to run only
-//! contenders whose names contain a or b, and rtrb; `KICKLAB_BENCH_WORK_NS`,
-//! default `0,1000`). Each repetition runs every contender once, in turn,
-//! with its rings at fresh heap addresses; the ratio to rtrb is taken within
-//! each repetition, and an A/A row (rtrb against itself) shows the noise.
+//! contenders whose names contain a or b, and the three rtrb rows;
+//! `KICKLAB_BENCH_WORK_NS`, default `0,1000`). Each repetition runs every
+//! contender once, in turn, with its rings at fresh heap addresses; the
+//! ratio to rtrb is taken within each repetition. Two controls: an A/A row
+//! (rtrb against itself) shows the run-to-run noise, and a copy of rtrb's
+//! push/pop source compiled here shows what code placement alone does.
 
 use std::time::Instant;
 
@@ -553,5 +555,5 @@ fn main() {
             );
         }
     }
-    println!("\n\"vs rtrb\" is the median over repetitions of (contender / rtrb in the same repetition); the A/A row runs rtrb's code again and shows how far two identical contenders drift apart here.");
+    println!("\n\"vs rtrb\" is the median over repetitions of (contender / rtrb in the same repetition); the A/A row runs rtrb's code again and shows how far two identical contenders drift apart here; the copy row runs the same source at another address in this binary.");
 }
