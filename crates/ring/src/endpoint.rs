@@ -54,29 +54,32 @@ fn corrupt(what: Index, value: u32, len: u32) -> RingError {
 
 /// The slot after `pos` in a ring of `len` slots.
 ///
-/// The wrap is a branch to a cold function, not the `cmov` LLVM picks for
+/// The wrap is a predicted branch marked cold, not the `cmov` LLVM picks for
 /// `if pos == len { 0 }`: the `cmov` puts a compare and a select on the
 /// loop-carried chain of the position in every push and pop, while the
-/// branch is predicted (it is taken once in `len`). Measured in a scratch
-/// benchmark of the two loops over the same memory, 201 paired runs each:
-/// 0.90x rtrb's time per message with the branch, 1.02x with the `cmov` (no
-/// work, threads on two CPUs); 1.12x and 1.23x in the machine's slow state (see the README).
+/// branch is taken once in `len`. Measured in a scratch benchmark of the two
+/// loops over the same memory, 201 paired runs each: 0.90x rtrb's time per
+/// message with the branch, 1.02x with the `cmov` (no work, threads on two
+/// CPUs).
+///
+/// `cold_path`, not a call to a cold function (the previous way to keep the
+/// branch): a call in the loop, even one never taken, makes every value live
+/// across it need a callee-saved register (x86-64 has six), and in the
+/// benchmark's loops LLVM spilled the position to the stack, one more store
+/// per message. That store hardly shows in the machine's fast state; in its
+/// slow state (probably the two CPUs on different host cores, where a store
+/// waits for its line to come back from the other core) the benchmark
+/// measured 1.12-1.24x rtrb's time per message with the call and 1.02-1.08x
+/// without (see the README).
 #[inline(always)]
 fn next_pos(pos: usize, len: u32) -> usize {
     let next = pos + 1;
     if next == len as usize {
-        wrapped()
+        std::hint::cold_path();
+        0
     } else {
         next
     }
-}
-
-/// Zero, out of line and opaque: without `black_box` LLVM propagates the
-/// constant into the caller, drops the call and goes back to the `cmov`.
-#[cold]
-#[inline(never)]
-fn wrapped() -> usize {
-    std::hint::black_box(0)
 }
 
 /// A ring of `len` slots on the heap, as its two endpoints.

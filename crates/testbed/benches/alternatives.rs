@@ -150,16 +150,12 @@ fn kicklab_waiting(n: u64, w: u64, strategy: WaitStrategy) -> Outcome {
 }
 
 /// The ring's wrap of a slot position, as `kicklab_ring` writes it: a
-/// branch to an opaque cold function, not a `cmov`.
+/// branch marked cold, not a `cmov` and not a call.
 #[inline(always)]
 fn next_pos(pos: usize) -> usize {
-    #[cold]
-    #[inline(never)]
-    fn wrapped() -> usize {
-        std::hint::black_box(0)
-    }
     if pos + 1 == LEN as usize {
-        wrapped()
+        std::hint::cold_path();
+        0
     } else {
         pos + 1
     }
