@@ -9,7 +9,7 @@
 //! `KICKLAB_BENCH_REPS`, default 15; `KICKLAB_BENCH_ONLY=a|b` to run only
 //! contenders whose names contain a or b, and the three rtrb rows;
 //! `KICKLAB_BENCH_WORK_NS`, default `0,1000`). Each repetition runs every
-//! contender once, in turn, with its rings at fresh heap addresses; the
+//! contender once, in a shuffled order, with its rings at fresh heap addresses; the
 //! ratio to rtrb is taken within each repetition. Two controls: an A/A row
 //! (rtrb against itself) shows the run-to-run noise, and a copy of rtrb's
 //! push/pop source compiled here shows what code placement alone does.
@@ -445,12 +445,27 @@ fn median(mut v: Vec<f64>) -> f64 {
 /// luck that placement has (the same rtrb code measured 7.9 ns/message in
 /// one binary and 12.5 in another, minutes apart) becomes a fixed bias.
 fn spacer(state: &mut u64) -> Vec<u8> {
-    *state ^= *state << 13;
-    *state ^= *state >> 7;
-    *state ^= *state << 17;
+    next_random(state);
     #[allow(clippy::cast_possible_truncation)]
     let size = 64 + (*state % 64) as usize * 1024 + (*state >> 32) as usize % 64 * 64;
     vec![1u8; size]
+}
+
+/// Next xorshift64 state.
+fn next_random(state: &mut u64) -> u64 {
+    *state ^= *state << 13;
+    *state ^= *state >> 7;
+    *state ^= *state << 17;
+    *state
+}
+
+/// Fisher-Yates.
+fn shuffle(order: &mut [usize], state: &mut u64) {
+    for i in (1..order.len()).rev() {
+        #[allow(clippy::cast_possible_truncation)]
+        let j = (next_random(state) % (i as u64 + 1)) as usize;
+        order.swap(i, j);
+    }
 }
 
 fn main() {
@@ -465,7 +480,7 @@ fn main() {
         .and_then(|v| v.parse().ok())
         .unwrap_or(if quick { 1 } else { 15 });
     let tsc = Tsc::get();
-    println!("{} CPUs; {reps} repetitions (each runs every contender once, in turn, at fresh heap addresses); queue of {LEN}; threads pinned to CPUs 0 and 1", kicklab_testbed::clock::cpus());
+    println!("{} CPUs; {reps} repetitions (each runs every contender once, in a shuffled order, at fresh heap addresses); queue of {LEN}; threads pinned to CPUs 0 and 1", kicklab_testbed::clock::cpus());
     type Run = fn(u64, u64) -> Outcome;
     let contenders: [(&str, Run); 9] = [
         ("(diagnostic) hand loop, same layout", inline_loop),
@@ -522,11 +537,16 @@ fn main() {
         // the machine's drift (it is shared, and moves between a fast and a
         // 4x slower phase) hits all of them alike; the ratio to rtrb is
         // taken within each repetition.
+        // In a fresh order each time, so that no contender always runs
+        // right after the same other one (measured here: no effect on the
+        // ratios, fixed order or shuffled, with the hand loop or without).
         let mut runs: Vec<Vec<Outcome>> = contenders.iter().map(|_| Vec::new()).collect();
+        let mut order: Vec<usize> = (0..contenders.len()).collect();
         for _ in 0..reps {
-            for (i, (_, f)) in contenders.iter().enumerate() {
+            shuffle(&mut order, &mut rng);
+            for &i in &order {
                 let _placement = spacer(&mut rng);
-                runs[i].push(f(n, w));
+                runs[i].push((contenders[i].1)(n, w));
             }
         }
         let rtrb_runs = contenders
