@@ -9,8 +9,8 @@
 //! `KICKLAB_BENCH_REPS`, default 15; `KICKLAB_BENCH_ONLY=a|b` to run only
 //! contenders whose names contain a or b, and the three rtrb rows;
 //! `KICKLAB_BENCH_WORK_NS`, default `0,1000`). Each repetition runs every
-//! contender once, in a shuffled order, with its rings at fresh heap addresses; the
-//! ratio to rtrb is taken within each repetition. Two controls: an A/A row
+//! contender once, in a shuffled order, with its rings at fresh heap
+//! addresses; the ratio to rtrb is taken within each repetition. Two controls: an A/A row
 //! (rtrb against itself) shows the run-to-run noise, and a copy of rtrb's
 //! push/pop source compiled here shows what code placement alone does.
 
@@ -445,9 +445,9 @@ fn median(mut v: Vec<f64>) -> f64 {
 /// luck that placement has (the same rtrb code measured 7.9 ns/message in
 /// one binary and 12.5 in another, minutes apart) becomes a fixed bias.
 fn spacer(state: &mut u64) -> Vec<u8> {
-    next_random(state);
+    let r = next_random(state);
     #[allow(clippy::cast_possible_truncation)]
-    let size = 64 + (*state % 64) as usize * 1024 + (*state >> 32) as usize % 64 * 64;
+    let size = 64 + (r % 64) as usize * 1024 + (r >> 32) as usize % 64 * 64;
     vec![1u8; size]
 }
 
