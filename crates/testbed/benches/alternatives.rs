@@ -10,9 +10,10 @@
 //! contenders whose names contain a or b, and the three rtrb rows;
 //! `KICKLAB_BENCH_WORK_NS`, default `0,1000`). Each repetition runs every
 //! contender once, in a shuffled order, with its rings at fresh heap
-//! addresses; the ratio to rtrb is taken within each repetition. Two controls: an A/A row
-//! (rtrb against itself) shows the run-to-run noise, and a copy of rtrb's
-//! push/pop source compiled here shows what code placement alone does.
+//! addresses; the ratio to rtrb is taken within each repetition. Two
+//! controls: an A/A row (rtrb against itself) shows the run-to-run noise,
+//! and a copy of rtrb's push/pop source compiled here shows what code
+//! placement alone does.
 
 use std::time::Instant;
 
@@ -535,11 +536,10 @@ fn main() {
         );
         // Interleaved: each repetition runs every contender once, so that
         // the machine's drift (it is shared, and moves between a fast and a
-        // 4x slower phase) hits all of them alike; the ratio to rtrb is
-        // taken within each repetition.
-        // In a fresh order each time, so that no contender always runs
-        // right after the same other one (measured here: no effect on the
-        // ratios, fixed order or shuffled, with the hand loop or without).
+        // 4x slower state) hits all of them alike; the ratio to rtrb is
+        // taken within each repetition. The order is shuffled each time, so
+        // that no contender always runs right after the same other one
+        // (measured here: no effect on the ratios either way).
         let mut runs: Vec<Vec<Outcome>> = contenders.iter().map(|_| Vec::new()).collect();
         let mut order: Vec<usize> = (0..contenders.len()).collect();
         for _ in 0..reps {
