@@ -1,19 +1,26 @@
 //! kicklab's ring against what a user would pick instead, in one run: the
 //! same sequence-numbered messages, the same busy work, two threads pinned
 //! to their own CPUs, a queue of 256. Reports throughput and CPU per message
-//! (both threads) and the ratios to rtrb.
+//! (both threads) and the ratios to rtrb. (`one_thread.rs` times the
+//! polling rings' own instructions, in one thread.)
 //!
 //! Run: `cargo bench -p kicklab-testbed --bench alternatives`
 //! (`KICKLAB_BENCH_MESSAGES`, default 2 000 000 per run without work and
 //! about 0.4 s of work per run otherwise;
 //! `KICKLAB_BENCH_REPS`, default 15; `KICKLAB_BENCH_ONLY=a|b` to run only
 //! contenders whose names contain a or b, and the three rtrb rows;
-//! `KICKLAB_BENCH_WORK_NS`, default `0,1000`). Each repetition runs every
+//! `KICKLAB_BENCH_WORK_NS`, default `0,1000`; `KICKLAB_BENCH_TSV=FILE` to
+//! append every repetition to FILE). Each repetition runs every
 //! contender once, in a shuffled order, with its rings at fresh heap
 //! addresses; the ratio to rtrb is taken within each repetition. Two
 //! controls: an A/A row (rtrb against itself) shows the run-to-run noise,
 //! and a copy of rtrb's push/pop source compiled here shows what code
 //! placement alone does.
+//!
+//! One binary fixes where every function lies for the whole run;
+//! `layouts.sh` next to this file builds the benchmark with several link
+//! orders and summarizes the ratios over all of them
+//! (`alternatives --summarize FILE`).
 
 use std::time::Instant;
 
@@ -469,10 +476,154 @@ fn shuffle(order: &mut [usize], state: &mut u64) {
     }
 }
 
+/// Runs every contender `reps` times, interleaved, and prints a row each:
+/// the median time and CPU per message and the ratio to the first contender
+/// whose name starts with "rtrb", taken within each repetition.
+///
+/// Interleaved so that the machine's drift (it is shared, and moves between
+/// a fast and a 4x slower state) hits all contenders alike; the order is
+/// shuffled each time, so that no contender always runs right after the same
+/// other one (measured here: no effect on the ratios either way).
+///
+/// With `KICKLAB_BENCH_TSV=FILE`, also appends one tab-separated line per
+/// contender and repetition to FILE: layout, section, repetition,
+/// contender, ns/message, rtrb's ns/message in that repetition (`layout`
+/// from `KICKLAB_BENCH_LAYOUT`; `layouts.sh` sets both).
+fn compare(section: &str, contenders: &[(&str, Run)], n: u64, w: u64, reps: usize, rng: &mut u64) {
+    println!(
+        "  {:<36} {:>10} {:>15} {:>9} {:>17}",
+        "", "ns/message", "CPU ns/message", "vs rtrb", "p10-p90 of ratio"
+    );
+    let mut runs: Vec<Vec<Outcome>> = contenders.iter().map(|_| Vec::new()).collect();
+    let mut order: Vec<usize> = (0..contenders.len()).collect();
+    for _ in 0..reps {
+        shuffle(&mut order, rng);
+        for &i in &order {
+            let _placement = spacer(rng);
+            runs[i].push((contenders[i].1)(n, w));
+        }
+    }
+    let rtrb_runs = contenders
+        .iter()
+        .position(|c| c.0.starts_with("rtrb"))
+        .map(|i| runs[i].iter().map(|o| o.ns_per_msg).collect::<Vec<_>>())
+        .expect("rtrb always runs");
+    if let Ok(path) = std::env::var("KICKLAB_BENCH_TSV") {
+        use std::io::Write;
+        let layout = std::env::var("KICKLAB_BENCH_LAYOUT").unwrap_or_else(|_| "default".into());
+        let mut lines = String::new();
+        for ((name, _), r) in contenders.iter().zip(&runs) {
+            for (rep, (o, base)) in r.iter().zip(&rtrb_runs).enumerate() {
+                lines += &format!(
+                    "{layout}\t{section}\t{rep}\t{name}\t{}\t{base}\n",
+                    o.ns_per_msg
+                );
+            }
+        }
+        std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(&path)
+            .and_then(|mut f| f.write_all(lines.as_bytes()))
+            .unwrap_or_else(|e| panic!("KICKLAB_BENCH_TSV={path}: {e}"));
+    }
+    for ((name, _), r) in contenders.iter().zip(&runs) {
+        let mut ratios: Vec<f64> = r
+            .iter()
+            .zip(&rtrb_runs)
+            .map(|(o, base)| o.ns_per_msg / base)
+            .collect();
+        ratios.sort_by(f64::total_cmp);
+        println!(
+            "  {name:<36} {:>10.1} {:>15.1} {:>8.2}x {:>8.2}-{:.2}x",
+            median(r.iter().map(|o| o.ns_per_msg).collect()),
+            median(r.iter().map(|o| o.cpu_per_msg).collect()),
+            quantile(&ratios, 0.5),
+            quantile(&ratios, 0.1),
+            quantile(&ratios, 0.9),
+        );
+    }
+}
+
+type Run = fn(u64, u64) -> Outcome;
+
+/// Reads the lines `KICKLAB_BENCH_TSV` wrote (from several layouts, see
+/// `layouts.sh`) and prints, per section, machine state and contender: the
+/// median and p10-p90 of the per-repetition ratios to rtrb over all
+/// layouts, the share at or below 1.00x, and the lowest and highest of the
+/// per-layout medians. The state is read from rtrb's time per message in
+/// the same repetition: fast below 3 ns, slow 5-14 ns, other otherwise.
+fn summarize(path: &str) {
+    use std::collections::BTreeMap;
+    let text = std::fs::read_to_string(path).unwrap_or_else(|e| panic!("{path}: {e}"));
+    // (section, state, contender) -> layout -> ratios
+    let mut groups: BTreeMap<(String, &str, String), BTreeMap<String, Vec<f64>>> = BTreeMap::new();
+    for (i, line) in text.lines().enumerate() {
+        let f: Vec<&str> = line.split('\t').collect();
+        let parsed = (f.len() == 6)
+            .then(|| Some((f[4].parse::<f64>().ok()?, f[5].parse::<f64>().ok()?)))
+            .flatten();
+        let Some((ns, rtrb_ns)) = parsed else {
+            panic!("{path}:{}: not a KICKLAB_BENCH_TSV line: {line:?}", i + 1);
+        };
+        let state = match rtrb_ns {
+            x if x < 3.0 => "fast",
+            x if (5.0..14.0).contains(&x) => "slow",
+            _ => "other",
+        };
+        groups
+            .entry((f[1].to_string(), state, f[3].to_string()))
+            .or_default()
+            .entry(f[0].to_string())
+            .or_default()
+            .push(ns / rtrb_ns);
+    }
+    let layouts: std::collections::BTreeSet<&String> =
+        groups.values().flat_map(BTreeMap::keys).collect();
+    println!("{path}: {} layouts", layouts.len());
+    let mut section = String::new();
+    for ((sec, state, name), by_layout) in &groups {
+        if *sec != section {
+            section.clone_from(sec);
+            println!("\n{section}");
+            println!(
+                "  {:<6} {:<36} {:>6} {:>8} {:>13} {:>9} {:>19}",
+                "state", "", "reps", "vs rtrb", "p10-p90", "<= 1.00x", "per-layout medians"
+            );
+        }
+        let mut all: Vec<f64> = by_layout.values().flatten().copied().collect();
+        all.sort_by(f64::total_cmp);
+        let medians: Vec<f64> = by_layout.values().map(|r| median(r.clone())).collect();
+        let (lo, hi) = medians
+            .iter()
+            .fold((f64::INFINITY, f64::NEG_INFINITY), |(lo, hi), &m| {
+                (lo.min(m), hi.max(m))
+            });
+        #[allow(clippy::cast_precision_loss)]
+        let at_or_below = all.iter().filter(|&&r| r <= 1.0).count() as f64 / all.len() as f64;
+        println!(
+            "  {state:<6} {name:<36} {:>6} {:>7.2}x {:>6.2}-{:.2}x {:>8.0}% {:>7.2}-{:.2}x ({})",
+            all.len(),
+            quantile(&all, 0.5),
+            quantile(&all, 0.1),
+            quantile(&all, 0.9),
+            100.0 * at_or_below,
+            lo,
+            hi,
+            by_layout.len(),
+        );
+    }
+}
+
 fn main() {
+    let args: Vec<String> = std::env::args().collect();
+    if let Some(i) = args.iter().position(|a| a == "--summarize") {
+        summarize(args.get(i + 1).expect("--summarize FILE"));
+        return;
+    }
     // `cargo bench` passes --bench; `cargo test --benches` runs this with
     // no argument: keep that quick.
-    let quick = !std::env::args().any(|a| a == "--bench");
+    let quick = !args.iter().any(|a| a == "--bench");
     let messages: Option<u64> = std::env::var("KICKLAB_BENCH_MESSAGES")
         .ok()
         .and_then(|v| v.parse().ok());
@@ -482,7 +633,6 @@ fn main() {
         .unwrap_or(if quick { 1 } else { 15 });
     let tsc = Tsc::get();
     println!("{} CPUs; {reps} repetitions (each runs every contender once, in a shuffled order, at fresh heap addresses); queue of {LEN}; threads pinned to CPUs 0 and 1", kicklab_testbed::clock::cpus());
-    type Run = fn(u64, u64) -> Outcome;
     let contenders: [(&str, Run); 9] = [
         ("(diagnostic) hand loop, same layout", inline_loop),
         ("kicklab ring, poll", kicklab_poll),
@@ -530,46 +680,14 @@ fn main() {
             2_000_000
         });
         println!("\n{label} ({n} messages per run)");
-        println!(
-            "  {:<36} {:>10} {:>15} {:>9} {:>17}",
-            "", "ns/message", "CPU ns/message", "vs rtrb", "p10-p90 of ratio"
+        compare(
+            &format!("work {w_ns} ns"),
+            &contenders,
+            n,
+            w,
+            reps,
+            &mut rng,
         );
-        // Interleaved: each repetition runs every contender once, so that
-        // the machine's drift (it is shared, and moves between a fast and a
-        // 4x slower state) hits all of them alike; the ratio to rtrb is
-        // taken within each repetition. The order is shuffled each time, so
-        // that no contender always runs right after the same other one
-        // (measured here: no effect on the ratios either way).
-        let mut runs: Vec<Vec<Outcome>> = contenders.iter().map(|_| Vec::new()).collect();
-        let mut order: Vec<usize> = (0..contenders.len()).collect();
-        for _ in 0..reps {
-            shuffle(&mut order, &mut rng);
-            for &i in &order {
-                let _placement = spacer(&mut rng);
-                runs[i].push((contenders[i].1)(n, w));
-            }
-        }
-        let rtrb_runs = contenders
-            .iter()
-            .position(|c| c.0.starts_with("rtrb"))
-            .map(|i| runs[i].iter().map(|o| o.ns_per_msg).collect::<Vec<_>>())
-            .expect("rtrb always runs");
-        for ((name, _), r) in contenders.iter().zip(&runs) {
-            let mut ratios: Vec<f64> = r
-                .iter()
-                .zip(&rtrb_runs)
-                .map(|(o, base)| o.ns_per_msg / base)
-                .collect();
-            ratios.sort_by(f64::total_cmp);
-            println!(
-                "  {name:<36} {:>10.1} {:>15.1} {:>8.2}x {:>8.2}-{:.2}x",
-                median(r.iter().map(|o| o.ns_per_msg).collect()),
-                median(r.iter().map(|o| o.cpu_per_msg).collect()),
-                quantile(&ratios, 0.5),
-                quantile(&ratios, 0.1),
-                quantile(&ratios, 0.9),
-            );
-        }
     }
     println!("\n\"vs rtrb\" is the median over repetitions of (contender / rtrb in the same repetition); the A/A row runs rtrb's code again and shows how far two identical contenders drift apart here; the copy row runs the same source at another address in this binary.");
 }
