@@ -70,7 +70,8 @@ fn corrupt(what: Index, value: u32, len: u32) -> RingError {
 /// slow state (probably the two CPUs on different host cores, where a store
 /// waits for its line to come back from the other core) the benchmark
 /// measured a median of 1.16x rtrb's time per message with the call (13
-/// runs) and 1.06x without (84 runs; see the README).
+/// runs) and 1.06x without (84 runs), the two side by side in one binary
+/// (see the README for the comparison over several link orders).
 #[inline(always)]
 fn next_pos(pos: usize, len: u32) -> usize {
     let next = pos + 1;
