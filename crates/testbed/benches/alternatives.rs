@@ -22,6 +22,9 @@
 //! orders and summarizes the ratios over all of them
 //! (`alternatives --summarize FILE`).
 
+mod common;
+use common::quantile;
+
 use std::time::Instant;
 
 use kicklab_ring::{ring, FutexNotifier, Notifier, WaitStats, WaitStrategy};
@@ -429,17 +432,6 @@ fn std_sync_channel(n: u64, w: u64) -> Outcome {
             }
         },
     )
-}
-
-/// The `q` quantile of `sorted` (ascending).
-fn quantile(sorted: &[f64], q: f64) -> f64 {
-    #[allow(
-        clippy::cast_possible_truncation,
-        clippy::cast_sign_loss,
-        clippy::cast_precision_loss
-    )]
-    let i = ((sorted.len() - 1) as f64 * q).round() as usize;
-    sorted[i]
 }
 
 fn median(mut v: Vec<f64>) -> f64 {

@@ -12,6 +12,9 @@
 //! how the two-thread loops compile (the ratio did not move measurably, but
 //! the benchmark should not depend on it).
 
+mod common;
+use common::quantile;
+
 use std::hint::black_box;
 use std::time::Instant;
 
@@ -105,15 +108,4 @@ fn main() {
             quantile(&ratios, 0.9),
         );
     }
-}
-
-/// The `q` quantile of `sorted` (ascending).
-fn quantile(sorted: &[f64], q: f64) -> f64 {
-    #[allow(
-        clippy::cast_possible_truncation,
-        clippy::cast_sign_loss,
-        clippy::cast_precision_loss
-    )]
-    let i = ((sorted.len() - 1) as f64 * q).round() as usize;
-    sorted[i]
 }
