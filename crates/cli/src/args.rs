@@ -179,7 +179,8 @@ impl ParamArgs {
         p.n_c = self.nc.unwrap_or(p.n_c);
         p.s_p = self.sp.unwrap_or(p.s_p);
         p.s_c = self.sc.unwrap_or(p.s_c);
-        p.validate().map_err(|e| Usage(e.to_string()))?;
+        p.validate()
+            .map_err(|e| Usage(format!("{}: {e}", crate::flag(e.param))))?;
         Ok(p)
     }
 

@@ -112,16 +112,61 @@ fn main() -> ExitCode {
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,
-        Err(e) => {
-            if let Some(u) = e.downcast_ref::<Usage>() {
-                eprintln!("error: {u}");
+        Err(e) => match usage_of(&e) {
+            Some(line) => {
+                eprintln!("error: {line}");
                 ExitCode::from(2)
-            } else {
+            }
+            None => {
                 eprintln!("error: {e:#}");
                 ExitCode::FAILURE
             }
-        }
+        },
     }
+}
+
+/// The flag a parameter is set with.
+pub fn flag(p: kicklab_model::Param) -> String {
+    format!("--{}", p.name())
+}
+
+/// A library error that was caused by the user's input, rendered as one
+/// line naming the flag; `None` for everything else (exit 1).
+///
+/// The libraries name parameters ([`kicklab_model::Param`]) and fields,
+/// never flags: this is the one place that maps them to the command line.
+fn usage_of(e: &anyhow::Error) -> Option<String> {
+    use kicklab_model::{ModelError, ParamError};
+    use kicklab_sim::SimError;
+    let param = |p: &ParamError| format!("{}: {p}", flag(p.param));
+    if let Some(u) = e.downcast_ref::<Usage>() {
+        return Some(u.to_string());
+    }
+    if let Some(p) = e.downcast_ref::<ParamError>() {
+        return Some(param(p));
+    }
+    if let Some(v) = e.downcast_ref::<kicklab_sim::VaryError>() {
+        return Some(format!("--vary: {v}"));
+    }
+    if let Some(m) = e.downcast_ref::<ModelError>() {
+        return Some(match m {
+            ModelError::Params(p) => param(p),
+            ModelError::NoClosedForm => format!("--mode: {m}: use `kicklab sim`"),
+        });
+    }
+    if let Some(s) = e.downcast_ref::<SimError>() {
+        return match s {
+            SimError::Params(p) => Some(param(p)),
+            SimError::NoMessages => Some(format!("--messages: {s}")),
+            SimError::Mode { .. } => Some(format!("--mode: {s}")),
+            SimError::SweepPoint { .. } => Some(format!("--vary: {s}")),
+            SimError::TimeOverflow => Some(format!(
+                "--messages: {s}: the simulated time of this many messages at these costs exceeds the clock's 213 days"
+            )),
+            SimError::Deadlock { .. } => None,
+        };
+    }
+    None
 }
 
 /// A progress bar on stderr (hidden when stderr is not a terminal).

@@ -43,12 +43,12 @@ pub fn regime_meaning(r: Regime) -> &'static str {
 pub fn prediction_json(p: &Prediction) -> serde_json::Value {
     json!({
         "regime": p.regime.name(),
-        "T_ns": p.t_ns,
-        "E_ns": p.e_ns,
+        "T_ns": p.rates.t_ns,
+        "E_ns": p.rates.e_ns,
         "m": p.m,
         "round_messages": p.round_messages,
         "round_ns": p.round_ns,
-        "throughput_per_s": 1e9 / p.t_ns,
+        "throughput_per_s": 1e9 / p.rates.t_ns,
         "predicates": {
             "slow_consumer_startup": p.predicates.slow_consumer_startup,
             "slow_producer_startup": p.predicates.slow_producer_startup,
@@ -84,12 +84,12 @@ fn print_prediction(params: &Params, mode: WaitMode, p: &Prediction) {
     println!("regime      {}  ({})", p.regime, regime_meaning(p.regime));
     println!(
         "T           {}/message  ({:.0} messages/s)",
-        fmt_ns(p.t_ns),
-        1e9 / p.t_ns
+        fmt_ns(p.rates.t_ns),
+        1e9 / p.rates.t_ns
     );
     println!(
         "E           {} of CPU/message (P and C together)",
-        fmt_ns(p.e_ns)
+        fmt_ns(p.rates.e_ns)
     );
     if let Some(m) = p.m {
         let what = match p.regime {
@@ -120,10 +120,10 @@ fn print_prediction(params: &Params, mode: WaitMode, p: &Prediction) {
         let gp = predict(params, WaitMode::Poll).expect("validated");
         println!(
             "vs polling  T_GP = {}, E_GP = {}: notifications cost {:+.1}% time, {:+.1}% CPU",
-            fmt_ns(gp.t_ns),
-            fmt_ns(gp.e_ns),
-            100.0 * (p.t_ns / gp.t_ns - 1.0),
-            100.0 * (p.e_ns / gp.e_ns - 1.0)
+            fmt_ns(gp.rates.t_ns),
+            fmt_ns(gp.rates.e_ns),
+            100.0 * (p.rates.t_ns / gp.rates.t_ns - 1.0),
+            100.0 * (p.rates.e_ns / gp.rates.e_ns - 1.0)
         );
     }
 }

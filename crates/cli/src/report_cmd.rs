@@ -316,14 +316,14 @@ fn regimes_section(messages: u64, seed: u64) -> anyhow::Result<Section> {
             m.regime,
             html_escape(flags),
             m.m.map_or("-".into(), |v| v.to_string()),
-            fmt_ns(m.t_ns),
-            fmt_ns(s.t_ns),
-            fmt_ns(m.e_ns),
-            fmt_ns(s.e_ns),
-            fmt_ns(x.t_ns),
-            fmt_ns(x.e_ns),
-            fmt_ns(g.t_ns),
-            fmt_ns(g.e_ns)
+            fmt_ns(m.rates.t_ns),
+            fmt_ns(s.rates.t_ns),
+            fmt_ns(m.rates.e_ns),
+            fmt_ns(s.rates.e_ns),
+            fmt_ns(x.rates.t_ns),
+            fmt_ns(x.rates.e_ns),
+            fmt_ns(g.rates.t_ns),
+            fmt_ns(g.rates.e_ns)
         );
     }
     h.push_str("</table>\n<p>Reproduce a row: <code>kicklab model FLAGS</code> and <code>kicklab sim FLAGS</code>; \

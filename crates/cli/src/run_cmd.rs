@@ -151,7 +151,7 @@ pub fn run(a: &RunArgs) -> anyhow::Result<()> {
             "sleeps_c": r.sleeps_c,
             "pinned": r.pinned,
             "oversubscribed": r.oversubscribed,
-            "predicted": predicted.map(|p| json!({"regime": p.regime.name(), "T_ns": p.t_ns, "E_ns": p.e_ns, "m": p.m})),
+            "predicted": predicted.map(|p| json!({"regime": p.regime.name(), "T_ns": p.rates.t_ns, "E_ns": p.rates.e_ns, "m": p.m})),
             "profile": crate::calibrate_cmd::profile_json(&profile),
         }));
     }
@@ -204,10 +204,10 @@ pub fn run(a: &RunArgs) -> anyhow::Result<()> {
         println!(
             "model          {}: T {} (measured/model {:.3}), E {} (measured/model {:.3})",
             p.regime,
-            fmt_ns(p.t_ns),
-            r.t_ns / p.t_ns,
-            fmt_ns(p.e_ns),
-            r.e_ns / p.e_ns
+            fmt_ns(p.rates.t_ns),
+            r.t_ns / p.rates.t_ns,
+            fmt_ns(p.rates.e_ns),
+            r.e_ns / p.rates.e_ns
         );
     }
     Ok(())

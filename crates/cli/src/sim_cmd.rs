@@ -97,16 +97,16 @@ pub fn run(a: &SimArgs) -> anyhow::Result<()> {
 /// The result as the JSON object of the contract (plus extras).
 pub fn result_json(r: &SimResult) -> serde_json::Value {
     json!({
-        "T_ns": r.t_ns,
-        "E_ns": r.e_ns,
-        "E_p_ns": r.e_p_ns,
-        "E_c_ns": r.e_c_ns,
-        "messages": r.messages,
-        "notifications_p": r.notifications_p,
-        "notifications_c": r.notifications_c,
-        "sleeps_p": r.sleeps_p,
-        "sleeps_c": r.sleeps_c,
-        "latency_ns": r.latency_ns.map(|l| json!({"p50": l.p50, "p99": l.p99, "max": l.max, "mean": l.mean})),
+        "T_ns": r.rates.t_ns,
+        "E_ns": r.rates.e_ns,
+        "E_p_ns": r.rates.e_p_ns,
+        "E_c_ns": r.rates.e_c_ns,
+        "messages": r.rates.messages,
+        "notifications_p": r.rates.notifications_p,
+        "notifications_c": r.rates.notifications_c,
+        "sleeps_p": r.rates.sleeps_p,
+        "sleeps_c": r.rates.sleeps_c,
+        "latency_ns": r.rates.latency_ns.map(|l| json!({"p50": l.p50, "p99": l.p99, "max": l.max, "mean": l.mean})),
         "window": r.window,
         "events": r.events,
         "sim_time_ns": r.sim_time_ns,
@@ -121,14 +121,14 @@ fn print_result(
 ) {
     println!("modes          P {mode_p}, C {mode_c}");
     crate::RateLines {
-        t_ns: r.t_ns,
-        e_ns: [r.e_p_ns, r.e_c_ns],
-        notifications: [r.notifications_p, r.notifications_c],
-        sleeps: [r.sleeps_p, r.sleeps_c],
-        messages: r.messages,
+        t_ns: r.rates.t_ns,
+        e_ns: [r.rates.e_p_ns, r.rates.e_c_ns],
+        notifications: [r.rates.notifications_p, r.rates.notifications_c],
+        sleeps: [r.rates.sleeps_p, r.rates.sleeps_c],
+        messages: r.rates.messages,
     }
     .print();
-    if let Some(l) = r.latency_ns {
+    if let Some(l) = r.rates.latency_ns {
         println!(
             "latency        p50 {}  p99 {}  max {}  mean {}",
             fmt_ns(l.p50),
@@ -142,15 +142,15 @@ fn print_result(
         Window::RoundsCp => "whole rounds between C->P notifications",
         Window::Messages => "messages (no notification rounds)",
     };
-    println!("measured       {} messages over {window}", r.messages);
+    println!("measured       {} messages over {window}", r.rates.messages);
     if let Some(p) = predicted {
         println!(
             "model          {}: T {} (sim/model {:.6}), E {} (sim/model {:.6})",
             p.regime,
-            fmt_ns(p.t_ns),
-            r.t_ns / p.t_ns,
-            fmt_ns(p.e_ns),
-            r.e_ns / p.e_ns
+            fmt_ns(p.rates.t_ns),
+            r.rates.t_ns / p.rates.t_ns,
+            fmt_ns(p.rates.e_ns),
+            r.rates.e_ns / p.rates.e_ns
         );
     }
 }

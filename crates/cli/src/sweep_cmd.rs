@@ -47,11 +47,7 @@ pub fn run_sweep(
     what: &str,
 ) -> anyhow::Result<Vec<SweepPoint>> {
     let bar = crate::progress(u64::from(vary.points), what);
-    let points =
-        sweep(params, vary, mode, messages, seed, &|| bar.inc(1)).map_err(|e| match e {
-            kicklab_sim::SimError::Params(p) => anyhow::Error::new(Usage(p.to_string())),
-            other => other.into(),
-        })?;
+    let points = sweep(params, vary, mode, messages, seed, &|| bar.inc(1))?;
     bar.finish_and_clear();
     Ok(points)
 }
@@ -106,13 +102,17 @@ pub fn run(a: &SweepArgs) -> anyhow::Result<()> {
             fmt_ns(p.x)
         };
         let (r, tm, em) = p.model.map_or(("-".into(), "-".into(), "-".into()), |m| {
-            (m.regime.name().to_string(), fmt_ns(m.t_ns), fmt_ns(m.e_ns))
+            (
+                m.regime.name().to_string(),
+                fmt_ns(m.rates.t_ns),
+                fmt_ns(m.rates.e_ns),
+            )
         });
         println!(
             "{x:>10}  {r:<8} {tm:>12} {:>12} {em:>12} {:>12} {:>12}",
-            fmt_ns(p.sim.t_ns),
-            fmt_ns(p.sim.e_ns),
-            fmt_ns(p.model_poll.t_ns)
+            fmt_ns(p.sim.rates.t_ns),
+            fmt_ns(p.sim.rates.e_ns),
+            fmt_ns(p.model_poll.rates.t_ns)
         );
     }
     eprintln!(

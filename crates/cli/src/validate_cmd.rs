@@ -174,11 +174,11 @@ pub fn validate(
         out.push(Point {
             x,
             regime: m.regime,
-            model: (m.t_ns, m.e_ns),
-            model_median: (mm.t_ns, mm.e_ns),
-            sim: (s.t_ns, s.e_ns),
+            model: (m.rates.t_ns, m.rates.e_ns),
+            model_median: (mm.rates.t_ns, mm.rates.e_ns),
+            sim: (s.rates.t_ns, s.rates.e_ns),
             real,
-            model_poll: (g.t_ns, g.e_ns),
+            model_poll: (g.rates.t_ns, g.rates.e_ns),
             real_poll,
         });
         bar.inc(1);

@@ -11,6 +11,7 @@ use serde::{Deserialize, Serialize};
 use thiserror::Error;
 
 use crate::params::Params;
+use crate::rates::Rates;
 use crate::regime::{classify, Predicates, Regime, WaitMode};
 use crate::time::{to_ps, PS_PER_NS};
 
@@ -19,12 +20,10 @@ use crate::time::{to_ps, PS_PER_NS};
 pub struct Prediction {
     /// The regime.
     pub regime: Regime,
-    /// Time per message [ns] (1 / throughput).
-    #[serde(rename = "T_ns")]
-    pub t_ns: f64,
-    /// Busy time of P and C per message [ns].
-    #[serde(rename = "E_ns")]
-    pub e_ns: f64,
+    /// T, E (split by party) and, over one round (one message without
+    /// rounds), the notifications and sleeps of each party.
+    #[serde(flatten)]
+    pub rates: Rates,
     /// The paper's batch size m: messages per wake-up in FC/FP, and the
     /// messages beyond `L` per round in SCS/SPS (eq. 3). `None` where the
     /// paper defines none (GP, SS, lockstep).
@@ -45,7 +44,7 @@ pub enum ModelError {
     #[error(transparent)]
     Params(#[from] crate::ParamError),
     /// Spin-then-sleep with a budget > 0 has no closed form; simulate it.
-    #[error("--mode spin:<budget> has no closed form; use `kicklab sim` (the model covers notify and poll)")]
+    #[error("spin-then-sleep has no closed form (the model covers notify and poll); simulate it")]
     NoClosedForm,
 }
 
@@ -82,12 +81,28 @@ impl Ps {
     }
 }
 
-/// A periodic round: its length, its messages and the busy time in it.
+/// A periodic round: its length, its messages, the busy time of P and C in
+/// it, and the notifications each party sends in it (each wakes the peer
+/// once, so they are also the peer's sleeps).
 struct Round {
     m: Option<u128>,
     len_ps: u128,
     messages: u128,
-    busy_ps: u128,
+    busy_ps: [u128; 2],
+    notifications: [u64; 2],
+}
+
+impl Round {
+    /// The same round with P and C swapped (FP from FC, SPS from SCS).
+    fn mirrored(self) -> Round {
+        let [p, c] = self.busy_ps;
+        let [np, nc] = self.notifications;
+        Round {
+            busy_ps: [c, p],
+            notifications: [nc, np],
+            ..self
+        }
+    }
 }
 
 #[allow(clippy::cast_precision_loss)]
@@ -110,8 +125,8 @@ fn ns(ps: u128) -> f64 {
 /// use kicklab_model::{predict, Params, Regime, WaitMode};
 /// let gp = predict(&Params::default(), WaitMode::Poll).unwrap();
 /// assert_eq!(gp.regime, Regime::GP);
-/// assert_eq!(gp.t_ns, 1100.0);
-/// assert_eq!(gp.e_ns, 2200.0);
+/// assert_eq!(gp.rates.t_ns, 1100.0);
+/// assert_eq!(gp.rates.e_ns, 2200.0);
 /// ```
 #[allow(clippy::cast_precision_loss, clippy::cast_possible_truncation)]
 pub fn predict(params: &Params, mode: WaitMode) -> Result<Prediction, ModelError> {
@@ -119,41 +134,57 @@ pub fn predict(params: &Params, mode: WaitMode) -> Result<Prediction, ModelError
     let regime = classify(params, mode).ok_or(ModelError::NoClosedForm)?;
     let predicates = Predicates::of(params);
     let q = Ps::of(params);
-    let finish = |t_ps: f64, e_ps: f64, round: Option<Round>| Prediction {
+    let finish = |t_ps: f64, e_ps: [f64; 2], round: Option<&Round>| Prediction {
         regime,
-        t_ns: t_ps / PS_PER_NS,
-        e_ns: e_ps / PS_PER_NS,
-        m: round.as_ref().and_then(|r| r.m).map(|m| m as u64),
-        round_messages: round.as_ref().map(|r| r.messages as u64),
-        round_ns: round.as_ref().map(|r| ns(r.len_ps)),
+        rates: Rates {
+            t_ns: t_ps / PS_PER_NS,
+            e_ns: (e_ps[0] + e_ps[1]) / PS_PER_NS,
+            e_p_ns: e_ps[0] / PS_PER_NS,
+            e_c_ns: e_ps[1] / PS_PER_NS,
+            messages: round.map_or(1, |r| r.messages as u64),
+            notifications_p: round.map_or(0, |r| r.notifications[0]),
+            notifications_c: round.map_or(0, |r| r.notifications[1]),
+            // Each notification wakes the peer from one sleep.
+            sleeps_p: round.map_or(0, |r| r.notifications[1]),
+            sleeps_c: round.map_or(0, |r| r.notifications[0]),
+            latency_ns: None,
+        },
+        m: round.and_then(|r| r.m).map(|m| m as u64),
+        round_messages: round.map(|r| r.messages as u64),
+        round_ns: round.map(|r| ns(r.len_ps)),
         predicates,
     };
     let from_round = |r: Round| {
-        let t = r.len_ps as f64 / r.messages as f64;
-        let e = r.busy_ps as f64 / r.messages as f64;
-        finish(t, e, Some(r))
+        let per = |ps: u128| ps as f64 / r.messages as f64;
+        finish(
+            per(r.len_ps),
+            [per(r.busy_ps[0]), per(r.busy_ps[1])],
+            Some(&r),
+        )
     };
     Ok(match regime {
         Regime::GP => {
             // With one slot there is no pipelining: the slot is held from
-            // P's reserve (start of W_P) to C's free (end of W_C).
+            // P's reserve (start of W_P) to C's free (end of W_C). Both
+            // parties are busy (working or spinning) all the time.
             let t = if q.l == 1 {
                 q.w_p + q.w_c
             } else {
                 q.w_p.max(q.w_c)
             };
-            finish(t as f64, 2.0 * t as f64, None)
+            finish(t as f64, [t as f64, t as f64], None)
         }
-        Regime::Lockstep => finish(q.w_p as f64, (q.w_p + q.w_c) as f64, None),
+        Regime::Lockstep => finish(q.w_p as f64, [q.w_p as f64, q.w_c as f64], None),
         Regime::FC => from_round(fast_round(q.w_p, q.w_c, q.k_p, q.n_p, q.s_c)),
-        Regime::FP => from_round(fast_round(q.w_c, q.w_p, q.k_c, q.n_c, q.s_p)),
+        Regime::FP => from_round(fast_round(q.w_c, q.w_p, q.k_c, q.n_c, q.s_p).mirrored()),
         Regime::SCS => from_round(slow_startup_round(&q, q.w_p, q.w_c, q.k_p, q.k_c, q.s_p)),
         Regime::SPS => from_round(slow_startup_round(&q, q.w_c, q.w_p, q.k_c, q.k_p, q.s_c)),
         Regime::SS => from_round(Round {
             m: None,
             len_ps: q.k_p * q.w_p + q.k_c * q.w_c + q.all_ns(),
             messages: q.l,
-            busy_ps: q.l * (q.w_p + q.w_c) + q.all_ns(),
+            busy_ps: [q.l * q.w_p + q.n_p + q.s_p, q.l * q.w_c + q.n_c + q.s_c],
+            notifications: [1, 1],
         }),
     })
 }
@@ -162,13 +193,16 @@ pub fn predict(params: &Params, mode: WaitMode) -> Result<Prediction, ModelError
 /// fast party, `k` the slow party's threshold, `n` its notification cost and
 /// `s` the fast party's start-up cost. Paper eq. (2):
 /// `m = floor((s + (k - 1) W_fast) / (W_slow - W_fast)) + k`.
+///
+/// The round is returned as FC's (P slow, C fast); FP mirrors it.
 fn fast_round(slow: u128, fast: u128, k: u128, n: u128, s: u128) -> Round {
     let m = (s + (k - 1) * fast) / (slow - fast) + k;
     Round {
         m: Some(m),
         len_ps: m * slow + n,
         messages: m,
-        busy_ps: m * (slow + fast) + n + s,
+        busy_ps: [m * slow + n, m * fast + s],
+        notifications: [1, 0],
     }
 }
 
@@ -194,7 +228,11 @@ fn slow_startup_round(
         m: Some(m),
         len_ps: q.all_ns() + k_fast * fast + (m + k_slow) * slow,
         messages,
-        busy_ps: messages * (q.w_p + q.w_c) + q.all_ns(),
+        busy_ps: [
+            messages * q.w_p + q.n_p + q.s_p,
+            messages * q.w_c + q.n_c + q.s_c,
+        ],
+        notifications: [1, 1],
     }
 }
 
@@ -249,8 +287,8 @@ mod tests {
         let r = predict(&p, WaitMode::Notify).unwrap();
         assert_eq!(r.regime, Regime::FC);
         assert_eq!(r.m, Some(1));
-        assert!((r.t_ns - (2000.0 + 2400.0)).abs() < 1e-9);
-        assert!((r.e_ns - (2000.0 + 1100.0 + 2400.0 + 200.0)).abs() < 1e-9);
+        assert!((r.rates.t_ns - (2000.0 + 2400.0)).abs() < 1e-9);
+        assert!((r.rates.e_ns - (2000.0 + 1100.0 + 2400.0 + 200.0)).abs() < 1e-9);
     }
 
     #[test]
@@ -263,10 +301,13 @@ mod tests {
         let fc = predict(&p.mirrored(), WaitMode::Notify).unwrap();
         assert_eq!(fp.regime, Regime::FP);
         assert_eq!(fc.regime, Regime::FC);
-        assert_eq!((fp.t_ns, fp.e_ns, fp.m), (fc.t_ns, fc.e_ns, fc.m));
+        assert_eq!(
+            (fp.rates.t_ns, fp.rates.e_ns, fp.m),
+            (fc.rates.t_ns, fc.rates.e_ns, fc.m)
+        );
         // m = floor((3.9 + 0) / 0.4) + 1 = 10; T = W_C + N_C / m.
         assert_eq!(fp.m, Some(10));
-        assert!((fp.t_ns - (1100.0 + 200.0 / 10.0)).abs() < 1e-9);
+        assert!((fp.rates.t_ns - (1100.0 + 200.0 / 10.0)).abs() < 1e-9);
     }
 
     #[test]
@@ -279,8 +320,8 @@ mod tests {
         let r = predict(&p, WaitMode::Notify).unwrap();
         assert_eq!(r.regime, Regime::SS);
         let t = (1000.0 + 1100.0 + 2400.0 + 3900.0 + 200.0 + 5000.0) / 2.0;
-        assert!((r.t_ns - t).abs() < 1e-9);
-        assert_eq!(ss_formula(&p).0, r.t_ns);
+        assert!((r.rates.t_ns - t).abs() < 1e-9);
+        assert_eq!(ss_formula(&p).0, r.rates.t_ns);
     }
 
     #[test]
@@ -323,7 +364,7 @@ mod tests {
             };
             let r = predict(&p, WaitMode::Notify).unwrap();
             assert_eq!(r.regime, Regime::SS);
-            assert!(r.t_ns > t_best && r.e_ns > e_best);
+            assert!(r.rates.t_ns > t_best && r.rates.e_ns > e_best);
         }
         let edge = Params {
             s_c: c(7000.0 - 1100.0 + 0.001),
@@ -332,7 +373,7 @@ mod tests {
         };
         let r = predict(&edge, WaitMode::Notify).unwrap();
         assert_eq!(r.regime, Regime::SS);
-        assert!(r.t_ns - t_best < 1e-3 && r.t_ns > t_best);
+        assert!(r.rates.t_ns - t_best < 1e-3 && r.rates.t_ns > t_best);
     }
 
     #[test]
@@ -342,7 +383,7 @@ mod tests {
             ..Params::default()
         };
         let r = predict(&p, WaitMode::Poll).unwrap();
-        assert_eq!(r.t_ns, 2100.0);
+        assert_eq!(r.rates.t_ns, 2100.0);
     }
 
     #[test]

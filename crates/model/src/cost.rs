@@ -155,7 +155,21 @@ impl Cost {
     ///
     /// A sentence saying what is wrong.
     pub fn check(&self) -> Result<(), String> {
+        let max = crate::MAX_DURATION_NS;
         let ok = |v: f64| v.is_finite() && v >= 0.0;
+        let durations = match *self {
+            Cost::Const(v) | Cost::Exp { mean_ns: v } | Cost::LogNormal { mean_ns: v, .. } => {
+                [v, 0.0]
+            }
+            Cost::Uniform { lo_ns, hi_ns } => [lo_ns, hi_ns],
+            Cost::Normal { mu_ns, sd_ns } => [mu_ns, sd_ns],
+        };
+        if let Some(v) = durations.into_iter().find(|&v| ok(v) && v > max) {
+            return Err(format!(
+                "{} is longer than the longest duration kicklab handles (1h)",
+                crate::fmt_ns(v)
+            ));
+        }
         match *self {
             Cost::Const(v) if !ok(v) => Err(format!("cost {v} is not a finite value >= 0")),
             Cost::Uniform { lo_ns, hi_ns } if !(ok(lo_ns) && ok(hi_ns) && lo_ns <= hi_ns) => Err(

@@ -22,7 +22,7 @@
 //! let pred = predict(&p, WaitMode::Notify).unwrap();
 //! assert_eq!(pred.regime, Regime::FC);    // the consumer is faster
 //! assert_eq!(pred.m, Some(1));            // one message per wake-up
-//! assert!((pred.t_ns - 4400.0).abs() < 1e-9); // W_P + N_P / m
+//! assert!((pred.rates.t_ns - 4400.0).abs() < 1e-9); // W_P + N_P / m
 //! ```
 //!
 //! All times are nanoseconds (`f64`). The regime predicates and the integer
@@ -33,12 +33,16 @@
 
 mod closed_form;
 mod cost;
+mod param;
 mod params;
+mod rates;
 mod regime;
 mod time;
 
 pub use closed_form::{predict, ss_best_case, ss_formula, ModelError, Prediction};
 pub use cost::{Cost, CostParseError};
+pub use param::{Param, Unit, UnknownParam};
 pub use params::{ParamError, Params, Party};
+pub use rates::{Latency, Rates};
 pub use regime::{classify, Predicates, Regime, WaitMode};
-pub use time::{fmt_ns, parse_duration_ns, to_ps, DurationParseError, PS_PER_NS};
+pub use time::{fmt_ns, parse_duration_ns, to_ps, DurationParseError, MAX_DURATION_NS, PS_PER_NS};

@@ -5,6 +5,7 @@ use serde::{Deserialize, Serialize};
 use thiserror::Error;
 
 use crate::cost::Cost;
+use crate::param::Param;
 
 /// One of the two parties.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -60,12 +61,13 @@ impl Default for Params {
     }
 }
 
-/// A parameter that makes no pair; `flag` is the command-line flag.
+/// A parameter that makes no pair. Front ends name it their way (the
+/// command line as `--kp`); the message itself names only the symbol.
 #[derive(Debug, Error, Clone, PartialEq, Eq)]
-#[error("{flag}: {reason}")]
+#[error("{}: {reason}", param.symbol())]
 pub struct ParamError {
-    /// The command-line flag of the offending parameter (`--kp`, `--wc`, ...).
-    pub flag: &'static str,
+    /// The offending parameter.
+    pub param: Param,
     /// What is wrong with it.
     pub reason: String,
 }
@@ -76,44 +78,46 @@ impl Params {
     ///
     /// # Errors
     ///
-    /// The first offending parameter, as a [`ParamError`] naming its flag.
+    /// The first offending parameter, as a [`ParamError`] naming it.
     pub fn validate(&self) -> Result<(), ParamError> {
         if self.len == 0 {
             return Err(ParamError {
-                flag: "--len",
+                param: Param::Len,
                 reason: "the queue needs at least 1 slot".into(),
             });
         }
-        for (flag, k, what) in [("--kp", self.k_p, "k_P"), ("--kc", self.k_c, "k_C")] {
+        for (param, k) in [(Param::Kp, self.k_p), (Param::Kc, self.k_c)] {
             if k == 0 || k > self.len {
                 return Err(ParamError {
-                    flag,
-                    reason: format!("{what} = {k} must be between 1 and L = {}", self.len),
+                    param,
+                    reason: format!("{k} must be between 1 and L = {}", self.len),
                 });
             }
         }
-        for (flag, cost) in self.costs_with_flags() {
-            cost.check().map_err(|reason| ParamError { flag, reason })?;
+        for (param, cost) in self.costs() {
+            cost.check()
+                .map_err(|reason| ParamError { param, reason })?;
         }
         Ok(())
     }
 
-    /// The six costs with their flags, in the order W_P, W_C, N_P, N_C, S_P, S_C.
-    pub fn costs_with_flags(&self) -> [(&'static str, Cost); 6] {
+    /// The six costs with their parameters, in the order W_P, W_C, N_P,
+    /// N_C, S_P, S_C.
+    pub fn costs(&self) -> [(Param, Cost); 6] {
         [
-            ("--wp", self.w_p),
-            ("--wc", self.w_c),
-            ("--np", self.n_p),
-            ("--nc", self.n_c),
-            ("--sp", self.s_p),
-            ("--sc", self.s_c),
+            (Param::Wp, self.w_p),
+            (Param::Wc, self.w_c),
+            (Param::Np, self.n_p),
+            (Param::Nc, self.n_c),
+            (Param::Sp, self.s_p),
+            (Param::Sc, self.s_c),
         ]
     }
 
     /// True when every cost is a constant: the simulator is then periodic
     /// and reproduces the closed forms exactly.
     pub fn all_const(&self) -> bool {
-        self.costs_with_flags().iter().all(|(_, c)| c.is_const())
+        self.costs().iter().all(|(_, c)| c.is_const())
     }
 
     /// The same pair with every cost exponential with the same mean (the
@@ -170,18 +174,22 @@ mod tests {
             k_p: 257,
             ..Params::default()
         };
-        assert_eq!(p.validate().unwrap_err().flag, "--kp");
+        assert_eq!(p.validate().unwrap_err().param, Param::Kp);
         p.k_p = 1;
         p.k_c = 0;
-        assert_eq!(p.validate().unwrap_err().flag, "--kc");
+        assert_eq!(p.validate().unwrap_err().param, Param::Kc);
         p.k_c = 1;
         p.len = 0;
-        assert_eq!(p.validate().unwrap_err().flag, "--len");
+        assert_eq!(p.validate().unwrap_err().param, Param::Len);
         p.len = 4;
         p.n_c = Cost::Const(f64::NAN);
-        assert_eq!(p.validate().unwrap_err().flag, "--nc");
+        assert_eq!(p.validate().unwrap_err().param, Param::Nc);
         p.n_c = Cost::Const(-1.0);
-        assert_eq!(p.validate().unwrap_err().flag, "--nc");
+        assert_eq!(p.validate().unwrap_err().param, Param::Nc);
+        p.n_c = Cost::Const(crate::MAX_DURATION_NS * 2.0);
+        let e = p.validate().unwrap_err();
+        assert_eq!(e.param, Param::Nc);
+        assert!(!e.to_string().contains("--"), "{e}");
     }
 
     #[test]

@@ -8,6 +8,16 @@ use thiserror::Error;
 /// predicates count whole picoseconds.
 pub const PS_PER_NS: f64 = 1000.0;
 
+/// The longest duration kicklab accepts anywhere: one hour.
+///
+/// Times are counted in whole picoseconds in a `u64` (the simulator's
+/// clock, the model's exact predicates), which holds 213 days. Capping every
+/// single duration at an hour keeps the clock exact for thousands of
+/// messages at the largest costs, and any real cost (nanoseconds to
+/// milliseconds) far inside the range. Longer runs of huge costs are
+/// refused by the simulator as a clock overflow rather than wrapped.
+pub const MAX_DURATION_NS: f64 = 3.6e12;
+
 /// Rounds a duration in nanoseconds to whole picoseconds.
 ///
 /// Negative and NaN inputs map to 0; callers validate costs first
@@ -41,6 +51,9 @@ pub enum DurationParseError {
     /// Negative, NaN or infinite.
     #[error("`{0}` is not a finite duration >= 0")]
     OutOfRange(String),
+    /// Longer than [`MAX_DURATION_NS`].
+    #[error("`{0}` is longer than the longest duration kicklab handles (1h)")]
+    TooLong(String),
 }
 
 /// Parses a duration such as `1.1us`, `250ns`, `3ms`, `2s`, `0.5µs` or a bare
@@ -49,7 +62,8 @@ pub enum DurationParseError {
 /// # Errors
 ///
 /// [`DurationParseError`] for an empty string, a bad number, an unknown
-/// unit, or a negative / NaN / infinite value.
+/// unit, a negative / NaN / infinite value, or one longer than
+/// [`MAX_DURATION_NS`].
 ///
 /// # Examples
 ///
@@ -83,6 +97,9 @@ pub fn parse_duration_ns(s: &str) -> Result<f64, DurationParseError> {
     let ns = value * scale;
     if !ns.is_finite() || ns < 0.0 || num.starts_with('-') {
         return Err(DurationParseError::OutOfRange(s.to_string()));
+    }
+    if ns > MAX_DURATION_NS {
+        return Err(DurationParseError::TooLong(s.to_string()));
     }
     Ok(ns)
 }
@@ -148,6 +165,15 @@ mod tests {
             parse_duration_ns("1e400"),
             Err(DurationParseError::OutOfRange(_))
         ));
+        assert!(matches!(
+            parse_duration_ns("1e30s"),
+            Err(DurationParseError::TooLong(_))
+        ));
+        assert!(matches!(
+            parse_duration_ns("3601s"),
+            Err(DurationParseError::TooLong(_))
+        ));
+        assert_eq!(parse_duration_ns("3600s").unwrap(), MAX_DURATION_NS);
     }
 
     #[test]

@@ -28,13 +28,14 @@ pub fn sweep_csv(points: &[SweepPoint], vary: &Vary) -> String {
             Some(m) => (
                 m.regime.name().to_string(),
                 m.m.map(|v| v.to_string()).unwrap_or_default(),
-                m.t_ns.to_string(),
-                m.e_ns.to_string(),
+                m.rates.t_ns.to_string(),
+                m.rates.e_ns.to_string(),
             ),
             None => (String::new(), String::new(), String::new(), String::new()),
         };
         let (p50, p99) = p
             .sim
+            .rates
             .latency_ns
             .map(|l| (l.p50.to_string(), l.p99.to_string()))
             .unwrap_or_default();
@@ -42,19 +43,19 @@ pub fn sweep_csv(points: &[SweepPoint], vary: &Vary) -> String {
             s,
             "{},{regime},{m},{t},{e},{},{},{},{},{},{},{},{},{},{},{},{},{},{p50},{p99}",
             p.x,
-            p.sim.t_ns,
-            p.sim.e_ns,
-            p.model_poll.t_ns,
-            p.model_poll.e_ns,
-            p.sim_poll.t_ns,
-            p.sim_poll.e_ns,
+            p.sim.rates.t_ns,
+            p.sim.rates.e_ns,
+            p.model_poll.rates.t_ns,
+            p.model_poll.rates.e_ns,
+            p.sim_poll.rates.t_ns,
+            p.sim_poll.rates.e_ns,
             p.ss_formula.0,
             p.ss_formula.1,
             p.ss_best.0,
             p.ss_best.1,
-            p.sim.notifications_p,
-            p.sim.notifications_c,
-            p.sim.messages,
+            p.sim.rates.notifications_p,
+            p.sim.rates.notifications_c,
+            p.sim.rates.messages,
         );
     }
     s
@@ -107,17 +108,17 @@ pub fn sweep_charts(points: &[SweepPoint], vary: &Vary, title: &str) -> (Chart, 
         series: vec![
             Series {
                 name: format!("model, {mode}"),
-                points: xs(&|p| p.model.map(|m| m.t_ns)),
+                points: xs(&|p| p.model.map(|m| m.rates.t_ns)),
                 style: Style::Thick,
             },
             Series {
                 name: format!("simulator, {mode}"),
-                points: xs(&|p| Some(p.sim.t_ns)),
+                points: xs(&|p| Some(p.sim.rates.t_ns)),
                 style: Style::Points,
             },
             Series {
                 name: "T_GP = max(W_P, W_C), polling".into(),
-                points: xs(&|p| Some(p.model_poll.t_ns)),
+                points: xs(&|p| Some(p.model_poll.rates.t_ns)),
                 style: Style::Line,
             },
             Series {
@@ -136,22 +137,22 @@ pub fn sweep_charts(points: &[SweepPoint], vary: &Vary, title: &str) -> (Chart, 
         series: vec![
             Series {
                 name: format!("model, {mode}"),
-                points: xs(&|p| p.model.map(|m| m.e_ns)),
+                points: xs(&|p| p.model.map(|m| m.rates.e_ns)),
                 style: Style::Thick,
             },
             Series {
                 name: format!("simulator, {mode}"),
-                points: xs(&|p| Some(p.sim.e_ns)),
+                points: xs(&|p| Some(p.sim.rates.e_ns)),
                 style: Style::Points,
             },
             Series {
                 name: "E_GP = 2 T_GP, polling".into(),
-                points: xs(&|p| Some(p.model_poll.e_ns)),
+                points: xs(&|p| Some(p.model_poll.rates.e_ns)),
                 style: Style::Line,
             },
             Series {
                 name: "simulator, polling".into(),
-                points: xs(&|p| Some(p.sim_poll.e_ns)),
+                points: xs(&|p| Some(p.sim_poll.rates.e_ns)),
                 style: Style::Points,
             },
             Series {

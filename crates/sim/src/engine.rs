@@ -19,7 +19,7 @@
 //! What does not live here: sampling (`sampler.rs`), sweeps (`sweep.rs`).
 
 use hdrhistogram::Histogram;
-use kicklab_model::{to_ps, Params, WaitMode};
+use kicklab_model::{to_ps, Latency, Params, Party, Rates, WaitMode, MAX_DURATION_NS};
 use serde::{Deserialize, Serialize};
 use thiserror::Error;
 
@@ -175,20 +175,6 @@ pub fn default_warmup(messages: u64, len: u32) -> u64 {
     messages / 10 + 4 * u64::from(len)
 }
 
-/// Latency percentiles [ns] (hdrhistogram of whole nanoseconds, 3
-/// significant digits).
-#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
-pub struct Latency {
-    /// Median.
-    pub p50: f64,
-    /// 99th percentile.
-    pub p99: f64,
-    /// Largest.
-    pub max: f64,
-    /// Mean.
-    pub mean: f64,
-}
-
 /// Over which stretch of the run T and E were measured.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
@@ -232,30 +218,10 @@ pub struct Totals {
 /// What a run measured. Times in nanoseconds.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct SimResult {
-    /// Time per message [ns].
-    #[serde(rename = "T_ns")]
-    pub t_ns: f64,
-    /// Busy time of P and C per message [ns].
-    #[serde(rename = "E_ns")]
-    pub e_ns: f64,
-    /// P's share of E [ns].
-    #[serde(rename = "E_p_ns")]
-    pub e_p_ns: f64,
-    /// C's share of E [ns].
-    #[serde(rename = "E_c_ns")]
-    pub e_c_ns: f64,
-    /// Messages in the measurement window.
-    pub messages: u64,
-    /// Notifications P sent in the window.
-    pub notifications_p: u64,
-    /// Notifications C sent in the window.
-    pub notifications_c: u64,
-    /// Times P went to sleep in the window.
-    pub sleeps_p: u64,
-    /// Times C went to sleep in the window.
-    pub sleeps_c: u64,
-    /// Latency of the messages consumed after the warm-up.
-    pub latency_ns: Option<Latency>,
+    /// T, E (split by party), notifications, sleeps and latency over the
+    /// measurement window.
+    #[serde(flatten)]
+    pub rates: Rates,
     /// The window T and E were measured over.
     pub window: Window,
     /// Events processed in the whole run (warm-up included).
@@ -273,8 +239,24 @@ pub enum SimError {
     #[error(transparent)]
     Params(#[from] kicklab_model::ParamError),
     /// `messages` was 0.
-    #[error("--messages: need at least 1 message to measure")]
+    #[error("messages: need at least 1 message to measure")]
     NoMessages,
+    /// A party's wait mode is unusable.
+    #[error("{party:?}'s wait mode: {reason}")]
+    Mode {
+        /// Whose mode.
+        party: Party,
+        /// What is wrong.
+        reason: String,
+    },
+    /// A point of a sweep has invalid parameters.
+    #[error("at {at}: {source}")]
+    SweepPoint {
+        /// The point (`kp=300`).
+        at: String,
+        /// What is wrong there.
+        source: kicklab_model::ParamError,
+    },
     /// Both parties asleep: impossible under the rules; reported, not hung.
     #[error("deadlock at t = {t_ns} ns: both parties asleep (free = {free}, avail = {avail}); this is a bug")]
     Deadlock {
@@ -375,20 +357,22 @@ impl Costs {
 /// let p = Params::default();
 /// let sim = simulate(&SimConfig::new(p, WaitMode::Notify, 100_000)).unwrap();
 /// let model = predict(&p, WaitMode::Notify).unwrap();
-/// assert!((sim.t_ns - model.t_ns).abs() / model.t_ns < 1e-9);
+/// assert!((sim.rates.t_ns - model.rates.t_ns).abs() / model.rates.t_ns < 1e-9);
 /// ```
 pub fn simulate(cfg: &SimConfig) -> Result<SimResult, SimError> {
     cfg.params.validate()?;
     if cfg.messages == 0 {
         return Err(SimError::NoMessages);
     }
-    for mode in [cfg.mode_p, cfg.mode_c] {
+    for (party, mode) in [(Party::P, cfg.mode_p), (Party::C, cfg.mode_c)] {
         if let WaitMode::Spin { budget_ns } = mode {
-            if !(budget_ns.is_finite() && budget_ns >= 0.0) {
-                return Err(SimError::Params(kicklab_model::ParamError {
-                    flag: "--mode",
-                    reason: format!("spin budget {budget_ns} must be a finite duration >= 0"),
-                }));
+            if !(budget_ns.is_finite() && (0.0..=MAX_DURATION_NS).contains(&budget_ns)) {
+                return Err(SimError::Mode {
+                    party,
+                    reason: format!(
+                        "spin budget {budget_ns} ns must be a duration between 0 and 1h"
+                    ),
+                });
             }
         }
     }
@@ -671,16 +655,18 @@ fn run<const CONST: bool, const LAT: bool>(
     let e_p_ns = per(a.busy_p, b.busy_p);
     let e_c_ns = per(a.busy_c, b.busy_c);
     Ok(SimResult {
-        t_ns: per(a.t, b.t),
-        e_ns: e_p_ns + e_c_ns,
-        e_p_ns,
-        e_c_ns,
-        messages: b.published - a.published,
-        notifications_p: b.notif_p - a.notif_p,
-        notifications_c: b.notif_c - a.notif_c,
-        sleeps_p: b.sleeps_p - a.sleeps_p,
-        sleeps_c: b.sleeps_c - a.sleeps_c,
-        latency_ns,
+        rates: Rates {
+            t_ns: per(a.t, b.t),
+            e_ns: e_p_ns + e_c_ns,
+            e_p_ns,
+            e_c_ns,
+            messages: b.published - a.published,
+            notifications_p: b.notif_p - a.notif_p,
+            notifications_c: b.notif_c - a.notif_c,
+            sleeps_p: b.sleeps_p - a.sleeps_p,
+            sleeps_c: b.sleeps_c - a.sleeps_c,
+            latency_ns,
+        },
         window,
         events,
         sim_time_ns: final_t as f64 / 1000.0,

@@ -20,9 +20,9 @@
 //! let p = Params { w_p: Cost::Const(2000.0), ..Params::default() };
 //! let sim = simulate(&SimConfig::new(p, WaitMode::Notify, 100_000)).unwrap();
 //! let model = predict(&p, WaitMode::Notify).unwrap();
-//! assert!((sim.t_ns - model.t_ns).abs() <= 1e-9 * model.t_ns);
-//! assert!((sim.e_ns - model.e_ns).abs() <= 1e-9 * model.e_ns);
-//! assert_eq!(sim.notifications_p, sim.messages); // m = 1: one kick a message
+//! assert!((sim.rates.t_ns - model.rates.t_ns).abs() <= 1e-9 * model.rates.t_ns);
+//! assert!((sim.rates.e_ns - model.rates.e_ns).abs() <= 1e-9 * model.rates.e_ns);
+//! assert_eq!(sim.rates.notifications_p, sim.rates.messages); // m = 1: one kick a message
 //! ```
 //!
 //! The clock counts whole picoseconds (`u64`), so the tie rule "every
@@ -34,8 +34,7 @@ pub mod reference;
 mod sampler;
 pub mod sweep;
 
-pub use engine::{
-    default_warmup, simulate, Latency, SimConfig, SimError, SimResult, Totals, Window,
-};
+pub use engine::{default_warmup, simulate, SimConfig, SimError, SimResult, Totals, Window};
+pub use kicklab_model::{Latency, Rates};
 pub use sampler::Sampler;
-pub use sweep::{sweep, SweepPoint, Vary, VaryError, VaryParam};
+pub use sweep::{sweep, SweepPoint, Vary, VaryError};

@@ -3,10 +3,9 @@
 //! parallel with rayon.
 
 use std::fmt;
-use std::str::FromStr;
 
 use kicklab_model::{
-    parse_duration_ns, predict, ss_best_case, ss_formula, Params, Prediction, WaitMode,
+    parse_duration_ns, predict, ss_best_case, ss_formula, Param, Params, Prediction, WaitMode,
 };
 use rayon::prelude::*;
 use serde::{Deserialize, Serialize};
@@ -14,92 +13,9 @@ use thiserror::Error;
 
 use crate::engine::{default_warmup, simulate, SimConfig, SimError, SimResult};
 
-/// The parameter a sweep varies.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum VaryParam {
-    /// Queue length L.
-    Len,
-    /// k_P.
-    Kp,
-    /// k_C.
-    Kc,
-    /// W_P.
-    Wp,
-    /// W_C.
-    Wc,
-    /// N_P.
-    Np,
-    /// N_C.
-    Nc,
-    /// S_P.
-    Sp,
-    /// S_C.
-    Sc,
-}
-
-impl VaryParam {
-    /// True for L, k_P, k_C (whole numbers, not durations).
-    pub fn is_count(self) -> bool {
-        matches!(self, VaryParam::Len | VaryParam::Kp | VaryParam::Kc)
-    }
-
-    /// Name as typed on the command line (`wp`, `len`, ...).
-    pub fn name(self) -> &'static str {
-        match self {
-            VaryParam::Len => "len",
-            VaryParam::Kp => "kp",
-            VaryParam::Kc => "kc",
-            VaryParam::Wp => "wp",
-            VaryParam::Wc => "wc",
-            VaryParam::Np => "np",
-            VaryParam::Nc => "nc",
-            VaryParam::Sp => "sp",
-            VaryParam::Sc => "sc",
-        }
-    }
-
-    /// Axis label (`W_P [us]`, `L [slots]`, ...).
-    pub fn label(self) -> &'static str {
-        match self {
-            VaryParam::Len => "L [slots]",
-            VaryParam::Kp => "k_P [messages]",
-            VaryParam::Kc => "k_C [slots]",
-            VaryParam::Wp => "W_P [us]",
-            VaryParam::Wc => "W_C [us]",
-            VaryParam::Np => "N_P [us]",
-            VaryParam::Nc => "N_C [us]",
-            VaryParam::Sp => "S_P [us]",
-            VaryParam::Sc => "S_C [us]",
-        }
-    }
-}
-
-impl FromStr for VaryParam {
-    type Err = VaryError;
-    fn from_str(s: &str) -> Result<Self, VaryError> {
-        Ok(match s.trim().to_ascii_lowercase().as_str() {
-            "len" | "l" => VaryParam::Len,
-            "kp" => VaryParam::Kp,
-            "kc" => VaryParam::Kc,
-            "wp" => VaryParam::Wp,
-            "wc" => VaryParam::Wc,
-            "np" => VaryParam::Np,
-            "nc" => VaryParam::Nc,
-            "sp" => VaryParam::Sp,
-            "sc" => VaryParam::Sc,
-            other => {
-                return Err(VaryError(format!(
-                    "unknown parameter `{other}` (use len, kp, kc, wp, wc, np, nc, sp, sc)"
-                )))
-            }
-        })
-    }
-}
-
-/// A `--vary` specification was rejected.
+/// A sweep specification (`wp=0.1us..3us:100`) was rejected.
 #[derive(Debug, Error, Clone, PartialEq, Eq)]
-#[error("--vary: {0}")]
+#[error("{0}")]
 pub struct VaryError(pub String);
 
 /// One swept parameter: `points` values evenly spaced from `from` to `to`
@@ -107,7 +23,7 @@ pub struct VaryError(pub String);
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 pub struct Vary {
     /// The parameter.
-    pub param: VaryParam,
+    pub param: Param,
     /// First value.
     pub from: f64,
     /// Last value.
@@ -128,7 +44,9 @@ impl Vary {
         let (name, rest) = s
             .split_once('=')
             .ok_or_else(|| VaryError(format!("`{s}`: {usage}")))?;
-        let param: VaryParam = name.parse()?;
+        let param: Param = name
+            .parse()
+            .map_err(|e: kicklab_model::UnknownParam| VaryError(e.to_string()))?;
         let (range, points) = rest
             .rsplit_once(':')
             .ok_or_else(|| VaryError(format!("`{s}`: {usage}")))?;
@@ -191,16 +109,10 @@ impl Vary {
     #[allow(clippy::cast_possible_truncation, clippy::cast_sign_loss)]
     pub fn apply(&self, base: &Params, value: f64) -> Params {
         let mut p = *base;
-        match self.param {
-            VaryParam::Len => p.len = value as u32,
-            VaryParam::Kp => p.k_p = value as u32,
-            VaryParam::Kc => p.k_c = value as u32,
-            VaryParam::Wp => p.w_p = p.w_p.with_mean(value),
-            VaryParam::Wc => p.w_c = p.w_c.with_mean(value),
-            VaryParam::Np => p.n_p = p.n_p.with_mean(value),
-            VaryParam::Nc => p.n_c = p.n_c.with_mean(value),
-            VaryParam::Sp => p.s_p = p.s_p.with_mean(value),
-            VaryParam::Sc => p.s_c = p.s_c.with_mean(value),
+        if let Some(n) = self.param.count_mut(&mut p) {
+            *n = value as u32;
+        } else if let Some(c) = self.param.cost_mut(&mut p) {
+            *c = c.with_mean(value);
         }
         p
     }
@@ -273,11 +185,9 @@ pub fn sweep(
         .map(|x| (x, vary.apply(base, x)))
         .collect();
     for (x, p) in &points {
-        p.validate().map_err(|e| {
-            SimError::Params(kicklab_model::ParamError {
-                flag: "--vary",
-                reason: format!("at {}={x}: {e}", vary.param.name()),
-            })
+        p.validate().map_err(|source| SimError::SweepPoint {
+            at: format!("{}={x}", vary.param.name()),
+            source,
         })?;
     }
     points
@@ -317,7 +227,7 @@ mod tests {
     #[test]
     fn parses_ranges() {
         let v = Vary::parse("wp=0.1us..3us:30").unwrap();
-        assert_eq!(v.param, VaryParam::Wp);
+        assert_eq!(v.param, Param::Wp);
         assert_eq!((v.from, v.to, v.points), (100.0, 3000.0, 30));
         let xs = v.values();
         assert_eq!(xs.len(), 30);
@@ -339,7 +249,7 @@ mod tests {
             "wp",
         ] {
             let e = Vary::parse(bad).unwrap_err();
-            assert!(e.to_string().starts_with("--vary: "), "{bad}: {e}");
+            assert!(!e.to_string().contains("--"), "{bad}: {e}");
         }
     }
 
@@ -347,6 +257,6 @@ mod tests {
     fn invalid_point_is_rejected_before_running() {
         let v = Vary::parse("kp=1..300:3").unwrap();
         let err = sweep(&Params::default(), &v, WaitMode::Notify, 100, 1, &|| {}).unwrap_err();
-        assert!(err.to_string().starts_with("--vary: at kp=300"), "{err}");
+        assert!(err.to_string().starts_with("at kp=300: k_P"), "{err}");
     }
 }

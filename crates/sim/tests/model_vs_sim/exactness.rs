@@ -53,18 +53,18 @@ fn check(p: &Params, mode: WaitMode, want: Regime) -> Result<(), TestCaseError> 
     }
     let sim = simulate(&cfg).unwrap();
     prop_assert!(
-        rel(sim.t_ns, model.t_ns) < TOL,
+        rel(sim.rates.t_ns, model.rates.t_ns) < TOL,
         "T: sim {} model {} ({:?}) {:?}",
-        sim.t_ns,
-        model.t_ns,
+        sim.rates.t_ns,
+        model.rates.t_ns,
         model.regime,
         p
     );
     prop_assert!(
-        rel(sim.e_ns, model.e_ns) < TOL,
+        rel(sim.rates.e_ns, model.rates.e_ns) < TOL,
         "E: sim {} model {} ({:?}) {:?}",
-        sim.e_ns,
-        model.e_ns,
+        sim.rates.e_ns,
+        model.rates.e_ns,
         model.regime,
         p
     );
@@ -76,18 +76,53 @@ fn check(p: &Params, mode: WaitMode, want: Regime) -> Result<(), TestCaseError> 
             model.regime
         );
         prop_assert_eq!(
-            sim.messages % r,
+            sim.rates.messages % r,
             0,
             "window of {} messages is not whole rounds of {}",
-            sim.messages,
+            sim.rates.messages,
             r
         );
-        let rounds = sim.messages / r;
+        let rounds = sim.rates.messages / r;
         let kicks = match sim.window {
-            Window::RoundsPc => sim.notifications_p,
-            _ => sim.notifications_c,
+            Window::RoundsPc => sim.rates.notifications_p,
+            _ => sim.rates.notifications_c,
         };
         prop_assert_eq!(kicks, rounds, "one notification per round");
+        // The model's per-round counts, scaled to the window's rounds.
+        let per_round = |n: u64| n * rounds;
+        prop_assert_eq!(
+            (sim.rates.notifications_p, sim.rates.notifications_c),
+            (
+                per_round(model.rates.notifications_p),
+                per_round(model.rates.notifications_c)
+            ),
+            "notifications per round ({:?})",
+            model.regime
+        );
+        prop_assert_eq!(
+            (sim.rates.sleeps_p, sim.rates.sleeps_c),
+            (
+                per_round(model.rates.sleeps_p),
+                per_round(model.rates.sleeps_c)
+            ),
+            "sleeps per round ({:?})",
+            model.regime
+        );
+    }
+    // Each party's share of E, not only their sum.
+    for (what, s, m) in [
+        ("E_P", sim.rates.e_p_ns, model.rates.e_p_ns),
+        ("E_C", sim.rates.e_c_ns, model.rates.e_c_ns),
+    ] {
+        prop_assert!(
+            rel(s, m) < TOL,
+            "{}: sim {} model {} ({:?}) {:?}",
+            what,
+            s,
+            m,
+            model.regime,
+            p
+        );
     }
     Ok(())
 }
@@ -263,8 +298,8 @@ proptest! {
         let Some(warmup) = steady_warmup(&p) else { return Err(TestCaseError::reject("transient too long")) };
         let a = simulate(&SimConfig { warmup, ..SimConfig::new(p, mode, 20_000) }).unwrap();
         let b = simulate(&SimConfig { warmup, ..SimConfig::new(p.mirrored(), mode, 20_000) }).unwrap();
-        prop_assert!(rel(a.t_ns, b.t_ns) < TOL, "T {} vs mirrored {}", a.t_ns, b.t_ns);
-        prop_assert!(rel(a.e_ns, b.e_ns) < TOL, "E {} vs mirrored {}", a.e_ns, b.e_ns);
+        prop_assert!(rel(a.rates.t_ns, b.rates.t_ns) < TOL, "T {} vs mirrored {}", a.rates.t_ns, b.rates.t_ns);
+        prop_assert!(rel(a.rates.e_ns, b.rates.e_ns) < TOL, "E {} vs mirrored {}", a.rates.e_ns, b.rates.e_ns);
     }
 
     /// Whatever the mode, in steady state no pair beats the slower party.
@@ -277,7 +312,7 @@ proptest! {
         prop_assume!(predict(&p, WaitMode::Notify).unwrap().round_messages.unwrap_or(1) <= 500);
         for mode in [WaitMode::Notify, WaitMode::Poll, WaitMode::Spin { budget_ns: b as f64 }] {
             let s = simulate(&SimConfig { warmup, ..SimConfig::new(p, mode, 5_000) }).unwrap();
-            prop_assert!(s.t_ns >= floor * (1.0 - 1e-9), "{mode}: T = {} < max(W) = {floor}", s.t_ns);
+            prop_assert!(s.rates.t_ns >= floor * (1.0 - 1e-9), "{mode}: T = {} < max(W) = {floor}", s.rates.t_ns);
         }
     }
 }
@@ -292,7 +327,7 @@ fn spin_with_zero_budget_is_notify() {
         50_000,
     ))
     .unwrap();
-    assert_eq!((a.t_ns, a.e_ns), (b.t_ns, b.e_ns));
+    assert_eq!((a.rates.t_ns, a.rates.e_ns), (b.rates.t_ns, b.rates.e_ns));
 }
 
 #[test]
@@ -309,11 +344,11 @@ fn huge_spin_budget_is_poll_in_throughput() {
         50_000,
     ))
     .unwrap();
-    assert_eq!(spin.sleeps_p + spin.sleeps_c, 0);
+    assert_eq!(spin.rates.sleeps_p + spin.rates.sleeps_c, 0);
     assert!(
-        rel(poll.t_ns, spin.t_ns) < 1e-9,
+        rel(poll.rates.t_ns, spin.rates.t_ns) < 1e-9,
         "{} vs {}",
-        poll.t_ns,
-        spin.t_ns
+        poll.rates.t_ns,
+        spin.rates.t_ns
     );
 }

@@ -10,12 +10,12 @@ fn both(p: &Params) -> (f64, f64) {
     let model = predict(p, WaitMode::Notify).unwrap();
     let sim = simulate(&SimConfig::new(*p, WaitMode::Notify, 200_000)).unwrap();
     assert!(
-        rel(model.t_ns, sim.t_ns) < 1e-9,
+        rel(model.rates.t_ns, sim.rates.t_ns) < 1e-9,
         "model {} sim {}",
-        model.t_ns,
-        sim.t_ns
+        model.rates.t_ns,
+        sim.rates.t_ns
     );
-    (model.t_ns, sim.t_ns)
+    (model.rates.t_ns, sim.rates.t_ns)
 }
 
 #[test]
@@ -31,14 +31,14 @@ fn polling_cost_is_twice_the_slower_party() {
         let slower = w_p.max(1100.0);
         assert_eq!(model.regime, Regime::GP);
         assert!(
-            rel(model.t_ns, slower) < 1e-12 && rel(sim.t_ns, slower) < 1e-9,
+            rel(model.rates.t_ns, slower) < 1e-12 && rel(sim.rates.t_ns, slower) < 1e-9,
             "{w_p}: {}",
-            sim.t_ns
+            sim.rates.t_ns
         );
         assert!(
-            rel(model.e_ns, 2.0 * slower) < 1e-12 && rel(sim.e_ns, 2.0 * slower) < 1e-9,
+            rel(model.rates.e_ns, 2.0 * slower) < 1e-12 && rel(sim.rates.e_ns, 2.0 * slower) < 1e-9,
             "{w_p}: {}",
-            sim.e_ns
+            sim.rates.e_ns
         );
     }
 }
@@ -179,6 +179,7 @@ fn latency_follows_the_rules() {
     };
     let l = simulate(&SimConfig::new(fc, WaitMode::Notify, 50_000))
         .unwrap()
+        .rates
         .latency_ns
         .unwrap();
     let want = 2400.0 + 200.0 + 1100.0;
@@ -188,6 +189,7 @@ fn latency_follows_the_rules() {
     // published, so its latency is W_C.
     let l = simulate(&SimConfig::new(fc, WaitMode::Poll, 50_000))
         .unwrap()
+        .rates
         .latency_ns
         .unwrap();
     assert!(
@@ -203,6 +205,7 @@ fn latency_follows_the_rules() {
     };
     let l = simulate(&SimConfig::new(fp, WaitMode::Poll, 50_000))
         .unwrap()
+        .rates
         .latency_ns
         .unwrap();
     let bound = 256.0 * 1100.0;
