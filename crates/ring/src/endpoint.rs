@@ -52,26 +52,12 @@ fn corrupt(what: Index, value: u32, len: u32) -> RingError {
     RingError::Corrupt { what, value, len }
 }
 
-/// The slot after `pos` in a ring of `len` slots.
+/// The slot after `pos` in a ring of `len` slots: `pos + 1`, or 0 at `len`.
+/// Requires `pos < len`; the result is then `< len` too.
 ///
-/// The wrap is a predicted branch marked cold, not the `cmov` LLVM picks for
-/// `if pos == len { 0 }`: the `cmov` puts a compare and a select on the
-/// loop-carried chain of the position in every push and pop, while the
-/// branch is taken once in `len`. Measured in a scratch benchmark of the two
-/// loops over the same memory, 201 paired runs each: 0.90x rtrb's time per
-/// message with the branch, 1.02x with the `cmov` (no work, threads on two
-/// CPUs).
-///
-/// `cold_path`, not a call to a cold function (the previous way to keep the
-/// branch): a call in the loop, even one never taken, makes every value live
-/// across it need a callee-saved register (x86-64 has six), and in the
-/// benchmark's loops LLVM spilled the position to the stack, one more store
-/// per message. That store hardly shows in the machine's fast state; in its
-/// slow state (probably the two CPUs on different host cores, where a store
-/// waits for its line to come back from the other core) the benchmark
-/// measured a median of 1.16x rtrb's time per message with the call (13
-/// runs) and 1.06x without (84 runs), the two side by side in one binary
-/// (see the README for the comparison over several link orders).
+/// The wrap is a branch marked with `std::hint::cold_path` (taken once in
+/// `len` calls), deliberately not a `cmov` and not a call to a cold function.
+/// Why it is written this way: see docs/ring-benchmarks.md.
 #[inline(always)]
 fn next_pos(pos: usize, len: u32) -> usize {
     let next = pos + 1;
@@ -85,13 +71,10 @@ fn next_pos(pos: usize, len: u32) -> usize {
 
 /// A ring of `len` slots on the heap, as its two endpoints.
 ///
-/// `#[inline]`, as is `split`. When the endpoints still held an `Arc` field,
-/// an out-of-line call here left their memory escaped and LLVM kept every
-/// field in memory across the caller's loop (measured then: 1.6x rtrb's cost
-/// per message, 1.0x inlined). Since they hold the memory through `View`'s
-/// raw pointer that no longer shows: LLVM keeps this function out of line in
-/// the `alternatives` benchmark, and the ring measures 0.84x rtrb there (fast
-/// state, over 8 link orders).
+/// The memory is a zeroed [`crate::RawRing::allocate`] region (the same
+/// layout as shared or guest memory); both indices start at 0 and it is
+/// freed when both endpoints are dropped. Why it is `#[inline]`: see
+/// docs/ring-benchmarks.md.
 ///
 /// # Panics
 ///
@@ -154,17 +137,13 @@ fn split(mem: Arc<dyn Memory>, len: u32) -> (Producer, Consumer) {
     )
 }
 
-/// The memory as two plain pointers, resolved once: going through
-/// `Arc<dyn Memory>` on every access cost a virtual call per index and slot
-/// and made the ring 2.5x slower than rtrb.
+/// An endpoint's access to the ring's memory: the header and the slots as
+/// two plain pointers, resolved once (no `Arc<dyn Memory>` call per access).
 ///
-/// The owning reference is kept as a raw `Arc` pointer, released in `Drop`
-/// by value: an `Arc` field would be dropped through `Arc::drop_slow(&mut
-/// self)`, a call that takes the field's address, so the endpoint's whole
-/// struct escaped and LLVM kept every field (tail, head cache, position) in
-/// memory across the caller's loop (measured: 1.8x rtrb's cost per message
-/// in the alternatives benchmark; the profile showed each message storing
-/// and reloading them through the stack).
+/// It owns one strong count of the memory as a raw `Arc` pointer, taken in
+/// `split` or `clone` and given back in an always-inlined `Drop`, so the
+/// memory lives as long as either endpoint. Why it is written this way: see
+/// docs/ring-benchmarks.md.
 struct View {
     header: NonNull<RingHeader>,
     slots: NonNull<AtomicU64>,
@@ -304,11 +283,9 @@ impl Producer {
     /// Re-reads the consumer's index into `head_cache`; on an impossible
     /// index, returns it and leaves the cache unchanged.
     ///
-    /// The fast paths use this, not a `RingError` built by [`corrupt`]: the error's
-    /// out-of-line constructor writes through a pointer, a call LLVM must
-    /// keep, and it kept that call's arguments in two registers across the
-    /// whole caller's loop (seen in the benchmark's disassembly; the
-    /// benchmark's cost per message did not move measurably).
+    /// The fast paths use this and build no [`RingError`] (that is
+    /// [`corrupt`]'s job, out of line, for the slow paths). Why: see
+    /// docs/ring-benchmarks.md.
     #[inline(always)]
     fn try_refresh_head(&mut self) -> Result<(), u32> {
         // Acquire: pairs with the consumer's Release store of `head`; the

@@ -80,8 +80,8 @@ impl WaitPoint {
 /// | 256 | slots | producer writes, consumer reads |
 ///
 /// `tail` and `head` are 128 bytes apart: x86's adjacent-line prefetcher
-/// moves 128-byte pairs of lines, so 64 bytes apart they would still
-/// false-share (measured: 17% slower per message than rtrb).
+/// moves 128-byte pairs of lines, so 64 bytes apart they could still
+/// false-share. Why it is laid out this way: see docs/ring-benchmarks.md.
 #[repr(C)]
 #[derive(Debug, Default)]
 pub struct RingHeader {

@@ -67,12 +67,14 @@ pub use layout::{reached, RingHeader, WaitPoint, CACHE_LINE};
 pub use notify::{EventFdNotifier, FutexNotifier, NotifierKind, PipeNotifier};
 pub use wait::{Notifier, WaitError, WaitStats, WaitStrategy};
 
-/// The other side broke the ring's invariants.
+/// The other side broke the ring's invariants: an index read from shared
+/// memory is impossible. It is detected before any slot is touched (never
+/// an out-of-bounds access); the ring cannot be trusted after it.
 ///
-/// Kept small on purpose (an enum tag, not a `&'static str`): results that
-/// do not fit in registers made the hot loop go through memory (measured:
-/// 1.6x rtrb's cost per message). The fast paths ([`Producer::push`],
-/// [`Consumer::pop`]) return the even smaller [`PushError`] / [`PopError`].
+/// Kept small (an enum tag, no strings) so that results carrying it stay in
+/// registers; the fast paths ([`Producer::push`], [`Consumer::pop`]) return
+/// the even smaller [`PushError`] / [`PopError`]. Why: see
+/// docs/ring-benchmarks.md.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
 pub enum RingError {
     /// An index read from shared memory is impossible (for example more
