@@ -119,16 +119,71 @@ impl BackendArgs {
     }
 }
 
-/// A real wait strategy from the same words as `--mode`.
-pub fn strategy(mode: WaitMode) -> kicklab_ring::WaitStrategy {
-    match mode {
-        WaitMode::Notify => kicklab_ring::WaitStrategy::Block,
-        WaitMode::Poll => kicklab_ring::WaitStrategy::Poll,
-        WaitMode::Spin { budget_ns } => kicklab_ring::WaitStrategy::SpinThenBlock(
-            std::time::Duration::from_secs_f64(budget_ns / 1e9),
-        ),
+impl BackendArgs {
+    /// The kvm options that differ from the defaults, as flags (for a
+    /// "reproduce" line).
+    pub fn flags(&self) -> String {
+        let mut f = String::new();
+        if let kicklab_testbed::Backend::Kvm(_) = self.backend {
+            if self.direction != kicklab_testbed::kvm::Direction::Tx {
+                f.push_str(&format!(" --direction {}", self.direction.name()));
+            }
+            if self.guest != kicklab_testbed::kvm::guest::GuestMode::User {
+                f.push_str(&format!(" --guest {}", self.guest.name()));
+            }
+            if !self.halt_poll.is_zero() {
+                f.push_str(&format!(
+                    " --halt-poll {}",
+                    kicklab_model::fmt_ns(self.halt_poll.as_secs_f64() * 1e9)
+                ));
+            }
+        }
+        f
     }
 }
+
+/// `--backend` and the kvm options of `kicklab pingpong`, where the guest
+/// is always the responder (so there is no `--direction`).
+#[derive(Debug, Clone, Args)]
+pub struct PingPongBackendArgs {
+    /// Where the responder runs: futex, eventfd or pipe (a host thread with
+    /// that notifier) or kvm (a tiny KVM guest).
+    #[arg(long, value_parser = backend)]
+    pub backend: kicklab_testbed::Backend,
+    /// kvm: host halt polling: a halted guest's vCPU thread polls this long
+    /// for a wake-up before it sleeps (0: sleep at once).
+    #[arg(long, default_value = "0", value_parser = duration)]
+    pub halt_poll: std::time::Duration,
+    /// kvm: how the guest runs: user (a native 64-bit user-mode loop) or
+    /// emulated (real mode, woken by irqfd interrupts, halting inside KVM).
+    #[arg(long, default_value = "user")]
+    pub guest: kicklab_testbed::kvm::guest::GuestMode,
+}
+
+impl PingPongBackendArgs {
+    /// The backend with its options.
+    pub fn get(&self) -> kicklab_testbed::Backend {
+        BackendArgs {
+            backend: self.backend,
+            direction: kicklab_testbed::kvm::Direction::Tx,
+            halt_poll: self.halt_poll,
+            guest: self.guest,
+        }
+        .get()
+    }
+}
+
+/// Parses `--vary`: `NAME=FROM..TO:POINTS`.
+pub fn vary(s: &str) -> Result<kicklab_sim::Vary, String> {
+    let v = kicklab_sim::Vary::parse(s).map_err(|e| e.0)?;
+    if v.points > MAX_SWEEP_POINTS {
+        return Err(format!("at most {MAX_SWEEP_POINTS} points"));
+    }
+    Ok(v)
+}
+
+/// The most points a sweep may have: every point is simulated and drawn.
+pub const MAX_SWEEP_POINTS: u32 = 100_000;
 
 /// Parses `notify`, `poll` or `spin:<duration>`.
 pub fn mode(s: &str) -> Result<WaitMode, String> {

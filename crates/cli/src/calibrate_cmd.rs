@@ -16,14 +16,14 @@ pub struct CalibrateArgs {
     #[command(flatten)]
     be: BackendArgs,
     /// Notifications per direction per round.
-    #[arg(long, default_value_t = 400)]
+    #[arg(long, default_value_t = 400, allow_hyphen_values = true)]
     samples: usize,
     /// How long the woken party idles before each notification (as a
     /// sleeping party does in a run; a longer idle lets its CPU halt).
     #[arg(long, default_value = "50us", value_parser = gap)]
     gap: Duration,
     /// Most rounds before giving up on stable medians (within 5%).
-    #[arg(long, default_value_t = 6)]
+    #[arg(long, default_value_t = 6, allow_hyphen_values = true)]
     rounds: usize,
     /// Write the profile (JSON) here, for --profile.
     #[arg(long)]
@@ -57,9 +57,19 @@ pub fn profile_json(p: &Profile) -> serde_json::Value {
     })
 }
 
+/// The most notifications per direction per round (each is a sample of
+/// four costs; a million take minutes).
+const MAX_SAMPLES: usize = 1_000_000;
+
 pub fn run(a: &CalibrateArgs) -> anyhow::Result<()> {
-    if a.samples < 10 {
-        return Err(crate::Usage("--samples: need at least 10".into()).into());
+    if !(10..=MAX_SAMPLES).contains(&a.samples) {
+        return Err(crate::Usage(format!("--samples: between 10 and {MAX_SAMPLES}")).into());
+    }
+    if !(1..=100).contains(&a.rounds) {
+        return Err(crate::Usage("--rounds: between 1 and 100".into()).into());
+    }
+    if let Some(path) = &a.save {
+        crate::check_out_file(path, "--save")?;
     }
     eprintln!(
         "calibrating {} ({} notifications per direction per round, {} idle before each) ...",

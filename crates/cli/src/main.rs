@@ -39,13 +39,7 @@ the pair between operating regimes (Rizzo et al., ANCS 2016): GP (polling), FC (
 SCS / SPS (slow consumer / producer start-up) and SS (both slow), with very different throughput and CPU cost.\n\n\
 Durations take a unit (ns, us, µs, ms, s; a bare number is ns). Every command's defaults are the paper's Fig. 4 \
 set-up: --len 256 --wp 1us --wc 1.1us --kp 1 --kc 1 --np 2.4us --nc 0.2us --sp 3.9us --sc 0.2us.",
-    after_help = "Examples:\n  kicklab model --wp 2us                       # regime, T and E in closed form\n  \
-kicklab sim --wp exp:2us --messages 1000000   # the same, simulated with random work\n  \
-kicklab sweep --vary wp=0.1us..3us:100         # Fig. 2/3 as CSV + SVG\n  \
-kicklab calibrate --backend kvm --save kvm.json # N and S with the producer in a KVM guest\n  \
-kicklab validate --backend kvm --profile kvm.json # Fig. 4 on this machine, guest and host\n  \
-kicklab pingpong --backend kvm                 # request/response under guest idle strategies\n  \
-kicklab report                                 # every figure, one HTML page"
+    after_help = "Examples:\n  kicklab model --wp 2us                             # regime, T and E in closed form\n  kicklab sim --wp exp:2us --messages 1000000        # the same, simulated with random work\n  kicklab sweep --vary wp=0.1us..3us:100             # Fig. 2/3 as CSV + SVG\n  kicklab calibrate --backend kvm --save kvm.json    # N and S with the producer in a KVM guest\n  kicklab validate --backend kvm --profile kvm.json  # Fig. 4 on this machine, guest and host\n  kicklab pingpong --backend kvm                     # request/response under guest idle strategies\n  kicklab report                                     # every figure, one HTML page"
 )]
 struct Cli {
     #[command(subcommand)]
@@ -73,6 +67,7 @@ enum Cmd {
 }
 
 fn main() -> ExitCode {
+    restore_sigpipe();
     let cli = match Cli::try_parse() {
         Ok(c) => c,
         Err(e) => {
@@ -90,13 +85,19 @@ fn main() -> ExitCode {
                     ExitCode::SUCCESS
                 };
             }
-            // One line: clap's first line names the flag and the problem.
+            // One line: clap's first line names the flag and the problem;
+            // for a missing argument the flag is on the next line.
             let text = e.render().to_string();
-            let line = text
-                .lines()
-                .find(|l| !l.trim().is_empty())
-                .unwrap_or("error: bad arguments");
-            eprintln!("{line}");
+            let mut lines = text.lines().map(str::trim).filter(|l| !l.is_empty());
+            let first = lines.next().unwrap_or("error: bad arguments");
+            if e.kind() == ErrorKind::MissingRequiredArgument {
+                let missing: Vec<&str> = lines
+                    .take_while(|l| l.starts_with("--") || l.starts_with('<'))
+                    .collect();
+                eprintln!("{first} {}", missing.join(", "));
+            } else {
+                eprintln!("{first}");
+            }
             return ExitCode::from(2);
         }
     };
@@ -122,6 +123,16 @@ fn main() -> ExitCode {
                 ExitCode::FAILURE
             }
         },
+    }
+}
+
+/// Lets a closed pipe end the process quietly, as it does any Unix tool
+/// (`kicklab sweep ... | head -1`), instead of a panic in `println!`.
+fn restore_sigpipe() {
+    // SAFETY: called first thing in `main`, before any other thread
+    // exists; SIG_DFL is a valid disposition for SIGPIPE.
+    unsafe {
+        libc::signal(libc::SIGPIPE, libc::SIG_DFL);
     }
 }
 
@@ -154,6 +165,18 @@ fn usage_of(e: &anyhow::Error) -> Option<String> {
             ModelError::NoClosedForm => format!("--mode: {m}: use `kicklab sim`"),
         });
     }
+    if let Some(l) = e.downcast_ref::<kicklab_lab::LabError>() {
+        use kicklab_lab::LabError;
+        return match l {
+            LabError::Input { input, reason } => Some(format!("--{}: {reason}", input.name())),
+            LabError::Param(p)
+            | LabError::Model(ModelError::Params(p))
+            | LabError::Sim(SimError::Params(p)) => Some(param(p)),
+            LabError::Model(m) => usage_of(&anyhow::Error::new(m.clone())),
+            LabError::Sim(s) => usage_of(&anyhow::Error::new(s.clone())),
+            _ => None,
+        };
+    }
     if let Some(s) = e.downcast_ref::<SimError>() {
         return match s {
             SimError::Params(p) => Some(param(p)),
@@ -167,6 +190,95 @@ fn usage_of(e: &anyhow::Error) -> Option<String> {
         };
     }
     None
+}
+
+/// The binary's [`kicklab_lab::Progress`]: a bar per stage on stderr
+/// (hidden when stderr is not a terminal) and notes as lines.
+pub struct Bars;
+
+static BAR: std::sync::Mutex<Option<indicatif::ProgressBar>> = std::sync::Mutex::new(None);
+
+impl kicklab_lab::Progress for Bars {
+    fn start(&self, what: &str, len: u64) {
+        *BAR.lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner) = Some(progress(len, what));
+    }
+    fn step(&self) {
+        if let Some(b) = &*BAR
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+        {
+            b.inc(1);
+        }
+    }
+    fn finish(&self) {
+        if let Some(b) = BAR
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .take()
+        {
+            b.finish_and_clear();
+        }
+    }
+    fn note(&self, line: &str) {
+        match &*BAR
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+        {
+            Some(b) => b.suspend(|| eprintln!("{line}")),
+            None => eprintln!("{line}"),
+        }
+    }
+}
+
+/// Fails (a [`Usage`] naming `flag`) unless `dir` is a directory that exists
+/// or can be created and written; checked before any work is done, and
+/// leaves nothing behind that was not there.
+///
+/// # Errors
+///
+/// A [`Usage`] error.
+pub fn check_out_dir(dir: &std::path::Path, flag: &str) -> anyhow::Result<()> {
+    let existed = dir.exists();
+    if existed && !dir.is_dir() {
+        return Err(Usage(format!(
+            "{flag}: {} exists and is not a directory",
+            dir.display()
+        ))
+        .into());
+    }
+    std::fs::create_dir_all(dir)
+        .map_err(|e| Usage(format!("{flag}: cannot create {}: {e}", dir.display())))?;
+    let probe = dir.join(format!(".kicklab-write-test-{}", std::process::id()));
+    let written = std::fs::write(&probe, b"");
+    let _ = std::fs::remove_file(&probe);
+    if !existed {
+        let _ = std::fs::remove_dir(dir);
+    }
+    written.map_err(|e| Usage(format!("{flag}: cannot write in {}: {e}", dir.display())))?;
+    Ok(())
+}
+
+/// Fails (a [`Usage`] naming `flag`) unless `file` can be created; checked
+/// before any work is done, and leaves no file behind.
+///
+/// # Errors
+///
+/// A [`Usage`] error.
+pub fn check_out_file(file: &std::path::Path, flag: &str) -> anyhow::Result<()> {
+    if file.is_dir() {
+        return Err(Usage(format!("{flag}: {} is a directory", file.display())).into());
+    }
+    let existed = file.exists();
+    std::fs::OpenOptions::new()
+        .append(true)
+        .create(true)
+        .open(file)
+        .map_err(|e| Usage(format!("{flag}: cannot write {}: {e}", file.display())))?;
+    if !existed {
+        let _ = std::fs::remove_file(file);
+    }
+    Ok(())
 }
 
 /// A progress bar on stderr (hidden when stderr is not a terminal).

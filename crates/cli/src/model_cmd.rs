@@ -99,7 +99,8 @@ fn print_prediction(params: &Params, mode: WaitMode, p: &Prediction) {
         println!("m           {m}  ({what})");
     }
     if let (Some(n), Some(t)) = (p.round_messages, p.round_ns) {
-        println!("round       {n} messages in {}", fmt_ns(t));
+        let messages = if n == 1 { "message" } else { "messages" };
+        println!("round       {n} {messages} in {}", fmt_ns(t));
     }
     if mode == WaitMode::Notify {
         let (wp, wc) = (params.w_p.mean_ns(), params.w_c.mean_ns());

@@ -1,14 +1,11 @@
-//! `kicklab run`: the pair for real, with the model's prediction.
-
-use std::time::Duration;
+//! `kicklab run`: parses, calls `kicklab_lab::real`, prints.
 
 use clap::Args;
-use kicklab_model::{fmt_ns, predict, WaitMode};
-use kicklab_testbed::{calibrate_backend, run_pair, Backend, PairConfig, PairResult, Profile};
+use kicklab_lab::real::{predicted, profile_for, RunSpec};
+use kicklab_model::{fmt_ns, WaitMode};
 use serde_json::json;
 
-use crate::args::{mode, strategy, BackendArgs, ParamArgs};
-use crate::Usage;
+use crate::args::{mode, BackendArgs, ParamArgs};
 
 /// Arguments of `kicklab run`.
 #[derive(Debug, Args)]
@@ -21,118 +18,31 @@ pub struct RunArgs {
     #[arg(long, default_value = "notify", value_parser = mode)]
     strategy: WaitMode,
     /// Messages measured (after a warm-up of a tenth as many).
-    #[arg(long, default_value_t = 200_000)]
+    #[arg(long, default_value_t = 200_000, allow_hyphen_values = true)]
     messages: u64,
     /// Seed for random W_P / W_C.
-    #[arg(long, default_value_t = 1)]
+    #[arg(long, default_value_t = 1, allow_hyphen_values = true)]
     seed: u64,
     /// Send combining: the producer publishes (and kicks at most once) every
     /// N messages, or sooner when the ring fills.
-    #[arg(long, default_value_t = 1)]
+    #[arg(long, default_value_t = 1, allow_hyphen_values = true)]
     batch: u32,
     /// Print one JSON object.
     #[arg(long)]
     json: bool,
 }
 
-/// Runs the pair with the given strategy.
-pub fn real_run(
-    params: &kicklab_model::Params,
-    be: Backend,
-    mode: WaitMode,
-    messages: u64,
-    seed: u64,
-) -> anyhow::Result<PairResult> {
-    real_run_batched(params, be, mode, messages, seed, 1)
-}
-
-/// As [`real_run`], publishing every `batch` messages (send combining).
-pub fn real_run_batched(
-    params: &kicklab_model::Params,
-    be: Backend,
-    mode: WaitMode,
-    messages: u64,
-    seed: u64,
-    batch: u32,
-) -> anyhow::Result<PairResult> {
-    let cfg = PairConfig {
-        params: *params,
-        strategy_p: strategy(mode),
-        strategy_c: strategy(mode),
-        backend: be,
-        messages,
-        warmup: messages / 10,
-        seed,
-        timeout: Duration::from_secs(30).max(Duration::from_secs_f64(messages as f64 * 1e-4)),
-        batch,
-    };
-    let r = run_pair(&cfg)?;
-    anyhow::ensure!(
-        r.lost == 0 && r.duplicated_or_reordered == 0,
-        "message check failed: {} lost, {} duplicated or reordered",
-        r.lost,
-        r.duplicated_or_reordered
-    );
-    Ok(r)
-}
-
-/// The profile from `--profile`, or a quick calibration of `be` now.
-pub fn profile_or_calibrate(params: &ParamArgs, be: Backend) -> anyhow::Result<Profile> {
-    let direction = match be {
-        Backend::Kvm(o) => Some(o.direction),
-        Backend::Threads(_) => None,
-    };
-    if let Some(p) = params.load_profile()? {
-        if p.backend != be.name() || p.direction != direction {
-            let d = |d: Option<kicklab_testbed::kvm::Direction>| {
-                d.map(|d| format!(" --direction {}", d.name()))
-                    .unwrap_or_default()
-            };
-            return Err(Usage(format!(
-                "--profile: it calibrates {}{}, not {}{}",
-                p.backend,
-                d(p.direction),
-                be.name(),
-                d(direction)
-            ))
-            .into());
-        }
-        warn_negative_starts(&p);
-        return Ok(p);
-    }
-    eprintln!("no --profile: calibrating {} quickly (kicklab calibrate --backend {} --save FILE for a better one) ...", be.name(), be.name());
-    let p = calibrate_backend(be, 200, Duration::from_micros(50), 2)?;
-    warn_negative_starts(&p);
-    Ok(p)
-}
-
-/// Says when a calibrated start-up came out negative, which the model
-/// cannot express.
-fn warn_negative_starts(p: &Profile) {
-    for s in p.negative_starts() {
-        eprintln!(
-            "warning: calibrated {s} is negative (the woken party ran before the notifier's call returned); \
-             the model and simulator take it as 0 (docs/kvm.md)"
-        );
-    }
-}
-
 pub fn run(a: &RunArgs) -> anyhow::Result<()> {
-    let mut params = a.params.params()?;
-    if a.messages == 0 {
-        return Err(Usage("--messages: need at least 1 message".into()).into());
-    }
-    let profile = profile_or_calibrate(&a.params, a.be.get())?;
-    if a.batch == 0 {
-        return Err(Usage("--batch: at least 1 message per publish".into()).into());
-    }
-    let r = real_run_batched(&params, a.be.get(), a.strategy, a.messages, a.seed, a.batch)?;
-    // The prediction: the model with this machine's N and S.
-    profile.apply(&mut params, false);
-    let predicted = match a.strategy {
-        WaitMode::Spin { .. } => None,
-        m => Some(predict(&params, m)?),
+    let params = a.params.params()?;
+    let spec = RunSpec {
+        batch: a.batch,
+        ..RunSpec::new(params, a.be.get(), a.strategy, a.messages, a.seed)
     };
+    kicklab_lab::real::check(&spec)?;
+    let profile = profile_for(a.be.get(), a.params.load_profile()?, &crate::Bars)?;
+    let r = kicklab_lab::real::run(&spec)?;
+    // The prediction: the model with this machine's N and S.
+    let predicted = predicted(&params, &profile, a.strategy)?;
     if a.json {
         return crate::print_json(&json!({
             "backend": a.be.get().name(),

@@ -29,7 +29,7 @@ pub struct SimArgs {
     #[arg(long, allow_hyphen_values = true)]
     warmup: Option<u64>,
     /// Seed of the random cost streams (one stream per cost).
-    #[arg(long, default_value_t = 1)]
+    #[arg(long, default_value_t = 1, allow_hyphen_values = true)]
     seed: u64,
     /// Do not record per-message latency (faster).
     #[arg(long)]

@@ -7,7 +7,7 @@ use kicklab_model::{fmt_ns, WaitMode};
 use kicklab_report::{sweep_charts, sweep_csv, Page, Section};
 use kicklab_sim::{sweep, SweepPoint, Vary};
 
-use crate::args::{mode, ParamArgs};
+use crate::args::{mode, vary, ParamArgs};
 use crate::Usage;
 
 /// Arguments of `kicklab sweep`.
@@ -26,15 +26,11 @@ pub struct SweepArgs {
     #[arg(long, default_value_t = 50_000, allow_hyphen_values = true)]
     messages: u64,
     /// Seed of the random cost streams.
-    #[arg(long, default_value_t = 1)]
+    #[arg(long, default_value_t = 1, allow_hyphen_values = true)]
     seed: u64,
     /// Output directory: sweep.csv, T.svg, E.svg, index.html.
     #[arg(long, default_value = "sweep-out")]
     out: PathBuf,
-}
-
-fn vary(s: &str) -> Result<Vary, String> {
-    Vary::parse(s).map_err(|e| e.0)
 }
 
 /// Runs a sweep with a progress bar.
@@ -54,6 +50,7 @@ pub fn run_sweep(
 
 pub fn run(a: &SweepArgs) -> anyhow::Result<()> {
     let params = a.params.params()?;
+    crate::check_out_dir(&a.out, "--out")?;
     if a.messages == 0 {
         return Err(Usage("--messages: need at least 1 message per point".into()).into());
     }

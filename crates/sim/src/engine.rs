@@ -232,6 +232,11 @@ pub struct SimResult {
     pub totals: Totals,
 }
 
+/// The longest queue the simulator takes: it keeps a publish time per slot
+/// and warms up over `4 L` messages, so 2^24 slots cost 128 MiB and about a
+/// second.
+pub const MAX_LEN: u32 = 1 << 24;
+
 /// Why a run could not finish.
 #[derive(Debug, Error, Clone, PartialEq, Eq)]
 pub enum SimError {
@@ -361,6 +366,14 @@ impl Costs {
 /// ```
 pub fn simulate(cfg: &SimConfig) -> Result<SimResult, SimError> {
     cfg.params.validate()?;
+    if cfg.params.len > MAX_LEN {
+        return Err(SimError::Params(kicklab_model::ParamError {
+            param: kicklab_model::Param::Len,
+            reason: format!(
+                "the simulator holds at most {MAX_LEN} slots (it keeps each slot's publish time)"
+            ),
+        }));
+    }
     if cfg.messages == 0 {
         return Err(SimError::NoMessages);
     }

@@ -34,7 +34,9 @@ pub mod reference;
 mod sampler;
 pub mod sweep;
 
-pub use engine::{default_warmup, simulate, SimConfig, SimError, SimResult, Totals, Window};
+pub use engine::{
+    default_warmup, simulate, SimConfig, SimError, SimResult, Totals, Window, MAX_LEN,
+};
 pub use kicklab_model::{Latency, Rates};
 pub use sampler::Sampler;
 pub use sweep::{sweep, SweepPoint, Vary, VaryError};

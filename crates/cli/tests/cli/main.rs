@@ -403,3 +403,175 @@ fn kvm_runs_in_both_directions_where_there_is_kvm() {
         assert!(v["T_ns"].as_f64().unwrap() >= 1000.0, "{v}");
     }
 }
+
+/// Inputs a user or a script will send, from the hardening list: each is
+/// refused at once with one line naming the flag and exit code 2, before
+/// any work is done.
+#[test]
+fn hostile_inputs_are_refused_naming_the_flag() {
+    let cases: &[(&[&str], &str)] = &[
+        // Durations beyond the picosecond clock's range (1h).
+        (&["model", "--wp", "1e8s"], "--wp"),
+        (&["sim", "--wp", "1e30s"], "--wp"),
+        (
+            &[
+                "run",
+                "--backend",
+                "futex",
+                "--wc",
+                "1e7s",
+                "--messages",
+                "100",
+            ],
+            "--wc",
+        ),
+        (
+            &["run", "--backend", "futex", "--strategy", "spin:1e30s"],
+            "--strategy",
+        ),
+        (
+            &["run", "--backend", "futex", "--halt-poll", "1e30s"],
+            "--halt-poll",
+        ),
+        (
+            &["calibrate", "--backend", "futex", "--gap", "1e30s"],
+            "--gap",
+        ),
+        (
+            &["pingpong", "--backend", "futex", "--work", "1e30s"],
+            "--work",
+        ),
+        (
+            &["pingpong", "--backend", "futex", "--idle", "haltpoll:1e30s"],
+            "--idle",
+        ),
+        // Sizes that pass a naive check and then abort on allocation.
+        (&["sim", "--len", "4294967295"], "--len"),
+        (&["sweep", "--vary", "wp=1us..2us:4294967295"], "--vary"),
+        (&["report", "--points", "4294967295"], "--points"),
+        (
+            &[
+                "calibrate",
+                "--backend",
+                "futex",
+                "--samples",
+                "100000000000",
+            ],
+            "--samples",
+        ),
+        // Zero and negative counts, missing arguments.
+        (&["report", "--real-messages", "0"], "--real-messages"),
+        (
+            &["run", "--backend", "futex", "--messages", "-1"],
+            "--messages",
+        ),
+        (&["sim", "--seed", "-3"], "--seed"),
+        (&["run"], "--backend"),
+        (&["run", "--backend", "futex", "--batch", "0"], "--batch"),
+        // Output paths that cannot be written.
+        (
+            &[
+                "calibrate",
+                "--backend",
+                "futex",
+                "--save",
+                "/proc/kicklab/f.json",
+            ],
+            "--save",
+        ),
+        (
+            &["sweep", "--vary", "wp=1us..2us:3", "--out", "/proc/kicklab"],
+            "--out",
+        ),
+        (
+            &["validate", "--backend", "futex", "--out", "/proc/kicklab"],
+            "--out",
+        ),
+    ];
+    for (args, flag) in cases {
+        let started = std::time::Instant::now();
+        let out = kicklab(args);
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {err}");
+        let lines: Vec<&str> = err.trim_end().lines().collect();
+        assert_eq!(lines.len(), 1, "{args:?}: one line, got {err}");
+        assert!(err.contains(flag), "{args:?}: {err} does not name {flag}");
+        assert!(out.stdout.is_empty(), "{args:?}: no output on stdout");
+        assert!(
+            started.elapsed() < std::time::Duration::from_secs(5),
+            "{args:?}: refused only after {:?} (work was done first)",
+            started.elapsed()
+        );
+    }
+}
+
+#[test]
+fn a_refused_save_leaves_no_file_and_a_refused_out_no_directory() {
+    let dir = tmp("refused");
+    std::fs::create_dir_all(&dir).unwrap();
+    let file = dir.join("sub-missing/f.json");
+    let out = kicklab(&[
+        "calibrate",
+        "--backend",
+        "futex",
+        "--save",
+        file.to_str().unwrap(),
+    ]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(!file.exists());
+    let out_dir = dir.join("never");
+    let out = kicklab(&[
+        "sweep",
+        "--vary",
+        "kp=1..300:3",
+        "--out",
+        out_dir.to_str().unwrap(),
+    ]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(!out_dir.exists(), "bad input left {}", out_dir.display());
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn a_closed_pipe_ends_the_output_quietly() {
+    use std::io::Read as _;
+    use std::process::Stdio;
+    let dir = tmp("pipe");
+    let mut child = Command::new(env!("CARGO_BIN_EXE_kicklab"))
+        .args([
+            "sweep",
+            "--vary",
+            "wp=0.5us..2us:40",
+            "--messages",
+            "2000",
+            "--out",
+        ])
+        .arg(&dir)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    // Read one line, then close the pipe as `head -1` does.
+    let mut stdout = child.stdout.take().unwrap();
+    let mut first = [0u8; 16];
+    stdout.read_exact(&mut first).unwrap();
+    drop(stdout);
+    let mut err = String::new();
+    child
+        .stderr
+        .take()
+        .unwrap()
+        .read_to_string(&mut err)
+        .unwrap();
+    let status = child.wait().unwrap();
+    assert!(!err.contains("panicked"), "{err}");
+    assert_ne!(status.code(), Some(101), "{err}");
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn model_prints_one_message_in_the_singular() {
+    let out = kicklab(&["model", "--wp", "2us"]);
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(text.contains("round       1 message in"), "{text}");
+}

@@ -1,0 +1,22 @@
+//! kicklab's experiments, as a library: what the `kicklab` binary, the
+//! report and any other front end (a notebook, a script) run.
+//!
+//! What lives here: a real run of the pair checked against the model
+//! ([`real`]), the paper's Fig. 4 validation ([`validate`]), the ping-pong
+//! suite with van Riel's reference rates ([`pingpong`]), and the assembly of
+//! the report page from all of them ([`report`]). Every function takes data
+//! and returns data (results, [`kicklab_report::Page`]s); progress goes
+//! through a [`Progress`] the caller supplies. What does not live here:
+//! argument parsing and printing (the binary), the model, the simulator and
+//! the testbeds themselves, rendering (`kicklab-report`).
+
+pub mod pingpong;
+pub mod real;
+pub mod report;
+pub mod validate;
+
+mod error;
+mod progress;
+
+pub use error::{Input, LabError};
+pub use progress::{Progress, Silent};

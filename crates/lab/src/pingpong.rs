@@ -1,0 +1,216 @@
+//! The ping-pong suite: request/response rates under the responder's idle
+//! strategies, run one after the other, as a table beside van Riel's KVM
+//! Forum 2013 numbers.
+
+use std::time::Duration;
+
+use kicklab_model::fmt_ns;
+use kicklab_testbed::pingpong::{pingpong, Idle, PingPongConfig, PingPongResult};
+use kicklab_testbed::Backend;
+
+use crate::{Input, LabError, Progress};
+
+/// Van Riel's message rates (KVM Forum 2013, "Measuring the overhead"):
+/// his configuration and what it corresponds to here.
+pub const VAN_RIEL: [(&str, f64, &str); 5] = [
+    ("default (vcpu_put/schedule/vcpu_load)", 135_531.0, "halt"),
+    ("vcpu_put/safe_halt/vcpu_load", 150_476.0, "halt-poll"),
+    (
+        "vcpu_put/safe_halt/vcpu_load, skip FPU save",
+        205_711.0,
+        "(no counterpart: no FPU state here)",
+    ),
+    ("safe_halt (no vcpu_put/vcpu_load)", 214_624.0, "halt-poll"),
+    (
+        "never trap to host (yield_on_hlt=n)",
+        218_260.0,
+        "poll / haltpoll",
+    ),
+];
+
+/// What the guest responder is, in one line.
+pub fn guest_line(mode: kicklab_testbed::kvm::guest::GuestMode) -> &'static str {
+    match mode {
+        kicklab_testbed::kvm::guest::GuestMode::User => {
+            "the guest responds from a native user-mode loop (a halt exits to the VMM, whose vCPU thread sleeps until the doorbell)"
+        }
+        kicklab_testbed::kvm::guest::GuestMode::Emulated => {
+            "the guest responds in emulated real mode (it halts with `sti; hlt` inside KVM and is woken by irqfd interrupts; \
+             every guest instruction costs about 1 us on PVM)"
+        }
+    }
+}
+
+/// The strategies run when none is named.
+pub fn default_idles(be: Backend) -> Vec<Idle> {
+    let us = |n| Duration::from_micros(n);
+    match be {
+        // Host halt polling swept over three windows; HLT exits can be
+        // disabled only for the guest that halts inside KVM.
+        Backend::Kvm(o) => {
+            let mut idles = vec![
+                Idle::Halt,
+                Idle::HostHaltPoll(us(10)),
+                Idle::HostHaltPoll(us(50)),
+                Idle::HostHaltPoll(us(200)),
+                Idle::PollThenHalt(us(50)),
+                Idle::Poll,
+            ];
+            if o.guest == kicklab_testbed::kvm::guest::GuestMode::Emulated {
+                idles.push(Idle::NoHltExit);
+            }
+            idles.push(Idle::Hint(us(1000)));
+            idles
+        }
+        Backend::Threads(_) => vec![Idle::Halt, Idle::PollThenHalt(us(50)), Idle::Poll],
+    }
+}
+
+/// Runs every strategy once, in order.
+///
+/// # Errors
+///
+/// No messages, a strategy the backend lacks, or a run that fails.
+pub fn run_all(
+    be: Backend,
+    idles: &[Idle],
+    messages: u64,
+    work: Duration,
+    requester_polls: bool,
+    progress: &dyn Progress,
+) -> Result<Vec<(Idle, PingPongResult)>, LabError> {
+    if messages == 0 {
+        return Err(LabError::input(Input::Messages, "need at least 1 request"));
+    }
+    if let Some(i) = idles
+        .iter()
+        .find(|i| i.kvm_only() && !matches!(be, Backend::Kvm(_)))
+    {
+        return Err(LabError::input(
+            Input::Idle,
+            format!("{i} exists only with the kvm backend"),
+        ));
+    }
+    let mut out = Vec::new();
+    progress.start("pingpong", idles.len() as u64);
+    for &idle in idles {
+        progress.note(&format!("pingpong: {} {idle} ...", be.name()));
+        let r = pingpong(&PingPongConfig {
+            backend: be,
+            idle,
+            messages,
+            work,
+            requester_polls,
+            timeout: Duration::from_secs(10),
+        })?;
+        out.push((idle, r));
+        progress.step();
+    }
+    progress.finish();
+    Ok(out)
+}
+
+/// The table as text lines: ours with ratios to `halt`, then (if
+/// `van_riel`) his.
+#[allow(clippy::cast_precision_loss)]
+pub fn table(be: Backend, runs: &[(Idle, PingPongResult)], van_riel: bool) -> Vec<String> {
+    let base = runs
+        .iter()
+        .find(|(i, _)| *i == Idle::Halt)
+        .map_or(runs.first().map_or(1.0, |(_, r)| r.rate_per_s), |(_, r)| {
+            r.rate_per_s
+        });
+    let mut lines = vec![format!(
+        "{:<22} {:>12} {:>9} {:>14} {:>12}",
+        format!("{} idle", be.name()),
+        "requests/s",
+        "vs halt",
+        "CPU/request",
+        "idle sleeps"
+    )];
+    for (idle, r) in runs {
+        lines.push(format!(
+            "{:<22} {:>12.0} {:>8.2}x {:>14} {:>11.2}",
+            idle.to_string(),
+            r.rate_per_s,
+            r.rate_per_s / base,
+            fmt_ns(r.cpu_ns_per_msg),
+            r.responder_sleeps as f64 / r.messages.max(1) as f64
+        ));
+    }
+    if !van_riel {
+        return lines;
+    }
+    lines.push(String::new());
+    lines.push(format!(
+        "{:<46} {:>10} {:>8}  {}",
+        "van Riel 2013 (Java threads in a KVM guest)", "msgs/s", "vs def.", "closest here"
+    ));
+    for (name, rate, here) in VAN_RIEL {
+        lines.push(format!(
+            "{name:<46} {rate:>10.0} {:>7.2}x  {here}",
+            rate / VAN_RIEL[0].1
+        ));
+    }
+    lines
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn kvm_only_strategies_are_refused_on_threads() {
+        let be = Backend::Threads(kicklab_ring::NotifierKind::Futex);
+        let e = run_all(
+            be,
+            &[Idle::Hint(Duration::from_micros(5))],
+            10,
+            Duration::ZERO,
+            true,
+            &crate::Silent,
+        )
+        .unwrap_err();
+        assert!(
+            matches!(
+                e,
+                LabError::Input {
+                    input: Input::Idle,
+                    ..
+                }
+            ),
+            "{e}"
+        );
+        let e = run_all(be, &[Idle::Poll], 0, Duration::ZERO, true, &crate::Silent).unwrap_err();
+        assert!(
+            matches!(
+                e,
+                LabError::Input {
+                    input: Input::Messages,
+                    ..
+                }
+            ),
+            "{e}"
+        );
+    }
+
+    #[test]
+    fn the_table_has_a_row_per_run_and_van_riels_rows() {
+        let be = Backend::Threads(kicklab_ring::NotifierKind::Futex);
+        let runs = run_all(
+            be,
+            &[Idle::Poll, Idle::Halt],
+            200,
+            Duration::from_micros(1),
+            true,
+            &crate::Silent,
+        )
+        .unwrap();
+        let lines = table(be, &runs, true);
+        assert_eq!(lines.len(), 1 + runs.len() + 2 + VAN_RIEL.len());
+        assert!(
+            lines[2].starts_with("halt") && lines[2].contains("1.00x"),
+            "{lines:?}"
+        );
+    }
+}

@@ -1,0 +1,667 @@
+//! The report: every figure and table, assembled as one [`Page`] with its
+//! CSV data. Rendering and writing files is `kicklab-report`'s.
+//!
+//! Sections: the regimes (model vs simulator), the paper's Fig. 2 (T vs
+//! W_P, long and short queue), Fig. 3 (E vs W_C), random costs, the
+//! calibrated costs and the Fig. 4 validation on threads and on a KVM
+//! guest, the message-passing (ping-pong) table, and the closed forms.
+
+use std::fmt::Write as _;
+
+use kicklab_model::{fmt_ns, predict, Cost, Params, Regime, WaitMode};
+use kicklab_report::{html_escape, sweep_charts, sweep_csv, Page, Section};
+use kicklab_sim::{simulate, sweep, SimConfig, Vary};
+
+use crate::{Input, LabError, Progress};
+
+/// What the report runs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ReportOptions {
+    /// Points per swept curve (>= 2).
+    pub points: u32,
+    /// Messages simulated per point (>= 1).
+    pub messages: u64,
+    /// Seed of the random cost streams.
+    pub seed: u64,
+    /// Run the real sections (calibration, validation, ping-pong).
+    pub testbed: bool,
+    /// Messages per real run in the validation (>= 1).
+    pub real_messages: u64,
+}
+
+impl Default for ReportOptions {
+    fn default() -> Self {
+        ReportOptions {
+            points: 120,
+            messages: 50_000,
+            seed: 1,
+            testbed: true,
+            real_messages: 60_000,
+        }
+    }
+}
+
+impl ReportOptions {
+    /// Checks the options before anything runs.
+    ///
+    /// # Errors
+    ///
+    /// The first input out of range.
+    pub fn check(&self) -> Result<(), LabError> {
+        if self.points < 2 {
+            return Err(LabError::input(
+                Input::Points,
+                "need at least 2 points per curve",
+            ));
+        }
+        if self.points > MAX_POINTS {
+            return Err(LabError::input(
+                Input::Points,
+                format!("at most {MAX_POINTS} points per curve"),
+            ));
+        }
+        if self.messages == 0 {
+            return Err(LabError::input(
+                Input::Messages,
+                "need at least 1 message per point",
+            ));
+        }
+        if self.testbed && self.real_messages == 0 {
+            return Err(LabError::input(
+                Input::Messages,
+                "need at least 1 message per real run",
+            ));
+        }
+        Ok(())
+    }
+}
+
+/// The most points a swept curve may have (a chart has no use for more).
+pub const MAX_POINTS: u32 = 100_000;
+
+/// The assembled report: the page and the CSV files it links to.
+#[derive(Debug, Clone)]
+pub struct Report {
+    /// The page (sections, figures, tables).
+    pub page: Page,
+    /// `(file name, CSV text)` of the data behind the figures.
+    pub csvs: Vec<(String, String)>,
+}
+
+impl Report {
+    /// Writes the page and its data into `dir`.
+    ///
+    /// # Errors
+    ///
+    /// A file that cannot be written.
+    pub fn write(&self, dir: &std::path::Path) -> Result<(), LabError> {
+        self.page.write(dir)?;
+        for (name, csv) in &self.csvs {
+            let f = dir.join(name);
+            std::fs::write(&f, csv)
+                .map_err(|e| kicklab_report::ReportError::Io(f.display().to_string(), e))?;
+        }
+        Ok(())
+    }
+}
+
+/// Calibrates every thread backend and validates futex: the testbed
+/// section of the report.
+fn testbed_sections(a: &ReportOptions, progress: &dyn Progress) -> Result<Vec<Section>, LabError> {
+    use kicklab_ring::NotifierKind;
+    let mut h = String::from(
+        "<p>Measured by <code>kicklab calibrate --backend B</code> (method: <code>docs/calibration.md</code>): N is the \
+         notify call with the peer asleep, S the time from the end of that call until the woken thread runs, after 50 us \
+         of idling. Means, with median and p10-p90 in parentheses.</p>\n<table><tr><th class=l>backend</th><th>N_P</th>\
+         <th>N_C</th><th>S_P</th><th>S_C</th><th class=l>stable</th></tr>\n",
+    );
+    let mut profiles = Vec::new();
+    for be in NotifierKind::ALL {
+        progress.note(&format!("report: calibrating {} ...", be.name()));
+        let p = kicklab_testbed::calibrate(be, 400, std::time::Duration::from_micros(50), 6)?;
+        let cell = |s: &kicklab_testbed::Stat| {
+            format!(
+                "{} ({}; {}-{})",
+                fmt_ns(s.mean_ns),
+                fmt_ns(s.median_ns),
+                fmt_ns(s.p10_ns),
+                fmt_ns(s.p90_ns)
+            )
+        };
+        let _ = writeln!(
+            h,
+            "<tr><td class=l>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td class=l>{}</td></tr>",
+            be.name(),
+            cell(&p.np),
+            cell(&p.nc),
+            cell(&p.sp),
+            cell(&p.sc),
+            if p.stable { format!("yes, {} rounds", p.rounds) } else { format!("no, {} rounds", p.rounds) }
+        );
+        profiles.push((be, p));
+    }
+    h.push_str("</table><p>The paper's prototype (producer in a QEMU/KVM guest, consumer a host kernel thread) measured \
+                N_P = 2.4, S_P = 3.9, N_C = 0.2, S_C = 0.2 us: asymmetric because a guest's kick is a VM exit. Here both \
+                ends are threads, so the costs are symmetric.</p>");
+    let calib = Section {
+        id: "calibration".into(),
+        heading: "Calibrated costs of this machine".into(),
+        html: h,
+        figures: vec![],
+    };
+    let (be, profile) = profiles
+        .into_iter()
+        .find(|(b, _)| *b == NotifierKind::Futex)
+        .expect("futex calibrated");
+    let vary = Vary::parse("wp=0.2us..3us:15").expect("valid");
+    progress.note(&format!(
+        "report: validating {} (15 points, notify and poll) ...",
+        be.name()
+    ));
+    let points = crate::validate::validate(
+        &Params::default(),
+        &profile,
+        kicklab_testbed::Backend::Threads(be),
+        &vary,
+        a.real_messages,
+        a.seed,
+        progress,
+    )?;
+    let cmd = format!(
+        "kicklab calibrate --backend futex --save futex.json; kicklab validate --backend futex --profile futex.json --vary {vary} --messages {}",
+        a.real_messages
+    );
+    let val = crate::validate::section(&points, &profile, be.name(), &cmd)?;
+    Ok(vec![calib, val])
+}
+
+/// The KVM sections: calibration against the paper's numbers, Fig. 4 with
+/// the producer in a guest, and the message-passing table (van Riel).
+fn kvm_sections(a: &ReportOptions, progress: &dyn Progress) -> Result<Vec<Section>, LabError> {
+    use kicklab_testbed::kvm::{Direction, KvmOptions};
+    use kicklab_testbed::Backend;
+    if let Err(why) = kicklab_testbed::kvm::available() {
+        progress.note("report: skipping the KVM sections: {why}");
+        return Ok(vec![Section {
+            id: "kvm".into(),
+            heading: "KVM guest (skipped)".into(),
+            html: format!("<p>Skipped on this machine: {}.</p>", html_escape(&why)),
+            figures: vec![],
+        }]);
+    }
+    let be = Backend::Kvm(KvmOptions {
+        direction: Direction::Tx,
+        halt_poll_ns: 0,
+        guest: kicklab_testbed::kvm::guest::GuestMode::User,
+    });
+    progress.note("report: calibrating kvm ...");
+    let p = kicklab_testbed::calibrate_backend(be, 400, std::time::Duration::from_micros(50), 6)?;
+    let mut h = String::from(
+        "<p>Measured by <code>kicklab calibrate --backend kvm</code>: the producer P is the guest, the consumer C a host \
+         thread. Means (median). Guest and host TSCs related by a ping exchange",
+    );
+    let _ = write!(
+        h,
+        " (to within {}).</p><table><tr><th class=l></th><th>N_P</th><th>N_C</th><th>S_P</th><th>S_C</th></tr>",
+        fmt_ns(p.clock_sync_ns.unwrap_or(f64::NAN))
+    );
+    let c = |s: &kicklab_testbed::Stat| format!("{} ({})", fmt_ns(s.mean_ns), fmt_ns(s.median_ns));
+    let _ = write!(
+        h,
+        "<tr><td class=l>this machine</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>\
+         <tr><td class=l>paper (QEMU/KVM, bare metal)</td><td>2.4us</td><td>0.2us</td><td>3.9us</td><td>0.2us</td></tr>\
+         <tr><td class=l>ratio (means)</td><td>{:.1}x</td><td>{:.1}x</td><td>{:.1}x</td><td>{:.1}x</td></tr></table>",
+        c(&p.np),
+        c(&p.nc),
+        c(&p.sp),
+        c(&p.sc),
+        p.np.mean_ns / 2400.0,
+        p.nc.mean_ns / 200.0,
+        p.sp.mean_ns / 3900.0,
+        p.sc.mean_ns / 200.0
+    );
+    h.push_str(
+        "<p>Why they differ (<code>docs/kvm.md</code>): this KVM is PVM, nested in a cloud VM without VMX. A guest kick \
+         (N_P) is an <code>out</code> that traps into PVM's emulator before the ioeventfd fires; the guest's wake-up \
+         (S_P) is an exit to the VMM plus the wake of its vCPU thread through the outer hypervisor; N_C is an eventfd \
+         write that wakes that thread. In the paper N_C and S_C are 0.2 us because its consumer was a host thread \
+         that the guest's kick found (nearly) running; here S_C is a real thread wake-up.</p>",
+    );
+    let calib = Section {
+        id: "kvm-calibration".into(),
+        heading: "KVM: calibrated costs vs the paper's".into(),
+        html: h,
+        figures: vec![],
+    };
+    let vary = Vary::parse("wp=0.2us..3us:15").expect("valid");
+    progress.note("report: validating kvm (15 points, notify and poll) ...");
+    let points = crate::validate::validate(
+        &Params::default(),
+        &p,
+        be,
+        &vary,
+        a.real_messages,
+        a.seed,
+        progress,
+    )?;
+    let cmd = format!(
+        "kicklab calibrate --backend kvm --save kvm.json; kicklab validate --backend kvm --profile kvm.json --vary {vary} --messages {}",
+        a.real_messages
+    );
+    let val = crate::validate::section(&points, &p, "kvm", &cmd)?;
+    let work = std::time::Duration::from_micros(2);
+    let mut pp = String::from(
+        "<p>Request/response between a host thread (the requester, polling for each response) and a responder that \
+         idles between requests: the guest (kvm) or a thread (futex). Each side works 2 us per message. Reproduce: \
+         <code>kicklab pingpong --backend kvm</code>, <code>kicklab pingpong --backend futex</code>.</p>",
+    );
+    for (be, van_riel) in [
+        (be, false),
+        (Backend::Threads(kicklab_ring::NotifierKind::Futex), true),
+    ] {
+        let idles = crate::pingpong::default_idles(be);
+        let runs = crate::pingpong::run_all(be, &idles, a.real_messages / 3, work, true, progress)?;
+        let _ = write!(
+            pp,
+            "<pre>{}</pre>",
+            html_escape(&crate::pingpong::table(be, &runs, van_riel).join("\n"))
+        );
+    }
+    // The emulated guest: the irqfd path, KVM's own halt polling and HLT
+    // exits; slow instructions, so longer work and fewer requests.
+    let emulated = Backend::Kvm(KvmOptions {
+        guest: kicklab_testbed::kvm::guest::GuestMode::Emulated,
+        ..KvmOptions::default()
+    });
+    let runs = crate::pingpong::run_all(
+        emulated,
+        &crate::pingpong::default_idles(emulated),
+        (a.real_messages / 30).max(200),
+        std::time::Duration::from_micros(20),
+        true,
+        progress,
+    )?;
+    let _ = write!(
+        pp,
+        "<p>The same with the guest in emulated real mode (<code>kicklab pingpong --backend kvm --guest emulated --work 20us</code>): \
+         {}. Here halt polling is KVM's own (<code>KVM_CAP_HALT_POLL</code>) and <code>no-hlt-exit</code> is \
+         <code>KVM_CAP_X86_DISABLE_EXITS</code>.</p><pre>{}</pre>",
+        html_escape(crate::pingpong::guest_line(kicklab_testbed::kvm::guest::GuestMode::Emulated)),
+        html_escape(&crate::pingpong::table(emulated, &runs, false).join("\n"))
+    );
+    pp.push_str(
+        "<p>Van Riel's rates are for Java threads messaging inside one guest on bare metal; his lever was where the \
+         idle vCPU waits (scheduled out, halted in place, never leaving the guest). Here the responder's halt is an \
+         exit to the VMM, so the guest's own polling (haltpoll, poll) removes the exit and the wake-up and gives the \
+         big step; host halt polling only saves the vCPU thread's sleep, a small part of the cost on this machine.</p>",
+    );
+    let ping = Section {
+        id: "pingpong".into(),
+        heading: "Message passing: idle strategies (van Riel 2013, Denali)".into(),
+        html: pp,
+        figures: vec![],
+    };
+    Ok(vec![calib, val, ping])
+}
+
+/// One representative parameter set per regime, from the Fig. 4 set-up.
+fn regime_examples() -> Vec<(Regime, &'static str, Params)> {
+    let d = Params::default();
+    let c = Cost::Const;
+    vec![
+        (
+            Regime::FC,
+            "--wp 2us",
+            Params {
+                w_p: c(2000.0),
+                ..d
+            },
+        ),
+        (Regime::FP, "(defaults)", d),
+        (
+            Regime::SCS,
+            "--len 8 --wp 2us --wc 1us --sc 20us --sp 0.5us",
+            Params {
+                len: 8,
+                w_p: c(2000.0),
+                w_c: c(1000.0),
+                s_c: c(20_000.0),
+                s_p: c(500.0),
+                ..d
+            },
+        ),
+        (
+            Regime::SPS,
+            "--len 4 --wp 0.5us",
+            Params {
+                len: 4,
+                w_p: c(500.0),
+                ..d
+            },
+        ),
+        (
+            Regime::SS,
+            "--len 2 --sc 5us",
+            Params {
+                len: 2,
+                s_c: c(5000.0),
+                ..d
+            },
+        ),
+        (
+            Regime::Lockstep,
+            "--wp 1.1us",
+            Params {
+                w_p: c(1100.0),
+                ..d
+            },
+        ),
+    ]
+}
+
+fn regimes_section(messages: u64, seed: u64) -> Result<Section, LabError> {
+    let mut h = String::from(
+        "<p>One parameter set per regime (flags on top of the Fig. 4 defaults). Model: closed forms of \
+         <code>docs/model.md</code>. Simulator: the same rules as events, constant costs, measured over whole \
+         notification rounds; then with every cost exponential with the same mean.</p>\n<table><tr><th class=l>regime</th>\
+         <th class=l>flags</th><th>m</th><th>T model</th><th>T sim</th><th>E model</th><th>E sim</th><th>T sim, exp costs</th>\
+         <th>E sim, exp costs</th><th>T poll</th><th>E poll</th></tr>\n",
+    );
+    for (want, flags, p) in regime_examples() {
+        let m = predict(&p, WaitMode::Notify)?;
+        debug_assert_eq!(
+            m.regime, want,
+            "the example of a regime classifies as another"
+        );
+        let round = m.round_messages.unwrap_or(1);
+        let n = messages.max(40 * round);
+        let s = simulate(&SimConfig {
+            seed,
+            ..SimConfig::new(p, WaitMode::Notify, n)
+        })?;
+        let x = simulate(&SimConfig {
+            seed,
+            ..SimConfig::new(p.with_exponential_costs(), WaitMode::Notify, n.max(200_000))
+        })?;
+        let g = predict(&p, WaitMode::Poll)?;
+        let _ = writeln!(
+            h,
+            "<tr><td class=l>{}</td><td class=l><code>{}</code></td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
+            m.regime,
+            html_escape(flags),
+            m.m.map_or("-".into(), |v| v.to_string()),
+            fmt_ns(m.rates.t_ns),
+            fmt_ns(s.rates.t_ns),
+            fmt_ns(m.rates.e_ns),
+            fmt_ns(s.rates.e_ns),
+            fmt_ns(x.rates.t_ns),
+            fmt_ns(x.rates.e_ns),
+            fmt_ns(g.rates.t_ns),
+            fmt_ns(g.rates.e_ns)
+        );
+    }
+    h.push_str("</table>\n<p>Reproduce a row: <code>kicklab model FLAGS</code> and <code>kicklab sim FLAGS</code>; \
+                the exponential column: <code>kicklab sim --wp exp:.. --wc exp:.. ...</code> with each cost as <code>exp:MEAN</code>.</p>\n");
+    Ok(Section {
+        id: "regimes".into(),
+        heading: "The regimes: model and simulator".into(),
+        html: h,
+        figures: vec![],
+    })
+}
+
+struct Figure {
+    id: &'static str,
+    heading: &'static str,
+    text: &'static str,
+    params: Params,
+    vary: String,
+    flags: &'static str,
+}
+
+fn closed_forms_section() -> Section {
+    let rows = [
+        ("GP", "-", "max(W_P, W_C) (W_P + W_C if L = 1)", "2 T"),
+        (
+            "FC",
+            "floor((S_C + (k_P-1) W_C) / (W_P - W_C)) + k_P",
+            "W_P + N_P / m",
+            "W_P + W_C + (N_P + S_C) / m",
+        ),
+        (
+            "FP",
+            "floor((S_P + (k_C-1) W_P) / (W_C - W_P)) + k_C",
+            "W_C + N_C / m",
+            "W_P + W_C + (N_C + S_P) / m",
+        ),
+        (
+            "SCS",
+            "floor(((L-k_C) W_C - S_P - W_P) / (W_P - W_C)) + 1",
+            "(ΣNS + k_C W_C + (m + k_P) W_P) / (L + m)",
+            "W_P + W_C + ΣNS / (L + m)",
+        ),
+        (
+            "SPS",
+            "floor(((L-k_P) W_P - S_C - W_C) / (W_C - W_P)) + 1",
+            "(ΣNS + k_P W_P + (m + k_C) W_C) / (L + m)",
+            "W_P + W_C + ΣNS / (L + m)",
+        ),
+        (
+            "SS",
+            "-",
+            "(ΣNS + k_P W_P + k_C W_C) / L",
+            "W_P + W_C + ΣNS / L",
+        ),
+        ("lockstep", "-", "W_P (= W_C)", "2 W_P"),
+    ];
+    let mut h = String::from(
+        "<p>ΣNS = N_P + N_C + S_P + S_C. Derivations, the regime predicates and the symmetry argument are in \
+         <code>docs/model.md</code>; the simulator reproduces every row to within 1e-6 (property tests over random \
+         parameters).</p>\n<table><tr><th class=l>regime</th><th class=l>m</th><th class=l>T</th><th class=l>E</th></tr>\n",
+    );
+    for (r, m, t, e) in rows {
+        let _ = writeln!(h, "<tr><td class=l>{r}</td><td class=l>{m}</td><td class=l>{t}</td><td class=l>{e}</td></tr>", );
+    }
+    h.push_str("</table>\n");
+    Section {
+        id: "closed-forms".into(),
+        heading: "Closed forms".into(),
+        html: h,
+        figures: vec![],
+    }
+}
+
+/// Runs everything the report shows and assembles the page.
+///
+/// # Errors
+///
+/// Bad options ([`ReportOptions::check`]), or a part that fails.
+pub fn build(a: &ReportOptions, progress: &dyn Progress) -> Result<Report, LabError> {
+    a.check()?;
+    let started = std::time::Instant::now();
+    let d = Params::default();
+    let n = a.points;
+    let figures = [
+        Figure {
+            id: "fig2",
+            heading: "Fig. 2: time per message vs W_P (L = 256)",
+            text: "W_C = 1.1 us and the paper's measured N/S costs. Left of W_P = W_C the producer is fast (FP, P sleeps); \
+                   right of it the consumer is fast (FC, C sleeps). The staircase is m changing in whole messages; \
+                   slowing the fast party down (moving towards W_P = W_C) raises throughput. The jump at W_P ≈ 1.3 us is m \
+                   reaching k_P = 1: one kick (N_P = 2.4 us) per message.",
+            params: d,
+            vary: format!("wp=0.1us..3us:{n}"),
+            flags: "",
+        },
+        Figure {
+            id: "fig2-short",
+            heading: "Fig. 2, short queue: time per message vs W_P (L = 4)",
+            text: "The same costs with a 4-slot queue: the queue cannot absorb P's 3.9 us start-up, so the fast-producer \
+                   side falls into SPS and SS, far above T_GP.",
+            params: Params { len: 4, ..d },
+            vary: format!("wp=0.1us..3us:{n}"),
+            flags: "--len 4",
+        },
+        Figure {
+            id: "fig3",
+            heading: "Fig. 3: CPU cost per message vs W_C",
+            text: "W_P = 1 us. Polling costs 2 max(W_P, W_C): its slope is twice the others', so past some |W_P - W_C| \
+                   notifications are cheaper in CPU even where they are slower.",
+            params: d,
+            vary: format!("wc=0.1us..3us:{n}"),
+            flags: "",
+        },
+        Figure {
+            id: "random",
+            heading: "Random costs: time per message vs W_P, every cost exponential",
+            text: "Every cost exponential with the Fig. 4 means. The closed form (of the means) keeps its staircase; the \
+                   simulator shows how variable costs smooth it, and where the mean-value model is off.",
+            params: d.with_exponential_costs(),
+            vary: format!("wp=0.1us..3us:{n}"),
+            flags: "--wp exp:1us --wc exp:1.1us --np exp:2.4us --nc exp:0.2us --sp exp:3.9us --sc exp:0.2us",
+        },
+    ];
+    let mut sections = vec![regimes_section(a.messages, a.seed)?];
+    let mut csvs = Vec::new();
+    for f in &figures {
+        let vary = Vary::parse(&f.vary).map_err(|e| LabError::input(Input::Vary, e.to_string()))?;
+        progress.start(f.id, u64::from(vary.points));
+        let pts = sweep(
+            &f.params,
+            &vary,
+            WaitMode::Notify,
+            a.messages,
+            a.seed,
+            &|| progress.step(),
+        )?;
+        progress.finish();
+        let (t, e) = sweep_charts(&pts, &vary, f.heading.split(':').next().unwrap_or(f.id));
+        let cmd = format!(
+            "kicklab sweep --vary {} {} --messages {}",
+            f.vary, f.flags, a.messages
+        );
+        let html = format!(
+            "<p>{}</p><p>Reproduce: <code>{}</code>. Data: <a href=\"{id}.csv\">{id}.csv</a>.</p>",
+            html_escape(f.text),
+            html_escape(cmd.trim()),
+            id = f.id
+        );
+        sections.push(Section {
+            id: f.id.into(),
+            heading: f.heading.into(),
+            html,
+            figures: vec![
+                (
+                    format!("{}-T", f.id),
+                    t.to_svg(960, 540)?,
+                    format!("{}: T", f.heading),
+                ),
+                (
+                    format!("{}-E", f.id),
+                    e.to_svg(960, 540)?,
+                    format!("{}: E", f.heading),
+                ),
+            ],
+        });
+        csvs.push((format!("{}.csv", f.id), sweep_csv(&pts, &vary)));
+    }
+    if a.testbed {
+        sections.extend(testbed_sections(a, progress)?);
+        sections.extend(kvm_sections(a, progress)?);
+    } else {
+        progress.note("report: no real runs (testbed off)");
+    }
+    sections.push(closed_forms_section());
+    let cores = std::thread::available_parallelism().map_or(1, std::num::NonZeroUsize::get);
+    let page = Page {
+        title: "kicklab report".into(),
+        intro_html: format!(
+            "<p>Producer/consumer synchronization after Rizzo et al., \"A Study of Speed Mismatches Between Communicating \
+             Virtual Machines\" (ANCS 2016). Generated by <code>kicklab report --points {} --messages {} --seed {}</code> \
+             (kicklab {}) on a {cores}-core machine in {:.1} s.</p>",
+            a.points,
+            a.messages,
+            a.seed,
+            env!("CARGO_PKG_VERSION"),
+            started.elapsed().as_secs_f64()
+        ),
+        sections,
+    };
+    Ok(Report { page, csvs })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_regime_example_is_in_its_regime() {
+        for (want, flags, p) in regime_examples() {
+            assert_eq!(
+                predict(&p, WaitMode::Notify).unwrap().regime,
+                want,
+                "{flags}"
+            );
+        }
+    }
+
+    #[test]
+    fn options_are_checked_before_running() {
+        let ok = ReportOptions::default();
+        ok.check().unwrap();
+        for (bad, input) in [
+            (ReportOptions { points: 1, ..ok }, Input::Points),
+            (
+                ReportOptions {
+                    points: u32::MAX,
+                    ..ok
+                },
+                Input::Points,
+            ),
+            (ReportOptions { messages: 0, ..ok }, Input::Messages),
+            (
+                ReportOptions {
+                    real_messages: 0,
+                    ..ok
+                },
+                Input::Messages,
+            ),
+        ] {
+            match bad.check() {
+                Err(LabError::Input { input: i, .. }) => assert_eq!(i, input),
+                other => panic!("{bad:?}: {other:?}"),
+            }
+        }
+    }
+
+    #[test]
+    fn the_model_only_report_has_every_figure_and_its_data() {
+        let opts = ReportOptions {
+            points: 3,
+            messages: 2_000,
+            testbed: false,
+            ..ReportOptions::default()
+        };
+        let r = build(&opts, &crate::Silent).unwrap();
+        let ids: Vec<&str> = r.page.sections.iter().map(|s| s.id.as_str()).collect();
+        assert_eq!(
+            ids,
+            [
+                "regimes",
+                "fig2",
+                "fig2-short",
+                "fig3",
+                "random",
+                "closed-forms"
+            ]
+        );
+        assert_eq!(r.csvs.len(), 4);
+        for (name, csv) in &r.csvs {
+            assert_eq!(
+                csv.lines().count(),
+                1 + 3,
+                "{name}: a header and a row per point"
+            );
+        }
+    }
+}
