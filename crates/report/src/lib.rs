@@ -8,10 +8,14 @@
 mod chart;
 mod page;
 mod sweep;
+mod table;
+mod write;
 
 pub use chart::{Chart, Mark, Series, Style};
 pub use page::{html_escape, Page, Section};
 pub use sweep::{regime_marks, sweep_charts, sweep_csv};
+pub use table::{Cell, Column, Kind, Table};
+pub use write::write_atomic;
 
 /// A chart or a page could not be written.
 #[derive(Debug, thiserror::Error)]
