@@ -468,16 +468,8 @@ pub fn run(a: &ReportArgs) -> anyhow::Result<()> {
             heading: f.heading.into(),
             html,
             figures: vec![
-                (
-                    format!("{}-T", f.id),
-                    t.to_svg(960, 540)?,
-                    format!("{}: T", f.heading),
-                ),
-                (
-                    format!("{}-E", f.id),
-                    e.to_svg(960, 540)?,
-                    format!("{}: E", f.heading),
-                ),
+                (format!("{}-T", f.id), t.to_svg(960, 540)?, t.caption()),
+                (format!("{}-E", f.id), e.to_svg(960, 540)?, e.caption()),
             ],
         });
         csvs.push((format!("{}.csv", f.id), sweep_csv(&pts, &vary)));
@@ -506,7 +498,7 @@ pub fn run(a: &ReportArgs) -> anyhow::Result<()> {
     };
     page.write(&a.out)?;
     for (name, csv) in csvs {
-        std::fs::write(a.out.join(name), csv)?;
+        kicklab_report::write_atomic(&a.out.join(name), csv)?;
     }
     println!("{}", a.out.join("index.html").display());
     Ok(())

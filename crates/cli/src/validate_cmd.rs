@@ -219,8 +219,7 @@ pub fn charts(points: &[Point], be: &str) -> (Chart, Chart) {
                     style: *style,
                 })
                 .collect(),
-            marks: vec![],
-            y_range: None,
+            ..Chart::default()
         }
     };
     (
@@ -394,7 +393,7 @@ pub fn run(a: &ValidateArgs) -> anyhow::Result<()> {
         sections: vec![section(&points, &profile, be, &cmd)?],
     };
     page.write(&a.out)?;
-    std::fs::write(a.out.join("validate.csv"), tables(&points).1)?;
+    kicklab_report::write_atomic(&a.out.join("validate.csv"), tables(&points).1)?;
     println!(
         "{:>8}  {:<8} {:<6} {:>10} {:>10} {:>10} {:>10} {:>10}",
         "W_P", "regime", "slept", "T model", "T sim", "T real", "T poll", "poll real"
