@@ -172,4 +172,50 @@ mod tests {
         assert!(h.contains("One &amp; two"));
         assert!(h.contains("<svg></svg><figcaption>cap"));
     }
+
+    /// Charts and tables fit a 700 px window: SVGs scale down, tables
+    /// scroll sideways.
+    #[test]
+    fn page_is_responsive() {
+        let mut s = Section::new("s", "S");
+        let mut t = Table::new("t", vec![crate::Column::text("a", "A")]);
+        t.push(vec!["x".into()]);
+        s.push_table(&t);
+        s.push_chart("c", &Chart::default(), 400, 300).unwrap();
+        let h = Page {
+            title: "p".into(),
+            sections: vec![s],
+            ..Page::default()
+        }
+        .to_html();
+        assert!(h.contains("name=\"viewport\""));
+        assert!(h.contains("svg,img{max-width:100%;height:auto}"));
+        assert!(h.contains(".table-wrap{max-width:100%;overflow-x:auto}"));
+        assert!(h.contains("<div class=\"table-wrap\"><table>"));
+        assert!(h.contains("style=\"max-width:100%;height:auto\""));
+    }
+
+    #[test]
+    fn write_with_puts_page_figures_and_files_in_place() {
+        let dir = std::env::temp_dir().join(format!("kicklab-page-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        let mut s = Section::new("s", "S");
+        s.push_chart("fig", &Chart::default(), 300, 200).unwrap();
+        let p = Page {
+            sections: vec![s],
+            ..Page::default()
+        };
+        p.write_with(&dir, &[("d.csv".into(), "a\n1\n".into())])
+            .unwrap();
+        let mut names: Vec<String> = std::fs::read_dir(&dir)
+            .unwrap()
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .collect();
+        names.sort();
+        assert_eq!(names, ["d.csv", "fig.svg", "index.html"]);
+        assert!(std::fs::read_to_string(dir.join("fig.svg"))
+            .unwrap()
+            .ends_with("</svg>\n"));
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
 }

@@ -309,6 +309,44 @@ mod tests {
         }
     }
 
+    /// E_GP (a thin line) is drawn after the simulator's polling points
+    /// that lie on it, so it stays visible.
+    #[test]
+    fn polling_reference_line_is_drawn_over_the_points() {
+        let v = Vary::parse("wc=0.5us..2us:6").unwrap();
+        let pts =
+            kicklab_sim::sweep(&Params::default(), &v, WaitMode::Notify, 2_000, 1, &|| {}).unwrap();
+        let (_, e) = sweep_charts(&pts, &v, "Fig. 3");
+        let gp = e
+            .series
+            .iter()
+            .position(|s| s.name.starts_with("E_GP"))
+            .unwrap();
+        let sim = e
+            .series
+            .iter()
+            .position(|s| s.name == "simulator, polling")
+            .unwrap();
+        let svg = e.to_svg(960, 540).unwrap();
+        let color = |i: usize| {
+            format!(
+                "\"{}\"",
+                ["#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e"][i]
+            )
+        };
+        let line = svg
+            .lines()
+            .position(|l| l.starts_with("<polyline") && l.contains(&color(gp)))
+            .unwrap();
+        let last_dot = svg
+            .lines()
+            .collect::<Vec<_>>()
+            .iter()
+            .rposition(|l| l.starts_with("<circle") && l.contains(&color(sim)))
+            .unwrap();
+        assert!(line > last_dot, "E_GP drawn under the points");
+    }
+
     #[test]
     fn captions_name_their_own_metric() {
         let v = Vary::parse("wc=0.5us..2us:3").unwrap();
