@@ -268,7 +268,7 @@ impl Chart {
             Clip::Auto => {
                 let all: Vec<f64> = maxima.iter().map(|m| m.1).collect();
                 let bound = 3.0 * median(all.clone());
-                if !(bound > 0.0) || all.iter().all(|m| *m <= bound) {
+                if bound.is_nan() || bound <= 0.0 || all.iter().all(|m| *m <= bound) {
                     return None;
                 }
                 // Cover every series within the bound, with some headroom.
