@@ -79,7 +79,7 @@ pub fn run(a: &SweepArgs) -> anyhow::Result<()> {
     // Everything computed: only now touch the file system.
     page.write(&a.out)?;
     let csv = a.out.join("sweep.csv");
-    std::fs::write(&csv, sweep_csv(&points, &a.vary))?;
+    kicklab_report::write_atomic(&csv, sweep_csv(&points, &a.vary))?;
 
     let count = a.vary.param.is_count();
     println!(

@@ -66,7 +66,7 @@ pub fn run(a: &ValidateArgs) -> anyhow::Result<()> {
         sections: vec![section(&points, &profile, be, &cmd)?],
     };
     page.write(&a.out)?;
-    std::fs::write(a.out.join("validate.csv"), tables(&points).1)?;
+    kicklab_report::write_atomic(&a.out.join("validate.csv"), tables(&points).1)?;
     println!(
         "{:>8}  {:<8} {:<6} {:>10} {:>10} {:>10} {:>10} {:>10}",
         "W_P", "regime", "slept", "T model", "T sim", "T real", "T poll", "poll real"

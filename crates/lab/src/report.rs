@@ -95,12 +95,7 @@ impl Report {
     ///
     /// A file that cannot be written.
     pub fn write(&self, dir: &std::path::Path) -> Result<(), LabError> {
-        self.page.write(dir)?;
-        for (name, csv) in &self.csvs {
-            let f = dir.join(name);
-            std::fs::write(&f, csv)
-                .map_err(|e| kicklab_report::ReportError::Io(f.display().to_string(), e))?;
-        }
+        self.page.write_with(dir, &self.csvs)?;
         Ok(())
     }
 }
@@ -551,16 +546,8 @@ pub fn build(a: &ReportOptions, progress: &dyn Progress) -> Result<Report, LabEr
             heading: f.heading.into(),
             html,
             figures: vec![
-                (
-                    format!("{}-T", f.id),
-                    t.to_svg(960, 540)?,
-                    format!("{}: T", f.heading),
-                ),
-                (
-                    format!("{}-E", f.id),
-                    e.to_svg(960, 540)?,
-                    format!("{}: E", f.heading),
-                ),
+                (format!("{}-T", f.id), t.to_svg(960, 540)?, t.caption()),
+                (format!("{}-E", f.id), e.to_svg(960, 540)?, e.caption()),
             ],
         });
         csvs.push((format!("{}.csv", f.id), sweep_csv(&pts, &vary)));

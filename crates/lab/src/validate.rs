@@ -219,8 +219,7 @@ pub fn charts(points: &[Point], be: &str) -> (Chart, Chart) {
                     style: *style,
                 })
                 .collect(),
-            marks: vec![],
-            y_range: None,
+            ..Chart::default()
         }
     };
     (

@@ -1,7 +1,12 @@
-//! A small chart description and its SVG rendering.
+//! A small chart description and its SVG rendering (hand-written SVG, so
+//! that the layout is ours: labels in a strip above the plot, the legend
+//! below it, neither covering the other nor the data).
+//!
+//! What does not live here: what a chart shows (`sweep`, the callers).
 
-use plotters::prelude::*;
+use std::fmt::Write as _;
 
+use crate::page::html_escape;
 use crate::ReportError;
 
 /// How a series is drawn.
@@ -28,7 +33,8 @@ pub struct Series {
     pub style: Style,
 }
 
-/// A labelled vertical line (a regime boundary).
+/// A labelled vertical line (a regime boundary); the label is shown just
+/// right of the line.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Mark {
     /// Where, on the x axis.
@@ -37,8 +43,44 @@ pub struct Mark {
     pub label: String,
 }
 
-/// A line chart.
+/// A labelled x interval (a regime): the label is centred over it, dashed
+/// lines at its inner edges.
 #[derive(Debug, Clone, PartialEq)]
+pub struct Band {
+    /// Left end (smaller x).
+    pub x0: f64,
+    /// Right end (larger x).
+    pub x1: f64,
+    /// Text above the interval.
+    pub label: String,
+}
+
+/// The y axis scale.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum YScale {
+    /// Linear (from 0 unless data are negative).
+    #[default]
+    Linear,
+    /// Logarithmic, decades; values <= 0 are left out.
+    Log,
+}
+
+/// Clipping of the y axis when one series dwarfs the others.
+#[derive(Debug, Clone, Copy, PartialEq, Default)]
+pub enum Clip {
+    /// Cut the axis when some series reach above 3x the median of all the
+    /// series' maxima (one curve dwarfing the others): the axis covers the
+    /// other series, the large ones are drawn clipped, with a note.
+    #[default]
+    Auto,
+    /// Never clip: the axis covers every value.
+    Off,
+    /// Cut the axis at this value (with a note if anything is above).
+    Above(f64),
+}
+
+/// A line chart.
+#[derive(Debug, Clone, PartialEq, Default)]
 pub struct Chart {
     /// Title.
     pub title: String,
@@ -52,125 +94,674 @@ pub struct Chart {
     pub marks: Vec<Mark>,
     /// Optional fixed y range (else from the data, from 0).
     pub y_range: Option<(f64, f64)>,
+    /// Labelled x intervals (regimes).
+    pub bands: Vec<Band>,
+    /// Linear or log y axis.
+    pub y_scale: YScale,
+    /// Clipping of outliers on the y axis (ignored with a `y_range`).
+    pub clip: Clip,
 }
 
-const PALETTE: [RGBColor; 8] = [
-    RGBColor(31, 119, 180),
-    RGBColor(214, 39, 40),
-    RGBColor(44, 160, 44),
-    RGBColor(148, 103, 189),
-    RGBColor(255, 127, 14),
-    RGBColor(23, 190, 207),
-    RGBColor(140, 86, 75),
-    RGBColor(127, 127, 127),
+const PALETTE: [&str; 8] = [
+    "#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e", "#17becf", "#8c564b", "#7f7f7f",
 ];
 
-impl Chart {
-    /// Renders the chart as an SVG document of `width` x `height` pixels.
-    ///
-    /// # Errors
-    ///
-    /// [`ReportError::Draw`] if plotters fails.
-    pub fn to_svg(&self, width: u32, height: u32) -> Result<String, ReportError> {
-        let mut out = String::new();
-        self.draw(&mut out, width, height)
-            .map_err(|e| ReportError::Draw(self.title.clone(), e.to_string()))?;
-        Ok(out)
+/// Font sizes [px].
+const TITLE_PX: f64 = 17.0;
+const TICK_PX: f64 = 13.0;
+const AXIS_PX: f64 = 14.0;
+const LABEL_PX: f64 = 13.0;
+const LEGEND_PX: f64 = 13.0;
+/// Height of one row of regime labels, of legend entries.
+const LABEL_ROW: f64 = 17.0;
+const LEGEND_ROW: f64 = 20.0;
+/// Width of a legend glyph.
+const GLYPH_W: f64 = 28.0;
+
+/// An axis-aligned rectangle in pixels.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub(crate) struct Rect {
+    pub x: f64,
+    pub y: f64,
+    pub w: f64,
+    pub h: f64,
+}
+
+impl Rect {
+    #[cfg(test)]
+    pub(crate) fn intersects(&self, o: &Rect) -> bool {
+        self.x < o.x + o.w && o.x < self.x + self.w && self.y < o.y + o.h && o.y < self.y + self.h
+    }
+}
+
+/// Estimated width of `s` in a sans-serif font of `px`.
+fn text_w(s: &str, px: f64) -> f64 {
+    #[allow(clippy::cast_precision_loss)]
+    let n = s.chars().count() as f64;
+    n * px * 0.6
+}
+
+/// Where everything goes, in pixels.
+#[derive(Debug, Clone)]
+pub(crate) struct Layout {
+    /// The plot area (inside the axes).
+    pub plot: Rect,
+    /// Data ranges: x, then y (in log10 for a log axis).
+    pub x: (f64, f64),
+    pub y: (f64, f64),
+    pub log: bool,
+    /// Labels of bands and marks: text, box, anchor x.
+    pub labels: Vec<(String, Rect)>,
+    /// The legend box, and each entry's `(series index, x, y)`.
+    pub legend: Rect,
+    pub entries: Vec<(usize, f64, f64)>,
+    /// The note about clipped series, if any.
+    pub note: Option<String>,
+}
+
+impl Layout {
+    fn px(&self, x: f64) -> f64 {
+        let (a, b) = self.x;
+        self.plot.x + (x - a) / (b - a) * self.plot.w
     }
 
-    fn draw(
-        &self,
-        out: &mut String,
-        width: u32,
-        height: u32,
-    ) -> Result<(), Box<dyn std::error::Error + '_>> {
-        let pts = || {
-            self.series
-                .iter()
-                .flat_map(|s| s.points.iter())
-                .filter(|(x, y)| x.is_finite() && y.is_finite())
+    /// Pixel row of a y value already in axis units (log10 for log).
+    fn py_axis(&self, v: f64) -> f64 {
+        let (a, b) = self.y;
+        self.plot.y + self.plot.h - (v - a) / (b - a) * self.plot.h
+    }
+
+    fn to_axis(&self, y: f64) -> Option<f64> {
+        if self.log {
+            (y > 0.0).then(|| y.log10())
+        } else {
+            Some(y)
+        }
+    }
+}
+
+/// About `n` round tick values in `[a, b]`.
+fn nice_ticks(a: f64, b: f64, n: usize) -> (Vec<f64>, f64) {
+    #[allow(clippy::cast_precision_loss)]
+    let raw = (b - a) / n.max(1) as f64;
+    if !(raw.is_finite() && raw > 0.0) {
+        return (vec![a], 1.0);
+    }
+    let mag = 10f64.powf(raw.log10().floor());
+    let step = [1.0, 2.0, 2.5, 5.0, 10.0]
+        .iter()
+        .map(|m| m * mag)
+        .find(|s| *s >= raw)
+        .unwrap_or(10.0 * mag);
+    let mut v = (a / step).ceil() * step;
+    let mut out = Vec::new();
+    while v <= b + step * 1e-9 {
+        out.push(if v.abs() < step * 1e-9 { 0.0 } else { v });
+        v += step;
+    }
+    (out, step)
+}
+
+/// A tick label with as many decimals as the step needs.
+fn tick_label(v: f64, step: f64) -> String {
+    #[allow(clippy::cast_possible_truncation, clippy::cast_sign_loss)]
+    let d = (-step.log10().floor()).max(0.0) as usize;
+    let d = if (step * 10f64.powi(i32::try_from(d).unwrap_or(0)))
+        .fract()
+        .abs()
+        > 1e-9
+    {
+        d + 1
+    } else {
+        d
+    };
+    format!("{v:.d$}")
+}
+
+fn fmt_short(v: f64) -> String {
+    let s = format!("{v:.3}");
+    s.trim_end_matches('0').trim_end_matches('.').to_string()
+}
+
+fn median(mut v: Vec<f64>) -> f64 {
+    v.sort_by(f64::total_cmp);
+    match v.len() {
+        0 => f64::NAN,
+        n if n % 2 == 1 => v[n / 2],
+        n => (v[n / 2 - 1] + v[n / 2]) / 2.0,
+    }
+}
+
+impl Chart {
+    /// The figure caption: the title (which names the metric) and the axes,
+    /// e.g. `Fig. 3: CPU cost per message E (E [us of busy CPU/message]
+    /// vs W_C [us])`.
+    pub fn caption(&self) -> String {
+        format!("{} ({} vs {})", self.title, self.y_label, self.x_label)
+    }
+
+    fn finite(&self) -> impl Iterator<Item = (f64, f64)> + '_ {
+        self.series
+            .iter()
+            .flat_map(|s| s.points.iter().copied())
+            .filter(|(x, y)| x.is_finite() && y.is_finite())
+    }
+
+    /// The top of the y axis after clipping, and the note, if it clips.
+    fn clip_top(&self) -> Option<(f64, String)> {
+        let maxima: Vec<(usize, f64)> = self
+            .series
+            .iter()
+            .enumerate()
+            .filter_map(|(i, s)| {
+                s.points
+                    .iter()
+                    .map(|p| p.1)
+                    .filter(|y| y.is_finite())
+                    .reduce(f64::max)
+                    .map(|m| (i, m))
+            })
+            .collect();
+        let top = match self.clip {
+            Clip::Off => return None,
+            Clip::Above(v) => v,
+            Clip::Auto => {
+                let all: Vec<f64> = maxima.iter().map(|m| m.1).collect();
+                let bound = 3.0 * median(all.clone());
+                if bound.is_nan() || bound <= 0.0 || all.iter().all(|m| *m <= bound) {
+                    return None;
+                }
+                // Cover every series within the bound, with some headroom.
+                all.iter()
+                    .copied()
+                    .filter(|m| *m <= bound)
+                    .fold(0.0, f64::max)
+                    * 1.1
+            }
         };
-        let (mut x0, mut x1) = pts().fold((f64::MAX, f64::MIN), |(a, b), (x, _)| {
-            (a.min(*x), b.max(*x))
-        });
+        let over: Vec<String> = maxima
+            .iter()
+            .filter(|(_, m)| *m > top)
+            .map(|(i, m)| format!("{} (up to {})", self.series[*i].name, fmt_short(*m)))
+            .collect();
+        (!over.is_empty()).then(|| {
+            (
+                top,
+                format!(
+                    "Clipped at {}: {}; values above are drawn at the top edge (▲).",
+                    fmt_short(top),
+                    over.join(", ")
+                ),
+            )
+        })
+    }
+
+    pub(crate) fn layout(&self, width: u32, height: u32) -> Layout {
+        let (w, h) = (f64::from(width), f64::from(height));
+        // X range: the data's (or the bands' if there are no data).
+        let (mut x0, mut x1) = self
+            .finite()
+            .map(|p| p.0)
+            .chain(self.bands.iter().flat_map(|b| [b.x0, b.x1]))
+            .fold((f64::MAX, f64::MIN), |(a, b), x| (a.min(x), b.max(x)));
         if x0 > x1 {
             (x0, x1) = (0.0, 1.0);
         }
         if x0 == x1 {
             (x0, x1) = (x0 - 0.5, x1 + 0.5);
         }
-        let (y0, y1) = self.y_range.unwrap_or_else(|| {
-            let top = pts().map(|(_, y)| *y).fold(0.0f64, f64::max);
-            // Headroom for the legend above the curves.
-            (0.0, if top > 0.0 { top * 1.4 } else { 1.0 })
-        });
-        let root = SVGBackend::with_string(out, (width, height)).into_drawing_area();
-        root.fill(&WHITE)?;
-        let mut chart = ChartBuilder::on(&root)
-            .caption(&self.title, ("sans-serif", 18))
-            .margin(12)
-            .x_label_area_size(42)
-            .y_label_area_size(60)
-            .build_cartesian_2d(x0..x1, y0..y1)?;
-        chart
-            .configure_mesh()
-            .x_desc(&self.x_label)
-            .y_desc(&self.y_label)
-            .light_line_style(RGBColor(235, 235, 235))
-            .draw()?;
-        for m in &self.marks {
-            let grey = RGBColor(150, 150, 150);
-            chart.draw_series(DashedLineSeries::new(
-                vec![(m.x, y0), (m.x, y1)],
-                4,
-                4,
-                grey.stroke_width(1),
-            ))?;
-            chart.draw_series(std::iter::once(Text::new(
-                m.label.clone(),
-                (m.x + (x1 - x0) * 0.004, y1 - (y1 - y0) * 0.02),
-                ("sans-serif", 11).into_font().color(&RGBColor(90, 90, 90)),
-            )))?;
+        // Y range.
+        let log = self.y_scale == YScale::Log;
+        let mut note = None;
+        let (y0, y1) = if let Some(r) = self.y_range {
+            if log {
+                (r.0.max(f64::MIN_POSITIVE).log10(), r.1.log10())
+            } else {
+                r
+            }
+        } else {
+            let clip = self.clip_top();
+            let ys = || {
+                self.finite()
+                    .map(|p| p.1)
+                    .filter(|y| !log || *y > 0.0)
+                    .filter(|y| clip.as_ref().is_none_or(|(t, _)| y <= t))
+            };
+            let lo = ys().fold(f64::MAX, f64::min);
+            let hi = ys().fold(f64::MIN, f64::max);
+            let cut = clip.as_ref().map(|c| c.0);
+            let hi = cut.unwrap_or(hi);
+            note = clip.map(|c| c.1);
+            if log {
+                if lo > hi {
+                    (0.0, 1.0)
+                } else {
+                    let (a, b) = (lo.log10().floor(), hi.log10().ceil());
+                    (a, if b > a { b } else { a + 1.0 })
+                }
+            } else {
+                let lo = if lo > hi { 0.0 } else { lo.min(0.0) };
+                let hi = if hi > lo { hi } else { lo + 1.0 };
+                if cut.is_some() {
+                    (lo, hi)
+                } else {
+                    // Round the top up to a tick, with a little headroom.
+                    let (_, step) = nice_ticks(lo, hi * 1.04, 6);
+                    (lo, (hi * 1.04 / step).ceil() * step)
+                }
+            }
+        };
+        let (y0, y1) = if y1 > y0 { (y0, y1) } else { (y0, y0 + 1.0) };
+
+        // Horizontal extent of the plot.
+        let left = 78.0;
+        let right = w - 24.0;
+        let pw = (right - left).max(10.0);
+        let px = |x: f64| left + (x - x0) / (x1 - x0) * pw;
+
+        // Labels, in rows above the plot: a label goes in the first row
+        // where it overlaps no other.
+        let mut wanted: Vec<(String, f64, bool)> = Vec::new(); // text, x, centred
+        for b in &self.bands {
+            wanted.push((b.label.clone(), (px(b.x0) + px(b.x1)) / 2.0, true));
         }
+        for m in &self.marks {
+            wanted.push((m.label.clone(), px(m.x) + 3.0, false));
+        }
+        let mut rows: Vec<Vec<(f64, f64)>> = Vec::new();
+        let mut placed = Vec::new();
+        for (text, x, centred) in wanted {
+            let tw = text_w(&text, LABEL_PX);
+            let mut lx = if centred { x - tw / 2.0 } else { x };
+            lx = lx.clamp(left, (right - tw).max(left));
+            let row = rows
+                .iter()
+                .position(|r| r.iter().all(|(a, b)| lx + tw + 4.0 <= *a || lx >= *b + 4.0))
+                .unwrap_or_else(|| {
+                    rows.push(Vec::new());
+                    rows.len() - 1
+                });
+            rows[row].push((lx, lx + tw));
+            placed.push((text, lx, tw, row));
+        }
+        #[allow(clippy::cast_precision_loss)]
+        let strip = rows.len() as f64 * LABEL_ROW;
+        let top = 34.0 + strip + if rows.is_empty() { 0.0 } else { 4.0 };
+
+        // Legend rows below the axis label, wrapped to the plot's width.
+        let mut entries = Vec::new();
+        let (mut ex, mut ey) = (0.0, 0.0);
+        let mut legend_w: f64 = 0.0;
         for (i, s) in self.series.iter().enumerate() {
+            let ew = GLYPH_W + 6.0 + text_w(&s.name, LEGEND_PX) + 16.0;
+            if ex > 0.0 && ex + ew > pw - 16.0 {
+                ex = 0.0;
+                ey += LEGEND_ROW;
+            }
+            entries.push((i, ex, ey));
+            ex += ew;
+            legend_w = legend_w.max(ex);
+        }
+        let legend_h = if entries.is_empty() {
+            0.0
+        } else {
+            ey + LEGEND_ROW + 8.0
+        };
+        let note_h = if note.is_some() { 18.0 } else { 0.0 };
+        // Below the plot: tick labels, axis label, legend, note.
+        let below = 22.0 + 22.0 + 8.0 + legend_h + note_h + 6.0;
+        let ph = (h - top - below).max(20.0);
+        let legend = Rect {
+            x: left,
+            y: top + ph + 52.0,
+            w: (legend_w - 8.0).max(0.0) + 8.0,
+            h: legend_h,
+        };
+        let entries = entries
+            .into_iter()
+            .map(|(i, x, y)| (i, legend.x + 8.0 + x, legend.y + 4.0 + y + LEGEND_ROW / 2.0))
+            .collect();
+        let labels = placed
+            .into_iter()
+            .map(|(text, lx, tw, row)| {
+                #[allow(clippy::cast_precision_loss)]
+                let y = 34.0 + row as f64 * LABEL_ROW;
+                (
+                    text,
+                    Rect {
+                        x: lx,
+                        y,
+                        w: tw,
+                        h: LABEL_ROW,
+                    },
+                )
+            })
+            .collect();
+        Layout {
+            plot: Rect {
+                x: left,
+                y: top,
+                w: pw,
+                h: ph,
+            },
+            x: (x0, x1),
+            y: (y0, y1),
+            log,
+            labels,
+            legend,
+            entries,
+            note,
+        }
+    }
+
+    /// Renders the chart as an SVG document of `width` x `height` pixels
+    /// (it scales down with its container: `max-width:100%`).
+    ///
+    /// # Errors
+    ///
+    /// None today; the `Result` is kept for callers.
+    pub fn to_svg(&self, width: u32, height: u32) -> Result<String, ReportError> {
+        let l = self.layout(width, height);
+        let mut s = String::new();
+        let _ = write!(
+            s,
+            "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"{width}\" height=\"{height}\" \
+             viewBox=\"0 0 {width} {height}\" style=\"max-width:100%;height:auto\" \
+             font-family=\"sans-serif\">\n<rect width=\"100%\" height=\"100%\" fill=\"white\"/>\n"
+        );
+        let _ = writeln!(
+            s,
+            "<text x=\"{:.1}\" y=\"22\" font-size=\"{TITLE_PX}\" text-anchor=\"middle\">{}</text>",
+            f64::from(width) / 2.0,
+            html_escape(&self.title)
+        );
+        self.axes(&mut s, &l);
+        self.bands_and_marks(&mut s, &l);
+        self.data(&mut s, &l);
+        self.legend(&mut s, &l);
+        s.push_str("</svg>\n");
+        Ok(s)
+    }
+
+    fn axes(&self, s: &mut String, l: &Layout) {
+        let p = l.plot;
+        let bottom = p.y + p.h;
+        // Y ticks and grid.
+        let yt: Vec<(f64, String)> = if l.log {
+            #[allow(clippy::cast_possible_truncation)]
+            let (a, b) = (l.y.0.floor() as i32, l.y.1.ceil() as i32);
+            (a..=b)
+                .map(|e| (f64::from(e), fmt_short(10f64.powi(e))))
+                .collect()
+        } else {
+            let (t, step) = nice_ticks(l.y.0, l.y.1, 6);
+            t.into_iter().map(|v| (v, tick_label(v, step))).collect()
+        };
+        for (v, text) in yt {
+            let y = l.py_axis(v);
+            if y < p.y - 0.5 || y > bottom + 0.5 {
+                continue;
+            }
+            let _ = writeln!(
+                s,
+                "<line x1=\"{:.1}\" y1=\"{y:.1}\" x2=\"{:.1}\" y2=\"{y:.1}\" stroke=\"#e4e4e4\"/>\
+                 <text class=\"tick\" x=\"{:.1}\" y=\"{:.1}\" font-size=\"{TICK_PX}\" text-anchor=\"end\">{text}</text>",
+                p.x,
+                p.x + p.w,
+                p.x - 6.0,
+                y + TICK_PX * 0.35
+            );
+        }
+        let (xt, step) = nice_ticks(l.x.0, l.x.1, ((p.w / 90.0) as usize).clamp(2, 10));
+        for v in xt {
+            let x = l.px(v);
+            let _ = writeln!(
+                s,
+                "<line x1=\"{x:.1}\" y1=\"{:.1}\" x2=\"{x:.1}\" y2=\"{bottom:.1}\" stroke=\"#e4e4e4\"/>\
+                 <text class=\"tick\" x=\"{x:.1}\" y=\"{:.1}\" font-size=\"{TICK_PX}\" text-anchor=\"middle\">{}</text>",
+                p.y,
+                bottom + 18.0,
+                tick_label(v, step)
+            );
+        }
+        let _ = writeln!(
+            s,
+            "<rect x=\"{:.1}\" y=\"{:.1}\" width=\"{:.1}\" height=\"{:.1}\" fill=\"none\" stroke=\"#555\"/>",
+            p.x, p.y, p.w, p.h
+        );
+        let _ = writeln!(
+            s,
+            "<text x=\"{:.1}\" y=\"{:.1}\" font-size=\"{AXIS_PX}\" text-anchor=\"middle\">{}</text>",
+            p.x + p.w / 2.0,
+            bottom + 40.0,
+            html_escape(&self.x_label)
+        );
+        let (cx, cy) = (18.0, p.y + p.h / 2.0);
+        let _ = writeln!(
+            s,
+            "<text x=\"{cx}\" y=\"{cy:.1}\" font-size=\"{AXIS_PX}\" text-anchor=\"middle\" \
+             transform=\"rotate(-90 {cx} {cy:.1})\">{}{}</text>",
+            html_escape(&self.y_label),
+            if l.log { " (log scale)" } else { "" }
+        );
+    }
+
+    fn bands_and_marks(&self, s: &mut String, l: &Layout) {
+        let p = l.plot;
+        let vline = |s: &mut String, x: f64| {
+            let _ = writeln!(
+                s,
+                "<line x1=\"{x:.1}\" y1=\"{:.1}\" x2=\"{x:.1}\" y2=\"{:.1}\" stroke=\"#999\" stroke-dasharray=\"4 4\"/>",
+                p.y,
+                p.y + p.h
+            );
+        };
+        for (i, b) in self.bands.iter().enumerate() {
+            let (a, c) = (l.px(b.x0).max(p.x), l.px(b.x1).min(p.x + p.w));
+            if i % 2 == 1 && c > a {
+                let _ = writeln!(
+                    s,
+                    "<rect x=\"{a:.1}\" y=\"{:.1}\" width=\"{:.1}\" height=\"{:.1}\" fill=\"#f3f3f8\"/>",
+                    p.y,
+                    c - a,
+                    p.h
+                );
+            }
+            if a > p.x + 0.5 {
+                vline(s, a);
+            }
+        }
+        for m in &self.marks {
+            vline(s, l.px(m.x));
+        }
+        for (text, r) in &l.labels {
+            let _ = writeln!(
+                s,
+                "<text class=\"regime\" x=\"{:.1}\" y=\"{:.1}\" font-size=\"{LABEL_PX}\" fill=\"#444\">{}</text>",
+                r.x,
+                r.y + LABEL_PX,
+                html_escape(text)
+            );
+        }
+    }
+
+    fn data(&self, s: &mut String, l: &Layout) {
+        let p = l.plot;
+        let (lo, hi) = l.y;
+        // Thick lines at the bottom, then markers, then thin and dashed
+        // lines (the reference curves) on top, so none is hidden.
+        let rank = |st: Style| match st {
+            Style::Thick => 0,
+            Style::Points => 1,
+            Style::Line => 2,
+            Style::Dashed => 3,
+        };
+        let mut order: Vec<usize> = (0..self.series.len()).collect();
+        order.sort_by_key(|i| rank(self.series[*i].style));
+        for i in order {
+            let ser = &self.series[i];
             let color = PALETTE[i % PALETTE.len()];
-            let data: Vec<(f64, f64)> = s
+            let pts: Vec<(f64, f64)> = ser
                 .points
                 .iter()
-                .copied()
                 .filter(|(x, y)| x.is_finite() && y.is_finite())
+                .filter_map(|&(x, y)| l.to_axis(y).map(|v| (x, v)))
                 .collect();
-            let anno = match s.style {
-                Style::Line => chart.draw_series(LineSeries::new(data, color.stroke_width(1)))?,
-                Style::Thick => chart.draw_series(LineSeries::new(data, color.stroke_width(3)))?,
-                Style::Dashed => {
-                    chart.draw_series(DashedLineSeries::new(data, 6, 4, color.stroke_width(2)))?
+            if ser.style == Style::Points {
+                for (x, v) in pts {
+                    let cx = l.px(x);
+                    if v > hi {
+                        let _ = writeln!(
+                            s,
+                            "<path d=\"M{:.1} {:.1}l4 7h-8z\" fill=\"none\" stroke=\"{color}\"/>",
+                            cx,
+                            p.y + 1.0
+                        );
+                    } else if v >= lo {
+                        let _ = writeln!(
+                            s,
+                            "<circle cx=\"{cx:.1}\" cy=\"{:.1}\" r=\"2.5\" fill=\"{color}\"/>",
+                            l.py_axis(v)
+                        );
+                    }
                 }
-                Style::Points => chart
-                    .draw_series(data.into_iter().map(|p| Circle::new(p, 2, color.filled())))?,
-            };
-            anno.label(&s.name).legend(move |(x, y)| {
-                PathElement::new(vec![(x, y), (x + 18, y)], color.stroke_width(3))
-            });
+                continue;
+            }
+            let attrs = line_attrs(ser.style);
+            for run in clip_runs(&pts, lo, hi) {
+                if run.len() < 2 {
+                    continue;
+                }
+                let d: Vec<String> = run
+                    .iter()
+                    .map(|(x, v)| format!("{:.1},{:.1}", l.px(*x), l.py_axis(*v)))
+                    .collect();
+                let _ = writeln!(
+                    s,
+                    "<polyline points=\"{}\" fill=\"none\" stroke=\"{color}\" {attrs}/>",
+                    d.join(" ")
+                );
+            }
+            // Points above the axis: a marker at the top edge.
+            for w in pts.windows(1).filter(|w| w[0].1 > hi) {
+                let _ = writeln!(
+                    s,
+                    "<path d=\"M{:.1} {:.1}l4 7h-8z\" fill=\"none\" stroke=\"{color}\"/>",
+                    l.px(w[0].0),
+                    p.y + 1.0
+                );
+            }
         }
-        chart
-            .configure_series_labels()
-            .position(SeriesLabelPosition::UpperLeft)
-            .background_style(WHITE.mix(0.85))
-            .border_style(RGBColor(200, 200, 200))
-            .draw()?;
-        root.present()?;
-        Ok(())
     }
+
+    fn legend(&self, s: &mut String, l: &Layout) {
+        if l.entries.is_empty() && l.note.is_none() {
+            return;
+        }
+        let r = l.legend;
+        if !l.entries.is_empty() {
+            let _ = writeln!(
+                s,
+                "<rect class=\"legend\" x=\"{:.1}\" y=\"{:.1}\" width=\"{:.1}\" height=\"{:.1}\" fill=\"white\" stroke=\"#ccc\"/>",
+                r.x, r.y, r.w, r.h
+            );
+        }
+        for &(i, x, y) in &l.entries {
+            let ser = &self.series[i];
+            let color = PALETTE[i % PALETTE.len()];
+            let _ = write!(s, "<g class=\"entry\">");
+            if ser.style == Style::Points {
+                let _ = write!(
+                    s,
+                    "<circle cx=\"{:.1}\" cy=\"{y:.1}\" r=\"3.5\" fill=\"{color}\"/>",
+                    x + GLYPH_W / 2.0
+                );
+            } else {
+                let _ = write!(
+                    s,
+                    "<line x1=\"{x:.1}\" y1=\"{y:.1}\" x2=\"{:.1}\" y2=\"{y:.1}\" stroke=\"{color}\" {}/>",
+                    x + GLYPH_W,
+                    line_attrs(ser.style)
+                );
+            }
+            let _ = writeln!(
+                s,
+                "<text x=\"{:.1}\" y=\"{:.1}\" font-size=\"{LEGEND_PX}\">{}</text></g>",
+                x + GLYPH_W + 6.0,
+                y + LEGEND_PX * 0.35,
+                html_escape(&ser.name)
+            );
+        }
+        if let Some(note) = &l.note {
+            let _ = writeln!(
+                s,
+                "<text class=\"note\" x=\"{:.1}\" y=\"{:.1}\" font-size=\"{LEGEND_PX}\" fill=\"#a00\">{}</text>",
+                r.x,
+                r.y + r.h + 15.0,
+                html_escape(note)
+            );
+        }
+    }
+}
+
+/// Stroke attributes of a line style (the legend draws the same).
+fn line_attrs(st: Style) -> &'static str {
+    match st {
+        Style::Thick => "stroke-width=\"3.5\"",
+        Style::Dashed => "stroke-width=\"2\" stroke-dasharray=\"7 4\"",
+        Style::Line | Style::Points => "stroke-width=\"1.6\"",
+    }
+}
+
+/// Splits a polyline into the runs inside `lo..=hi`, cutting segments at
+/// the bounds.
+fn clip_runs(pts: &[(f64, f64)], lo: f64, hi: f64) -> Vec<Vec<(f64, f64)>> {
+    let inside = |v: f64| (lo..=hi).contains(&v);
+    let cut = |a: (f64, f64), b: (f64, f64), at: f64| {
+        let t = (at - a.1) / (b.1 - a.1);
+        (a.0 + t * (b.0 - a.0), at)
+    };
+    let mut runs = Vec::new();
+    let mut cur: Vec<(f64, f64)> = Vec::new();
+    for (k, &b) in pts.iter().enumerate() {
+        if k == 0 {
+            if inside(b.1) {
+                cur.push(b);
+            }
+            continue;
+        }
+        let a = pts[k - 1];
+        match (inside(a.1), inside(b.1)) {
+            (true, true) => cur.push(b),
+            (true, false) => {
+                cur.push(cut(a, b, if b.1 > hi { hi } else { lo }));
+                runs.push(std::mem::take(&mut cur));
+            }
+            (false, true) => {
+                cur.push(cut(a, b, if a.1 > hi { hi } else { lo }));
+                cur.push(b);
+            }
+            (false, false) => {
+                // Crossing the whole range.
+                if (a.1 > hi && b.1 < lo) || (a.1 < lo && b.1 > hi) {
+                    let (e1, e2) = if a.1 > hi { (hi, lo) } else { (lo, hi) };
+                    runs.push(vec![cut(a, b, e1), cut(a, b, e2)]);
+                }
+            }
+        }
+    }
+    if !cur.is_empty() {
+        runs.push(cur);
+    }
+    runs
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
 
-    #[test]
-    fn renders_series_marks_and_labels() {
-        let c = Chart {
+    fn two_series() -> Chart {
+        Chart {
             title: "T vs W_P".into(),
             x_label: "W_P [us]".into(),
             y_label: "T [us]".into(),
@@ -190,12 +781,176 @@ mod tests {
                 x: 0.5,
                 label: "FC".into(),
             }],
-            y_range: None,
-        };
-        let svg = c.to_svg(400, 300).unwrap();
+            ..Chart::default()
+        }
+    }
+
+    #[test]
+    fn renders_series_marks_and_labels() {
+        let svg = two_series().to_svg(400, 300).unwrap();
         assert!(svg.starts_with("<svg"));
+        assert!(svg.trim_end().ends_with("</svg>"));
         for text in ["T vs W_P", "W_P [us]", "model", "sim", "FC"] {
             assert!(svg.contains(text), "missing {text}");
         }
+        assert!(!svg.contains("NaN"));
+    }
+
+    /// The legend entries' glyphs are what the series are drawn with.
+    #[test]
+    fn legend_glyphs_match_the_styles() {
+        let mut c = two_series();
+        c.series.push(Series {
+            name: "dashed".into(),
+            points: vec![(0.0, 1.5), (1.0, 1.5)],
+            style: Style::Dashed,
+        });
+        c.series.push(Series {
+            name: "thick".into(),
+            points: vec![(0.0, 0.5), (1.0, 0.5)],
+            style: Style::Thick,
+        });
+        let svg = c.to_svg(600, 400).unwrap();
+        let entry = |name: &str| {
+            svg.lines()
+                .find(|l| l.starts_with("<g class=\"entry\">") && l.contains(&format!(">{name}<")))
+                .unwrap_or_else(|| panic!("no legend entry {name}"))
+                .to_string()
+        };
+        assert!(entry("sim").contains("<circle"));
+        assert!(!entry("sim").contains("<line"));
+        assert!(entry("dashed").contains("stroke-dasharray=\"7 4\""));
+        assert!(entry("thick").contains("stroke-width=\"3.5\""));
+        assert!(entry("model").contains("stroke-width=\"1.6\""));
+        // The series themselves use the same attributes.
+        assert!(svg.contains("stroke-dasharray=\"7 4\"/>"));
+        assert!(svg.contains("stroke-width=\"3.5\"/>"));
+    }
+
+    #[test]
+    fn legend_covers_no_label_and_no_plot() {
+        let mut c = two_series();
+        c.bands = vec![
+            Band {
+                x0: 0.0,
+                x1: 0.05,
+                label: "SS".into(),
+            },
+            Band {
+                x0: 0.05,
+                x1: 0.1,
+                label: "SPS".into(),
+            },
+            Band {
+                x0: 0.1,
+                x1: 1.0,
+                label: "FP".into(),
+            },
+        ];
+        for (w, h) in [(960, 540), (500, 400)] {
+            let l = c.layout(w, h);
+            assert_eq!(l.labels.len(), 4);
+            for (text, r) in &l.labels {
+                assert!(!l.legend.intersects(r), "legend covers {text}");
+                assert!(!l.plot.intersects(r), "{text} inside the plot");
+            }
+            // Labels do not cover each other (narrow bands go to a second row).
+            for (i, a) in l.labels.iter().enumerate() {
+                for b in &l.labels[i + 1..] {
+                    assert!(!a.1.intersects(&b.1), "{} covers {}", a.0, b.0);
+                }
+            }
+            assert!(!l.legend.intersects(&l.plot));
+            assert!(l.legend.y + l.legend.h <= f64::from(h));
+        }
+    }
+
+    #[test]
+    fn ticks_are_round_and_readable() {
+        let (t, step) = nice_ticks(0.0, 7.3, 6);
+        assert_eq!(step, 2.0);
+        assert_eq!(t, [0.0, 2.0, 4.0, 6.0]);
+        assert_eq!(tick_label(0.5, 0.25), "0.50");
+        assert_eq!(tick_label(2.0, 0.5), "2.0");
+        assert_eq!(tick_label(20.0, 10.0), "20");
+        let svg = two_series().to_svg(960, 540).unwrap();
+        for l in svg.lines().filter(|l| l.contains("class=\"tick\"")) {
+            let px: f64 = l.split("font-size=\"").nth(1).unwrap()
+                [..l.split("font-size=\"").nth(1).unwrap().find('"').unwrap()]
+                .parse()
+                .unwrap();
+            assert!(px >= 12.0, "{l}");
+        }
+        assert!(svg.contains("max-width:100%"));
+    }
+
+    #[test]
+    fn one_huge_series_is_clipped_with_a_note() {
+        let flat = |name: &str, y: f64| Series {
+            name: name.into(),
+            points: (0..5).map(|i| (f64::from(i), y)).collect(),
+            style: Style::Line,
+        };
+        let mut huge = flat("measured, poll", 2.0);
+        huge.points[3].1 = 400.0;
+        huge.style = Style::Points;
+        let mut c = Chart {
+            series: vec![flat("a", 3.0), flat("b", 4.0), flat("c", 5.0), huge],
+            ..Chart::default()
+        };
+        let l = c.layout(960, 540);
+        assert!(l.y.1 < 10.0, "{:?}", l.y);
+        let note = l.note.unwrap();
+        assert!(note.contains("measured, poll (up to 400)"), "{note}");
+        let svg = c.to_svg(960, 540).unwrap();
+        assert!(svg.contains("class=\"note\""));
+        assert!(svg.contains("l4 7h-8z"), "an off-scale marker");
+        // Off: the axis covers it. A given max: cut there.
+        c.clip = Clip::Off;
+        assert!(c.layout(960, 540).y.1 >= 400.0);
+        c.clip = Clip::Above(4.5);
+        let l = c.layout(960, 540);
+        assert!((l.y.1 - 4.5).abs() < 1e-9);
+        assert!(l.note.unwrap().contains("c (up to 5)"));
+        // No outlier: no clipping.
+        let c = Chart {
+            series: vec![flat("a", 3.0), flat("b", 4.0)],
+            ..Chart::default()
+        };
+        assert!(c.layout(960, 540).note.is_none());
+    }
+
+    #[test]
+    fn log_axis_spans_decades() {
+        let c = Chart {
+            series: vec![Series {
+                name: "s".into(),
+                points: vec![(0.0, 0.5), (1.0, 300.0), (2.0, 0.0)],
+                style: Style::Line,
+            }],
+            y_scale: YScale::Log,
+            clip: Clip::Off,
+            ..Chart::default()
+        };
+        let l = c.layout(960, 540);
+        assert_eq!(l.y, (-1.0, 3.0));
+        let svg = c.to_svg(960, 540).unwrap();
+        assert!(svg.contains(">1000</text>") && svg.contains(">0.1</text>"));
+        assert!(svg.contains("(log scale)"));
+    }
+
+    #[test]
+    fn lines_are_cut_at_the_axis_bounds() {
+        let r = clip_runs(&[(0.0, 1.0), (1.0, 3.0), (2.0, 1.0)], 0.0, 2.0);
+        assert_eq!(
+            r,
+            vec![vec![(0.0, 1.0), (0.5, 2.0)], vec![(1.5, 2.0), (2.0, 1.0)]]
+        );
+    }
+
+    #[test]
+    fn caption_names_the_metric() {
+        let c = two_series();
+        assert_eq!(c.caption(), "T vs W_P (T [us] vs W_P [us])");
     }
 }

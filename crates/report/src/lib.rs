@@ -1,17 +1,23 @@
-//! Charts (SVG, drawn with plotters), CSV tables and the one HTML page of
+//! Charts (SVG), tables (HTML, CSV, JSON) and the one HTML page of
 //! `kicklab report`.
 //!
-//! What lives here: turning results into files ([`Chart`], [`sweep_csv`],
-//! [`sweep_charts`], [`Page`]). What does not: computing them (model, sim,
-//! testbeds) or deciding what the report contains (the `kicklab` binary).
+//! What lives here: turning results into files: charts ([`Chart`]), tables
+//! ([`Table`]: HTML, CSV, JSON), the page ([`Page`]), sweep results in
+//! those forms ([`sweep_table`], [`sweep_charts`]) and [`write_atomic`].
+//! What does not: computing results (model, sim, testbeds) or deciding what
+//! a report contains (the callers).
 
 mod chart;
 mod page;
 mod sweep;
+mod table;
+mod write;
 
-pub use chart::{Chart, Mark, Series, Style};
+pub use chart::{Band, Chart, Clip, Mark, Series, Style, YScale};
 pub use page::{html_escape, Page, Section};
-pub use sweep::{regime_marks, sweep_charts, sweep_csv};
+pub use sweep::{regime_bands, regime_marks, sweep_charts, sweep_csv, sweep_table};
+pub use table::{Cell, Column, Kind, Table};
+pub use write::write_atomic;
 
 /// A chart or a page could not be written.
 #[derive(Debug, thiserror::Error)]

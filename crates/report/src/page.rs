@@ -1,10 +1,12 @@
 //! The HTML page: sections of text, tables and inline SVG figures, written
-//! as one self-contained `index.html` plus the SVG files beside it.
+//! as one self-contained `index.html` plus the SVG files beside it. What
+//! does not live here: drawing charts (`chart`) or rendering tables
+//! (`table`).
 
 use std::fmt::Write as _;
 use std::path::Path;
 
-use crate::ReportError;
+use crate::{write_atomic, Chart, ReportError, Table};
 
 /// One section of the page.
 #[derive(Debug, Clone, Default)]
@@ -17,6 +19,41 @@ pub struct Section {
     pub html: String,
     /// Figures: `(file stem, svg, caption)`.
     pub figures: Vec<(String, String, String)>,
+}
+
+impl Section {
+    /// An empty section.
+    pub fn new(id: &str, heading: &str) -> Self {
+        Section {
+            id: id.into(),
+            heading: heading.into(),
+            ..Section::default()
+        }
+    }
+
+    /// Appends `table` (as HTML, in its scrollable wrapper) to the body.
+    pub fn push_table(&mut self, table: &Table) {
+        self.html.push_str(&table.to_html());
+    }
+
+    /// Appends `chart` as figure `stem` (`stem.svg` beside the page),
+    /// `width` x `height` pixels, captioned with [`Chart::caption`] so the
+    /// caption names the chart's own metric.
+    ///
+    /// # Errors
+    ///
+    /// [`ReportError::Draw`] if the chart cannot be drawn.
+    pub fn push_chart(
+        &mut self,
+        stem: &str,
+        chart: &Chart,
+        width: u32,
+        height: u32,
+    ) -> Result<(), ReportError> {
+        self.figures
+            .push((stem.into(), chart.to_svg(width, height)?, chart.caption()));
+        Ok(())
+    }
 }
 
 /// The report page.
@@ -44,12 +81,15 @@ impl Page {
         let mut h = String::new();
         let _ = write!(
             h,
-            "<!doctype html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><title>{t}</title>\n<style>\n\
+            "<!doctype html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">\
+             <meta name=\"viewport\" content=\"width=device-width, initial-scale=1\"><title>{t}</title>\n<style>\n\
              body{{font-family:system-ui,sans-serif;max-width:1100px;margin:2em auto;padding:0 1em;color:#222;line-height:1.45}}\n\
              h1{{font-size:1.6em}} h2{{border-bottom:1px solid #ddd;padding-bottom:.2em;margin-top:2em}}\n\
              table{{border-collapse:collapse;margin:1em 0;font-size:.92em}} td,th{{border:1px solid #ccc;padding:.25em .6em;text-align:right}}\n\
              th{{background:#f4f4f4}} td.l,th.l{{text-align:left}} figure{{margin:1em 0}} figcaption{{font-size:.9em;color:#555}}\n\
-             code,pre{{background:#f6f6f6;padding:.1em .3em}} nav a{{margin-right:1em}}\n</style></head><body>\n<h1>{t}</h1>\n{intro}\n<nav>",
+             code,pre{{background:#f6f6f6;padding:.1em .3em}} pre{{overflow-x:auto}} nav a{{margin-right:1em}}\n\
+             svg,img{{max-width:100%;height:auto}} .table-wrap{{max-width:100%;overflow-x:auto}} caption{{text-align:left;font-weight:600}}\n\
+             section>table{{display:block;max-width:100%;overflow-x:auto}}\n</style></head><body>\n<h1>{t}</h1>\n{intro}\n<nav>",
             t = html_escape(&self.title),
             intro = self.intro_html
         );
@@ -79,7 +119,8 @@ impl Page {
     }
 
     /// Writes `index.html` and one `<stem>.svg` per figure into `dir`
-    /// (created if missing).
+    /// (created if missing), each with [`write_atomic`]: SVGs first, the
+    /// page last.
     ///
     /// # Errors
     ///
@@ -88,12 +129,24 @@ impl Page {
         std::fs::create_dir_all(dir).map_err(|e| ReportError::Io(dir.display().to_string(), e))?;
         for s in &self.sections {
             for (stem, svg, _) in &s.figures {
-                let f = dir.join(format!("{stem}.svg"));
-                std::fs::write(&f, svg).map_err(|e| ReportError::Io(f.display().to_string(), e))?;
+                write_atomic(&dir.join(format!("{stem}.svg")), svg)?;
             }
         }
-        let f = dir.join("index.html");
-        std::fs::write(&f, self.to_html()).map_err(|e| ReportError::Io(f.display().to_string(), e))
+        write_atomic(&dir.join("index.html"), self.to_html())
+    }
+
+    /// [`Page::write`], then each `(file name, content)` of `files` (CSV,
+    /// JSON) into `dir` with [`write_atomic`].
+    ///
+    /// # Errors
+    ///
+    /// [`ReportError::Io`] naming the file that failed.
+    pub fn write_with(&self, dir: &Path, files: &[(String, String)]) -> Result<(), ReportError> {
+        self.write(dir)?;
+        for (name, content) in files {
+            write_atomic(&dir.join(name), content)?;
+        }
+        Ok(())
     }
 }
 
@@ -118,5 +171,51 @@ mod tests {
         assert!(h.contains("href=\"#s1\""));
         assert!(h.contains("One &amp; two"));
         assert!(h.contains("<svg></svg><figcaption>cap"));
+    }
+
+    /// Charts and tables fit a 700 px window: SVGs scale down, tables
+    /// scroll sideways.
+    #[test]
+    fn page_is_responsive() {
+        let mut s = Section::new("s", "S");
+        let mut t = Table::new("t", vec![crate::Column::text("a", "A")]);
+        t.push(vec!["x".into()]);
+        s.push_table(&t);
+        s.push_chart("c", &Chart::default(), 400, 300).unwrap();
+        let h = Page {
+            title: "p".into(),
+            sections: vec![s],
+            ..Page::default()
+        }
+        .to_html();
+        assert!(h.contains("name=\"viewport\""));
+        assert!(h.contains("svg,img{max-width:100%;height:auto}"));
+        assert!(h.contains(".table-wrap{max-width:100%;overflow-x:auto}"));
+        assert!(h.contains("<div class=\"table-wrap\"><table>"));
+        assert!(h.contains("style=\"max-width:100%;height:auto\""));
+    }
+
+    #[test]
+    fn write_with_puts_page_figures_and_files_in_place() {
+        let dir = std::env::temp_dir().join(format!("kicklab-page-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        let mut s = Section::new("s", "S");
+        s.push_chart("fig", &Chart::default(), 300, 200).unwrap();
+        let p = Page {
+            sections: vec![s],
+            ..Page::default()
+        };
+        p.write_with(&dir, &[("d.csv".into(), "a\n1\n".into())])
+            .unwrap();
+        let mut names: Vec<String> = std::fs::read_dir(&dir)
+            .unwrap()
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .collect();
+        names.sort();
+        assert_eq!(names, ["d.csv", "fig.svg", "index.html"]);
+        assert!(std::fs::read_to_string(dir.join("fig.svg"))
+            .unwrap()
+            .ends_with("</svg>\n"));
+        std::fs::remove_dir_all(&dir).unwrap();
     }
 }

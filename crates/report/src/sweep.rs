@@ -1,10 +1,12 @@
-//! Sweep results as CSV and as the paper's Fig. 2 (T) and Fig. 3 (E) charts.
+//! Sweep results as a [`Table`] (CSV, HTML, JSON) and as the paper's
+//! Fig. 2 (T) and Fig. 3 (E) charts, with the model's regimes as labelled
+//! x intervals. What does not live here: running the sweep (`kicklab-sim`).
 
-use std::fmt::Write as _;
-
+use kicklab_model::Regime;
 use kicklab_sim::{SweepPoint, Vary};
 
-use crate::chart::{Chart, Mark, Series, Style};
+use crate::chart::{Band, Chart, Mark, Series, Style};
+use crate::table::{Column, Table};
 
 fn x_of(v: &Vary, x: f64) -> f64 {
     if v.param.is_count() {
@@ -14,76 +16,143 @@ fn x_of(v: &Vary, x: f64) -> f64 {
     }
 }
 
-/// One CSV row per point; times in ns.
-pub fn sweep_csv(points: &[SweepPoint], vary: &Vary) -> String {
-    let mut s = String::new();
-    let unit = if vary.param.is_count() { "" } else { "_ns" };
-    let _ = writeln!(
-        s,
-        "{}{unit},regime,m,T_model_ns,E_model_ns,T_sim_ns,E_sim_ns,T_gp_ns,E_gp_ns,T_sim_poll_ns,E_sim_poll_ns,T_ss_formula_ns,E_ss_formula_ns,T_ss_best_ns,E_ss_best_ns,notifications_p,notifications_c,sim_messages,latency_p50_ns,latency_p99_ns",
-        vary.param.name()
+/// One row per point, times in ns: the swept value, the model's regime and
+/// m, T and E of model, simulator, polling (model and simulator), the SS
+/// formula and its best case, notification and message counts, latency.
+pub fn sweep_table(points: &[SweepPoint], vary: &Vary) -> Table {
+    let name = vary.param.name();
+    let x = if vary.param.is_count() {
+        Column::number(name, name)
+    } else {
+        Column::ns(name, name)
+    };
+    let mut t = Table::new(
+        &format!("sweep {vary}"),
+        vec![
+            x,
+            Column::text("regime", "regime"),
+            Column::number("m", "m"),
+            Column::ns("T_model", "T model"),
+            Column::ns("E_model", "E model"),
+            Column::ns("T_sim", "T sim"),
+            Column::ns("E_sim", "E sim"),
+            Column::ns("T_gp", "T poll model"),
+            Column::ns("E_gp", "E poll model"),
+            Column::ns("T_sim_poll", "T poll sim"),
+            Column::ns("E_sim_poll", "E poll sim"),
+            Column::ns("T_ss_formula", "T SS eq. 4"),
+            Column::ns("E_ss_formula", "E SS eq. 4"),
+            Column::ns("T_ss_best", "T SS best"),
+            Column::ns("E_ss_best", "E SS best"),
+            Column::number("notifications_p", "notifications P"),
+            Column::number("notifications_c", "notifications C"),
+            Column::number("sim_messages", "messages simulated"),
+            Column::ns("latency_p50", "latency p50"),
+            Column::ns("latency_p99", "latency p99"),
+        ],
     );
     for p in points {
-        let (regime, m, t, e) = match &p.model {
-            Some(m) => (
-                m.regime.name().to_string(),
-                m.m.map(|v| v.to_string()).unwrap_or_default(),
-                m.rates.t_ns.to_string(),
-                m.rates.e_ns.to_string(),
-            ),
-            None => (String::new(), String::new(), String::new(), String::new()),
-        };
-        let (p50, p99) = p
-            .sim
-            .rates
-            .latency_ns
-            .map(|l| (l.p50.to_string(), l.p99.to_string()))
-            .unwrap_or_default();
-        let _ = writeln!(
-            s,
-            "{},{regime},{m},{t},{e},{},{},{},{},{},{},{},{},{},{},{},{},{},{p50},{p99}",
-            p.x,
-            p.sim.rates.t_ns,
-            p.sim.rates.e_ns,
-            p.model_poll.rates.t_ns,
-            p.model_poll.rates.e_ns,
-            p.sim_poll.rates.t_ns,
-            p.sim_poll.rates.e_ns,
-            p.ss_formula.0,
-            p.ss_formula.1,
-            p.ss_best.0,
-            p.ss_best.1,
-            p.sim.rates.notifications_p,
-            p.sim.rates.notifications_c,
-            p.sim.rates.messages,
-        );
+        let m = p.model.as_ref();
+        let lat = p.sim.rates.latency_ns.as_ref();
+        t.push(vec![
+            p.x.into(),
+            m.map(|m| m.regime.name()).into(),
+            m.and_then(|m| m.m).into(),
+            m.map(|m| m.rates.t_ns).into(),
+            m.map(|m| m.rates.e_ns).into(),
+            p.sim.rates.t_ns.into(),
+            p.sim.rates.e_ns.into(),
+            p.model_poll.rates.t_ns.into(),
+            p.model_poll.rates.e_ns.into(),
+            p.sim_poll.rates.t_ns.into(),
+            p.sim_poll.rates.e_ns.into(),
+            p.ss_formula.0.into(),
+            p.ss_formula.1.into(),
+            p.ss_best.0.into(),
+            p.ss_best.1.into(),
+            p.sim.rates.notifications_p.into(),
+            p.sim.rates.notifications_c.into(),
+            p.sim.rates.messages.into(),
+            lat.map(|l| l.p50).into(),
+            lat.map(|l| l.p99).into(),
+        ]);
     }
-    s
+    t
 }
 
-/// Vertical marks where the model's regime changes between two points,
-/// labelled with the regime on the right of the mark (and one at the start).
+/// One CSV row per point; times in ns (`sweep_table(..).to_csv()`).
+pub fn sweep_csv(points: &[SweepPoint], vary: &Vary) -> String {
+    sweep_table(points, vary).to_csv()
+}
+
+/// The model's regime at each point, in increasing x (chart units).
+fn regimes_by_x(points: &[SweepPoint], vary: &Vary) -> Vec<(f64, Regime)> {
+    let mut v: Vec<(f64, Regime)> = points
+        .iter()
+        .filter_map(|p| p.model.map(|m| (x_of(vary, p.x), m.regime)))
+        .filter(|(x, _)| x.is_finite())
+        .collect();
+    v.sort_by(|a, b| a.0.total_cmp(&b.0));
+    v
+}
+
+/// Vertical marks where the model's regime changes between two points (in
+/// increasing x, whatever the sweep's direction), labelled with the regime
+/// on the right of the mark (and one at the smallest x).
 pub fn regime_marks(points: &[SweepPoint], vary: &Vary) -> Vec<Mark> {
-    let mut marks = Vec::new();
-    let mut prev: Option<(f64, kicklab_model::Regime)> = None;
-    for p in points {
-        let Some(m) = &p.model else { continue };
+    let mut marks: Vec<Mark> = Vec::new();
+    let mut prev: Option<(f64, Regime)> = None;
+    for (x, r) in regimes_by_x(points, vary) {
         match prev {
             None => marks.push(Mark {
-                x: x_of(vary, p.x),
-                label: m.regime.name().into(),
+                x,
+                label: r.name().into(),
             }),
-            Some((px, r)) if r != m.regime => {
-                marks.push(Mark {
-                    x: x_of(vary, (px + p.x) / 2.0),
-                    label: m.regime.name().into(),
-                });
-            }
+            Some((px, pr)) if pr != r => marks.push(Mark {
+                x: (px + x) / 2.0,
+                label: r.name().into(),
+            }),
             _ => {}
         }
-        prev = Some((p.x, m.regime));
+        prev = Some((x, r));
     }
     marks
+}
+
+/// The model's regimes as x intervals (chart units), in increasing x
+/// whatever the sweep's direction: a boundary halfway between two points
+/// of different regimes, the ends at the smallest and largest x.
+pub fn regime_bands(points: &[SweepPoint], vary: &Vary) -> Vec<Band> {
+    let mut bands: Vec<Band> = Vec::new();
+    let mut prev: Option<(f64, Regime)> = None;
+    for (x, r) in regimes_by_x(points, vary) {
+        match prev {
+            Some((px, pr)) if pr == r => {
+                let _ = px;
+                if let Some(b) = bands.last_mut() {
+                    b.x1 = x;
+                }
+            }
+            Some((px, _)) => {
+                let mid = (px + x) / 2.0;
+                if let Some(b) = bands.last_mut() {
+                    b.x1 = mid;
+                }
+                bands.push(Band {
+                    x0: mid,
+                    x1: x,
+                    label: r.name().into(),
+                });
+            }
+            None => bands.push(Band {
+                x0: x,
+                x1: x,
+                label: r.name().into(),
+            }),
+        }
+        prev = Some((x, r));
+    }
+    bands
 }
 
 /// The T chart (paper Fig. 2 when W_P is swept) and the E chart (Fig. 3
@@ -100,7 +169,7 @@ pub fn sweep_charts(points: &[SweepPoint], vary: &Vary, title: &str) -> (Chart, 
         .first()
         .and_then(|p| p.model.map(|_| "notify"))
         .unwrap_or("spin");
-    let marks = regime_marks(points, vary);
+    let bands = regime_bands(points, vary);
     let t = Chart {
         title: format!("{title}: time per message T"),
         x_label: vary.param.label().into(),
@@ -127,8 +196,8 @@ pub fn sweep_charts(points: &[SweepPoint], vary: &Vary, title: &str) -> (Chart, 
                 style: Style::Dashed,
             },
         ],
-        marks: marks.clone(),
-        y_range: None,
+        bands: bands.clone(),
+        ..Chart::default()
     };
     let e = Chart {
         title: format!("{title}: CPU cost per message E"),
@@ -161,8 +230,8 @@ pub fn sweep_charts(points: &[SweepPoint], vary: &Vary, title: &str) -> (Chart, 
                 style: Style::Dashed,
             },
         ],
-        marks,
-        y_range: None,
+        bands,
+        ..Chart::default()
     };
     (t, e)
 }
@@ -191,5 +260,119 @@ mod tests {
         let (t, e) = sweep_charts(&pts, &v, "x");
         assert_eq!(t.series.len(), 4);
         assert_eq!(e.series.len(), 5);
+        let table = sweep_table(&pts, &v);
+        assert_eq!(table.to_csv(), csv);
+        assert_eq!(table.to_json().as_array().unwrap().len(), 4);
+        assert_eq!(
+            table.to_json()[0]["T_model_ns"],
+            pts[0].model.unwrap().rates.t_ns
+        );
+    }
+
+    /// A descending sweep: the same regimes on the same sides of the axis,
+    /// each label within its regime's x interval.
+    #[test]
+    fn descending_sweep_labels_each_regime_within_its_interval() {
+        let up = Vary::parse("wp=0.1us..3us:5").unwrap();
+        let down = Vary::parse("wp=3us..0.1us:5").unwrap();
+        let run = |v: &Vary| {
+            kicklab_sim::sweep(&Params::default(), v, WaitMode::Notify, 2_000, 1, &|| {}).unwrap()
+        };
+        let (pu, pd) = (run(&up), run(&down));
+        assert!(pd[0].x > pd[4].x, "the sweep runs downwards");
+        let bands = regime_bands(&pd, &down);
+        assert_eq!(bands, regime_bands(&pu, &up));
+        // 0.1 and 0.825 us are FP, 1.55 us and up FC.
+        assert_eq!(
+            bands.iter().map(|b| b.label.as_str()).collect::<Vec<_>>(),
+            ["FP", "FC"]
+        );
+        assert!((bands[0].x0 - 0.1).abs() < 1e-9 && (bands[1].x1 - 3.0).abs() < 1e-9);
+        for p in &pd {
+            let m = p.model.unwrap();
+            let x = p.x / 1000.0;
+            let b = bands.iter().find(|b| b.x0 <= x && x <= b.x1).unwrap();
+            assert_eq!(b.label, m.regime.name(), "at {x}");
+        }
+        assert_eq!(
+            regime_marks(&pd, &down)
+                .iter()
+                .map(|m| m.label.as_str())
+                .collect::<Vec<_>>(),
+            ["FP", "FC"]
+        );
+        // The drawn labels: each centred within its interval, in pixels.
+        let (t, _) = sweep_charts(&pd, &down, "down");
+        let l = t.layout(960, 540);
+        let px = |x: f64| l.plot.x + (x - l.x.0) / (l.x.1 - l.x.0) * l.plot.w;
+        for b in &bands {
+            let (_, r) = l.labels.iter().find(|(s, _)| *s == b.label).unwrap();
+            let mid = r.x + r.w / 2.0;
+            assert!(px(b.x0) <= mid && mid <= px(b.x1), "{} at {mid}", b.label);
+        }
+    }
+
+    /// E_GP (a thin line) is drawn after the simulator's polling points
+    /// that lie on it, so it stays visible.
+    #[test]
+    fn polling_reference_line_is_drawn_over_the_points() {
+        let v = Vary::parse("wc=0.5us..2us:6").unwrap();
+        let pts =
+            kicklab_sim::sweep(&Params::default(), &v, WaitMode::Notify, 2_000, 1, &|| {}).unwrap();
+        let (_, e) = sweep_charts(&pts, &v, "Fig. 3");
+        let gp = e
+            .series
+            .iter()
+            .position(|s| s.name.starts_with("E_GP"))
+            .unwrap();
+        let sim = e
+            .series
+            .iter()
+            .position(|s| s.name == "simulator, polling")
+            .unwrap();
+        let svg = e.to_svg(960, 540).unwrap();
+        let color = |i: usize| {
+            format!(
+                "\"{}\"",
+                ["#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e"][i]
+            )
+        };
+        let line = svg
+            .lines()
+            .position(|l| l.starts_with("<polyline") && l.contains(&color(gp)))
+            .unwrap();
+        let last_dot = svg
+            .lines()
+            .collect::<Vec<_>>()
+            .iter()
+            .rposition(|l| l.starts_with("<circle") && l.contains(&color(sim)))
+            .unwrap();
+        assert!(line > last_dot, "E_GP drawn under the points");
+    }
+
+    #[test]
+    fn captions_name_their_own_metric() {
+        let v = Vary::parse("wc=0.5us..2us:3").unwrap();
+        let pts =
+            kicklab_sim::sweep(&Params::default(), &v, WaitMode::Notify, 2_000, 1, &|| {}).unwrap();
+        let (t, e) = sweep_charts(&pts, &v, "Fig. 3");
+        assert!(
+            t.caption().contains("time per message T"),
+            "{}",
+            t.caption()
+        );
+        assert!(t.caption().contains("T [us"));
+        assert!(!t.caption().contains("CPU"));
+        assert!(
+            e.caption().contains("CPU cost per message E"),
+            "{}",
+            e.caption()
+        );
+        assert!(e.caption().contains("E [us"));
+        assert!(!e.caption().contains("T ["));
+        // The page shows that caption under the figure.
+        let mut s = crate::Section::new("fig3", "Fig. 3");
+        s.push_chart("fig3-E", &e, 600, 400).unwrap();
+        assert_eq!(s.figures[0].2, e.caption());
     }
 }

@@ -1,0 +1,355 @@
+//! One table value rendered three ways: HTML (for the page), CSV (raw
+//! values, units in the header) and JSON (an array of objects).
+//!
+//! What lives here: the [`Table`] type and its renderings. What does not:
+//! which tables a report contains (the callers build them).
+
+use std::fmt::Write as _;
+
+use kicklab_model::fmt_ns;
+use serde_json::{Map, Value};
+
+use crate::page::html_escape;
+
+/// What a column holds, and so how its cells are shown.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Kind {
+    /// A time in ns: [`fmt_ns`] in HTML, the raw ns in CSV and JSON.
+    Ns,
+    /// A plain number.
+    Number,
+    /// Text (left-aligned in HTML).
+    Text,
+}
+
+/// One column: its key (`name` and `unit`), its HTML heading and its kind.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Column {
+    /// Machine name, e.g. `T_model`.
+    pub name: String,
+    /// Unit suffix of the key, e.g. `ns`; empty for none.
+    pub unit: String,
+    /// Heading in HTML, e.g. `T model`; the name if empty.
+    pub label: String,
+    /// How cells are shown.
+    pub kind: Kind,
+}
+
+impl Column {
+    /// A time column in ns: key `{name}_ns`.
+    pub fn ns(name: &str, label: &str) -> Self {
+        Column {
+            name: name.into(),
+            unit: "ns".into(),
+            label: label.into(),
+            kind: Kind::Ns,
+        }
+    }
+
+    /// A plain number column without a unit.
+    pub fn number(name: &str, label: &str) -> Self {
+        Column {
+            name: name.into(),
+            unit: String::new(),
+            label: label.into(),
+            kind: Kind::Number,
+        }
+    }
+
+    /// A text column.
+    pub fn text(name: &str, label: &str) -> Self {
+        Column {
+            name: name.into(),
+            unit: String::new(),
+            label: label.into(),
+            kind: Kind::Text,
+        }
+    }
+
+    /// The key of CSV headers and JSON objects: `name_unit`, or `name`.
+    pub fn key(&self) -> String {
+        if self.unit.is_empty() {
+            self.name.clone()
+        } else {
+            format!("{}_{}", self.name, self.unit)
+        }
+    }
+
+    fn heading(&self) -> &str {
+        if self.label.is_empty() {
+            &self.name
+        } else {
+            &self.label
+        }
+    }
+}
+
+/// One cell.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Cell {
+    /// A number (a time in ns in an [`Kind::Ns`] column).
+    Num(f64),
+    /// Text.
+    Text(String),
+    /// No value: empty in HTML and CSV, `null` in JSON.
+    Empty,
+}
+
+impl From<f64> for Cell {
+    fn from(v: f64) -> Self {
+        Cell::Num(v)
+    }
+}
+
+impl From<u64> for Cell {
+    #[allow(clippy::cast_precision_loss)]
+    fn from(v: u64) -> Self {
+        Cell::Num(v as f64)
+    }
+}
+
+impl From<u32> for Cell {
+    fn from(v: u32) -> Self {
+        Cell::Num(f64::from(v))
+    }
+}
+
+impl From<&str> for Cell {
+    fn from(v: &str) -> Self {
+        Cell::Text(v.into())
+    }
+}
+
+impl From<String> for Cell {
+    fn from(v: String) -> Self {
+        Cell::Text(v)
+    }
+}
+
+impl<T: Into<Cell>> From<Option<T>> for Cell {
+    fn from(v: Option<T>) -> Self {
+        v.map_or(Cell::Empty, Into::into)
+    }
+}
+
+/// A table: columns and rows of cells, one value for HTML, CSV and JSON.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct Table {
+    /// Caption above the table in HTML; not in CSV or JSON.
+    pub title: String,
+    /// The columns.
+    pub columns: Vec<Column>,
+    /// The rows, each as long as `columns` (shorter rows read as empty
+    /// cells, extra cells are dropped).
+    pub rows: Vec<Vec<Cell>>,
+}
+
+/// A plain number for people: integers as such, else 4 decimals trimmed.
+fn fmt_number(v: f64) -> String {
+    if !v.is_finite() {
+        return String::new();
+    }
+    if v.fract() == 0.0 && v.abs() < 1e15 {
+        return format!("{v}");
+    }
+    let s = format!("{v:.4}");
+    s.trim_end_matches('0').trim_end_matches('.').to_string()
+}
+
+/// Quotes a CSV field if it needs it (RFC 4180).
+fn csv_field(s: &str) -> String {
+    if s.contains([',', '"', '\n', '\r']) {
+        format!("\"{}\"", s.replace('"', "\"\""))
+    } else {
+        s.to_string()
+    }
+}
+
+impl Table {
+    /// An empty table with these columns.
+    pub fn new(title: &str, columns: Vec<Column>) -> Self {
+        Table {
+            title: title.into(),
+            columns,
+            rows: Vec::new(),
+        }
+    }
+
+    /// Appends a row.
+    pub fn push(&mut self, row: Vec<Cell>) {
+        self.rows.push(row);
+    }
+
+    fn cells<'a>(&'a self, row: &'a [Cell]) -> impl Iterator<Item = (&'a Column, &'a Cell)> {
+        self.columns
+            .iter()
+            .enumerate()
+            .map(move |(i, c)| (c, row.get(i).unwrap_or(&Cell::Empty)))
+    }
+
+    /// The HTML table, in a horizontally scrollable `div.table-wrap`;
+    /// every text escaped.
+    pub fn to_html(&self) -> String {
+        let mut h = String::from("<div class=\"table-wrap\"><table>");
+        if !self.title.is_empty() {
+            let _ = write!(h, "<caption>{}</caption>", html_escape(&self.title));
+        }
+        h.push_str("<thead><tr>");
+        for c in &self.columns {
+            let class = if c.kind == Kind::Text { " class=l" } else { "" };
+            let _ = write!(h, "<th{class}>{}</th>", html_escape(c.heading()));
+        }
+        h.push_str("</tr></thead>\n<tbody>\n");
+        for row in &self.rows {
+            h.push_str("<tr>");
+            for (c, cell) in self.cells(row) {
+                let text = match (cell, c.kind) {
+                    (Cell::Num(v), Kind::Ns) if v.is_finite() => fmt_ns(*v),
+                    (Cell::Num(v), _) => fmt_number(*v),
+                    (Cell::Text(t), _) => t.clone(),
+                    (Cell::Empty, _) => String::new(),
+                };
+                let class = if c.kind == Kind::Text { " class=l" } else { "" };
+                let _ = write!(h, "<td{class}>{}</td>", html_escape(&text));
+            }
+            h.push_str("</tr>\n");
+        }
+        h.push_str("</tbody></table></div>\n");
+        h
+    }
+
+    /// CSV: a header of column keys (`T_model_ns`), then raw values (ns
+    /// unformatted, full precision); one line per row.
+    pub fn to_csv(&self) -> String {
+        let mut s = self
+            .columns
+            .iter()
+            .map(|c| csv_field(&c.key()))
+            .collect::<Vec<_>>()
+            .join(",");
+        s.push('\n');
+        for row in &self.rows {
+            let line = self
+                .cells(row)
+                .map(|(_, cell)| match cell {
+                    Cell::Num(v) if v.is_finite() => format!("{v}"),
+                    Cell::Num(_) | Cell::Empty => String::new(),
+                    Cell::Text(t) => csv_field(t),
+                })
+                .collect::<Vec<_>>()
+                .join(",");
+            s.push_str(&line);
+            s.push('\n');
+        }
+        s
+    }
+
+    /// JSON: an array with one object per row, keyed by the column keys;
+    /// numbers raw (`null` if not finite or empty).
+    pub fn to_json(&self) -> Value {
+        Value::Array(
+            self.rows
+                .iter()
+                .map(|row| {
+                    let mut o = Map::new();
+                    for (c, cell) in self.cells(row) {
+                        let v = match cell {
+                            Cell::Num(v) => {
+                                serde_json::Number::from_f64(*v).map_or(Value::Null, Value::Number)
+                            }
+                            Cell::Text(t) => Value::String(t.clone()),
+                            Cell::Empty => Value::Null,
+                        };
+                        o.insert(c.key(), v);
+                    }
+                    Value::Object(o)
+                })
+                .collect(),
+        )
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn sample() -> Table {
+        let mut t = Table::new(
+            "Points <&>",
+            vec![
+                Column::ns("wp", "W_P"),
+                Column::text("regime", "regime"),
+                Column::number("m", "m"),
+                Column::ns("T_model", "T model"),
+            ],
+        );
+        t.push(vec![500.0.into(), "FP".into(), 3u32.into(), 1150.5.into()]);
+        t.push(vec![
+            2000.0.into(),
+            "a, \"b\" <i>".into(),
+            Cell::Empty,
+            f64::NAN.into(),
+        ]);
+        t
+    }
+
+    #[test]
+    fn html_formats_ns_and_escapes() {
+        let h = sample().to_html();
+        assert!(h.starts_with("<div class=\"table-wrap\"><table>"));
+        assert!(h.contains("<caption>Points &lt;&amp;&gt;</caption>"));
+        assert!(h.contains("<th>W_P</th><th class=l>regime</th><th>m</th><th>T model</th>"));
+        assert!(h.contains("<td>500ns</td><td class=l>FP</td><td>3</td><td>1.1505us</td>"));
+        assert!(h.contains("a, &quot;b&quot; &lt;i&gt;"));
+        assert!(!h.contains("<i>"));
+    }
+
+    #[test]
+    fn csv_has_units_in_the_header_and_raw_values() {
+        let c = sample().to_csv();
+        let lines: Vec<&str> = c.lines().collect();
+        assert_eq!(lines[0], "wp_ns,regime,m,T_model_ns");
+        assert_eq!(lines[1], "500,FP,3,1150.5");
+        assert_eq!(lines[2], "2000,\"a, \"\"b\"\" <i>\",,");
+    }
+
+    #[test]
+    fn json_is_an_array_of_objects_keyed_by_column_keys() {
+        let j = sample().to_json();
+        assert_eq!(j[0]["wp_ns"], 500.0);
+        assert_eq!(j[0]["regime"], "FP");
+        assert_eq!(j[0]["T_model_ns"], 1150.5);
+        assert_eq!(j[1]["m"], Value::Null);
+        assert_eq!(j[1]["T_model_ns"], Value::Null);
+        assert_eq!(j[1]["regime"], "a, \"b\" <i>");
+    }
+
+    #[test]
+    fn the_three_renderings_agree_on_rows_and_columns() {
+        let mut t = sample();
+        // A short row reads as empty cells, a long one is cut.
+        t.push(vec![1.0.into()]);
+        t.push(vec![
+            1.0.into(),
+            "x".into(),
+            1.0.into(),
+            1.0.into(),
+            9.0.into(),
+        ]);
+        let (rows, cols) = (t.rows.len(), t.columns.len());
+        let h = t.to_html();
+        assert_eq!(h.matches("<tr>").count(), rows + 1);
+        assert_eq!(h.matches("</th>").count(), cols);
+        assert_eq!(h.matches("</td>").count(), rows * cols);
+        // The CSV has no newlines inside fields here.
+        let c = t.to_csv();
+        assert_eq!(c.lines().count(), rows + 1);
+        for l in c.lines().filter(|l| !l.contains('"')) {
+            assert_eq!(l.split(',').count(), cols, "{l}");
+        }
+        let j = t.to_json();
+        let a = j.as_array().unwrap();
+        assert_eq!(a.len(), rows);
+        assert!(a.iter().all(|o| o.as_object().unwrap().len() == cols));
+    }
+}

@@ -1,0 +1,82 @@
+//! Writing files so that a reader, or an interrupted run, never sees half
+//! of one: [`write_atomic`].
+
+use std::io::Write as _;
+use std::path::{Path, PathBuf};
+
+use crate::ReportError;
+
+/// The temporary name `path` is written under before the rename: a hidden
+/// `.NAME.PID.tmp` in the same directory (same file system).
+fn tmp_path(path: &Path) -> PathBuf {
+    let name = path
+        .file_name()
+        .map_or_else(|| "out".into(), |n| n.to_string_lossy().into_owned());
+    path.with_file_name(format!(".{name}.{}.tmp", std::process::id()))
+}
+
+/// Writes `bytes` to `path` through a temporary file in the same directory,
+/// flushed to disk and then renamed into place: `path` holds either its old
+/// content or all of the new one, never a truncated file. The temporary
+/// file is removed if anything fails.
+///
+/// # Errors
+///
+/// [`ReportError::Io`] naming `path`.
+pub fn write_atomic(path: &Path, bytes: impl AsRef<[u8]>) -> Result<(), ReportError> {
+    let err = |e| ReportError::Io(path.display().to_string(), e);
+    let tmp = tmp_path(path);
+    let result = (|| {
+        let mut f = std::fs::File::create(&tmp)?;
+        f.write_all(bytes.as_ref())?;
+        f.sync_all()?;
+        std::fs::rename(&tmp, path)
+    })();
+    if result.is_err() {
+        let _ = std::fs::remove_file(&tmp);
+    }
+    result.map_err(err)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn dir(name: &str) -> PathBuf {
+        let d = std::env::temp_dir().join(format!("kicklab-report-{name}-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&d);
+        std::fs::create_dir_all(&d).unwrap();
+        d
+    }
+
+    #[test]
+    fn writes_replaces_and_leaves_no_temporary() {
+        let d = dir("atomic");
+        let f = d.join("a.svg");
+        write_atomic(&f, "<svg>1</svg>").unwrap();
+        write_atomic(&f, b"<svg>22</svg>").unwrap();
+        assert_eq!(std::fs::read_to_string(&f).unwrap(), "<svg>22</svg>");
+        let names: Vec<_> = std::fs::read_dir(&d)
+            .unwrap()
+            .map(|e| e.unwrap().file_name())
+            .collect();
+        assert_eq!(names, ["a.svg"]);
+        std::fs::remove_dir_all(&d).unwrap();
+    }
+
+    #[test]
+    fn a_failed_write_keeps_the_old_file_whole() {
+        let d = dir("atomic-fail");
+        let f = d.join("a.csv");
+        write_atomic(&f, "old,complete\n").unwrap();
+        // Make the temporary name unusable: the write must fail before
+        // touching the target.
+        std::fs::create_dir(tmp_path(&f)).unwrap();
+        let e = write_atomic(&f, "new").unwrap_err();
+        assert!(e.to_string().contains("a.csv"), "{e}");
+        assert_eq!(std::fs::read_to_string(&f).unwrap(), "old,complete\n");
+        std::fs::remove_dir_all(&d).unwrap();
+        // A missing directory is an error too, naming the file.
+        assert!(write_atomic(&d.join("x.svg"), "x").is_err());
+    }
+}
