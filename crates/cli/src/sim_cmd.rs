@@ -94,23 +94,11 @@ pub fn run(a: &SimArgs) -> anyhow::Result<()> {
     Ok(())
 }
 
-/// The result as the JSON object of the contract (plus extras).
+/// The result as the JSON object of the contract: the serialized
+/// [`SimResult`] (its rates flattened, the window, events, simulated time,
+/// raw totals).
 pub fn result_json(r: &SimResult) -> serde_json::Value {
-    json!({
-        "T_ns": r.rates.t_ns,
-        "E_ns": r.rates.e_ns,
-        "E_p_ns": r.rates.e_p_ns,
-        "E_c_ns": r.rates.e_c_ns,
-        "messages": r.rates.messages,
-        "notifications_p": r.rates.notifications_p,
-        "notifications_c": r.rates.notifications_c,
-        "sleeps_p": r.rates.sleeps_p,
-        "sleeps_c": r.rates.sleeps_c,
-        "latency_ns": r.rates.latency_ns.map(|l| json!({"p50": l.p50, "p99": l.p99, "max": l.max, "mean": l.mean})),
-        "window": r.window,
-        "events": r.events,
-        "sim_time_ns": r.sim_time_ns,
-    })
+    serde_json::to_value(r).unwrap_or_default()
 }
 
 fn print_result(

@@ -3,7 +3,7 @@
 use std::path::PathBuf;
 
 use clap::Args;
-use kicklab_lab::validate::{observed, section, summarize, summary_text, tables, validate};
+use kicklab_lab::validate::{observed, section, summarize, summary_text, table, validate};
 use kicklab_model::fmt_ns;
 use kicklab_report::Page;
 use kicklab_sim::Vary;
@@ -66,7 +66,7 @@ pub fn run(a: &ValidateArgs) -> anyhow::Result<()> {
         sections: vec![section(&points, &profile, be, &cmd)?],
     };
     page.write(&a.out)?;
-    kicklab_report::write_atomic(&a.out.join("validate.csv"), tables(&points).1)?;
+    kicklab_report::write_atomic(&a.out.join("validate.csv"), table(&points).to_csv())?;
     println!(
         "{:>8}  {:<8} {:<6} {:>10} {:>10} {:>10} {:>10} {:>10}",
         "W_P", "regime", "slept", "T model", "T sim", "T real", "T poll", "poll real"

@@ -9,7 +9,7 @@
 use std::fmt::Write as _;
 
 use kicklab_model::{fmt_ns, predict, Cost, Params, Regime, WaitMode};
-use kicklab_report::{html_escape, sweep_charts, sweep_csv, Page, Section};
+use kicklab_report::{html_escape, sweep_charts, sweep_csv, Column, Page, Section, Table};
 use kicklab_sim::{simulate, sweep, SimConfig, Vary};
 
 use crate::{Input, LabError, Progress};
@@ -107,8 +107,18 @@ fn testbed_sections(a: &ReportOptions, progress: &dyn Progress) -> Result<Vec<Se
     let mut h = String::from(
         "<p>Measured by <code>kicklab calibrate --backend B</code> (method: <code>docs/calibration.md</code>): N is the \
          notify call with the peer asleep, S the time from the end of that call until the woken thread runs, after 50 us \
-         of idling. Means, with median and p10-p90 in parentheses.</p>\n<table><tr><th class=l>backend</th><th>N_P</th>\
-         <th>N_C</th><th>S_P</th><th>S_C</th><th class=l>stable</th></tr>\n",
+         of idling. Means, with median and p10-p90 in parentheses.</p>\n",
+    );
+    let mut table = Table::new(
+        "calibrated costs",
+        vec![
+            Column::text("backend", "backend"),
+            Column::text("NP", "N_P"),
+            Column::text("NC", "N_C"),
+            Column::text("SP", "S_P"),
+            Column::text("SC", "S_C"),
+            Column::text("stable", "stable"),
+        ],
     );
     let mut profiles = Vec::new();
     for be in NotifierKind::ALL {
@@ -123,19 +133,23 @@ fn testbed_sections(a: &ReportOptions, progress: &dyn Progress) -> Result<Vec<Se
                 fmt_ns(s.p90_ns)
             )
         };
-        let _ = writeln!(
-            h,
-            "<tr><td class=l>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td class=l>{}</td></tr>",
-            be.name(),
-            cell(&p.np),
-            cell(&p.nc),
-            cell(&p.sp),
-            cell(&p.sc),
-            if p.stable { format!("yes, {} rounds", p.rounds) } else { format!("no, {} rounds", p.rounds) }
-        );
+        table.push(vec![
+            be.name().into(),
+            cell(&p.np).into(),
+            cell(&p.nc).into(),
+            cell(&p.sp).into(),
+            cell(&p.sc).into(),
+            format!(
+                "{}, {} rounds",
+                if p.stable { "yes" } else { "no" },
+                p.rounds
+            )
+            .into(),
+        ]);
         profiles.push((be, p));
     }
-    h.push_str("</table><p>The paper's prototype (producer in a QEMU/KVM guest, consumer a host kernel thread) measured \
+    h.push_str(&table.to_html());
+    h.push_str("<p>The paper's prototype (producer in a QEMU/KVM guest, consumer a host kernel thread) measured \
                 N_P = 2.4, S_P = 3.9, N_C = 0.2, S_C = 0.2 us: asymmetric because a guest's kick is a VM exit. Here both \
                 ends are threads, so the costs are symmetric.</p>");
     let calib = Section {
@@ -197,24 +211,43 @@ fn kvm_sections(a: &ReportOptions, progress: &dyn Progress) -> Result<Vec<Sectio
     );
     let _ = write!(
         h,
-        " (to within {}).</p><table><tr><th class=l></th><th>N_P</th><th>N_C</th><th>S_P</th><th>S_C</th></tr>",
+        " (to within {}).</p>",
         fmt_ns(p.clock_sync_ns.unwrap_or(f64::NAN))
     );
     let c = |s: &kicklab_testbed::Stat| format!("{} ({})", fmt_ns(s.mean_ns), fmt_ns(s.median_ns));
-    let _ = write!(
-        h,
-        "<tr><td class=l>this machine</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>\
-         <tr><td class=l>paper (QEMU/KVM, bare metal)</td><td>2.4us</td><td>0.2us</td><td>3.9us</td><td>0.2us</td></tr>\
-         <tr><td class=l>ratio (means)</td><td>{:.1}x</td><td>{:.1}x</td><td>{:.1}x</td><td>{:.1}x</td></tr></table>",
-        c(&p.np),
-        c(&p.nc),
-        c(&p.sp),
-        c(&p.sc),
-        p.np.mean_ns / 2400.0,
-        p.nc.mean_ns / 200.0,
-        p.sp.mean_ns / 3900.0,
-        p.sc.mean_ns / 200.0
+    let mut table = Table::new(
+        "kvm costs vs the paper's",
+        vec![
+            Column::text("what", ""),
+            Column::text("NP", "N_P"),
+            Column::text("NC", "N_C"),
+            Column::text("SP", "S_P"),
+            Column::text("SC", "S_C"),
+        ],
     );
+    table.push(vec![
+        "this machine".into(),
+        c(&p.np).into(),
+        c(&p.nc).into(),
+        c(&p.sp).into(),
+        c(&p.sc).into(),
+    ]);
+    table.push(vec![
+        "paper (QEMU/KVM, bare metal)".into(),
+        "2.4us".into(),
+        "0.2us".into(),
+        "3.9us".into(),
+        "0.2us".into(),
+    ]);
+    let ratio = |v: f64| format!("{v:.1}x");
+    table.push(vec![
+        "ratio (means)".into(),
+        ratio(p.np.mean_ns / 2400.0).into(),
+        ratio(p.nc.mean_ns / 200.0).into(),
+        ratio(p.sp.mean_ns / 3900.0).into(),
+        ratio(p.sc.mean_ns / 200.0).into(),
+    ]);
+    h.push_str(&table.to_html());
     h.push_str(
         "<p>Why they differ (<code>docs/kvm.md</code>): this KVM is PVM, nested in a cloud VM without VMX. A guest kick \
          (N_P) is an <code>out</code> that traps into PVM's emulator before the ioeventfd fires; the guest's wake-up \
@@ -358,9 +391,23 @@ fn regimes_section(messages: u64, seed: u64) -> Result<Section, LabError> {
     let mut h = String::from(
         "<p>One parameter set per regime (flags on top of the Fig. 4 defaults). Model: closed forms of \
          <code>docs/model.md</code>. Simulator: the same rules as events, constant costs, measured over whole \
-         notification rounds; then with every cost exponential with the same mean.</p>\n<table><tr><th class=l>regime</th>\
-         <th class=l>flags</th><th>m</th><th>T model</th><th>T sim</th><th>E model</th><th>E sim</th><th>T sim, exp costs</th>\
-         <th>E sim, exp costs</th><th>T poll</th><th>E poll</th></tr>\n",
+         notification rounds; then with every cost exponential with the same mean.</p>\n",
+    );
+    let mut table = Table::new(
+        "one parameter set per regime",
+        vec![
+            Column::text("regime", "regime"),
+            Column::text("flags", "flags"),
+            Column::number("m", "m"),
+            Column::ns("T_model", "T model"),
+            Column::ns("T_sim", "T sim"),
+            Column::ns("E_model", "E model"),
+            Column::ns("E_sim", "E sim"),
+            Column::ns("T_sim_exp", "T sim, exp costs"),
+            Column::ns("E_sim_exp", "E sim, exp costs"),
+            Column::ns("T_poll", "T poll"),
+            Column::ns("E_poll", "E poll"),
+        ],
     );
     for (want, flags, p) in regime_examples() {
         let m = predict(&p, WaitMode::Notify)?;
@@ -379,23 +426,22 @@ fn regimes_section(messages: u64, seed: u64) -> Result<Section, LabError> {
             ..SimConfig::new(p.with_exponential_costs(), WaitMode::Notify, n.max(200_000))
         })?;
         let g = predict(&p, WaitMode::Poll)?;
-        let _ = writeln!(
-            h,
-            "<tr><td class=l>{}</td><td class=l><code>{}</code></td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
-            m.regime,
-            html_escape(flags),
-            m.m.map_or("-".into(), |v| v.to_string()),
-            fmt_ns(m.rates.t_ns),
-            fmt_ns(s.rates.t_ns),
-            fmt_ns(m.rates.e_ns),
-            fmt_ns(s.rates.e_ns),
-            fmt_ns(x.rates.t_ns),
-            fmt_ns(x.rates.e_ns),
-            fmt_ns(g.rates.t_ns),
-            fmt_ns(g.rates.e_ns)
-        );
+        table.push(vec![
+            m.regime.name().into(),
+            flags.into(),
+            m.m.into(),
+            m.rates.t_ns.into(),
+            s.rates.t_ns.into(),
+            m.rates.e_ns.into(),
+            s.rates.e_ns.into(),
+            x.rates.t_ns.into(),
+            x.rates.e_ns.into(),
+            g.rates.t_ns.into(),
+            g.rates.e_ns.into(),
+        ]);
     }
-    h.push_str("</table>\n<p>Reproduce a row: <code>kicklab model FLAGS</code> and <code>kicklab sim FLAGS</code>; \
+    h.push_str(&table.to_html());
+    h.push_str("<p>Reproduce a row: <code>kicklab model FLAGS</code> and <code>kicklab sim FLAGS</code>; \
                 the exponential column: <code>kicklab sim --wp exp:.. --wc exp:.. ...</code> with each cost as <code>exp:MEAN</code>.</p>\n");
     Ok(Section {
         id: "regimes".into(),
@@ -452,12 +498,21 @@ fn closed_forms_section() -> Section {
     let mut h = String::from(
         "<p>ΣNS = N_P + N_C + S_P + S_C. Derivations, the regime predicates and the symmetry argument are in \
          <code>docs/model.md</code>; the simulator reproduces every row to within 1e-6 (property tests over random \
-         parameters).</p>\n<table><tr><th class=l>regime</th><th class=l>m</th><th class=l>T</th><th class=l>E</th></tr>\n",
+         parameters).</p>\n",
+    );
+    let mut table = Table::new(
+        "closed forms",
+        vec![
+            Column::text("regime", "regime"),
+            Column::text("m", "m"),
+            Column::text("T", "T"),
+            Column::text("E", "E"),
+        ],
     );
     for (r, m, t, e) in rows {
-        let _ = writeln!(h, "<tr><td class=l>{r}</td><td class=l>{m}</td><td class=l>{t}</td><td class=l>{e}</td></tr>", );
+        table.push(vec![r.into(), m.into(), t.into(), e.into()]);
     }
-    h.push_str("</table>\n");
+    h.push_str(&table.to_html());
     Section {
         id: "closed-forms".into(),
         heading: "Closed forms".into(),

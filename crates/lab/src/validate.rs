@@ -4,10 +4,8 @@
 //! polling, as points, a summary of the errors, charts, tables and a
 //! report section.
 
-use std::fmt::Write as _;
-
 use kicklab_model::{fmt_ns, predict, Params, Regime, WaitMode};
-use kicklab_report::{html_escape, Chart, Section, Series, Style};
+use kicklab_report::{html_escape, Chart, Column, Section, Series, Style, Table};
 use kicklab_sim::{simulate, SimConfig, Vary};
 use kicklab_testbed::{PairResult, Profile};
 use serde::Serialize;
@@ -254,49 +252,53 @@ pub fn charts(points: &[Point], be: &str) -> (Chart, Chart) {
     )
 }
 
-/// The table of points as HTML, and the CSV.
-pub fn tables(points: &[Point]) -> (String, String) {
-    let mut h = String::from("<table><tr><th>W_P</th><th class=l>model regime</th><th class=l>who slept</th><th>T model</th><th>T sim</th><th>T measured</th><th>E model</th><th>E measured</th><th>T poll model</th><th>T poll measured</th></tr>\n");
-    let mut csv = String::from("wp_ns,regime,observed_sleeper,T_model_ns,E_model_ns,T_model_medians_ns,T_sim_ns,E_sim_ns,T_real_ns,E_real_ns,T_poll_model_ns,T_poll_real_ns,E_poll_real_ns,notifications_p,notifications_c,sleeps_p,sleeps_c\n");
+/// The table of points: one row per point, the same value rendered as
+/// the page's table, the CSV and JSON.
+pub fn table(points: &[Point]) -> Table {
+    let mut t = Table::new(
+        "validation points",
+        vec![
+            Column::ns("wp", "W_P"),
+            Column::text("regime", "model regime"),
+            Column::text("observed_sleeper", "who slept"),
+            Column::ns("T_model", "T model"),
+            Column::ns("E_model", "E model"),
+            Column::ns("T_model_medians", "T model (medians)"),
+            Column::ns("T_sim", "T sim"),
+            Column::ns("E_sim", "E sim"),
+            Column::ns("T_real", "T measured"),
+            Column::ns("E_real", "E measured"),
+            Column::ns("T_poll_model", "T poll model"),
+            Column::ns("T_poll_real", "T poll measured"),
+            Column::ns("E_poll_real", "E poll measured"),
+            Column::number("notifications_p", "kicks P"),
+            Column::number("notifications_c", "kicks C"),
+            Column::number("sleeps_p", "sleeps P"),
+            Column::number("sleeps_c", "sleeps C"),
+        ],
+    );
     for p in points {
-        let _ = writeln!(
-            h,
-            "<tr><td>{}</td><td class=l>{}</td><td class=l>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
-            fmt_ns(p.x),
-            p.regime,
-            observed(&p.real),
-            fmt_ns(p.model.0),
-            fmt_ns(p.sim.0),
-            fmt_ns(p.real.t_ns),
-            fmt_ns(p.model.1),
-            fmt_ns(p.real.e_ns),
-            fmt_ns(p.model_poll.0),
-            fmt_ns(p.real_poll.t_ns)
-        );
-        let _ = writeln!(
-            csv,
-            "{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{}",
-            p.x,
-            p.regime,
-            observed(&p.real),
-            p.model.0,
-            p.model.1,
-            p.model_median.0,
-            p.sim.0,
-            p.sim.1,
-            p.real.t_ns,
-            p.real.e_ns,
-            p.model_poll.0,
-            p.real_poll.t_ns,
-            p.real_poll.e_ns,
-            p.real.notifications_p,
-            p.real.notifications_c,
-            p.real.sleeps_p,
-            p.real.sleeps_c
-        );
+        t.push(vec![
+            p.x.into(),
+            p.regime.name().into(),
+            observed(&p.real).into(),
+            p.model.0.into(),
+            p.model.1.into(),
+            p.model_median.0.into(),
+            p.sim.0.into(),
+            p.sim.1.into(),
+            p.real.t_ns.into(),
+            p.real.e_ns.into(),
+            p.model_poll.0.into(),
+            p.real_poll.t_ns.into(),
+            p.real_poll.e_ns.into(),
+            p.real.notifications_p.into(),
+            p.real.notifications_c.into(),
+            p.real.sleeps_p.into(),
+            p.real.sleeps_c.into(),
+        ]);
     }
-    h.push_str("</table>\n");
-    (h, csv)
+    t
 }
 
 /// One line per summary figure.
@@ -333,7 +335,7 @@ pub fn section(
 ) -> Result<Section, LabError> {
     let s = summarize(points);
     let (t, e) = charts(points, be);
-    let (table, _) = tables(points);
+    let table = table(points).to_html();
     let setup = if be == "kvm" {
         "The producer inside a tiny KVM guest (its message loop in guest user mode; kicks are `out`s to an ioeventfd \
          port; it halts by exiting to the VMM, whose vCPU thread sleeps on a doorbell eventfd), the consumer a host \
