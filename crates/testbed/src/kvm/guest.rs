@@ -71,7 +71,8 @@ pub mod map {
     /// Bytes for the ring.
     pub const RING_BYTES: usize = 0x8000;
     /// Longest ring that fits.
-    pub const MAX_LEN: u32 = (RING_BYTES as u32 - 256) / 8;
+    #[allow(clippy::cast_possible_truncation)] // RING_BYTES is 32 KiB
+    pub const MAX_LEN: u32 = ((RING_BYTES - kicklab_ring::offsets::SLOTS) / 8) as u32;
 
     // The regions do not overlap (checked at compile time).
     const _: () = {
@@ -83,7 +84,7 @@ pub mod map {
         assert!(SAMPLES + 24 * SAMPLES_MAX <= RING);
         assert!(RING as usize + RING_BYTES <= PML4);
         assert!(PML4 + 3 * 0x1000 <= MEM_SIZE);
-        assert!(256 + 8 * MAX_LEN as usize == RING_BYTES);
+        assert!(kicklab_ring::offsets::SLOTS + 8 * MAX_LEN as usize == RING_BYTES);
     };
 }
 
@@ -130,16 +131,30 @@ pub mod ctrl {
     pub const PONG_TSC: u32 = 0x90;
 }
 
-/// The ring header's fields in guest memory.
-mod ring {
+/// The ring header's fields in guest memory (`kicklab_ring::offsets`).
+pub mod ring {
     use super::map::RING;
-    pub const TAIL: u32 = RING;
-    pub const CW_NEED: u32 = RING + 64;
-    pub const CW_WAKE: u32 = RING + 68;
-    pub const HEAD: u32 = RING + 128;
-    pub const PW_NEED: u32 = RING + 192;
-    pub const PW_WAKE: u32 = RING + 196;
-    pub const SLOTS: u32 = RING + 256;
+    use kicklab_ring::offsets as o;
+
+    /// Guest address of an offset into the ring region.
+    #[allow(clippy::cast_possible_truncation)] // offsets are < 512 (pinned by a test)
+    const fn at(off: usize) -> u32 {
+        RING + off as u32
+    }
+    /// `tail`.
+    pub const TAIL: u32 = at(o::TAIL);
+    /// `consumer_wait.need_kick`.
+    pub const CW_NEED: u32 = at(o::CONSUMER_NEED_KICK);
+    /// `consumer_wait.wake_at`.
+    pub const CW_WAKE: u32 = at(o::CONSUMER_WAKE_AT);
+    /// `head`.
+    pub const HEAD: u32 = at(o::HEAD);
+    /// `producer_wait.need_kick`.
+    pub const PW_NEED: u32 = at(o::PRODUCER_NEED_KICK);
+    /// `producer_wait.wake_at`.
+    pub const PW_WAKE: u32 = at(o::PRODUCER_WAKE_AT);
+    /// The first slot.
+    pub const SLOTS: u32 = at(o::SLOTS);
 }
 
 /// I/O ports the guest writes.

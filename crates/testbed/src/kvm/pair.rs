@@ -311,9 +311,9 @@ pub fn run_pair_with(
 
     // Watchdog: the run must keep moving (host messages or guest index).
     let guest_index = if tx_dir {
-        map::RING // tail
+        super::guest::ring::TAIL
     } else {
-        map::RING + 128 // head
+        super::guest::ring::HEAD
     };
     let mut last = (u64::MAX, u32::MAX);
     let mut since = Instant::now();
