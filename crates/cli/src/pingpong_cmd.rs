@@ -132,6 +132,10 @@ pub fn run_all(
         })
         .map_err(|e| match e {
             kicklab_testbed::TestbedError::Params(m) => anyhow::Error::new(Usage(m)),
+            e @ (kicklab_testbed::TestbedError::Invalid { .. }
+            | kicklab_testbed::TestbedError::Limit { .. }) => {
+                anyhow::Error::new(Usage(e.to_string()))
+            }
             other => anyhow::Error::new(other),
         })?;
         out.push((idle, r));

@@ -1,5 +1,8 @@
-//! Calibration of the notification costs N and the start-up costs S of a
-//! backend on this machine (method: `docs/calibration.md`).
+//! What a calibration of the notification costs N and the start-up costs
+//! S produces ([`Profile`], [`Stat`]) and the checks every backend's
+//! calibration shares. The measurements themselves live with each backend
+//! (`backend::threads::calibrate`, `backend::kvm::calibrate`); the thread
+//! method (`docs/calibration.md`):
 //!
 //! For one direction (notifier on one CPU, waiter on the other), repeated:
 //! the waiter announces it is about to wait and blocks; the notifier lets
@@ -11,16 +14,12 @@
 //! - S_cpu = the waiter's thread CPU time across its wait (the part of S
 //!   that is the waiter's own work; the rest is the CPU waking up).
 
-use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::Arc;
 use std::time::Duration;
 
 use kicklab_model::Cost;
-use kicklab_ring::{Notifier, NotifierKind};
 use serde::{Deserialize, Serialize};
 
-use crate::clock::{pin, rdtsc, thread_cpu_ns, Tsc};
-use crate::TestbedError;
+use crate::{Param, TestbedError};
 
 /// Summary of one measured cost [ns].
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
@@ -87,78 +86,6 @@ impl Stat {
             Cost::Const(self.mean_ns)
         }
     }
-}
-
-/// The notifier's (start, end) TSC of each notify, and its CPU time.
-type NotifierSamples = (Vec<(u64, u64)>, Vec<f64>);
-
-/// One direction's samples.
-struct Direction {
-    n: Vec<f64>,
-    n_cpu: Vec<f64>,
-    s: Vec<f64>,
-    s_cpu: Vec<f64>,
-}
-
-#[allow(clippy::cast_precision_loss)]
-fn measure(
-    backend: NotifierKind,
-    notifier_cpu: usize,
-    waiter_cpu: usize,
-    samples: usize,
-    gap: Duration,
-) -> Result<Direction, TestbedError> {
-    let tsc = Tsc::get();
-    let notifier: Arc<dyn Notifier> = Arc::from(backend.make()?);
-    let ready = Arc::new(AtomicU64::new(0));
-    let (w_notifier, w_ready) = (Arc::clone(&notifier), Arc::clone(&ready));
-    let waiter = std::thread::spawn(move || -> Result<(Vec<u64>, Vec<f64>), TestbedError> {
-        pin(waiter_cpu);
-        let (mut woke, mut cpu) = (Vec::with_capacity(samples), Vec::with_capacity(samples));
-        for i in 0..samples as u64 {
-            // Release: pairs with the notifier's Acquire spin on `ready`.
-            w_ready.store(i + 1, Ordering::Release);
-            let c0 = thread_cpu_ns();
-            w_notifier.wait()?;
-            woke.push(rdtsc());
-            cpu.push((thread_cpu_ns() - c0) as f64);
-        }
-        Ok((woke, cpu))
-    });
-    let notifier_side = std::thread::spawn(move || -> Result<NotifierSamples, TestbedError> {
-        pin(notifier_cpu);
-        let (mut times, mut cpu) = (Vec::with_capacity(samples), Vec::with_capacity(samples));
-        for i in 0..samples as u64 {
-            while ready.load(Ordering::Acquire) != i + 1 {
-                std::hint::spin_loop();
-            }
-            if gap < Duration::from_micros(200) {
-                tsc.spin_ticks(tsc.ticks(gap.as_secs_f64() * 1e9));
-            } else {
-                std::thread::sleep(gap);
-            }
-            let c0 = thread_cpu_ns();
-            let t0 = rdtsc();
-            notifier.notify()?;
-            let t1 = rdtsc();
-            cpu.push((thread_cpu_ns() - c0) as f64);
-            times.push((t0, t1));
-        }
-        Ok((times, cpu))
-    });
-    let (woke, s_cpu) = waiter
-        .join()
-        .map_err(|_| TestbedError::Hang("calibration waiter panicked".into()))??;
-    let (times, n_cpu) = notifier_side
-        .join()
-        .map_err(|_| TestbedError::Hang("calibration notifier panicked".into()))??;
-    let n = times.iter().map(|(a, b)| tsc.ns(b - a)).collect();
-    let s = times
-        .iter()
-        .zip(&woke)
-        .map(|((_, t1), t2)| tsc.ns(t2.saturating_sub(*t1)))
-        .collect();
-    Ok(Direction { n, n_cpu, s, s_cpu })
 }
 
 /// A calibrated backend: what `--profile` loads.
@@ -269,66 +196,59 @@ pub(crate) fn settled(prev: &mut Option<[f64; 4]>, med: [f64; 4]) -> bool {
     done
 }
 
-/// Calibrates `backend`: rounds of `samples` notifications per direction
-/// after `gap` of idling, until the four medians move less than 5% from one
-/// round to the next (at most `max_rounds`).
-///
-/// # Errors
-///
-/// A notifier that cannot be made or fails.
-pub fn calibrate(
-    backend: NotifierKind,
-    samples: usize,
-    gap: Duration,
-    max_rounds: usize,
-) -> Result<Profile, TestbedError> {
-    let mut all: [Vec<f64>; 8] = Default::default();
-    let mut prev: Option<[f64; 4]> = None;
-    let (mut rounds, mut stable) = (0, false);
-    while rounds < max_rounds.max(1) {
-        rounds += 1;
-        let pc = measure(backend, 0, 1, samples, gap)?;
-        let cp = measure(backend, 1, 0, samples, gap)?;
-        all[0].extend(pc.n);
-        all[1].extend(cp.n);
-        all[2].extend(cp.s);
-        all[3].extend(pc.s);
-        all[4].extend(cp.s_cpu);
-        all[5].extend(pc.s_cpu);
-        all[6].extend(pc.n_cpu);
-        all[7].extend(cp.n_cpu);
-        let med: [f64; 4] = std::array::from_fn(|i| Stat::of(all[i].clone()).median_ns);
-        if settled(&mut prev, med) {
-            stable = true;
-            break;
-        }
+/// The most samples per round a calibration takes: its buffers stay
+/// around 100 MiB.
+pub const MAX_SAMPLES: usize = 1_000_000;
+
+/// The longest idle gap before each notification.
+pub const MAX_GAP: Duration = Duration::from_secs(10);
+
+/// Refuses sample counts and gaps beyond [`MAX_SAMPLES`] and [`MAX_GAP`].
+pub(crate) fn check_round(samples: usize, gap: Duration) -> Result<(), TestbedError> {
+    if samples > MAX_SAMPLES {
+        return Err(TestbedError::limit(
+            Param::Samples,
+            format!("at most {MAX_SAMPLES} per round ({samples} asked)"),
+        ));
     }
-    let st = |i: usize| Stat::of(all[i].clone());
-    Ok(Profile {
-        backend: backend.name().into(),
-        np: st(0),
-        nc: st(1),
-        sp: st(2),
-        sc: st(3),
-        sp_cpu: st(4),
-        sc_cpu: st(5),
-        np_cpu: st(6),
-        nc_cpu: st(7),
-        gap_ns: gap.as_secs_f64() * 1e9,
-        rounds,
-        stable,
-        tsc_ghz: Tsc::get().ticks_per_ns,
-        cpus: crate::clock::cpus(),
-        direction: None,
-        clock_sync_ns: None,
-        clock_drift_ns: None,
-        kick_visible: None,
-    })
+    if gap > MAX_GAP {
+        return Err(TestbedError::limit(
+            Param::Gap,
+            format!("at most {MAX_GAP:?} ({gap:?} asked)"),
+        ));
+    }
+    Ok(())
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn huge_calibrations_are_refused() {
+        let e = check_round(100_000_000_000, Duration::from_micros(50)).unwrap_err();
+        assert!(
+            matches!(
+                e,
+                TestbedError::Limit {
+                    what: Param::Samples,
+                    ..
+                }
+            ),
+            "{e}"
+        );
+        let e = check_round(10, Duration::MAX).unwrap_err();
+        assert!(
+            matches!(
+                e,
+                TestbedError::Limit {
+                    what: Param::Gap,
+                    ..
+                }
+            ),
+            "{e}"
+        );
+    }
 
     #[test]
     fn stat_summarizes() {

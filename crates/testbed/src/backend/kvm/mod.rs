@@ -9,8 +9,10 @@
 //! ```
 //!
 //! What lives here: the VM and its vCPU thread ([`vm`]), the guest's memory
-//! map and code ([`guest`]), the pair in both directions ([`run_pair`]),
-//! calibration of N and S across the VM boundary ([`calibrate()`]) and the
+//! map and code ([`guest`]), one guest session (start, run the host side,
+//! watchdog, stop, collect: `session`), the pair in both directions
+//! ([`run_pair`], its host side the shared host party loop), calibration of
+//! N and S across the VM boundary ([`calibrate()`]) and the
 //! request/response workload with guest idle strategies ([`pingpong`]).
 //! What does not: the ring protocol itself (`kicklab-ring`, which this
 //! backend reuses unchanged over guest memory).
@@ -19,6 +21,7 @@ mod calibrate;
 pub mod guest;
 mod pair;
 pub mod pingpong;
+mod session;
 pub mod vm;
 
 use std::str::FromStr;

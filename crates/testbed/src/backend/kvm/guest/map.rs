@@ -57,7 +57,7 @@ const _: () = {
     assert!(kicklab_ring::offsets::SLOTS + 8 * MAX_LEN as usize == RING_BYTES);
 };
 
-/// Offsets of the control block's u32 fields (from [`CTRL`](super::CTRL)).
+/// Offsets of the control block's u32 fields (from [`CTRL`]).
 pub mod ctrl {
     /// Kicks the guest sent.
     pub const KICKS: u32 = 0x40;
