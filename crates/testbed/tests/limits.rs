@@ -195,3 +195,19 @@ fn overlapping_runs_do_not_claim_their_own_cpus() {
         }
     }
 }
+
+/// The thread calibration still measures under its watchdog.
+#[test]
+fn thread_calibration_measures_all_four_costs() {
+    let p = calibrate_backend(
+        Backend::Threads(NotifierKind::Futex),
+        50,
+        Duration::from_micros(50),
+        1,
+    )
+    .expect("a calibration");
+    for s in [p.np, p.nc, p.sp, p.sc] {
+        assert_eq!(s.n, 50);
+        assert!(s.median_ns > 0.0, "{s:?}");
+    }
+}

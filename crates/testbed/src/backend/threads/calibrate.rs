@@ -1,7 +1,8 @@
 //! Calibration of N and S for two host threads and a notifier (method:
-//! `docs/calibration.md`, summarized in `crate::calibrate`).
+//! `docs/calibration.md`, summarized in `crate::calibrate`), with a
+//! progress watchdog and bounded joins.
 
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -9,6 +10,7 @@ use kicklab_ring::{Notifier, NotifierKind};
 
 use crate::calibrate::{check_round, settled, Profile, Stat};
 use crate::clock::{pin, rdtsc, thread_cpu_ns, Tsc};
+use crate::party::{join_within, Stall, Stoppable, TICK};
 use crate::TestbedError;
 
 /// The notifier's (start, end) TSC of each notify, and its CPU time.
@@ -33,9 +35,15 @@ fn measure(
     let tsc = Tsc::get();
     let notifier: Arc<dyn Notifier> = Arc::from(backend.make()?);
     let ready = Arc::new(AtomicU64::new(0));
-    let (w_notifier, w_ready) = (Arc::clone(&notifier), Arc::clone(&ready));
+    let stop = Arc::new(AtomicBool::new(false));
+    let (w_notifier, w_ready, w_stop) =
+        (Arc::clone(&notifier), Arc::clone(&ready), Arc::clone(&stop));
     let waiter = std::thread::spawn(move || -> Result<(Vec<u64>, Vec<f64>), TestbedError> {
         pin(waiter_cpu);
+        let w_notifier = Stoppable {
+            inner: &*w_notifier,
+            stop: &w_stop,
+        };
         let (mut woke, mut cpu) = (Vec::with_capacity(samples), Vec::with_capacity(samples));
         for i in 0..samples as u64 {
             // Release: pairs with the notifier's Acquire spin on `ready`.
@@ -47,12 +55,20 @@ fn measure(
         }
         Ok((woke, cpu))
     });
+    let (n_notifier, n_ready, n_stop) =
+        (Arc::clone(&notifier), Arc::clone(&ready), Arc::clone(&stop));
     let notifier_side = std::thread::spawn(move || -> Result<NotifierSamples, TestbedError> {
+        let (notifier, ready) = (n_notifier, n_ready);
         pin(notifier_cpu);
         let (mut times, mut cpu) = (Vec::with_capacity(samples), Vec::with_capacity(samples));
         for i in 0..samples as u64 {
+            let mut spins = 0u32;
             while ready.load(Ordering::Acquire) != i + 1 {
                 std::hint::spin_loop();
+                spins = spins.wrapping_add(1);
+                if spins.is_multiple_of(1024) && n_stop.load(Ordering::Relaxed) {
+                    return Err(TestbedError::Hang("calibration stopped".into()));
+                }
             }
             if gap < Duration::from_micros(200) {
                 tsc.spin_ticks(tsc.ticks(gap.as_secs_f64() * 1e9));
@@ -68,12 +84,35 @@ fn measure(
         }
         Ok((times, cpu))
     });
-    let (woke, s_cpu) = waiter
-        .join()
-        .map_err(|_| TestbedError::Hang("calibration waiter panicked".into()))??;
-    let (times, n_cpu) = notifier_side
-        .join()
-        .map_err(|_| TestbedError::Hang("calibration notifier panicked".into()))??;
+    // Watchdog: each sample moves `ready` within a gap and a wake-up.
+    let mut stall = Stall::new(Duration::from_secs(2) + 2 * gap);
+    let mut failure = None;
+    while !(waiter.is_finished() && notifier_side.is_finished()) {
+        std::thread::sleep(TICK);
+        let now = ready.load(Ordering::Relaxed);
+        if stall.stalled(now) {
+            failure = Some(TestbedError::Hang(format!(
+                "calibration stopped moving at sample {now} of {samples}"
+            )));
+            break;
+        }
+    }
+    if failure.is_some() {
+        stop.store(true, Ordering::SeqCst);
+        let _ = notifier.notify();
+    }
+    let grace = Duration::from_secs(2);
+    let w = join_within(waiter, grace, "calibration waiter");
+    let ns = join_within(notifier_side, grace, "calibration notifier");
+    if let Some(e) = failure {
+        // A notifier that failed says more than the watchdog.
+        if let Err(TestbedError::Io(io)) = ns {
+            return Err(TestbedError::Io(io));
+        }
+        drop(w);
+        return Err(e);
+    }
+    let ((woke, s_cpu), (times, n_cpu)) = (w?, ns?);
     let n = times.iter().map(|(a, b)| tsc.ns(b - a)).collect();
     let s = times
         .iter()
