@@ -499,7 +499,7 @@ fn a_kvm_run_longer_than_the_stall_limit_succeeds() {
     if !kvm_here() {
         return;
     }
-    let mut c = cfg(Direction::Tx, WaitStrategy::Block, 300e3, 300e3, 2000);
+    let mut c = cfg(Direction::Tx, WaitStrategy::Block, 300e3, 300e3, 4000);
     c.timeout = Duration::from_millis(250);
     let t = Instant::now();
     let r = run_pair(&c).expect("a healthy run");

@@ -144,7 +144,9 @@ pub fn run(cfg: &PingPongConfig, kvm: KvmOptions) -> Result<PingPongResult, Test
         move || mem_w.read_u32(map::CTRL + ctrl::RESP),
         move || {
             format!(
-                "the guest stopped answering at request {} of {total}",
+                "request {} of {total} sent, answers up to {} (a guest that stopped answering, \
+                 or host work longer than the stall limit)",
+                mem_s.read_u32(map::CTRL + ctrl::REQ),
                 mem_s.read_u32(map::CTRL + ctrl::RESP)
             )
         },
