@@ -244,7 +244,7 @@ impl ParamArgs {
     /// # Errors
     ///
     /// A [`Usage`] error if it cannot be read or parsed.
-    pub fn load_profile(&self) -> Result<Option<kicklab_testbed::Profile>, Usage> {
+    pub fn load_profile(&self) -> Result<Option<kicklab_model::Profile>, Usage> {
         let Some(path) = &self.profile else {
             return Ok(None);
         };

@@ -136,6 +136,30 @@ fn restore_sigpipe() {
     }
 }
 
+/// A testbed error caused by the input, naming the flag of the setting.
+fn testbed_usage(t: &kicklab_testbed::TestbedError) -> Option<String> {
+    use kicklab_testbed::{Setting, TestbedError};
+    match t {
+        TestbedError::Params(p) => Some(format!("{}: {p}", flag(p.param))),
+        TestbedError::Invalid { what, reason } | TestbedError::Limit { what, reason } => {
+            let f = match what {
+                Setting::Len => "--len",
+                Setting::Messages | Setting::Warmup => "--messages",
+                Setting::Batch => "--batch",
+                Setting::Work => "--work",
+                Setting::Spin => "--strategy",
+                Setting::Samples => "--samples",
+                Setting::Gap => "--gap",
+                Setting::Idle => "--idle",
+                Setting::HaltPoll => "--halt-poll",
+                Setting::Timeout => return None,
+            };
+            Some(format!("{f}: {reason}"))
+        }
+        _ => None,
+    }
+}
+
 /// The flag a parameter is set with.
 pub fn flag(p: kicklab_model::Param) -> String {
     format!("--{}", p.name())
@@ -165,9 +189,13 @@ fn usage_of(e: &anyhow::Error) -> Option<String> {
             ModelError::NoClosedForm => format!("--mode: {m}: use `kicklab sim`"),
         });
     }
+    if let Some(t) = e.downcast_ref::<kicklab_testbed::TestbedError>() {
+        return testbed_usage(t);
+    }
     if let Some(l) = e.downcast_ref::<kicklab_lab::LabError>() {
         use kicklab_lab::LabError;
         return match l {
+            LabError::Testbed(t) => testbed_usage(t),
             LabError::Input { input, reason } => Some(format!("--{}: {reason}", input.name())),
             LabError::Param(p)
             | LabError::Model(ModelError::Params(p))

@@ -44,31 +44,36 @@ pub fn run(a: &RunArgs) -> anyhow::Result<()> {
     // The prediction: the model with this machine's N and S.
     let predicted = predicted(&params, &profile, a.strategy)?;
     if a.json {
-        return crate::print_json(&json!({
-            "backend": a.be.get().name(),
-            "strategy": a.strategy.to_string(),
-            "batch": a.batch,
-            "T_ns": r.t_ns,
-            "E_ns": r.e_ns,
-            "E_p_ns": r.e_p_ns,
-            "E_c_ns": r.e_c_ns,
-            "messages": r.messages,
-            "lost": r.lost,
-            "duplicated_or_reordered": r.duplicated_or_reordered,
-            "notifications_p": r.notifications_p,
-            "notifications_c": r.notifications_c,
-            "sleeps_p": r.sleeps_p,
-            "sleeps_c": r.sleeps_c,
-            "pinned": r.pinned,
-            "oversubscribed": r.oversubscribed,
-            "predicted": predicted.map(|p| json!({"regime": p.regime.name(), "T_ns": p.rates.t_ns, "E_ns": p.rates.e_ns, "m": p.m})),
-            "profile": crate::calibrate_cmd::profile_json(&profile),
-        }));
+        let mut v = serde_json::to_value(r)?;
+        v["backend"] = json!(a.be.get().name());
+        v["strategy"] = json!(a.strategy.to_string());
+        v["batch"] = json!(a.batch);
+        v["predicted"] = predicted.map_or(serde_json::Value::Null, |p| {
+            crate::model_cmd::prediction_json(&p)
+        });
+        v["profile"] = crate::calibrate_cmd::profile_json(&profile);
+        return crate::print_json(&v);
     }
+    let cpu = |c: Option<usize>| c.map_or("unpinned".to_string(), |c| format!("CPU {c}"));
     let pinned = if r.pinned {
-        "pinned to their own CPU"
+        format!(
+            "pinned to their own CPU (P {}, C {})",
+            cpu(r.cpu_p),
+            cpu(r.cpu_c)
+        )
+    } else if r.concurrent_runs > 0 {
+        format!(
+            "sharing the CPUs with {} other run(s) (P {}, C {})",
+            r.concurrent_runs,
+            cpu(r.cpu_p),
+            cpu(r.cpu_c)
+        )
     } else {
-        "NOT pinned"
+        format!(
+            "NOT on CPUs of their own (P {}, C {})",
+            cpu(r.cpu_p),
+            cpu(r.cpu_c)
+        )
     };
     match a.be.get() {
         kicklab_testbed::Backend::Kvm(o) => {
@@ -92,16 +97,16 @@ pub fn run(a: &RunArgs) -> anyhow::Result<()> {
         );
     }
     crate::RateLines {
-        t_ns: r.t_ns,
-        e_ns: [r.e_p_ns, r.e_c_ns],
-        notifications: [r.notifications_p, r.notifications_c],
-        sleeps: [r.sleeps_p, r.sleeps_c],
-        messages: r.messages,
+        t_ns: r.rates.t_ns,
+        e_ns: [r.rates.e_p_ns, r.rates.e_c_ns],
+        notifications: [r.rates.notifications_p, r.rates.notifications_c],
+        sleeps: [r.rates.sleeps_p, r.rates.sleeps_c],
+        messages: r.rates.messages,
     }
     .print();
     println!(
         "checked        {} messages: {} lost, {} duplicated or reordered",
-        r.messages, r.lost, r.duplicated_or_reordered
+        r.rates.messages, r.lost, r.duplicated_or_reordered
     );
     println!(
         "calibrated     N_P {}, N_C {}, S_P {}, S_C {}",
@@ -115,9 +120,9 @@ pub fn run(a: &RunArgs) -> anyhow::Result<()> {
             "model          {}: T {} (measured/model {:.3}), E {} (measured/model {:.3})",
             p.regime,
             fmt_ns(p.rates.t_ns),
-            r.t_ns / p.rates.t_ns,
+            r.rates.t_ns / p.rates.t_ns,
             fmt_ns(p.rates.e_ns),
-            r.e_ns / p.rates.e_ns
+            r.rates.e_ns / p.rates.e_ns
         );
     }
     Ok(())

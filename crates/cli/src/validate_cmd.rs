@@ -79,9 +79,9 @@ pub fn run(a: &ValidateArgs) -> anyhow::Result<()> {
             observed(&p.real),
             fmt_ns(p.model.0),
             fmt_ns(p.sim.0),
-            fmt_ns(p.real.t_ns),
+            fmt_ns(p.real.rates.t_ns),
             fmt_ns(p.model_poll.0),
-            fmt_ns(p.real_poll.t_ns)
+            fmt_ns(p.real_poll.rates.t_ns)
         );
     }
     println!("{}", summary_text(&summarize(&points)));

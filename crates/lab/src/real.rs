@@ -93,7 +93,7 @@ pub fn run(spec: &RunSpec) -> Result<PairResult, LabError> {
         messages: spec.messages,
         warmup: spec.messages / 10,
         seed: spec.seed,
-        timeout: Duration::from_secs(30).max(Duration::from_secs_f64(spec.messages as f64 * 1e-4)),
+        timeout: kicklab_testbed::stall_limit(&spec.params),
         batch: spec.batch,
     };
     let r = run_pair(&cfg)?;

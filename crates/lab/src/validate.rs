@@ -36,16 +36,7 @@ pub struct Point {
 
 /// The regime a measurement shows: who slept.
 pub fn observed(r: &PairResult) -> &'static str {
-    #[allow(clippy::cast_precision_loss)]
-    let rate = |n: u64| n as f64 / r.messages as f64;
-    // A side "sleeps" in steady state if it does so at least once per 1000
-    // messages (a stray sleep in a long run is not a regime).
-    match (rate(r.sleeps_p) > 1e-3, rate(r.sleeps_c) > 1e-3) {
-        (false, false) => "none",
-        (true, false) => "P",
-        (false, true) => "C",
-        (true, true) => "both",
-    }
+    r.rates.sleeper()
 }
 
 /// Who sleeps in a regime, as [`observed`] names it.
@@ -89,10 +80,13 @@ fn median(mut v: Vec<f64>) -> f64 {
 /// Summarizes points.
 pub fn summarize(points: &[Point]) -> Summary {
     let err = |real: f64, model: f64| (real - model).abs() / real;
-    let t: Vec<f64> = points.iter().map(|p| err(p.real.t_ns, p.model.0)).collect();
+    let t: Vec<f64> = points
+        .iter()
+        .map(|p| err(p.real.rates.t_ns, p.model.0))
+        .collect();
     let tm: Vec<f64> = points
         .iter()
-        .map(|p| err(p.real.t_ns, p.model_median.0))
+        .map(|p| err(p.real.rates.t_ns, p.model_median.0))
         .collect();
     Summary {
         median_err_t: median(t.clone()),
@@ -102,11 +96,21 @@ pub fn summarize(points: &[Point]) -> Summary {
         median_err_t_poll: median(
             points
                 .iter()
-                .map(|p| err(p.real_poll.t_ns, p.model_poll.0))
+                .map(|p| err(p.real_poll.rates.t_ns, p.model_poll.0))
                 .collect(),
         ),
-        median_err_e: median(points.iter().map(|p| err(p.real.e_ns, p.model.1)).collect()),
-        median_err_t_sim: median(points.iter().map(|p| err(p.real.t_ns, p.sim.0)).collect()),
+        median_err_e: median(
+            points
+                .iter()
+                .map(|p| err(p.real.rates.e_ns, p.model.1))
+                .collect(),
+        ),
+        median_err_t_sim: median(
+            points
+                .iter()
+                .map(|p| err(p.real.rates.t_ns, p.sim.0))
+                .collect(),
+        ),
         regimes_agree: points
             .iter()
             .filter(|p| observed(&p.real) == sleeper(p.regime))
@@ -228,9 +232,9 @@ pub fn charts(points: &[Point], be: &str) -> (Chart, Chart) {
                 [
                     p.model.0,
                     p.sim.0,
-                    p.real.t_ns,
+                    p.real.rates.t_ns,
                     p.model_poll.0,
-                    p.real_poll.t_ns,
+                    p.real_poll.rates.t_ns,
                     p.model_median.0,
                 ]
             },
@@ -242,9 +246,9 @@ pub fn charts(points: &[Point], be: &str) -> (Chart, Chart) {
                 [
                     p.model.1,
                     p.sim.1,
-                    p.real.e_ns,
+                    p.real.rates.e_ns,
                     p.model_poll.1,
-                    p.real_poll.e_ns,
+                    p.real_poll.rates.e_ns,
                     p.model_median.1,
                 ]
             },
@@ -287,15 +291,15 @@ pub fn table(points: &[Point]) -> Table {
             p.model_median.0.into(),
             p.sim.0.into(),
             p.sim.1.into(),
-            p.real.t_ns.into(),
-            p.real.e_ns.into(),
+            p.real.rates.t_ns.into(),
+            p.real.rates.e_ns.into(),
             p.model_poll.0.into(),
-            p.real_poll.t_ns.into(),
-            p.real_poll.e_ns.into(),
-            p.real.notifications_p.into(),
-            p.real.notifications_c.into(),
-            p.real.sleeps_p.into(),
-            p.real.sleeps_c.into(),
+            p.real_poll.rates.t_ns.into(),
+            p.real_poll.rates.e_ns.into(),
+            p.real.rates.notifications_p.into(),
+            p.real.rates.notifications_c.into(),
+            p.real.rates.sleeps_p.into(),
+            p.real.rates.sleeps_c.into(),
         ]);
     }
     t

@@ -35,6 +35,7 @@ mod closed_form;
 mod cost;
 mod param;
 mod params;
+mod profile;
 mod rates;
 mod regime;
 mod time;
@@ -43,6 +44,7 @@ pub use closed_form::{predict, ss_best_case, ss_formula, ModelError, Prediction}
 pub use cost::{Cost, CostParseError};
 pub use param::{Param, Unit, UnknownParam};
 pub use params::{ParamError, Params, Party};
+pub use profile::{Direction, Profile, Stat};
 pub use rates::{Latency, Rates};
 pub use regime::{classify, Predicates, Regime, WaitMode};
 pub use time::{fmt_ns, parse_duration_ns, to_ps, DurationParseError, MAX_DURATION_NS, PS_PER_NS};

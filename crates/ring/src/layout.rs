@@ -95,6 +95,40 @@ pub struct RingHeader {
     pub producer_wait: Line<WaitPoint>,
 }
 
+/// Byte offsets of the header fields and the slots inside a ring region,
+/// for a party that hard-codes the layout (the KVM guest, a fuzzer playing
+/// the peer). Computed from [`RingHeader`], so they cannot drift from it;
+/// a test pins the values the guest relies on.
+pub mod offsets {
+    use core::mem::{offset_of, size_of};
+
+    use super::RingHeader;
+
+    /// `tail` (u32, written by the producer).
+    pub const TAIL: usize = offset_of!(RingHeader, tail.0);
+    /// `consumer_wait.need_kick` (u32).
+    pub const CONSUMER_NEED_KICK: usize = offset_of!(RingHeader, consumer_wait.0.need_kick);
+    /// `consumer_wait.wake_at` (u32, a tail value).
+    pub const CONSUMER_WAKE_AT: usize = offset_of!(RingHeader, consumer_wait.0.wake_at);
+    /// `head` (u32, written by the consumer).
+    pub const HEAD: usize = offset_of!(RingHeader, head.0);
+    /// `producer_wait.need_kick` (u32).
+    pub const PRODUCER_NEED_KICK: usize = offset_of!(RingHeader, producer_wait.0.need_kick);
+    /// `producer_wait.wake_at` (u32, a head value).
+    pub const PRODUCER_WAKE_AT: usize = offset_of!(RingHeader, producer_wait.0.wake_at);
+    /// The first slot (`L` little-endian u64s follow the header).
+    pub const SLOTS: usize = size_of::<RingHeader>();
+    /// Every u32 header field a peer may write, in offset order.
+    pub const FIELDS: [usize; 6] = [
+        TAIL,
+        CONSUMER_NEED_KICK,
+        CONSUMER_WAKE_AT,
+        HEAD,
+        PRODUCER_NEED_KICK,
+        PRODUCER_WAKE_AT,
+    ];
+}
+
 /// The memory behind a ring: a header and its slots.
 pub(crate) trait Memory: Send + Sync {
     fn header(&self) -> &RingHeader;
@@ -268,6 +302,21 @@ mod tests {
         assert_eq!(std::ptr::addr_of!(h.consumer_wait) as usize - base, 64);
         assert_eq!(std::ptr::addr_of!(h.head) as usize - base, 128);
         assert_eq!(std::ptr::addr_of!(h.producer_wait) as usize - base, 192);
+    }
+
+    /// The values the KVM guest's code and the fuzz harness rely on.
+    #[test]
+    fn exported_offsets_are_pinned() {
+        assert_eq!(offsets::TAIL, 0);
+        assert_eq!(offsets::CONSUMER_NEED_KICK, 64);
+        assert_eq!(offsets::CONSUMER_WAKE_AT, 68);
+        assert_eq!(offsets::HEAD, 128);
+        assert_eq!(offsets::PRODUCER_NEED_KICK, 192);
+        assert_eq!(offsets::PRODUCER_WAKE_AT, 196);
+        assert_eq!(offsets::SLOTS, 256);
+        assert_eq!(offsets::FIELDS, [0, 64, 68, 128, 192, 196]);
+        // Each fits the guest's u32 displacements.
+        assert!(u32::try_from(offsets::SLOTS).is_ok());
     }
 
     #[test]

@@ -62,7 +62,7 @@ pub use endpoint::on_raw;
 pub use endpoint::{ring, Consumer, Producer, Published, Released};
 #[cfg(not(loom))]
 pub use layout::RawRing;
-pub use layout::{reached, RingHeader, WaitPoint, CACHE_LINE};
+pub use layout::{offsets, reached, RingHeader, WaitPoint, CACHE_LINE};
 #[cfg(not(loom))]
 pub use notify::{EventFdNotifier, FutexNotifier, NotifierKind, PipeNotifier};
 pub use wait::{Notifier, WaitError, WaitStats, WaitStrategy};

@@ -13,7 +13,7 @@ use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 use crate::{on_raw, RawRing, RingHeader};
 
 /// Header fields a peer can scribble on, as u32 offsets.
-const FIELDS: [usize; 6] = [0, 64, 68, 128, 192, 196];
+const FIELDS: [usize; 6] = crate::offsets::FIELDS;
 
 /// Runs the script in `data` (any bytes). Panics only on a broken
 /// property.
@@ -37,12 +37,18 @@ pub fn drive(data: &[u8]) {
     let header = aligned.cast::<RingHeader>();
     // The peer's writes: atomics over the same bytes.
     let field = |i: usize| {
-        // SAFETY: FIELDS are 4-aligned offsets inside the 256-byte header.
+        // SAFETY: FIELDS are 4-aligned offsets inside the header.
         unsafe { AtomicU32::from_ptr(aligned.add(FIELDS[i % FIELDS.len()]).cast()) }
     };
     let slot = |i: usize| {
         // SAFETY: i < len, so inside the slots after the header; 8-aligned.
-        unsafe { AtomicU64::from_ptr(aligned.add(256 + 8 * (i % len as usize)).cast()) }
+        unsafe {
+            AtomicU64::from_ptr(
+                aligned
+                    .add(crate::offsets::SLOTS + 8 * (i % len as usize))
+                    .cast(),
+            )
+        }
     };
     let _ = header;
     // The host keeps the API's own contract (no pop between claim and

@@ -1,5 +1,8 @@
-//! Calibration of the notification costs N and the start-up costs S of a
-//! backend on this machine (method: `docs/calibration.md`).
+//! What a calibration of the notification costs N and the start-up costs
+//! S produces ([`Profile`], [`Stat`]) and the checks every backend's
+//! calibration shares. The measurements themselves live with each backend
+//! (`backend::threads::calibrate`, `backend::kvm::calibrate`); the thread
+//! method (`docs/calibration.md`):
 //!
 //! For one direction (notifier on one CPU, waiter on the other), repeated:
 //! the waiter announces it is about to wait and blocks; the notifier lets
@@ -11,251 +14,11 @@
 //! - S_cpu = the waiter's thread CPU time across its wait (the part of S
 //!   that is the waiter's own work; the rest is the CPU waking up).
 
-use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::Arc;
 use std::time::Duration;
 
-use kicklab_model::Cost;
-use kicklab_ring::{Notifier, NotifierKind};
-use serde::{Deserialize, Serialize};
+pub use kicklab_model::{Profile, Stat};
 
-use crate::clock::{pin, rdtsc, thread_cpu_ns, Tsc};
-use crate::TestbedError;
-
-/// Summary of one measured cost [ns].
-#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
-pub struct Stat {
-    /// Median.
-    pub median_ns: f64,
-    /// Mean.
-    pub mean_ns: f64,
-    /// 10th percentile.
-    pub p10_ns: f64,
-    /// 90th percentile.
-    pub p90_ns: f64,
-    /// Standard deviation of ln(x): the lognormal sigma of the spread.
-    pub sigma_log: f64,
-    /// Samples.
-    pub n: usize,
-}
-
-impl Stat {
-    /// Summarizes samples [ns].
-    #[allow(
-        clippy::cast_precision_loss,
-        clippy::cast_possible_truncation,
-        clippy::cast_sign_loss
-    )]
-    pub fn of(mut v: Vec<f64>) -> Stat {
-        v.sort_by(f64::total_cmp);
-        let n = v.len().max(1);
-        let q = |f: f64| {
-            v.get(((n - 1) as f64 * f).round() as usize)
-                .copied()
-                .unwrap_or(0.0)
-        };
-        let mean = v.iter().sum::<f64>() / n as f64;
-        let logs: Vec<f64> = v.iter().map(|x| x.max(1.0).ln()).collect();
-        let lm = logs.iter().sum::<f64>() / n as f64;
-        let sigma_log = (logs.iter().map(|l| (l - lm).powi(2)).sum::<f64>() / n as f64).sqrt();
-        Stat {
-            median_ns: q(0.5),
-            mean_ns: mean,
-            p10_ns: q(0.1),
-            p90_ns: q(0.9),
-            sigma_log,
-            n: v.len(),
-        }
-    }
-
-    /// As a cost for the model (its mean) and the simulator (a lognormal
-    /// with the measured mean and log-spread).
-    ///
-    /// A negative mean (a start-up measured to end before the notifier's
-    /// call returned, possible across the VM boundary) becomes 0: the model
-    /// has no way to start a party before its notification ends.
-    pub fn as_cost(&self) -> Cost {
-        if self.mean_ns <= 0.0 {
-            return Cost::Const(0.0);
-        }
-        if self.sigma_log > 1e-9 {
-            Cost::LogNormal {
-                mean_ns: self.mean_ns,
-                sigma: self.sigma_log.min(3.0),
-            }
-        } else {
-            Cost::Const(self.mean_ns)
-        }
-    }
-}
-
-/// The notifier's (start, end) TSC of each notify, and its CPU time.
-type NotifierSamples = (Vec<(u64, u64)>, Vec<f64>);
-
-/// One direction's samples.
-struct Direction {
-    n: Vec<f64>,
-    n_cpu: Vec<f64>,
-    s: Vec<f64>,
-    s_cpu: Vec<f64>,
-}
-
-#[allow(clippy::cast_precision_loss)]
-fn measure(
-    backend: NotifierKind,
-    notifier_cpu: usize,
-    waiter_cpu: usize,
-    samples: usize,
-    gap: Duration,
-) -> Result<Direction, TestbedError> {
-    let tsc = Tsc::get();
-    let notifier: Arc<dyn Notifier> = Arc::from(backend.make()?);
-    let ready = Arc::new(AtomicU64::new(0));
-    let (w_notifier, w_ready) = (Arc::clone(&notifier), Arc::clone(&ready));
-    let waiter = std::thread::spawn(move || -> Result<(Vec<u64>, Vec<f64>), TestbedError> {
-        pin(waiter_cpu);
-        let (mut woke, mut cpu) = (Vec::with_capacity(samples), Vec::with_capacity(samples));
-        for i in 0..samples as u64 {
-            // Release: pairs with the notifier's Acquire spin on `ready`.
-            w_ready.store(i + 1, Ordering::Release);
-            let c0 = thread_cpu_ns();
-            w_notifier.wait()?;
-            woke.push(rdtsc());
-            cpu.push((thread_cpu_ns() - c0) as f64);
-        }
-        Ok((woke, cpu))
-    });
-    let notifier_side = std::thread::spawn(move || -> Result<NotifierSamples, TestbedError> {
-        pin(notifier_cpu);
-        let (mut times, mut cpu) = (Vec::with_capacity(samples), Vec::with_capacity(samples));
-        for i in 0..samples as u64 {
-            while ready.load(Ordering::Acquire) != i + 1 {
-                std::hint::spin_loop();
-            }
-            if gap < Duration::from_micros(200) {
-                tsc.spin_ticks(tsc.ticks(gap.as_secs_f64() * 1e9));
-            } else {
-                std::thread::sleep(gap);
-            }
-            let c0 = thread_cpu_ns();
-            let t0 = rdtsc();
-            notifier.notify()?;
-            let t1 = rdtsc();
-            cpu.push((thread_cpu_ns() - c0) as f64);
-            times.push((t0, t1));
-        }
-        Ok((times, cpu))
-    });
-    let (woke, s_cpu) = waiter
-        .join()
-        .map_err(|_| TestbedError::Hang("calibration waiter panicked".into()))??;
-    let (times, n_cpu) = notifier_side
-        .join()
-        .map_err(|_| TestbedError::Hang("calibration notifier panicked".into()))??;
-    let n = times.iter().map(|(a, b)| tsc.ns(b - a)).collect();
-    let s = times
-        .iter()
-        .zip(&woke)
-        .map(|((_, t1), t2)| tsc.ns(t2.saturating_sub(*t1)))
-        .collect();
-    Ok(Direction { n, n_cpu, s, s_cpu })
-}
-
-/// A calibrated backend: what `--profile` loads.
-#[derive(Debug, Clone, Serialize, Deserialize)]
-pub struct Profile {
-    /// Backend name.
-    pub backend: String,
-    /// N_P: P's cost of notifying C (P on CPU 0, C on CPU 1).
-    #[serde(rename = "NP")]
-    pub np: Stat,
-    /// N_C: C's cost of notifying P.
-    #[serde(rename = "NC")]
-    pub nc: Stat,
-    /// S_P: notify to P running (wall).
-    #[serde(rename = "SP")]
-    pub sp: Stat,
-    /// S_C: notify to C running (wall).
-    #[serde(rename = "SC")]
-    pub sc: Stat,
-    /// P's thread CPU time across its notify call (compare with N_P: the
-    /// call is all CPU, so the two should agree).
-    #[serde(rename = "NP_cpu")]
-    pub np_cpu: Stat,
-    /// C's thread CPU time across its notify call.
-    #[serde(rename = "NC_cpu")]
-    pub nc_cpu: Stat,
-    /// P's own CPU time across its wake-up.
-    #[serde(rename = "SP_cpu")]
-    pub sp_cpu: Stat,
-    /// C's own CPU time across its wake-up.
-    #[serde(rename = "SC_cpu")]
-    pub sc_cpu: Stat,
-    /// Idle time of the waiter before each notification [ns].
-    pub gap_ns: f64,
-    /// Rounds until the medians were stable.
-    pub rounds: usize,
-    /// Whether the medians settled within 5% before the round limit.
-    pub stable: bool,
-    /// TSC rate [GHz].
-    pub tsc_ghz: f64,
-    /// CPUs seen.
-    pub cpus: usize,
-    /// KVM: which side the guest is (`tx`: the guest is P).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub direction: Option<crate::kvm::Direction>,
-    /// KVM: uncertainty of the guest-to-host clock mapping [ns].
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub clock_sync_ns: Option<f64>,
-    /// KVM: how far the clock offset moved during a round [ns].
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub clock_drift_ns: Option<f64>,
-    /// KVM: from the start of the guest's kick until a host thread that
-    /// polls sees it [ns]. Less than N_P: the model's "the peer becomes
-    /// runnable at the end of N" does not hold here (`docs/kvm.md`).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub kick_visible: Option<Stat>,
-}
-
-impl Profile {
-    /// The start-up costs whose mean came out negative (the woken party ran
-    /// before the notifier's call returned), by name; the model takes them
-    /// as 0 (`docs/kvm.md`).
-    pub fn negative_starts(&self) -> Vec<&'static str> {
-        [("S_P", &self.sp), ("S_C", &self.sc)]
-            .into_iter()
-            .filter(|(_, s)| s.mean_ns < 0.0)
-            .map(|(n, _)| n)
-            .collect()
-    }
-
-    /// The four costs as (N_P, N_C, S_P, S_C) for the model and simulator.
-    pub fn costs(&self) -> [Cost; 4] {
-        [
-            self.np.as_cost(),
-            self.nc.as_cost(),
-            self.sp.as_cost(),
-            self.sc.as_cost(),
-        ]
-    }
-
-    /// Puts the calibrated costs into `params` (distributions with the
-    /// measured spread if `spread`, else their means).
-    pub fn apply(&self, params: &mut kicklab_model::Params, spread: bool) {
-        let [np, nc, sp, sc] = self.costs();
-        let f = |c: Cost| if spread { c } else { Cost::Const(c.mean_ns()) };
-        (params.n_p, params.n_c, params.s_p, params.s_c) = (f(np), f(nc), f(sp), f(sc));
-    }
-
-    /// Puts the calibrated medians into `params` as constants: the typical
-    /// cost, insensitive to the rare very slow wake-ups that dominate the
-    /// means here (`docs/calibration.md`).
-    pub fn apply_medians(&self, params: &mut kicklab_model::Params) {
-        let c = |s: &Stat| Cost::Const(s.median_ns.max(0.0));
-        (params.n_p, params.n_c, params.s_p, params.s_c) =
-            (c(&self.np), c(&self.nc), c(&self.sp), c(&self.sc));
-    }
-}
+use crate::{Setting, TestbedError};
 
 /// Whether four medians moved less than 5% since the previous round;
 /// remembers these for the next call.
@@ -269,61 +32,28 @@ pub(crate) fn settled(prev: &mut Option<[f64; 4]>, med: [f64; 4]) -> bool {
     done
 }
 
-/// Calibrates `backend`: rounds of `samples` notifications per direction
-/// after `gap` of idling, until the four medians move less than 5% from one
-/// round to the next (at most `max_rounds`).
-///
-/// # Errors
-///
-/// A notifier that cannot be made or fails.
-pub fn calibrate(
-    backend: NotifierKind,
-    samples: usize,
-    gap: Duration,
-    max_rounds: usize,
-) -> Result<Profile, TestbedError> {
-    let mut all: [Vec<f64>; 8] = Default::default();
-    let mut prev: Option<[f64; 4]> = None;
-    let (mut rounds, mut stable) = (0, false);
-    while rounds < max_rounds.max(1) {
-        rounds += 1;
-        let pc = measure(backend, 0, 1, samples, gap)?;
-        let cp = measure(backend, 1, 0, samples, gap)?;
-        all[0].extend(pc.n);
-        all[1].extend(cp.n);
-        all[2].extend(cp.s);
-        all[3].extend(pc.s);
-        all[4].extend(cp.s_cpu);
-        all[5].extend(pc.s_cpu);
-        all[6].extend(pc.n_cpu);
-        all[7].extend(cp.n_cpu);
-        let med: [f64; 4] = std::array::from_fn(|i| Stat::of(all[i].clone()).median_ns);
-        if settled(&mut prev, med) {
-            stable = true;
-            break;
-        }
+/// The most samples per round a calibration takes: its buffers stay
+/// around 100 MiB.
+pub const MAX_SAMPLES: usize = 1_000_000;
+
+/// The longest idle gap before each notification.
+pub const MAX_GAP: Duration = Duration::from_secs(10);
+
+/// Refuses sample counts and gaps beyond [`MAX_SAMPLES`] and [`MAX_GAP`].
+pub(crate) fn check_round(samples: usize, gap: Duration) -> Result<(), TestbedError> {
+    if samples > MAX_SAMPLES {
+        return Err(TestbedError::limit(
+            Setting::Samples,
+            format!("at most {MAX_SAMPLES} per round ({samples} asked)"),
+        ));
     }
-    let st = |i: usize| Stat::of(all[i].clone());
-    Ok(Profile {
-        backend: backend.name().into(),
-        np: st(0),
-        nc: st(1),
-        sp: st(2),
-        sc: st(3),
-        sp_cpu: st(4),
-        sc_cpu: st(5),
-        np_cpu: st(6),
-        nc_cpu: st(7),
-        gap_ns: gap.as_secs_f64() * 1e9,
-        rounds,
-        stable,
-        tsc_ghz: Tsc::get().ticks_per_ns,
-        cpus: crate::clock::cpus(),
-        direction: None,
-        clock_sync_ns: None,
-        clock_drift_ns: None,
-        kick_visible: None,
-    })
+    if gap > MAX_GAP {
+        return Err(TestbedError::limit(
+            Setting::Gap,
+            format!("at most {MAX_GAP:?} ({gap:?} asked)"),
+        ));
+    }
+    Ok(())
 }
 
 #[cfg(test)]
@@ -331,13 +61,28 @@ mod tests {
     use super::*;
 
     #[test]
-    fn stat_summarizes() {
-        let s = Stat::of((1..=100).map(f64::from).collect());
-        assert_eq!(s.n, 100);
-        assert!((s.mean_ns - 50.5).abs() < 1e-9);
-        assert!((s.median_ns - 50.0).abs() <= 1.0);
-        assert!(s.p10_ns < s.median_ns && s.median_ns < s.p90_ns);
-        let c = Stat::of(vec![7.0; 10]);
-        assert_eq!(c.as_cost(), Cost::Const(7.0));
+    fn huge_calibrations_are_refused() {
+        let e = check_round(100_000_000_000, Duration::from_micros(50)).unwrap_err();
+        assert!(
+            matches!(
+                e,
+                TestbedError::Limit {
+                    what: Setting::Samples,
+                    ..
+                }
+            ),
+            "{e}"
+        );
+        let e = check_round(10, Duration::MAX).unwrap_err();
+        assert!(
+            matches!(
+                e,
+                TestbedError::Limit {
+                    what: Setting::Gap,
+                    ..
+                }
+            ),
+            "{e}"
+        );
     }
 }

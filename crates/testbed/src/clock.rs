@@ -1,6 +1,8 @@
 //! Time and CPU: the TSC (calibrated against the OS clock at start-up),
-//! busy work of a given length, per-thread CPU time, pinning.
+//! busy work of a given length (interruptible by a stop flag), per-thread
+//! CPU time, pinning, and the check that a duration is representable.
 
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::OnceLock;
 use std::time::{Duration, Instant};
 
@@ -71,11 +73,44 @@ impl Tsc {
     /// Spins for `ticks` TSC ticks (busy work).
     #[inline]
     pub fn spin_ticks(&self, ticks: u64) {
-        let end = rdtsc().wrapping_add(ticks);
-        while rdtsc() < end {
+        let start = rdtsc();
+        while rdtsc().wrapping_sub(start) < ticks {
             std::hint::spin_loop();
         }
     }
+
+    /// Spins for `ticks` TSC ticks unless `stop` is set: checks it every
+    /// [`SPIN_CHUNK_NS`] or so. Returns false if it stopped early.
+    #[inline]
+    pub fn spin_ticks_or_stop(&self, ticks: u64, stop: &AtomicBool) -> bool {
+        let chunk = self.ticks(SPIN_CHUNK_NS).max(1);
+        let start = rdtsc();
+        let mut check_at = chunk;
+        loop {
+            let spun = rdtsc().wrapping_sub(start);
+            if spun >= ticks {
+                return true;
+            }
+            if spun >= check_at {
+                if stop.load(Ordering::Relaxed) {
+                    return false;
+                }
+                check_at = spun.saturating_add(chunk);
+            }
+            std::hint::spin_loop();
+        }
+    }
+}
+
+/// Busy work checks its stop flag at least this often [ns].
+pub const SPIN_CHUNK_NS: f64 = 100_000.0;
+
+/// Refuses a duration that does not fit in 64-bit nanoseconds (about 584
+/// years): the testbed converts durations to TSC ticks and timeouts.
+pub(crate) fn check_duration(d: Duration, what: crate::Setting) -> Result<(), crate::TestbedError> {
+    u64::try_from(d.as_nanos())
+        .map(|_| ())
+        .map_err(|_| crate::TestbedError::limit(what, format!("{d:?} is longer than 2^64 ns")))
 }
 
 /// CPU time of the calling thread (user + system) [ns].
@@ -92,9 +127,18 @@ pub fn cpus() -> usize {
 /// Pins the calling thread to `cpu` (modulo the CPUs available). Returns
 /// false if the system refused (the run goes on unpinned).
 pub fn pin(cpu: usize) -> bool {
+    pin_cpu(cpu).is_some()
+}
+
+/// Pins the calling thread to `cpu` (modulo the CPUs available) and
+/// returns the CPU it is pinned to, or `None` if the system refused.
+pub fn pin_cpu(cpu: usize) -> Option<usize> {
+    let cpu = cpu % cpus();
     let mut set = rustix::thread::CpuSet::new();
-    set.set(cpu % cpus());
-    rustix::thread::sched_setaffinity(None, &set).is_ok()
+    set.set(cpu);
+    rustix::thread::sched_setaffinity(None, &set)
+        .is_ok()
+        .then_some(cpu)
 }
 
 #[cfg(test)]
@@ -117,6 +161,33 @@ mod tests {
             })
             .fold(f64::MAX, f64::min);
         assert!((1.9..2.6).contains(&ms), "{ms} ms");
+    }
+
+    #[test]
+    fn busy_work_stops_when_asked() {
+        let tsc = Tsc::get();
+        let stop = AtomicBool::new(true);
+        let t = Instant::now();
+        // An hour of work, stopped at the first check.
+        assert!(!tsc.spin_ticks_or_stop(tsc.ticks(3.6e12), &stop));
+        assert!(t.elapsed() < Duration::from_millis(50), "{:?}", t.elapsed());
+        stop.store(false, Ordering::Relaxed);
+        assert!(tsc.spin_ticks_or_stop(tsc.ticks(1e6), &stop));
+        // Huge tick counts do not wrap into "already done".
+        assert!(!tsc.spin_ticks_or_stop(u64::MAX, &AtomicBool::new(true)));
+    }
+
+    #[test]
+    fn huge_durations_are_refused_not_panicked_on() {
+        assert!(check_duration(Duration::from_secs(3600), crate::Setting::Work).is_ok());
+        let e = check_duration(Duration::MAX, crate::Setting::Work).unwrap_err();
+        assert!(matches!(
+            e,
+            crate::TestbedError::Limit {
+                what: crate::Setting::Work,
+                ..
+            }
+        ));
     }
 
     #[test]

@@ -6,20 +6,19 @@
 //! periods, as in van Riel's reader/writer threads. What it measures is the
 //! cost of the responder's running -> idle -> running transitions.
 //!
-//! What lives here: the idle strategies ([`Idle`]), the thread version and
-//! the dispatch ([`pingpong`]); the guest side is `kvm::pingpong`.
+//! What lives here: the types both backends share ([`Idle`],
+//! [`PingPongConfig`], [`PingPongResult`]), the checks common to both and
+//! the entry point ([`pingpong`]). What does not: the runs themselves
+//! (`backend::threads::pingpong`, `backend::kvm::pingpong`).
 
 use std::str::FromStr;
-use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
-use std::sync::Arc;
 use std::time::Duration;
 
 use kicklab_model::parse_duration_ns;
-use kicklab_ring::{Notifier, NotifierKind};
 use serde::Serialize;
 
-use crate::clock::{pin, rdtsc, thread_cpu_ns, Tsc};
-use crate::{Backend, TestbedError};
+use crate::clock::check_duration;
+use crate::{Backend, Setting, TestbedError};
 
 /// How the responder idles between requests.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -72,9 +71,8 @@ impl FromStr for Idle {
     type Err = String;
     fn from_str(s: &str) -> Result<Idle, String> {
         let dur = |v: &str| -> Result<Duration, String> {
-            parse_duration_ns(v)
-                .map(|ns| Duration::from_secs_f64(ns / 1e9))
-                .map_err(|e| e.to_string())
+            let ns = parse_duration_ns(v).map_err(|e| e.to_string())?;
+            Duration::try_from_secs_f64(ns / 1e9).map_err(|_| format!("`{v}`: out of range"))
         };
         match s.trim() {
             "halt" => Ok(Idle::Halt),
@@ -115,7 +113,8 @@ pub struct PingPongConfig {
     pub work: Duration,
     /// The requester spins for the response (true) or blocks on a kick.
     pub requester_polls: bool,
-    /// Give up after this long without progress.
+    /// The stall limit: give up once no request has been answered for
+    /// this long (the whole run may take longer while it progresses).
     pub timeout: Duration,
 }
 
@@ -160,164 +159,41 @@ impl PingPongResult {
     }
 }
 
-/// Runs ping-pong on `cfg.backend`.
+impl PingPongConfig {
+    /// Checks what both backends need; returns (requests in all, warm-up
+    /// requests), both below 2^31.
+    pub(crate) fn check(&self) -> Result<(u32, u32), TestbedError> {
+        if self.messages == 0 {
+            return Err(TestbedError::invalid(Setting::Messages, "need at least 1"));
+        }
+        check_duration(self.work, Setting::Work)?;
+        check_duration(self.timeout, Setting::Timeout)?;
+        if let Idle::HostHaltPoll(d) | Idle::PollThenHalt(d) | Idle::Hint(d) = self.idle {
+            check_duration(d, Setting::Idle)?;
+        }
+        let total = self
+            .messages
+            .checked_add(self.messages / 10)
+            .and_then(|t| u32::try_from(t).ok())
+            .filter(|t| *t < 1 << 31)
+            .ok_or_else(|| {
+                TestbedError::limit(
+                    Setting::Messages,
+                    "at most 2^31 requests, warm-up (a tenth more) included",
+                )
+            })?;
+        let warm = total - u32::try_from(self.messages).unwrap_or(total);
+        Ok((total, warm))
+    }
+}
+
+/// Runs ping-pong on `cfg.backend` (see [`Backend::pingpong`]).
 ///
 /// # Errors
 ///
-/// An idle strategy the backend lacks, no usable KVM, or a hang.
+/// As [`Backend::pingpong`].
 pub fn pingpong(cfg: &PingPongConfig) -> Result<PingPongResult, TestbedError> {
-    if cfg.messages == 0 {
-        return Err(TestbedError::Params("--messages: need at least 1".into()));
-    }
-    match cfg.backend {
-        Backend::Kvm(_) => crate::kvm::pingpong::run(cfg),
-        Backend::Threads(kind) => {
-            if cfg.idle.kvm_only() {
-                return Err(TestbedError::Params(format!(
-                    "--idle: {} exists only with --backend kvm",
-                    cfg.idle
-                )));
-            }
-            threads(cfg, kind)
-        }
-    }
-}
-
-/// The responder's side of the thread version.
-struct Shared {
-    req: AtomicU32,
-    resp: AtomicU32,
-    /// The responder asks for a notification before it blocks.
-    want: AtomicU32,
-    /// The requester asks for a notification before it blocks.
-    host_want: AtomicU32,
-    stop: AtomicBool,
-    to_responder: Box<dyn Notifier>,
-    to_requester: Box<dyn Notifier>,
-    sleeps: AtomicU32,
-}
-
-#[allow(clippy::cast_precision_loss, clippy::too_many_lines)]
-fn threads(cfg: &PingPongConfig, kind: NotifierKind) -> Result<PingPongResult, TestbedError> {
-    let tsc = Tsc::get();
-    let sh = Arc::new(Shared {
-        req: AtomicU32::new(0),
-        resp: AtomicU32::new(0),
-        want: AtomicU32::new(0),
-        host_want: AtomicU32::new(0),
-        stop: AtomicBool::new(false),
-        to_responder: kind.make()?,
-        to_requester: kind.make()?,
-        sleeps: AtomicU32::new(0),
-    });
-    let total = u32::try_from(cfg.messages + cfg.messages / 10)
-        .map_err(|_| TestbedError::Params("--messages: too many".into()))?;
-    let warm = total - u32::try_from(cfg.messages).unwrap_or(0);
-    let (idle, work) = (cfg.idle, tsc.ticks(cfg.work.as_secs_f64() * 1e9));
-    let sh_r = Arc::clone(&sh);
-    let responder = std::thread::Builder::new()
-        .name("kicklab-responder".into())
-        .spawn(move || -> Result<(u64, u64), TestbedError> {
-            let sh = &*sh_r;
-            pin(0);
-            let mut marks = (0, 0);
-            for i in 1..=total {
-                if i == warm + 1 {
-                    marks.0 = thread_cpu_ns();
-                }
-                let here = || sh.req.load(Ordering::SeqCst) == i;
-                let spin = match idle {
-                    Idle::Poll => None,
-                    Idle::PollThenHalt(d) => Some(tsc.ticks(d.as_secs_f64() * 1e9)),
-                    _ => Some(0),
-                };
-                let t0 = rdtsc();
-                while !here() {
-                    if spin.is_some_and(|s| rdtsc() - t0 >= s) {
-                        sh.want.store(1, Ordering::SeqCst);
-                        if here() {
-                            sh.want.store(0, Ordering::SeqCst);
-                            break;
-                        }
-                        sh.sleeps.fetch_add(1, Ordering::Relaxed);
-                        sh.to_responder.wait()?;
-                        sh.want.store(0, Ordering::SeqCst);
-                    } else {
-                        std::hint::spin_loop();
-                    }
-                    if sh.stop.load(Ordering::Relaxed) {
-                        return Err(TestbedError::Hang("stopped".into()));
-                    }
-                }
-                tsc.spin_ticks(work);
-                sh.resp.store(i, Ordering::SeqCst);
-                if sh.host_want.swap(0, Ordering::SeqCst) == 1 {
-                    sh.to_requester.notify()?;
-                }
-            }
-            marks.1 = thread_cpu_ns();
-            Ok(marks)
-        })?;
-    let sh_q = Arc::clone(&sh);
-    let polls = cfg.requester_polls;
-    let requester = std::thread::Builder::new()
-        .name("kicklab-requester".into())
-        .spawn(move || -> Result<(u64, u64, u64, u64, u32), TestbedError> {
-            let sh = &*sh_q;
-            pin(1);
-            let (mut t0, mut c0, mut s0) = (0, 0, 0);
-            for i in 1..=total {
-                if i == warm + 1 {
-                    (t0, c0, s0) = (rdtsc(), thread_cpu_ns(), sh.sleeps.load(Ordering::Relaxed));
-                }
-                tsc.spin_ticks(work);
-                sh.req.store(i, Ordering::SeqCst);
-                if sh.want.swap(0, Ordering::SeqCst) == 1 {
-                    sh.to_responder.notify()?;
-                }
-                while sh.resp.load(Ordering::SeqCst) != i {
-                    if polls {
-                        std::hint::spin_loop();
-                    } else {
-                        sh.host_want.store(1, Ordering::SeqCst);
-                        if sh.resp.load(Ordering::SeqCst) == i {
-                            sh.host_want.store(0, Ordering::SeqCst);
-                            break;
-                        }
-                        sh.to_requester.wait()?;
-                    }
-                    if sh.stop.load(Ordering::Relaxed) {
-                        return Err(TestbedError::Hang("stopped".into()));
-                    }
-                }
-            }
-            let s1 = sh.sleeps.load(Ordering::Relaxed);
-            Ok((t0, rdtsc(), c0, thread_cpu_ns(), s1 - s0))
-        })?;
-    let deadline = std::time::Instant::now() + cfg.timeout;
-    while !(responder.is_finished() && requester.is_finished()) {
-        if std::time::Instant::now() > deadline {
-            sh.stop.store(true, Ordering::SeqCst);
-            let _ = sh.to_responder.notify();
-            let _ = sh.to_requester.notify();
-            let _ = (responder.join(), requester.join());
-            return Err(TestbedError::Hang(format!(
-                "ping-pong did not finish within {:?}",
-                cfg.timeout
-            )));
-        }
-        std::thread::sleep(Duration::from_millis(5));
-    }
-    let panicked = || TestbedError::Hang("a ping-pong thread panicked".into());
-    let (rc0, rc1) = responder.join().map_err(|_| panicked())??;
-    let (t0, t1, c0, c1, sleeps) = requester.join().map_err(|_| panicked())??;
-    Ok(PingPongResult::from_window(
-        cfg.messages,
-        tsc.ns(t1 - t0),
-        c1 - c0,
-        rc1 - rc0,
-        u64::from(sleeps),
-    ))
+    cfg.backend.pingpong(cfg)
 }
 
 #[cfg(test)]
@@ -339,5 +215,6 @@ mod tests {
         }
         assert!("hint:1s".parse::<Idle>().is_err());
         assert!("nap".parse::<Idle>().is_err());
+        assert!("haltpoll:1e30s".parse::<Idle>().is_err(), "no panic");
     }
 }

@@ -80,14 +80,18 @@ fn both_directions_deliver_every_message_with_every_strategy() {
                 let r = run_pair(&c)
                     .unwrap_or_else(|e| panic!("{direction:?} {strategy:?} {wp}/{wc}: {e}"));
                 eprintln!("{direction:?} {strategy:?} W {wp}/{wc}: T {:.0} ns, E {:.0} ns, kicks {}/{}, sleeps {}/{}",
-                    r.t_ns, r.e_ns, r.notifications_p, r.notifications_c, r.sleeps_p, r.sleeps_c);
+                    r.rates.t_ns, r.rates.e_ns, r.rates.notifications_p, r.rates.notifications_c, r.rates.sleeps_p, r.rates.sleeps_c);
                 assert_eq!(r.lost, 0, "{direction:?} {strategy:?}");
                 assert_eq!(r.duplicated_or_reordered, 0, "{direction:?} {strategy:?}");
                 // Never faster than the slower party.
-                assert!(r.t_ns >= 1400.0, "{direction:?} {strategy:?}: T {}", r.t_ns);
+                assert!(
+                    r.rates.t_ns >= 1400.0,
+                    "{direction:?} {strategy:?}: T {}",
+                    r.rates.t_ns
+                );
 
                 eprintln!("{direction:?} {strategy:?} W {wp}/{wc}: T {:.0} ns, E {:.0} ns, kicks {}/{}, sleeps {}/{}",
-                    r.t_ns, r.e_ns, r.notifications_p, r.notifications_c, r.sleeps_p, r.sleeps_c);
+                    r.rates.t_ns, r.rates.e_ns, r.rates.notifications_p, r.rates.notifications_c, r.rates.sleeps_p, r.rates.sleeps_c);
             }
         }
     }
@@ -411,18 +415,22 @@ fn the_emulated_guest_is_woken_by_irqfd_interrupts() {
                 run_pair(&c).unwrap_or_else(|e| panic!("emulated {direction:?} {strategy:?}: {e}"));
             eprintln!(
                 "emulated {direction:?} {strategy:?}: T {:.0} ns, kicks {}/{}, sleeps {}/{}",
-                r.t_ns, r.notifications_p, r.notifications_c, r.sleeps_p, r.sleeps_c
+                r.rates.t_ns,
+                r.rates.notifications_p,
+                r.rates.notifications_c,
+                r.rates.sleeps_p,
+                r.rates.sleeps_c
             );
             assert_eq!((r.lost, r.duplicated_or_reordered), (0, 0));
             let guest_sleeps = if direction == Direction::Tx {
-                r.sleeps_p
+                r.rates.sleeps_p
             } else {
-                r.sleeps_c
+                r.rates.sleeps_c
             };
             let host_kicks = if direction == Direction::Tx {
-                r.notifications_c
+                r.rates.notifications_c
             } else {
-                r.notifications_p
+                r.rates.notifications_p
             };
             if strategy == WaitStrategy::Block {
                 assert!(guest_sleeps > 0, "the faster guest halts");
@@ -447,5 +455,119 @@ fn the_emulated_guest_is_woken_by_irqfd_interrupts() {
     assert!(
         p.sp.median_ns > 0.0 && p.nc.median_ns > 0.0,
         "the irqfd path was measured"
+    );
+}
+
+const HOUR_NS: f64 = 3.6e12;
+
+/// The host thread's busy work is cut short by the watchdog: an hour of it
+/// per message ends in a hang error within seconds, in both directions.
+#[test]
+fn an_hour_of_host_work_ends_in_a_hang_error() {
+    let _one = serial();
+    if !kvm_here() {
+        return;
+    }
+    // tx: the host consumes (W_C is its work); rx: the host produces.
+    for (direction, wp, wc) in [
+        (Direction::Tx, 1000.0, HOUR_NS),
+        (Direction::Rx, HOUR_NS, 1000.0),
+    ] {
+        let mut c = cfg(direction, WaitStrategy::Block, wp, wc, 100);
+        c.timeout = Duration::from_millis(300);
+        let t = Instant::now();
+        let e = run_pair(&c).expect_err("an hour per message cannot finish");
+        let took = t.elapsed();
+        eprintln!("{direction:?}: {e} ({took:?})");
+        assert!(matches!(e, TestbedError::Hang(_)), "{e}");
+        assert!(took < Duration::from_secs(5), "{direction:?} took {took:?}");
+    }
+    let t = Instant::now();
+    let e = pingpong(&PingPongConfig {
+        backend: Backend::Kvm(KvmOptions::default()),
+        idle: Idle::Poll,
+        messages: 10,
+        work: Duration::from_secs(3600),
+        requester_polls: true,
+        timeout: Duration::from_millis(300),
+    })
+    .expect_err("an hour per request cannot finish");
+    assert!(matches!(e, TestbedError::Hang(_)), "{e}");
+    assert!(
+        t.elapsed() < Duration::from_secs(5),
+        "took {:?}",
+        t.elapsed()
+    );
+}
+
+/// The stall limit bounds the time without progress, not the run.
+#[test]
+fn a_kvm_run_longer_than_the_stall_limit_succeeds() {
+    let _one = serial();
+    if !kvm_here() {
+        return;
+    }
+    let mut c = cfg(Direction::Tx, WaitStrategy::Block, 300e3, 300e3, 4000);
+    c.timeout = Duration::from_millis(250);
+    let t = Instant::now();
+    let r = run_pair(&c).expect("a healthy run");
+    assert_eq!((r.lost, r.duplicated_or_reordered), (0, 0));
+    assert!(t.elapsed() > 3 * c.timeout, "took only {:?}", t.elapsed());
+}
+
+/// What guest memory and the guest's 32-bit counters cannot hold is a
+/// [`TestbedError::Limit`] naming the parameter, never a panic or a flag.
+#[test]
+fn kvm_limits_are_typed_and_name_the_parameter() {
+    use kicklab_testbed::Setting;
+    let base = cfg(Direction::Tx, WaitStrategy::Block, 100.0, 100.0, 100);
+    let opts = KvmOptions::default();
+    let mut too_long = base;
+    too_long.params.len = kvm::guest::map::MAX_LEN + 1;
+    let mut too_many = base;
+    too_many.messages = 1 << 31;
+    let mut batched = base;
+    batched.batch = 2;
+    for (c, what) in [
+        (too_long, Setting::Len),
+        (too_many, Setting::Messages),
+        (batched, Setting::Batch),
+    ] {
+        let e = kvm::run_pair(&c, opts).expect_err("refused");
+        assert!(
+            matches!(&e, TestbedError::Limit { what: w, .. } if *w == what),
+            "expected a limit on {what}: {e:?}"
+        );
+        assert!(!e.to_string().contains("--"), "a flag in `{e}`");
+    }
+    let e = kvm::calibrate(
+        Direction::Tx,
+        GuestMode::User,
+        100_000_000_000,
+        Duration::from_micros(50),
+        1,
+    )
+    .expect_err("refused");
+    assert!(
+        matches!(
+            e,
+            TestbedError::Limit {
+                what: Setting::Samples,
+                ..
+            }
+        ),
+        "{e:?}"
+    );
+    let e =
+        kvm::calibrate(Direction::Tx, GuestMode::User, 10, Duration::MAX, 1).expect_err("refused");
+    assert!(
+        matches!(
+            e,
+            TestbedError::Limit {
+                what: Setting::Gap,
+                ..
+            }
+        ),
+        "{e:?}"
     );
 }

@@ -9,8 +9,10 @@
 //! ```
 //!
 //! What lives here: the VM and its vCPU thread ([`vm`]), the guest's memory
-//! map and code ([`guest`]), the pair in both directions ([`run_pair`]),
-//! calibration of N and S across the VM boundary ([`calibrate()`]) and the
+//! map and code ([`guest`]), one guest session (start, run the host side,
+//! watchdog, stop, collect: `session`), the pair in both directions
+//! ([`run_pair`], its host side the shared host party loop), calibration of
+//! N and S across the VM boundary ([`calibrate()`]) and the
 //! request/response workload with guest idle strategies ([`pingpong`]).
 //! What does not: the ring protocol itself (`kicklab-ring`, which this
 //! backend reuses unchanged over guest memory).
@@ -19,47 +21,14 @@ mod calibrate;
 pub mod guest;
 mod pair;
 pub mod pingpong;
+mod session;
 pub mod vm;
-
-use std::str::FromStr;
 
 pub use calibrate::calibrate;
 pub use pair::{run_pair, run_pair_with};
 pub use vm::available;
 
-/// Which side the guest is.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, serde::Serialize, serde::Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum Direction {
-    /// Transmit: the guest produces, the host consumes (the paper's set-up).
-    #[default]
-    Tx,
-    /// Receive: the host produces, the guest consumes.
-    Rx,
-}
-
-impl Direction {
-    /// `tx` or `rx`.
-    pub fn name(self) -> &'static str {
-        match self {
-            Direction::Tx => "tx",
-            Direction::Rx => "rx",
-        }
-    }
-}
-
-impl FromStr for Direction {
-    type Err = String;
-    fn from_str(s: &str) -> Result<Direction, String> {
-        match s {
-            "tx" => Ok(Direction::Tx),
-            "rx" => Ok(Direction::Rx),
-            other => Err(format!(
-                "unknown direction `{other}` (tx: the guest produces; rx: the guest consumes)"
-            )),
-        }
-    }
-}
+pub use kicklab_model::Direction;
 
 /// Options of a KVM run.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]

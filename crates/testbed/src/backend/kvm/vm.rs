@@ -298,8 +298,8 @@ impl Vm {
         let handle = std::thread::Builder::new()
             .name("kicklab-vcpu".into())
             .spawn(move || {
-                crate::clock::pin(cpu);
-                let _ = tx.send(thread_cpu_clock());
+                let pinned = crate::clock::pin(cpu);
+                let _ = tx.send((thread_cpu_clock(), pinned));
                 let r = vcpu_loop(vcpu, &stop2, &doorbell, halt_poll);
                 // Linger (asleep, so its CPU clock stands still) until the
                 // host has read that clock and lets go.
@@ -309,7 +309,7 @@ impl Vm {
                 }
                 r
             })?;
-        let clock = rx
+        let (clock, pinned) = rx
             .recv()
             .map_err(|_| TestbedError::Kvm("the vCPU thread died at start".into()))?;
         Ok(VcpuThread {
@@ -317,6 +317,7 @@ impl Vm {
             stop,
             ended,
             clock,
+            pinned,
             guest_khz,
         })
     }
@@ -544,6 +545,8 @@ pub struct VcpuThread {
     clock: libc::clockid_t,
     /// The guest's TSC rate [kHz], if KVM says.
     pub guest_khz: Option<u32>,
+    /// Whether pinning the vCPU thread to its CPU succeeded.
+    pub pinned: bool,
 }
 
 impl VcpuThread {

@@ -1,0 +1,312 @@
+//! N and S across the VM boundary, measured as the thread backend measures
+//! them (`docs/calibration.md`), with the guest's TSC related to the
+//! host's by a ping exchange.
+//!
+//! - guest kick (ioeventfd): N = the guest's TSC around its `out`; S = from
+//!   the end of the `out` to the host thread running after `read(kick)`.
+//! - host wake-up (doorbell): N = the host's TSC around `write(doorbell)`;
+//!   S = from the end of the write to the guest running after its halt.
+//!
+//! Clocks: KVM runs the guest's TSC at the host's rate with an offset. The
+//! host writes a ping counter, the spinning guest answers with its TSC;
+//! offset = guest TSC - midpoint of the host's send and receive, taken from
+//! the fastest of a few hundred exchanges (uncertainty: half its round
+//! trip, reported), before and after the samples (drift, reported).
+
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+use super::guest::{calibration_program, ctrl, map, GuestMode};
+use super::session::Session;
+use super::vm::{clock_ns, GuestMemory, Vm, VmOptions};
+use super::Direction;
+use crate::calibrate::{check_round, settled, Profile, Stat};
+use crate::clock::{pin, rdtsc, thread_cpu_ns, Tsc};
+use crate::{Setting, TestbedError};
+
+const SYNC: u32 = 300;
+
+/// One round's samples [ns].
+#[derive(Default)]
+struct Round {
+    guest_kick_n: Vec<f64>,
+    host_wake_s: Vec<f64>,
+    host_wake_cpu: Vec<f64>,
+    host_irq_n: Vec<f64>,
+    host_irq_cpu: Vec<f64>,
+    guest_wake_s: Vec<f64>,
+    guest_wake_cpu: Vec<f64>,
+    kick_visible: Vec<f64>,
+    sync_ns: f64,
+    drift_ns: f64,
+}
+
+/// Spins until the counter at `off` has reached `v` (it only grows; the
+/// guest may already be past `v`).
+fn spin_until(mem: &GuestMemory, off: u32, v: u32, stop: &AtomicBool) -> Result<(), TestbedError> {
+    let mut i = 0u32;
+    while mem.read_u32(off).wrapping_sub(v) >= 1 << 31 {
+        std::hint::spin_loop();
+        i = i.wrapping_add(1);
+        if i.is_multiple_of(1024) && stop.load(Ordering::Relaxed) {
+            return Err(TestbedError::Hang("calibration stopped".into()));
+        }
+    }
+    Ok(())
+}
+
+/// The guest-minus-host TSC offset from `SYNC` ping exchanges starting at
+/// request `first`: (offset in ticks, half the best round trip in ticks).
+fn ping(mem: &GuestMemory, first: u32, stop: &AtomicBool) -> Result<(i128, u64), TestbedError> {
+    let mut best = (0i128, u64::MAX);
+    for i in first..first + SYNC {
+        let h0 = rdtsc();
+        mem.write_u32(map::CTRL + ctrl::REQ, i);
+        spin_until(mem, map::CTRL + ctrl::RESP, i, stop)?;
+        let h1 = rdtsc();
+        let g = mem.read_u64(map::CTRL + ctrl::PONG_TSC);
+        if h1 - h0 < best.1 {
+            best = (
+                i128::from(g) - (i128::from(h0) + i128::from(h1)) / 2,
+                h1 - h0,
+            );
+        }
+    }
+    Ok((best.0, best.1 / 2))
+}
+
+#[allow(clippy::cast_precision_loss, clippy::too_many_lines)]
+fn round(mode: GuestMode, samples: u32, gap: Duration) -> Result<Round, TestbedError> {
+    let tsc = Tsc::get();
+    let vm = Vm::new(VmOptions {
+        mode,
+        ..VmOptions::default()
+    })?;
+    let gap_ticks = u32::try_from(tsc.ticks(gap.as_secs_f64() * 1e9)).unwrap_or(u32::MAX);
+    let program = calibration_program(mode, SYNC, samples, gap_ticks)?;
+    let (kick, doorbell) = (vm.kick.try_clone()?, vm.waker()?);
+    let session = Session::start(&vm, &program, 0)?;
+    let vclock = session.vcpu.clock_id();
+    let mem = Arc::clone(&vm.mem);
+    let mem_h = Arc::clone(&mem);
+    let host = move |stop_h: &AtomicBool| -> Result<Round, TestbedError> {
+        let mem = &*mem_h;
+        pin(1);
+        let mut r = Round::default();
+        let (off0, unc0) = ping(mem, 1, stop_h)?;
+        let mut req = SYNC;
+        // Guest -> host kicks. Every fourth one the host polls the
+        // eventfd instead of blocking on it: when a kick becomes
+        // visible, as opposed to when a sleeping thread wakes.
+        let mut woke = Vec::with_capacity(samples as usize);
+        let mut pfd = libc::pollfd {
+            fd: std::os::fd::AsRawFd::as_raw_fd(&kick),
+            events: libc::POLLIN,
+            revents: 0,
+        };
+        for j in 0..samples {
+            req += 1;
+            let c0 = thread_cpu_ns();
+            mem.write_u32(map::CTRL + ctrl::REQ, req);
+            if j % 4 == 3 {
+                // SAFETY: one valid pollfd, zero timeout.
+                while unsafe { libc::poll(&mut pfd, 1, 0) } <= 0 {
+                    if stop_h.load(Ordering::Relaxed) {
+                        return Err(TestbedError::Hang("calibration stopped".into()));
+                    }
+                }
+                woke.push((true, rdtsc()));
+                kick.read()?;
+            } else {
+                kick.read()?;
+                woke.push((false, rdtsc()));
+                r.host_wake_cpu.push((thread_cpu_ns() - c0) as f64);
+            }
+            if stop_h.load(Ordering::Relaxed) {
+                return Err(TestbedError::Hang("calibration stopped".into()));
+            }
+            spin_until(mem, map::CTRL + ctrl::RESP, req, stop_h)?;
+        }
+        // Host -> guest wake-ups.
+        let mut sent = Vec::with_capacity(samples as usize);
+        let v0 = clock_ns(vclock);
+        for _ in 0..samples {
+            req += 1;
+            spin_until(mem, map::CTRL + ctrl::RESP, req, stop_h)?;
+            tsc.spin_ticks(u64::from(gap_ticks));
+            mem.write_u32(map::CTRL + ctrl::REQ, req); // "this one is for you"
+            let c0 = thread_cpu_ns();
+            let t0 = rdtsc();
+            doorbell.write(1)?;
+            let t1 = rdtsc();
+            r.host_irq_cpu.push((thread_cpu_ns() - c0) as f64);
+            r.host_irq_n.push(tsc.ns(t1 - t0));
+            sent.push(t1);
+        }
+        // The guest stores its last wake-up before its next ping.
+        let (off1, unc1) = ping(mem, req + 1, stop_h)?;
+        let v1 = clock_ns(vclock);
+        let off = (off0 + off1) / 2;
+        let to_host = |g: u64| i128::from(g) - off;
+        // Signed: a wake-up can come before the notifier's call
+        // returns (the peer runs while the kick's exit unwinds).
+        #[allow(clippy::cast_precision_loss)]
+        let signed_ns = |a: i128, b: i128| (a - b) as f64 / tsc.ticks_per_ns;
+        let base = map::SAMPLES;
+        for (j, (polled, w)) in woke.iter().enumerate() {
+            let a = base + 16 * j as u32;
+            let (g0, g1) = (mem.read_u64(a), mem.read_u64(a + 8));
+            r.guest_kick_n.push(tsc.ns(g1.saturating_sub(g0)));
+            if *polled {
+                r.kick_visible.push(signed_ns(i128::from(*w), to_host(g0)));
+            } else {
+                r.host_wake_s.push(signed_ns(i128::from(*w), to_host(g1)));
+            }
+        }
+        let base = base + 16 * samples;
+        for (j, t1) in sent.iter().enumerate() {
+            let g = mem.read_u64(base + 8 * j as u32);
+            r.guest_wake_s.push(signed_ns(to_host(g), i128::from(*t1)));
+        }
+        // The vCPU thread's CPU over the wake-up phase, per wake-up:
+        // the guest only halts there, so this is its wake-up work.
+        r.guest_wake_cpu
+            .push(v1.saturating_sub(v0) as f64 / f64::from(samples.max(1)));
+        r.sync_ns = tsc.ns(unc0.max(unc1));
+        r.drift_ns = tsc.ns(u64::try_from((off1 - off0).abs()).unwrap_or(u64::MAX));
+        Ok(r)
+    };
+    // Every ping, kick and wake-up moves REQ or RESP; each waits `gap`.
+    let stall = Duration::from_secs(10) + 2 * gap;
+    let (mem_w, mem_s) = (Arc::clone(&mem), Arc::clone(&mem));
+    session.run(
+        "kicklab-calib",
+        host,
+        stall,
+        move || {
+            (
+                mem_w.read_u32(map::CTRL + ctrl::REQ),
+                mem_w.read_u32(map::CTRL + ctrl::RESP),
+            )
+        },
+        move || {
+            format!(
+                "the calibration guest stopped answering (request {}, answer {})",
+                mem_s.read_u32(map::CTRL + ctrl::REQ),
+                mem_s.read_u32(map::CTRL + ctrl::RESP),
+            )
+        },
+    )
+}
+
+/// Calibrates the KVM backend for `direction` with the guest in `mode`: rounds of `samples` kicks
+/// and interrupts (each after `gap` of idling), until the four medians
+/// move less than 5% between rounds (at most `max_rounds`).
+///
+/// # Errors
+///
+/// Too many samples or too long a gap ([`TestbedError::Limit`]), no usable
+/// KVM, or a guest that stops answering.
+pub fn calibrate(
+    direction: Direction,
+    mode: GuestMode,
+    samples: usize,
+    gap: Duration,
+    max_rounds: usize,
+) -> Result<Profile, TestbedError> {
+    check_round(samples, gap)?;
+    let samples = u32::try_from(samples)
+        .ok()
+        .filter(|s| *s <= map::SAMPLES_MAX)
+        .ok_or_else(|| {
+            TestbedError::limit(
+                Setting::Samples,
+                format!("at most {} per round with kvm", map::SAMPLES_MAX),
+            )
+        })?;
+    let mut all = Round::default();
+    let mut prev: Option<[f64; 4]> = None;
+    let (mut rounds, mut stable) = (0, false);
+    while rounds < max_rounds.max(1) {
+        rounds += 1;
+        let r = round(mode, samples, gap)?;
+        all.guest_kick_n.extend(r.guest_kick_n);
+        all.host_wake_s.extend(r.host_wake_s);
+        all.host_wake_cpu.extend(r.host_wake_cpu);
+        all.host_irq_n.extend(r.host_irq_n);
+        all.host_irq_cpu.extend(r.host_irq_cpu);
+        all.guest_wake_s.extend(r.guest_wake_s);
+        all.guest_wake_cpu.extend(r.guest_wake_cpu);
+        all.kick_visible.extend(r.kick_visible);
+        all.sync_ns = all.sync_ns.max(r.sync_ns);
+        all.drift_ns = all.drift_ns.max(r.drift_ns);
+        let med = [
+            &all.guest_kick_n,
+            &all.host_wake_s,
+            &all.host_irq_n,
+            &all.guest_wake_s,
+        ]
+        .map(|v| Stat::of(v.clone()).median_ns);
+        if settled(&mut prev, med) {
+            stable = true;
+            break;
+        }
+    }
+    let st = |v: &Vec<f64>| Stat::of(v.clone());
+    let (guest_n, host_s, host_n, guest_s) = (
+        st(&all.guest_kick_n),
+        st(&all.host_wake_s),
+        st(&all.host_irq_n),
+        st(&all.guest_wake_s),
+    );
+    let (host_s_cpu, host_n_cpu, guest_s_cpu) = (
+        st(&all.host_wake_cpu),
+        st(&all.host_irq_cpu),
+        st(&all.guest_wake_cpu),
+    );
+    // The guest's kick is all guest CPU time (the vCPU is busy in the exit).
+    let guest_n_cpu = guest_n;
+    let (np, nc, sp, sc, np_cpu, nc_cpu, sp_cpu, sc_cpu) = match direction {
+        Direction::Tx => (
+            guest_n,
+            host_n,
+            guest_s,
+            host_s,
+            guest_n_cpu,
+            host_n_cpu,
+            guest_s_cpu,
+            host_s_cpu,
+        ),
+        Direction::Rx => (
+            host_n,
+            guest_n,
+            host_s,
+            guest_s,
+            host_n_cpu,
+            guest_n_cpu,
+            host_s_cpu,
+            guest_s_cpu,
+        ),
+    };
+    Ok(Profile {
+        backend: "kvm".into(),
+        np,
+        nc,
+        sp,
+        sc,
+        np_cpu,
+        nc_cpu,
+        sp_cpu,
+        sc_cpu,
+        gap_ns: gap.as_secs_f64() * 1e9,
+        rounds,
+        stable,
+        tsc_ghz: Tsc::get().ticks_per_ns,
+        cpus: crate::clock::cpus(),
+        direction: Some(direction),
+        clock_sync_ns: Some(all.sync_ns),
+        clock_drift_ns: Some(all.drift_ns),
+        kick_visible: Some(st(&all.kick_visible)),
+    })
+}

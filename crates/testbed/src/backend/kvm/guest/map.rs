@@ -1,0 +1,140 @@
+//! The guest's memory map: where code, stacks, the control block, the work
+//! table, calibration samples and the ring lie in guest-physical memory;
+//! the control block's fields ([`ctrl`]), the ring's fields ([`ring`]) and
+//! the I/O ports ([`port`]). Only constants: no code lives here.
+//!
+//! Everything a guest program touches lies below
+//! 64 KiB, so the real-mode guest reaches it with all segments at 0; the
+//! page tables above are the 64-bit guest's only.
+
+/// Size of guest memory.
+pub const MEM_SIZE: usize = 0x1_4000;
+/// Global descriptor table: null, kernel code, kernel data, user code,
+/// user data, the TSS (two entries).
+pub const GDT: usize = 0x500;
+/// Task state segment (its RSP0 is the kernel stack).
+pub const TSS: usize = 0x980;
+/// Page tables: PML4, PDPT, PD; one 2 MiB identity page, user-accessible.
+pub const PML4: usize = 0x1_0000;
+/// Top of the user stack.
+pub const USER_STACK_TOP: u32 = 0x2800;
+
+/// Control block: host-written inputs, guest-written counters.
+pub const CTRL: u32 = 0x400;
+/// Code.
+pub const CODE: usize = 0x1000;
+/// Most code bytes.
+pub const CODE_MAX: usize = 0x1000;
+/// Top of the kernel stack.
+pub const STACK_TOP: u32 = 0x3000;
+/// Work table: TSC ticks of busy work, one u32 per message, cycled.
+pub const TABLE: u32 = 0x3000;
+/// Entries in the work table (a power of two).
+pub const TABLE_LEN: u32 = 2048;
+/// Calibration samples: two u64 TSC values per kick, then one per
+/// interrupt.
+pub const SAMPLES: u32 = 0x5000;
+/// Most calibration samples.
+pub const SAMPLES_MAX: u32 = 0x3000 / 24;
+/// The ring (`kicklab_ring::RingHeader` then the slots).
+pub const RING: u32 = 0x8000;
+/// Bytes for the ring.
+pub const RING_BYTES: usize = 0x8000;
+/// Longest ring that fits.
+#[allow(clippy::cast_possible_truncation)] // RING_BYTES is 32 KiB
+pub const MAX_LEN: u32 = ((RING_BYTES - kicklab_ring::offsets::SLOTS) / 8) as u32;
+
+// The regions do not overlap (checked at compile time).
+const _: () = {
+    assert!(GDT + 7 * 8 <= TSS);
+    assert!(TSS + 233 <= CODE);
+    assert!(CODE + CODE_MAX <= 0x2000);
+    assert!(0x2000 < USER_STACK_TOP && USER_STACK_TOP < STACK_TOP);
+    assert!(TABLE + 4 * TABLE_LEN <= SAMPLES);
+    assert!(SAMPLES + 24 * SAMPLES_MAX <= RING);
+    assert!(RING as usize + RING_BYTES <= PML4);
+    assert!(PML4 + 3 * 0x1000 <= MEM_SIZE);
+    assert!(kicklab_ring::offsets::SLOTS + 8 * MAX_LEN as usize == RING_BYTES);
+};
+
+/// Offsets of the control block's u32 fields (from [`CTRL`]).
+pub mod ctrl {
+    /// Kicks the guest sent.
+    pub const KICKS: u32 = 0x40;
+    /// Times the guest halted waiting for the host.
+    pub const SLEEPS: u32 = 0x44;
+    /// Wake-ups that found nothing to do.
+    pub const SPURIOUS: u32 = 0x48;
+    /// Registrations withdrawn because the re-check succeeded.
+    pub const AVERTED: u32 = 0x4C;
+    /// Messages the guest consumer never saw.
+    pub const LOST: u32 = 0x50;
+    /// Messages the guest consumer saw twice or out of order.
+    pub const BAD: u32 = 0x54;
+    /// Next sequence number the guest consumer expects.
+    pub const NEXT: u32 = 0x58;
+    /// Interrupts the guest handled (emulated mode).
+    pub const IRQS: u32 = 0x5C;
+    /// Guest TSC at the start of the window (u64).
+    pub const T0: u32 = 0x60;
+    /// Guest TSC at the end (u64).
+    pub const T1: u32 = 0x68;
+    /// Cached peer index.
+    pub const CACHE: u32 = 0x70;
+    /// Scratch: start of a spin.
+    pub const SPIN_T0: u32 = 0x74;
+    /// KICKS at the start of the window.
+    pub const KICKS0: u32 = 0x78;
+    /// SLEEPS at the start of the window.
+    pub const SLEEPS0: u32 = 0x7C;
+    /// Calibration / ping-pong: the host's request counter.
+    pub const REQ: u32 = 0x80;
+    /// Calibration / ping-pong: the guest's answer counter.
+    pub const RESP: u32 = 0x84;
+    /// Ping-pong: the guest asks for a wake-up before it idles (1) or not
+    /// (0); the host clears it when it sends one.
+    pub const WANT_IRQ: u32 = 0x88;
+    /// Ping-pong: the host asks for a kick before it blocks (1) or not.
+    pub const HOST_WANT: u32 = 0x8C;
+    /// Calibration: the guest's TSC read when answering a ping.
+    pub const PONG_TSC: u32 = 0x90;
+}
+
+/// The ring header's fields in guest memory (`kicklab_ring::offsets`).
+pub mod ring {
+    use super::RING;
+    use kicklab_ring::offsets as o;
+
+    /// Guest address of an offset into the ring region.
+    #[allow(clippy::cast_possible_truncation)] // offsets are < 512 (pinned by a test)
+    const fn at(off: usize) -> u32 {
+        RING + off as u32
+    }
+    /// `tail`.
+    pub const TAIL: u32 = at(o::TAIL);
+    /// `consumer_wait.need_kick`.
+    pub const CW_NEED: u32 = at(o::CONSUMER_NEED_KICK);
+    /// `consumer_wait.wake_at`.
+    pub const CW_WAKE: u32 = at(o::CONSUMER_WAKE_AT);
+    /// `head`.
+    pub const HEAD: u32 = at(o::HEAD);
+    /// `producer_wait.need_kick`.
+    pub const PW_NEED: u32 = at(o::PRODUCER_NEED_KICK);
+    /// `producer_wait.wake_at`.
+    pub const PW_WAKE: u32 = at(o::PRODUCER_WAKE_AT);
+    /// The first slot.
+    pub const SLOTS: u32 = at(o::SLOTS);
+}
+
+/// I/O ports the guest writes.
+pub mod port {
+    /// A kick: registered as an ioeventfd, so no exit to user space.
+    pub const KICK: u16 = 0x10;
+    /// The program is done (exit to user space).
+    pub const DONE: u16 = 0x11;
+    /// Idle with a timeout: "wake me on a notification or after AX
+    /// microseconds" (exit to user space, Denali's idle-with-timeout).
+    pub const IDLE_HINT: u16 = 0x12;
+    /// Halt until the host writes the doorbell (exit to user space).
+    pub const HALT: u16 = 0x14;
+}

@@ -1,0 +1,311 @@
+//! The pair program: the guest's half of a run, producing or consuming
+//! over the ring in guest memory with the `kicklab-ring` wait protocol,
+//! instruction for instruction, and the deliberate faults of [`Misbehavior`].
+
+use iced_x86::code_asm::{al, dword_ptr, eax, ebp, ecx, edi, edx, esi, CodeAssembler, CodeLabel};
+
+use super::asm::{busy, c, done, halt, kick, m, snapshot, Builder, R};
+use super::map::{ctrl, port, ring};
+use super::{GuestMode, GuestRole, GuestWait, Misbehavior, Program};
+use crate::TestbedError;
+
+/// A pair program: the guest's half of a run.
+#[derive(Debug, Clone, Copy)]
+pub struct PairProgram {
+    /// Producer or consumer.
+    pub role: GuestRole,
+    /// How it waits.
+    pub wait: GuestWait,
+    /// L.
+    pub len: u32,
+    /// Its threshold: k_C when it produces (kick me once k_C slots are
+    /// free), k_P when it consumes.
+    pub k: u32,
+    /// Messages in all (warm-up included).
+    pub total: u32,
+    /// Messages before the window.
+    pub warmup: u32,
+    /// A deliberate fault, for tests.
+    pub misbehavior: Misbehavior,
+    /// How the guest runs.
+    pub mode: GuestMode,
+}
+
+/// The side-specific parts of a wait (see `kicklab_ring::wait`).
+struct Side {
+    /// The peer's index in the ring.
+    peer: u32,
+    /// Our wait point.
+    need: u32,
+    wake: u32,
+    /// wake_at = own index + this.
+    wake_offset: u32,
+    producer: bool,
+    len: u32,
+}
+
+impl Side {
+    /// Jumps to `have` if there is something (space / messages) by the
+    /// cached peer index. Clobbers eax.
+    fn check(&self, a: &mut CodeAssembler, have: CodeLabel) -> R {
+        if self.producer {
+            // used = tail - head_cache; space if used < L
+            a.mov(eax, ebp)?;
+            a.sub(eax, c(ctrl::CACHE))?;
+            a.cmp(eax, self.len as i32)?;
+            a.jb(have)?;
+        } else {
+            // available = tail_cache - head
+            a.mov(eax, c(ctrl::CACHE))?;
+            a.sub(eax, ebp)?;
+            a.jne(have)?;
+        }
+        Ok(())
+    }
+
+    /// Re-reads the peer's index into the cache (and edx).
+    fn reload(&self, a: &mut CodeAssembler) -> R {
+        a.mov(edx, m(self.peer))?;
+        a.mov(c(ctrl::CACHE), edx)?;
+        Ok(())
+    }
+
+    fn wait(&self, a: &mut CodeAssembler, how: GuestWait, mode: GuestMode) -> R {
+        let mut have = a.create_label();
+        let mut block = a.create_label();
+        let mut sleep = a.create_label();
+        self.check(a, have)?;
+        self.reload(a)?;
+        self.check(a, have)?;
+        match how {
+            GuestWait::Poll => {
+                let mut lp = a.create_label();
+                a.set_label(&mut lp)?;
+                a.pause()?;
+                self.reload(a)?;
+                self.check(a, have)?;
+                a.jmp(lp)?;
+            }
+            GuestWait::SpinThenHalt(ticks) => {
+                let mut lp = a.create_label();
+                a.rdtsc()?;
+                a.mov(c(ctrl::SPIN_T0), eax)?;
+                a.set_label(&mut lp)?;
+                a.pause()?;
+                self.reload(a)?;
+                self.check(a, have)?;
+                a.rdtsc()?;
+                a.sub(eax, c(ctrl::SPIN_T0))?;
+                a.cmp(eax, ticks as i32)?;
+                a.jb(lp)?;
+            }
+            GuestWait::Halt => {}
+        }
+        // Register, fence, re-check, halt: Producer/Consumer::prepare_sleep.
+        a.set_label(&mut block)?;
+        snapshot(a)?;
+        a.mov(eax, ebp)?;
+        a.add(eax, self.wake_offset as i32)?;
+        a.mov(m(self.wake), eax)?;
+        a.mov(ecx, 1u32)?;
+        a.xchg(m(self.need), ecx)?; // a SeqCst store and a full fence
+        self.reload(a)?;
+        a.sub(edx, eax)?;
+        a.js(sleep)?; // peer index short of wake_at
+        a.xor(ecx, ecx)?;
+        a.xchg(m(self.need), ecx)?; // reached meanwhile: withdraw
+        a.inc(c(ctrl::AVERTED))?;
+        self.check(a, have)?;
+        a.jmp(block)?;
+        a.set_label(&mut sleep)?;
+        a.inc(c(ctrl::SLEEPS))?;
+        halt(a, mode)?;
+        a.xor(ecx, ecx)?;
+        a.xchg(m(self.need), ecx)?; // finish_sleep
+        self.reload(a)?;
+        self.check(a, have)?;
+        a.inc(c(ctrl::SPURIOUS))?;
+        a.jmp(block)?;
+        a.set_label(&mut have)?;
+        Ok(())
+    }
+}
+
+/// If the peer asked for a kick at an index we have now reached, take the
+/// request and kick (`peer_wants_kick`): fence, load need, reached, xchg.
+fn maybe_kick(a: &mut CodeAssembler, need: u32, wake: u32, misbehavior: Misbehavior) -> R {
+    let mut no = a.create_label();
+    a.mfence()?;
+    a.cmp(m(need), 0)?;
+    a.je(no)?;
+    a.mov(eax, ebp)?;
+    a.sub(eax, m(wake))?;
+    a.js(no)?;
+    a.xor(ecx, ecx)?;
+    a.xchg(m(need), ecx)?;
+    a.cmp(ecx, 1)?;
+    a.jne(no)?;
+    kick(a, misbehavior)?;
+    a.set_label(&mut no)?;
+    Ok(())
+}
+
+/// The misbehavior hook, placed after message `esi` is handled.
+fn misbehave(a: &mut CodeAssembler, how: Misbehavior, producer: bool) -> R {
+    let at = match how {
+        Misbehavior::None | Misbehavior::NeverKick => return Ok(()),
+        Misbehavior::GarbageIndex { at }
+        | Misbehavior::KickStorm { at }
+        | Misbehavior::Hang { at }
+        | Misbehavior::Crash { at }
+        | Misbehavior::WrongPort { at }
+        | Misbehavior::StopEarly { at } => at,
+    };
+    let mut fine = a.create_label();
+    let mut lp = a.create_label();
+    a.cmp(esi, at as i32)?;
+    a.jne(fine)?;
+    match how {
+        Misbehavior::GarbageIndex { .. } => {
+            a.mov(eax, ebp)?;
+            a.add(eax, 0x4000_0000)?;
+            a.mov(m(if producer { ring::TAIL } else { ring::HEAD }), eax)?;
+            a.set_label(&mut lp)?;
+            a.pause()?;
+            a.jmp(lp)?;
+        }
+        Misbehavior::KickStorm { .. } => {
+            a.set_label(&mut lp)?;
+            a.out(u32::from(port::KICK), al)?;
+            a.jmp(lp)?;
+        }
+        Misbehavior::Hang { .. } => {
+            a.set_label(&mut lp)?;
+            a.jmp(lp)?;
+        }
+        Misbehavior::Crash { .. } => {
+            a.cli()?;
+        }
+        Misbehavior::WrongPort { .. } => {
+            a.out(0x99u32, al)?;
+        }
+        Misbehavior::StopEarly { .. } => done(a)?,
+        Misbehavior::None | Misbehavior::NeverKick => unreachable!(),
+    }
+    a.set_label(&mut fine)?;
+    Ok(())
+}
+
+fn window_start(a: &mut CodeAssembler, warmup: u32) -> R {
+    let mut skip = a.create_label();
+    a.cmp(esi, warmup as i32)?;
+    a.jne(skip)?;
+    a.rdtsc()?;
+    a.mov(c(ctrl::T0), eax)?;
+    a.mov(c(ctrl::T0 + 4), edx)?;
+    a.mov(eax, c(ctrl::KICKS))?;
+    a.mov(c(ctrl::KICKS0), eax)?;
+    a.mov(eax, c(ctrl::SLEEPS))?;
+    a.mov(c(ctrl::SLEEPS0), eax)?;
+    a.set_label(&mut skip)?;
+    Ok(())
+}
+
+fn window_end(a: &mut CodeAssembler) -> R {
+    a.rdtsc()?;
+    a.mov(c(ctrl::T1), eax)?;
+    a.mov(c(ctrl::T1 + 4), edx)?;
+    Ok(())
+}
+
+impl PairProgram {
+    /// Assembles the program.
+    ///
+    /// # Errors
+    ///
+    /// Only if the assembler rejects an instruction (a bug).
+    pub fn assemble(&self) -> Result<Program, TestbedError> {
+        let mut b = Builder::new(self.mode)?;
+        let mode = self.mode;
+        let a = &mut b.a;
+        let mut main = a.create_label();
+        a.xor(esi, esi)?; // messages handled
+        a.xor(edi, edi)?; // byte offset of the next slot
+        a.xor(ebp, ebp)?; // own index (tail or head)
+        a.mov(c(ctrl::CACHE), 0)?;
+        let producer = self.role == GuestRole::Producer;
+        let side = if producer {
+            Side {
+                peer: ring::HEAD,
+                need: ring::PW_NEED,
+                wake: ring::PW_WAKE,
+                wake_offset: self.k.clamp(1, self.len).wrapping_sub(self.len),
+                producer,
+                len: self.len,
+            }
+        } else {
+            Side {
+                peer: ring::TAIL,
+                need: ring::CW_NEED,
+                wake: ring::CW_WAKE,
+                wake_offset: self.k.clamp(1, self.len),
+                producer,
+                len: self.len,
+            }
+        };
+        a.set_label(&mut main)?;
+        window_start(a, self.warmup)?;
+        side.wait(a, self.wait, mode)?;
+        if producer {
+            busy(a)?;
+            a.mov(dword_ptr(edi + ring::SLOTS), esi)?;
+            a.mov(dword_ptr(edi + (ring::SLOTS + 4)), 0)?;
+        } else {
+            // Check the sequence number (its low 32 bits).
+            let (mut eq, mut gt, mut checked) =
+                (a.create_label(), a.create_label(), a.create_label());
+            a.mov(eax, dword_ptr(edi + ring::SLOTS))?;
+            a.cmp(eax, c(ctrl::NEXT))?;
+            a.je(eq)?;
+            a.ja(gt)?;
+            a.inc(c(ctrl::BAD))?;
+            a.jmp(checked)?;
+            a.set_label(&mut gt)?;
+            a.mov(ecx, eax)?;
+            a.sub(ecx, c(ctrl::NEXT))?;
+            a.add(c(ctrl::LOST), ecx)?;
+            a.inc(eax)?;
+            a.mov(c(ctrl::NEXT), eax)?;
+            a.jmp(checked)?;
+            a.set_label(&mut eq)?;
+            a.inc(c(ctrl::NEXT))?;
+            a.set_label(&mut checked)?;
+            busy(a)?;
+        }
+        let mut nowrap = a.create_label();
+        a.add(edi, 8)?;
+        a.cmp(edi, (self.len * 8) as i32)?;
+        a.jb(nowrap)?;
+        a.xor(edi, edi)?;
+        a.set_label(&mut nowrap)?;
+        a.inc(ebp)?;
+        if producer {
+            a.mov(m(ring::TAIL), ebp)?; // publish (x86 stores are release)
+            maybe_kick(a, ring::CW_NEED, ring::CW_WAKE, self.misbehavior)?;
+        } else {
+            a.mov(m(ring::HEAD), ebp)?; // free the slot
+            maybe_kick(a, ring::PW_NEED, ring::PW_WAKE, self.misbehavior)?;
+        }
+        a.inc(esi)?;
+        misbehave(a, self.misbehavior, producer)?;
+        a.cmp(esi, self.total as i32)?;
+        a.jb(main)?;
+        window_end(a)?;
+        if producer {
+            // End of stream: fewer than k_P messages may wait for a kick.
+            kick(a, self.misbehavior)?;
+        }
+        done(a)?;
+        b.finish()
+    }
+}

@@ -1,0 +1,338 @@
+//! The pair with the guest on one side: transmit (guest produces, a host
+//! thread consumes) or receive (a host thread produces, the guest
+//! consumes), over a `kicklab-ring` in guest memory.
+//!
+//! The host side is the host party loop both backends share
+//! (`crate::party`); its notifier is the VM's doorbell or irqfd (to the
+//! guest) and kick ioeventfd (from the guest), and every wait can be
+//! stopped (`Notifier::stopped`), so a guest that misbehaves is stopped
+//! with an error instead of hanging the host (the session, `super::session`). The host treats
+//! everything in guest memory as untrusted: the ring endpoints validate
+//! each index they read; the guest's own counters are only reported.
+
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+use kicklab_ring::{on_raw, Notifier, RawRing, WaitStrategy};
+use kicklab_sim::Sampler;
+use vmm_sys_util::eventfd::EventFd;
+
+use super::guest::{ctrl, map, ring, GuestRole, GuestWait, Misbehavior, PairProgram};
+use super::session::Session;
+use super::vm::{clock_ns, Vm, VmOptions};
+use super::{Direction, KvmOptions};
+use crate::clock::Tsc;
+use crate::pair::{placement, RunGuard};
+use crate::party::HostParty;
+use crate::{PairConfig, PairResult, Setting, TestbedError};
+
+/// The host's notifier: notify wakes a halted guest (the doorbell its vCPU
+/// thread sleeps on, or the irqfd in emulated mode); wait blocks on the guest's kicks, returns an error once
+/// the run is stopped, and detects a kick storm (far more kicks than
+/// messages).
+struct HostNotifier {
+    doorbell: EventFd,
+    kick: EventFd,
+    stop: Arc<AtomicBool>,
+    progress: Arc<AtomicU64>,
+    received: AtomicU64,
+    storm_limit: u64,
+}
+
+impl Notifier for HostNotifier {
+    fn notify(&self) -> std::io::Result<()> {
+        self.doorbell.write(1)
+    }
+
+    fn wait(&self) -> std::io::Result<()> {
+        let n = self.kick.read()?;
+        if self.stop.load(Ordering::SeqCst) {
+            return Err(std::io::Error::other("run stopped"));
+        }
+        let got = self.received.fetch_add(n, Ordering::Relaxed) + n;
+        let done = self.progress.load(Ordering::Relaxed);
+        if got > 2 * done + self.storm_limit {
+            return Err(std::io::Error::other(format!(
+                "guest kick storm: {got} kicks for {done} messages"
+            )));
+        }
+        Ok(())
+    }
+
+    fn stopped(&self) -> bool {
+        self.stop.load(Ordering::Relaxed)
+    }
+}
+
+/// The guest's wait from the run's strategy.
+pub(crate) fn guest_wait(s: WaitStrategy, ticks_per_ns: f64) -> GuestWait {
+    match s {
+        WaitStrategy::Poll => GuestWait::Poll,
+        WaitStrategy::Block => GuestWait::Halt,
+        WaitStrategy::SpinThenBlock(d) if d.is_zero() => GuestWait::Halt,
+        #[allow(clippy::cast_possible_truncation, clippy::cast_sign_loss)]
+        WaitStrategy::SpinThenBlock(d) => GuestWait::SpinThenHalt(
+            (d.as_secs_f64() * 1e9 * ticks_per_ns).min(f64::from(u32::MAX)) as u32,
+        ),
+    }
+}
+
+/// Runs the pair with the guest on one side.
+///
+/// # Errors
+///
+/// Bad parameters, no usable KVM, a guest that breaks the protocol
+/// ([`TestbedError::Guest`], [`TestbedError::Ring`]) or stops making
+/// progress ([`TestbedError::Hang`]).
+pub fn run_pair(cfg: &PairConfig, opts: KvmOptions) -> Result<PairResult, TestbedError> {
+    run_pair_with(cfg, opts, Misbehavior::None)
+}
+
+/// [`run_pair`] with a deliberately broken guest (for tests).
+///
+/// # Errors
+///
+/// As [`run_pair`].
+#[allow(clippy::too_many_lines, clippy::cast_precision_loss)]
+pub fn run_pair_with(
+    cfg: &PairConfig,
+    opts: KvmOptions,
+    misbehavior: Misbehavior,
+) -> Result<PairResult, TestbedError> {
+    let total = cfg.check()?;
+    let p = &cfg.params;
+    if p.len > map::MAX_LEN {
+        return Err(TestbedError::limit(
+            Setting::Len,
+            format!("the guest's ring holds at most {} slots", map::MAX_LEN),
+        ));
+    }
+    if cfg.batch > 1 {
+        return Err(TestbedError::limit(
+            Setting::Batch,
+            "the kvm guest publishes every message (send combining is thread-only)",
+        ));
+    }
+    let total32 = u32::try_from(total)
+        .ok()
+        .filter(|t| *t < 1 << 31)
+        .ok_or_else(|| {
+            TestbedError::limit(Setting::Messages, "at most 2^31 with kvm, warm-up included")
+        })?;
+    let mut guard = RunGuard::enter();
+    let tsc = Tsc::get();
+    let vm = Vm::new(VmOptions {
+        halt_poll: Duration::from_nanos(u64::from(opts.halt_poll_ns)),
+        mode: opts.guest,
+        disable_hlt_exits: false,
+    })?;
+    let mem = Arc::clone(&vm.mem);
+    let tx_dir = opts.direction == Direction::Tx;
+    let (guest_strategy, host_strategy) = if tx_dir {
+        (cfg.strategy_p, cfg.strategy_c)
+    } else {
+        (cfg.strategy_c, cfg.strategy_p)
+    };
+    // Guest work table: the guest party's W, drawn as the thread backend
+    // draws it (stream 0 for P, 1 for C), cycled every TABLE_LEN messages.
+    let guest_cost = if tx_dir { p.w_p } else { p.w_c };
+    let mut draw = Sampler::new(guest_cost, cfg.seed, u64::from(!tx_dir));
+    // The guest's TSC rate is only known once the vCPU exists; KVM keeps
+    // it at the host's unless told otherwise, so use the host's here and
+    // check below.
+    let tpp = tsc.ticks_per_ns / 1000.0;
+    for i in 0..map::TABLE_LEN {
+        #[allow(
+            clippy::cast_possible_truncation,
+            clippy::cast_sign_loss,
+            clippy::cast_precision_loss
+        )]
+        let ticks = (draw.draw_ps() as f64 * tpp).min(f64::from(u32::MAX)) as u32;
+        mem.write_u32(map::TABLE + 4 * i, ticks);
+    }
+    let program = PairProgram {
+        role: if tx_dir {
+            GuestRole::Producer
+        } else {
+            GuestRole::Consumer
+        },
+        wait: guest_wait(guest_strategy, tsc.ticks_per_ns),
+        len: p.len,
+        k: if tx_dir { p.k_c } else { p.k_p },
+        total: total32,
+        warmup: u32::try_from(cfg.warmup).unwrap_or(0),
+        misbehavior,
+        mode: opts.guest,
+    }
+    .assemble()?;
+
+    // The host's endpoint over the ring in guest memory.
+    let owner: Box<dyn Send + Sync> = Box::new(Arc::clone(&mem));
+    // SAFETY: the region lies inside the guest mapping (RING + RING_BYTES
+    // <= MEM_SIZE), is 64-byte aligned (RING is), and `owner` keeps the
+    // mapping alive as long as the ring; the guest accesses it only with
+    // aligned 32-bit loads and stores, the layout's atomics.
+    let raw = unsafe {
+        RawRing::from_raw(
+            mem.as_ptr().add(map::RING as usize),
+            map::RING_BYTES,
+            p.len,
+            owner,
+        )
+    }
+    .ok_or_else(|| TestbedError::Kvm("ring region rejected".into()))?;
+    let (producer, consumer) = on_raw(raw);
+
+    let guest_cpu = usize::from(!tx_dir);
+    let session = Session::start(&vm, &program, guest_cpu)?;
+    let progress = Arc::new(AtomicU64::new(0));
+    let notifier = Arc::new(HostNotifier {
+        doorbell: vm.waker()?,
+        kick: vm.kick.try_clone()?,
+        stop: Arc::clone(&session.stop),
+        progress: Arc::clone(&progress),
+        received: AtomicU64::new(0),
+        storm_limit: 4 * u64::from(p.len) + 1000,
+    });
+    if let Some(khz) = session.vcpu.guest_khz {
+        let ratio = f64::from(khz) / (tsc.ticks_per_ns * 1e6);
+        if (ratio - 1.0).abs() > 0.02 {
+            session.stop();
+            return Err(TestbedError::Kvm(format!(
+                "the guest TSC runs at {khz} kHz, the host's at {:.0} kHz: busy work would be off",
+                tsc.ticks_per_ns * 1e6
+            )));
+        }
+    }
+    let guest_pinned = session.vcpu.pinned;
+    let guest_cpu = guest_cpu % crate::clock::cpus();
+
+    let host_cfg = *cfg;
+    let (progress_h, notifier_h) = (Arc::clone(&progress), Arc::clone(&notifier));
+    let vclock = session.vcpu.clock_id();
+    let host = move |stop: &AtomicBool| {
+        let pinned = crate::clock::pin_cpu(usize::from(tx_dir));
+        let p = host_cfg.params;
+        let vcpu_ns = move || clock_ns(vclock);
+        let party = HostParty {
+            total,
+            warmup: host_cfg.warmup,
+            k: if tx_dir { p.k_p } else { p.k_c },
+            strategy: host_strategy,
+            work: Sampler::new(
+                if tx_dir { p.w_c } else { p.w_p },
+                host_cfg.seed,
+                u64::from(tx_dir),
+            ),
+            batch: 1,
+            wait_on: &*notifier_h,
+            kick_peer: &*notifier_h,
+            stop,
+            progress: &progress_h,
+            extra_clock: Some(&vcpu_ns),
+        };
+        let m = if tx_dir {
+            drop(producer);
+            let mut consumer = consumer;
+            party.consume(&mut consumer)?
+        } else {
+            drop(consumer);
+            let mut producer = producer;
+            party.produce(&mut producer)?
+        };
+        Ok((pinned, m))
+    };
+    // The run must keep moving: host messages or the guest's index.
+    let guest_index = if tx_dir { ring::TAIL } else { ring::HEAD };
+    let (mem_w, progress_w) = (Arc::clone(&mem), Arc::clone(&progress));
+    let now = move || {
+        (
+            progress_w.load(Ordering::Relaxed),
+            mem_w.read_u32(guest_index),
+        )
+    };
+    let now2 = now.clone();
+    let (host_pinned, m) = session.run("kicklab-host", host, cfg.timeout, now, || {
+        let (done, index) = now2();
+        format!(
+            "{done} of {total} messages handled by the host, the guest's {} index at {index} \
+             (a guest that never kicks or never runs, or a lost wake-up)",
+            if tx_dir { "tail" } else { "head" },
+        )
+    })?;
+
+    #[allow(clippy::cast_precision_loss)]
+    let n = cfg.messages as f64;
+    #[allow(clippy::cast_precision_loss)]
+    let e_host = (m.cpu1 - m.cpu0) as f64 / n;
+    #[allow(clippy::cast_precision_loss)]
+    let e_guest = m.extra1.saturating_sub(m.extra0) as f64 / n;
+    let guest_kicks = u64::from(
+        mem.read_u32(map::CTRL + ctrl::KICKS)
+            .wrapping_sub(mem.read_u32(map::CTRL + ctrl::KICKS0)),
+    );
+    // Whole run, as the thread backend counts it.
+    let guest_spurious = u64::from(mem.read_u32(map::CTRL + ctrl::SPURIOUS));
+    let guest_sleeps = u64::from(
+        mem.read_u32(map::CTRL + ctrl::SLEEPS)
+            .wrapping_sub(mem.read_u32(map::CTRL + ctrl::SLEEPS0)),
+    );
+    let (lost, bad) = if tx_dir {
+        (m.lost, m.bad)
+    } else {
+        // The guest checked the sequence; its counts are only reported.
+        let next = u64::from(mem.read_u32(map::CTRL + ctrl::NEXT));
+        (
+            u64::from(mem.read_u32(map::CTRL + ctrl::LOST)) + total.saturating_sub(next),
+            u64::from(mem.read_u32(map::CTRL + ctrl::BAD)),
+        )
+    };
+    let host_kicks = m.kicks1 - m.kicks0;
+    let host_sleeps = m.sleeps1 - m.sleeps0;
+    let (e_p_ns, e_c_ns) = if tx_dir {
+        (e_guest, e_host)
+    } else {
+        (e_host, e_guest)
+    };
+    let (np, nc, sp, sc) = if tx_dir {
+        (guest_kicks, host_kicks, guest_sleeps, host_sleeps)
+    } else {
+        (host_kicks, guest_kicks, host_sleeps, guest_sleeps)
+    };
+    drop(vm);
+    let mut r = PairResult {
+        rates: kicklab_model::Rates {
+            t_ns: tsc.ns(m.t1 - m.t0) / n,
+            e_ns: e_p_ns + e_c_ns,
+            e_p_ns,
+            e_c_ns,
+            messages: cfg.messages,
+            notifications_p: np,
+            notifications_c: nc,
+            sleeps_p: sp,
+            sleeps_c: sc,
+            latency_ns: None,
+        },
+        lost,
+        duplicated_or_reordered: bad,
+        spurious_p: if tx_dir { guest_spurious } else { m.spurious },
+        spurious_c: if tx_dir { m.spurious } else { guest_spurious },
+        ..PairResult::default()
+    };
+    let guest_cpu = guest_pinned.then_some(guest_cpu);
+    let (cpu_p, cpu_c) = if tx_dir {
+        (guest_cpu, host_pinned)
+    } else {
+        (host_pinned, guest_cpu)
+    };
+    let others = guard.others();
+    placement(
+        &mut r,
+        cpu_p,
+        cpu_c,
+        others,
+        cfg.strategy_p == WaitStrategy::Poll || cfg.strategy_c == WaitStrategy::Poll,
+    );
+    Ok(r)
+}

@@ -1,0 +1,108 @@
+//! The backends side by side, each offering the same three operations
+//! (run the pair, calibrate N and S, ping-pong), and [`Backend`], the one
+//! dispatch over them.
+//!
+//! - [`threads`]: two host threads and a notifier;
+//! - [`kvm`]: a host thread and a tiny KVM guest of our own.
+//!
+//! What does not live here: the host party loop both use (`crate::party`)
+//! and the types of what they are asked and what they measure.
+
+pub mod kvm;
+pub mod threads;
+
+use std::time::Duration;
+
+use kicklab_ring::NotifierKind;
+
+use crate::pingpong::{PingPongConfig, PingPongResult};
+use crate::{PairConfig, PairResult, Profile, TestbedError};
+
+/// Where the two parties run and how they notify each other.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Backend {
+    /// Two host threads with this notifier.
+    Threads(NotifierKind),
+    /// A host thread and a KVM guest.
+    Kvm(kvm::KvmOptions),
+}
+
+impl Backend {
+    /// `futex`, `eventfd`, `pipe` or `kvm`.
+    pub fn name(self) -> &'static str {
+        match self {
+            Backend::Threads(k) => k.name(),
+            Backend::Kvm(_) => "kvm",
+        }
+    }
+
+    /// Runs the pair once with `cfg` (its `backend` field is ignored:
+    /// `self` decides).
+    ///
+    /// # Errors
+    ///
+    /// Bad parameters ([`TestbedError::Params`], [`TestbedError::Invalid`]),
+    /// parameters beyond what the backend holds ([`TestbedError::Limit`]),
+    /// a notifier or VM that cannot be made, a corrupt ring, a misbehaving
+    /// guest, or a run in which no message moved for `cfg.timeout` (a
+    /// hang).
+    pub fn run_pair(self, cfg: &PairConfig) -> Result<PairResult, TestbedError> {
+        match self {
+            Backend::Threads(kind) => threads::run_pair(cfg, kind),
+            Backend::Kvm(opts) => kvm::run_pair(cfg, opts),
+        }
+    }
+
+    /// Calibrates N and S: rounds of `samples` notifications each way
+    /// after `gap` of idling, until the medians settle (at most
+    /// `max_rounds`). For kvm, `samples` is capped at what guest memory
+    /// holds.
+    ///
+    /// # Errors
+    ///
+    /// Too many samples or too long a gap ([`TestbedError::Limit`]), a
+    /// notifier or VM that cannot be made, or a calibration that hangs.
+    pub fn calibrate(
+        self,
+        samples: usize,
+        gap: Duration,
+        max_rounds: usize,
+    ) -> Result<Profile, TestbedError> {
+        match self {
+            Backend::Threads(kind) => threads::calibrate(kind, samples, gap, max_rounds),
+            Backend::Kvm(o) => kvm::calibrate(
+                o.direction,
+                o.guest,
+                samples.min(kvm::guest::map::SAMPLES_MAX as usize),
+                gap,
+                max_rounds,
+            ),
+        }
+    }
+
+    /// Runs ping-pong with `cfg` (its `backend` field is ignored: `self`
+    /// decides).
+    ///
+    /// # Errors
+    ///
+    /// An idle strategy the backend lacks, parameters out of range, no
+    /// usable KVM, or no answer for `cfg.timeout` (a hang).
+    pub fn pingpong(self, cfg: &PingPongConfig) -> Result<PingPongResult, TestbedError> {
+        match self {
+            Backend::Threads(kind) => threads::pingpong::run(cfg, kind),
+            Backend::Kvm(opts) => kvm::pingpong::run(cfg, opts),
+        }
+    }
+}
+
+impl std::str::FromStr for Backend {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Backend, String> {
+        if s == "kvm" {
+            return Ok(Backend::Kvm(kvm::KvmOptions::default()));
+        }
+        s.parse::<NotifierKind>()
+            .map(Backend::Threads)
+            .map_err(|_| format!("unknown backend `{s}` (use futex, eventfd, pipe or kvm)"))
+    }
+}

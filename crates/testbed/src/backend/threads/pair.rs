@@ -1,0 +1,210 @@
+//! The pair as two pinned host threads over the kicklab ring, each running
+//! the host party loop (`crate::party`), with a progress watchdog.
+//!
+//! ```text
+//!   thread P (cpu 0)                       ring (L slots)                 thread C (cpu 1)
+//!   wait_for_space(k_C)  <--- kick C->P --- head / producer_wait ---  release, maybe kick P
+//!   busy W_P, write seq, publish --------> tail / consumer_wait ---> wait_for_messages(k_P)
+//!   maybe kick C  --------- kick P->C ---------------------------->  claim, check seq, busy W_C
+//! ```
+
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicU8, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+use kicklab_ring::{ring, Notifier, NotifierKind, RawRing, WaitStrategy};
+use kicklab_sim::Sampler;
+
+use crate::clock::{pin_cpu, Tsc};
+use crate::pair::{placement, RunGuard};
+use crate::party::{join_within, HostParty, Marks, Stall, Stoppable, TICK};
+use crate::{PairConfig, PairResult, Setting, TestbedError};
+
+/// The most memory a thread run's ring may take [bytes].
+pub const MAX_RING_BYTES: usize = 1 << 30;
+
+/// How long stopped threads get to notice before a join gives up.
+const STOP_GRACE: Duration = Duration::from_secs(2);
+
+/// Runs the pair once on two threads notifying through `kind`.
+///
+/// # Errors
+///
+/// Bad parameters, a ring too large ([`TestbedError::Limit`]), a notifier
+/// that cannot be created or fails, a corrupt ring (a bug), or a run in
+/// which no message moved for `cfg.timeout` (a hang: a lost wake-up).
+#[allow(clippy::cast_precision_loss)]
+pub fn run_pair(cfg: &PairConfig, kind: NotifierKind) -> Result<PairResult, TestbedError> {
+    let total = cfg.check()?;
+    if RawRing::region_size(cfg.params.len) > MAX_RING_BYTES {
+        return Err(TestbedError::limit(
+            Setting::Len,
+            format!(
+                "a ring of {} slots needs more than {} MiB",
+                cfg.params.len,
+                MAX_RING_BYTES >> 20
+            ),
+        ));
+    }
+    let mut guard = RunGuard::enter();
+    let tsc = Tsc::get();
+    let (producer, consumer) = ring(cfg.params.len);
+    let to_c: Arc<dyn Notifier> = Arc::from(kind.make()?);
+    let to_p: Arc<dyn Notifier> = Arc::from(kind.make()?);
+    let stop = Arc::new(AtomicBool::new(false));
+    // Which side failed first (1: P, 2: C): its error is the run's.
+    let origin = Arc::new(AtomicU8::new(0));
+    let progress = [Arc::new(AtomicU64::new(0)), Arc::new(AtomicU64::new(0))];
+
+    let spawn_side = |producer_side: bool| {
+        let (to_c, to_p, stop) = (Arc::clone(&to_c), Arc::clone(&to_p), Arc::clone(&stop));
+        let origin = Arc::clone(&origin);
+        let progress = Arc::clone(&progress[usize::from(!producer_side)]);
+        let c = *cfg;
+        move |end: Endpoint| -> Result<(Option<usize>, Marks), TestbedError> {
+            let pinned = pin_cpu(usize::from(!producer_side));
+            let (wait_on, kick_peer) = if producer_side {
+                (&to_p, &to_c)
+            } else {
+                (&to_c, &to_p)
+            };
+            let wait_on = Stoppable {
+                inner: &**wait_on,
+                stop: &stop,
+            };
+            let p = c.params;
+            let party = HostParty {
+                total,
+                warmup: c.warmup,
+                k: if producer_side { p.k_c } else { p.k_p },
+                strategy: if producer_side {
+                    c.strategy_p
+                } else {
+                    c.strategy_c
+                },
+                work: Sampler::new(
+                    if producer_side { p.w_p } else { p.w_c },
+                    c.seed,
+                    u64::from(!producer_side),
+                ),
+                batch: u64::from(c.batch),
+                wait_on: &wait_on,
+                kick_peer: &**kick_peer,
+                stop: &stop,
+                progress: &progress,
+                extra_clock: None,
+            };
+            let m = match end {
+                Endpoint::P(mut pr) => party.produce(&mut pr),
+                Endpoint::C(mut co) => party.consume(&mut co),
+            };
+            if m.is_err() {
+                let me = if producer_side { 1 } else { 2 };
+                let _ = origin.compare_exchange(0, me, Ordering::SeqCst, Ordering::SeqCst);
+                stop.store(true, Ordering::SeqCst);
+            }
+            Ok((pinned, m?))
+        }
+    };
+    let run_p = spawn_side(true);
+    let run_c = spawn_side(false);
+    let hp = std::thread::Builder::new()
+        .name("kicklab-P".into())
+        .spawn(move || run_p(Endpoint::P(producer)))?;
+    let hc = std::thread::Builder::new()
+        .name("kicklab-C".into())
+        .spawn(move || run_c(Endpoint::C(consumer)))?;
+
+    // Watchdog: fail only when no message has moved for the stall limit.
+    let mut stall = Stall::new(cfg.timeout);
+    let failure = loop {
+        std::thread::sleep(TICK);
+        if hp.is_finished() && hc.is_finished() {
+            break None;
+        }
+        // A side that failed ends the run at once.
+        if stop.load(Ordering::SeqCst) {
+            break None;
+        }
+        let now = (
+            progress[0].load(Ordering::Relaxed),
+            progress[1].load(Ordering::Relaxed),
+        );
+        if stall.stalled(now) {
+            let state = |h: &std::thread::JoinHandle<_>| {
+                if h.is_finished() {
+                    "finished"
+                } else {
+                    "running or blocked"
+                }
+            };
+            break Some(TestbedError::Hang(format!(
+                "no progress for {:?}: P published {} and C consumed {} of {total} messages; \
+                 P {}, C {} (a lost wake-up, a stuck notifier or very long busy work)",
+                cfg.timeout,
+                now.0,
+                now.1,
+                state(&hp),
+                state(&hc),
+            )));
+        }
+    };
+    let stop_all = || {
+        stop.store(true, Ordering::SeqCst);
+        // Unblock a party that may wait for a kick that will not come.
+        let _ = to_c.notify();
+        let _ = to_p.notify();
+    };
+    if failure.is_some() || stop.load(Ordering::SeqCst) {
+        stop_all();
+    }
+    let rp = join_within(hp, STOP_GRACE, "producer");
+    let rc = join_within(hc, STOP_GRACE, "consumer");
+    if let Some(e) = failure {
+        return Err(e);
+    }
+    let ((cpu_p, pm), (cpu_c, cm)) = if origin.load(Ordering::SeqCst) == 2 {
+        let c = rc?;
+        (rp?, c)
+    } else {
+        (rp?, rc?)
+    };
+    let n = cfg.messages as f64;
+    let e_p_ns = (pm.cpu1 - pm.cpu0) as f64 / n;
+    let e_c_ns = (cm.cpu1 - cm.cpu0) as f64 / n;
+    let polls = |s: WaitStrategy| s == WaitStrategy::Poll;
+    let mut r = PairResult {
+        rates: kicklab_model::Rates {
+            t_ns: tsc.ns(cm.t1 - cm.t0) / n,
+            e_ns: e_p_ns + e_c_ns,
+            e_p_ns,
+            e_c_ns,
+            messages: cfg.messages,
+            notifications_p: pm.kicks1 - pm.kicks0,
+            notifications_c: cm.kicks1 - cm.kicks0,
+            sleeps_p: pm.sleeps1 - pm.sleeps0,
+            sleeps_c: cm.sleeps1 - cm.sleeps0,
+            latency_ns: None,
+        },
+        lost: cm.lost,
+        duplicated_or_reordered: cm.bad,
+        spurious_p: pm.spurious,
+        spurious_c: cm.spurious,
+        ..PairResult::default()
+    };
+    let others = guard.others();
+    placement(
+        &mut r,
+        cpu_p,
+        cpu_c,
+        others,
+        polls(cfg.strategy_p) || polls(cfg.strategy_c),
+    );
+    Ok(r)
+}
+
+/// The endpoint a thread gets.
+enum Endpoint {
+    P(kicklab_ring::Producer),
+    C(kicklab_ring::Consumer),
+}

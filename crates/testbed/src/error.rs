@@ -1,0 +1,131 @@
+//! The testbed's one error type, and the parameters it can name. Messages
+//! speak of parameters ("messages: ..."), never of command-line flags: the
+//! binary maps [`Setting`] to its own flag names.
+
+/// A parameter of a run, calibration or ping-pong, named in errors.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Setting {
+    /// The ring's length L.
+    Len,
+    /// Messages (or requests) measured.
+    Messages,
+    /// Messages before the window.
+    Warmup,
+    /// Send combining.
+    Batch,
+    /// Per-message work (W_P, W_C, ping-pong work).
+    Work,
+    /// A wait strategy's spin budget.
+    Spin,
+    /// Calibration samples per round.
+    Samples,
+    /// Calibration idle gap.
+    Gap,
+    /// The ping-pong responder's idle strategy.
+    Idle,
+    /// Host halt polling.
+    HaltPoll,
+    /// The stall limit of the watchdog.
+    Timeout,
+}
+
+impl Setting {
+    /// The parameter's name, as error messages say it.
+    pub fn name(self) -> &'static str {
+        match self {
+            Setting::Len => "len",
+            Setting::Messages => "messages",
+            Setting::Warmup => "warmup",
+            Setting::Batch => "batch",
+            Setting::Work => "work",
+            Setting::Spin => "spin",
+            Setting::Samples => "samples",
+            Setting::Gap => "gap",
+            Setting::Idle => "idle",
+            Setting::HaltPoll => "halt_poll",
+            Setting::Timeout => "timeout",
+        }
+    }
+}
+
+impl std::fmt::Display for Setting {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// A real run failed.
+#[derive(Debug, thiserror::Error)]
+pub enum TestbedError {
+    /// Bad parameters of the pair (the model's own validation).
+    #[error(transparent)]
+    Params(#[from] kicklab_model::ParamError),
+    /// A parameter this backend cannot take (zero messages, an idle
+    /// strategy it lacks).
+    #[error("{what}: {reason}")]
+    Invalid {
+        /// Which parameter.
+        what: Setting,
+        /// Why, in words.
+        reason: String,
+    },
+    /// A parameter beyond what this backend or machine holds (guest memory,
+    /// a buffer cap, a duration too long to represent).
+    #[error("{what}: {reason}")]
+    Limit {
+        /// Which parameter.
+        what: Setting,
+        /// The limit, in words.
+        reason: String,
+    },
+    /// A system call failed.
+    #[error("system call: {0}")]
+    Io(#[from] std::io::Error),
+    /// The ring's indices are corrupt.
+    #[error(transparent)]
+    Ring(#[from] kicklab_ring::RingError),
+    /// Waiting failed.
+    #[error(transparent)]
+    Wait(#[from] kicklab_ring::WaitError),
+    /// The run stopped making progress.
+    #[error("hang: {0}")]
+    Hang(String),
+    /// KVM is missing or refused an ioctl.
+    #[error("kvm: {0}")]
+    Kvm(String),
+    /// The guest broke the protocol; it was stopped.
+    #[error("misbehaving guest (stopped): {0}")]
+    Guest(String),
+}
+
+impl TestbedError {
+    /// A [`TestbedError::Invalid`].
+    pub(crate) fn invalid(what: Setting, reason: impl Into<String>) -> TestbedError {
+        TestbedError::Invalid {
+            what,
+            reason: reason.into(),
+        }
+    }
+
+    /// A [`TestbedError::Limit`].
+    pub(crate) fn limit(what: Setting, reason: impl Into<String>) -> TestbedError {
+        TestbedError::Limit {
+            what,
+            reason: reason.into(),
+        }
+    }
+
+    /// The parameter this error names, if any (for mapping to a flag).
+    pub fn param(&self) -> Option<Setting> {
+        match self {
+            TestbedError::Invalid { what, .. } | TestbedError::Limit { what, .. } => Some(*what),
+            _ => None,
+        }
+    }
+}
+
+impl From<iced_x86::IcedError> for TestbedError {
+    fn from(e: iced_x86::IcedError) -> TestbedError {
+        TestbedError::Kvm(format!("assembling the guest: {e}"))
+    }
+}

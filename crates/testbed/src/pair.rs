@@ -1,0 +1,186 @@
+//! What a real run of the pair is asked ([`PairConfig`]) and what it
+//! measures ([`PairResult`]), with the checks common to both backends and
+//! the default stall limit ([`stall_limit`]). The runs themselves live in
+//! `backend::threads` and `backend::kvm`.
+
+use std::sync::atomic::{AtomicU32, Ordering};
+use std::time::Duration;
+
+use kicklab_model::Params;
+use kicklab_ring::WaitStrategy;
+use serde::Serialize;
+
+use crate::clock::check_duration;
+use crate::{Setting, TestbedError};
+
+/// One real run.
+#[derive(Debug, Clone, Copy)]
+pub struct PairConfig {
+    /// L, k_P, k_C, W_P, W_C (N and S are the machine's own).
+    pub params: Params,
+    /// How P waits for space.
+    pub strategy_p: WaitStrategy,
+    /// How C waits for messages.
+    pub strategy_c: WaitStrategy,
+    /// Where the parties run and how they notify each other.
+    pub backend: crate::Backend,
+    /// Messages measured after the warm-up.
+    pub messages: u64,
+    /// Messages before measuring.
+    pub warmup: u64,
+    /// Seed for drawing W_P and W_C when they are distributions.
+    pub seed: u64,
+    /// The stall limit: give up (report a hang) once no message has moved
+    /// for this long. Not a limit on the whole run, which may take as long
+    /// as it needs while it progresses. [`stall_limit`] gives a default.
+    pub timeout: Duration,
+    /// Send combining: P publishes (and kicks at most once) every `batch`
+    /// messages, or earlier when the ring is full. 1: every message.
+    pub batch: u32,
+}
+
+/// A default stall limit for `params`: the larger of 2 s and 1000 times
+/// the largest configured per-message cost (mean), at most 10 minutes.
+pub fn stall_limit(params: &Params) -> Duration {
+    let p = params;
+    let largest_ns = [p.w_p, p.w_c, p.n_p, p.n_c, p.s_p, p.s_c]
+        .iter()
+        .map(kicklab_model::Cost::mean_ns)
+        .fold(0.0, f64::max);
+    let cap = Duration::from_secs(600);
+    let want = Duration::try_from_secs_f64(largest_ns * 1e3 / 1e9).unwrap_or(cap);
+    want.clamp(Duration::from_secs(2), cap)
+}
+
+impl PairConfig {
+    /// Checks what both backends need; returns the number of messages in
+    /// all (warm-up included).
+    pub(crate) fn check(&self) -> Result<u64, TestbedError> {
+        self.params.validate()?;
+        if self.messages == 0 {
+            return Err(TestbedError::invalid(
+                Setting::Messages,
+                "need at least 1 message",
+            ));
+        }
+        for s in [self.strategy_p, self.strategy_c] {
+            if let WaitStrategy::SpinThenBlock(d) = s {
+                check_duration(d, Setting::Spin)?;
+            }
+        }
+        check_duration(self.timeout, Setting::Timeout)?;
+        self.warmup.checked_add(self.messages).ok_or_else(|| {
+            TestbedError::limit(Setting::Messages, "warm-up plus messages overflow 64 bits")
+        })
+    }
+}
+
+/// What a run measured. Times in nanoseconds.
+#[derive(Debug, Clone, Copy, Default, Serialize)]
+pub struct PairResult {
+    /// T (wall time), E (CPU time of both threads), per party, and the
+    /// messages, kicks and sleeps in the window.
+    #[serde(flatten)]
+    pub rates: kicklab_model::Rates,
+    /// Messages the consumer never saw.
+    pub lost: u64,
+    /// Messages seen twice or out of order.
+    pub duplicated_or_reordered: u64,
+    /// Wake-ups that found nothing to do (P, whole run).
+    pub spurious_p: u64,
+    /// Wake-ups that found nothing to do (C, whole run).
+    pub spurious_c: u64,
+    /// Each party had a CPU of its own: both pin calls succeeded, on
+    /// distinct CPUs, and no other run of this process overlapped this one
+    /// (other processes are not seen: see `concurrent_runs`).
+    pub pinned: bool,
+    /// More busy threads than CPUs (both poll on a 1-CPU machine, or
+    /// polling runs of this process overlapped).
+    pub oversubscribed: bool,
+    /// The CPU P (thread or vCPU thread) was pinned to; `None` if the pin
+    /// call failed.
+    pub cpu_p: Option<usize>,
+    /// The CPU C was pinned to; `None` if the pin call failed.
+    pub cpu_c: Option<usize>,
+    /// Other runs of the pair in this process that overlapped this one in
+    /// time (their threads shared these CPUs).
+    pub concurrent_runs: u32,
+}
+
+/// Runs of the pair in progress in this process.
+static ACTIVE_RUNS: AtomicU32 = AtomicU32::new(0);
+/// Runs of the pair started in this process so far.
+static STARTED_RUNS: AtomicU32 = AtomicU32::new(0);
+
+/// Counts this run as active while it lives, to tell how many other runs
+/// overlapped it: those active when it started plus those started since.
+pub(crate) struct RunGuard {
+    active_before: u32,
+    started: u32,
+}
+
+impl RunGuard {
+    pub(crate) fn enter() -> RunGuard {
+        let active_before = ACTIVE_RUNS.fetch_add(1, Ordering::SeqCst);
+        let started = STARTED_RUNS.fetch_add(1, Ordering::SeqCst).wrapping_add(1);
+        RunGuard {
+            active_before,
+            started,
+        }
+    }
+
+    /// Other runs that overlapped this one so far.
+    pub(crate) fn others(&mut self) -> u32 {
+        let since = STARTED_RUNS
+            .load(Ordering::SeqCst)
+            .wrapping_sub(self.started);
+        self.active_before.saturating_add(since)
+    }
+}
+
+impl Drop for RunGuard {
+    fn drop(&mut self) {
+        ACTIVE_RUNS.fetch_sub(1, Ordering::SeqCst);
+    }
+}
+
+/// Fills the placement fields of `r` from what the pin calls returned.
+pub(crate) fn placement(
+    r: &mut PairResult,
+    cpu_p: Option<usize>,
+    cpu_c: Option<usize>,
+    others: u32,
+    polls: bool,
+) {
+    let two_cpus = crate::clock::cpus() >= 2;
+    r.cpu_p = cpu_p;
+    r.cpu_c = cpu_c;
+    r.concurrent_runs = others;
+    r.pinned = two_cpus && cpu_p.is_some() && cpu_c.is_some() && cpu_p != cpu_c && others == 0;
+    r.oversubscribed = polls && (!two_cpus || others > 0);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use kicklab_model::Cost;
+
+    #[test]
+    fn the_default_stall_limit_scales_with_the_largest_cost() {
+        let mut p = Params::default();
+        assert_eq!(stall_limit(&p), Duration::from_secs(2));
+        p.w_c = Cost::Const(10e6); // 10 ms
+        assert_eq!(stall_limit(&p), Duration::from_secs(10));
+        p.w_p = Cost::Const(1e30);
+        assert_eq!(stall_limit(&p), Duration::from_secs(600));
+    }
+
+    #[test]
+    fn overlapping_runs_are_counted() {
+        let mut a = RunGuard::enter();
+        let mut b = RunGuard::enter();
+        assert!(a.others() >= 1 && b.others() >= 1);
+        drop(b);
+        assert!(a.others() >= 1, "b overlapped a, even once it ended");
+    }
+}
