@@ -575,3 +575,63 @@ fn model_prints_one_message_in_the_singular() {
     let text = String::from_utf8_lossy(&out.stdout);
     assert!(text.contains("round       1 message in"), "{text}");
 }
+
+#[test]
+fn kvm_limits_exit_2_naming_the_flag() {
+    if let Err(why) = kicklab_testbed_available() {
+        println!("skipped: {why}");
+        return;
+    }
+    let cases: &[(&[&str], &str)] = &[
+        (
+            &[
+                "run",
+                "--backend",
+                "kvm",
+                "--len",
+                "4065",
+                "--messages",
+                "100",
+            ],
+            "--len",
+        ),
+        (
+            &["run", "--backend", "kvm", "--messages", "2147483648"],
+            "--messages",
+        ),
+        (
+            &[
+                "run",
+                "--backend",
+                "kvm",
+                "--batch",
+                "2",
+                "--messages",
+                "100",
+            ],
+            "--batch",
+        ),
+    ];
+    for (args, flag) in cases {
+        let out = kicklab(args);
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {err}");
+        let last = err.trim_end().lines().last().unwrap_or_default();
+        assert!(
+            last.starts_with("error: ") && last.contains(flag),
+            "{args:?}: {err}"
+        );
+        assert!(out.stdout.is_empty(), "{args:?}");
+    }
+}
+
+/// Whether this machine can run the kvm backend (as `--backend kvm` checks).
+fn kicklab_testbed_available() -> Result<(), String> {
+    let out = kicklab(&["run", "--backend", "kvm", "--messages", "0"]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    if err.contains("kvm is not usable here") {
+        Err(err.trim().to_string())
+    } else {
+        Ok(())
+    }
+}
