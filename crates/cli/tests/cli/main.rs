@@ -635,3 +635,28 @@ fn kicklab_testbed_available() -> Result<(), String> {
         Ok(())
     }
 }
+
+#[test]
+fn help_says_only_what_is_true() {
+    let text = |args: &[&str]| String::from_utf8_lossy(&kicklab(args).stdout).to_string();
+    let pingpong = text(&["pingpong", "--help"]);
+    assert!(
+        !pingpong.contains("--direction"),
+        "pingpong has no direction: {pingpong}"
+    );
+    let validate = text(&["validate", "--help"]);
+    for file in ["index.html", "validate-<backend>-T.svg", "validate.csv"] {
+        assert!(validate.contains(file), "validate --help names {file}");
+    }
+    // Every example's comment starts in the same column.
+    let top = text(&["--help"]);
+    let cols: Vec<usize> = top
+        .lines()
+        .filter(|l| l.trim_start().starts_with("kicklab "))
+        .filter_map(|l| l.find(" # "))
+        .collect();
+    assert!(
+        cols.len() >= 5 && cols.windows(2).all(|w| w[0] == w[1]),
+        "{top}"
+    );
+}
