@@ -217,7 +217,7 @@ fn calibration_measures_all_four_costs() {
         2,
     )
     .unwrap();
-    for (name, s) in [("N_P", p.np), ("N_C", p.nc), ("S_P", p.sp), ("S_C", p.sc)] {
+    for (name, s) in [("N_P", p.np), ("N_C", p.nc)] {
         assert!(s.n >= 50, "{name}: {} samples", s.n);
         assert!(
             s.median_ns > 0.0 && s.median_ns < 1e6,
@@ -225,10 +225,23 @@ fn calibration_measures_all_four_costs() {
             s.median_ns
         );
     }
-    // The guest-host clock mapping is good to well under the costs.
+    // S is measured from the END of the peer's notify call. A guest kick is
+    // visible to the host part-way into it (`docs/kvm.md`: kick
+    // visibility), so the host's S_C can be negative; but no party runs
+    // before the notification that wakes it has started: S > -N.
+    for (name, s, n) in [("S_P", p.sp, p.nc), ("S_C", p.sc, p.np)] {
+        assert!(s.n >= 50, "{name}: {} samples", s.n);
+        assert!(
+            s.median_ns > -n.median_ns && s.median_ns < 1e6,
+            "{name}: {} (the notify it follows takes {})",
+            s.median_ns,
+            n.median_ns
+        );
+    }
+    // The guest-host clock mapping is good to well under the guest's costs.
     let sync = p.clock_sync_ns.expect("kvm reports its clock sync");
     assert!(
-        sync < p.sp.median_ns.min(p.sc.median_ns),
+        sync < p.sp.median_ns.min(p.np.median_ns),
         "clock sync {sync} ns"
     );
     // rx is the same measurement with the roles swapped.
