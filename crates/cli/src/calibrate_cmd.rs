@@ -20,13 +20,13 @@ pub struct CalibrateArgs {
     samples: usize,
     /// How long the woken party idles before each notification (as a
     /// sleeping party does in a run; a longer idle lets its CPU halt).
-    #[arg(long, default_value = "50us", value_parser = gap)]
+    #[arg(long, default_value = "50us", value_parser = gap, allow_hyphen_values = true)]
     gap: Duration,
     /// Most rounds before giving up on stable medians (within 5%).
     #[arg(long, default_value_t = 6, allow_hyphen_values = true)]
     rounds: usize,
     /// Write the profile (JSON) here, for --profile.
-    #[arg(long)]
+    #[arg(long, allow_hyphen_values = true)]
     save: Option<PathBuf>,
     /// Print one JSON object: {"backend", "NP_ns", "NC_ns", "SP_ns", "SC_ns", ...}.
     #[arg(long)]
@@ -47,7 +47,7 @@ pub fn profile_json(p: &Profile) -> serde_json::Value {
         "NC_ns": p.nc.mean_ns,
         "SP_ns": p.sp.mean_ns,
         "SC_ns": p.sc.mean_ns,
-        "direction": p.direction.map(kicklab_testbed::kvm::Direction::name),
+        "direction": p.direction.map(kicklab_model::Direction::name),
         "SP_cpu_ns": p.sp_cpu.mean_ns,
         "SC_cpu_ns": p.sc_cpu.mean_ns,
         "gap_ns": p.gap_ns,
@@ -107,7 +107,7 @@ pub fn print_profile(p: &Profile) {
         fmt_ns(p.gap_ns)
     );
     if let Some(d) = p.direction {
-        let (guest, host) = if d == kicklab_testbed::kvm::Direction::Tx {
+        let (guest, host) = if d == kicklab_model::Direction::Tx {
             ("P", "C")
         } else {
             ("C", "P")
@@ -147,17 +147,19 @@ pub fn print_profile(p: &Profile) {
             fmt_ns(v.median_ns),
             fmt_ns(v.p10_ns),
             fmt_ns(v.p90_ns),
-            fmt_ns(if p.direction == Some(kicklab_testbed::kvm::Direction::Tx) { p.np.median_ns } else { p.nc.median_ns })
+            fmt_ns(if p.direction == Some(kicklab_model::Direction::Tx) { p.np.median_ns } else { p.nc.median_ns })
         );
     }
-    if p.direction == Some(kicklab_testbed::kvm::Direction::Tx) {
+    if p.direction == Some(kicklab_model::Direction::Tx) {
+        let d = kicklab_model::Params::default();
+        let [np, nc, sp, sc] = p.means_over_paper();
         println!(
-            "paper (Rizzo et al., guest P in QEMU/KVM, host C): N_P 2.4us, S_P 3.9us, N_C 0.2us, S_C 0.2us; \
-             measured/paper: N_P {:.1}x, S_P {:.1}x, N_C {:.1}x, S_C {:.1}x (means)",
-            p.np.mean_ns / 2400.0,
-            p.sp.mean_ns / 3900.0,
-            p.nc.mean_ns / 200.0,
-            p.sc.mean_ns / 200.0
+            "paper (Rizzo et al., guest P in QEMU/KVM, host C): N_P {}, S_P {}, N_C {}, S_C {}; \
+             measured/paper: N_P {np:.1}x, S_P {sp:.1}x, N_C {nc:.1}x, S_C {sc:.1}x (means)",
+            fmt_ns(d.n_p.mean_ns()),
+            fmt_ns(d.s_p.mean_ns()),
+            fmt_ns(d.n_c.mean_ns()),
+            fmt_ns(d.s_c.mean_ns()),
         );
     }
     println!(

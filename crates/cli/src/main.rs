@@ -140,7 +140,7 @@ fn restore_sigpipe() {
 fn testbed_usage(t: &kicklab_testbed::TestbedError) -> Option<String> {
     use kicklab_testbed::{Setting, TestbedError};
     match t {
-        TestbedError::Params(p) => Some(format!("{}: {p}", flag(p.param))),
+        TestbedError::Params(p) => Some(param_usage(p)),
         TestbedError::Invalid { what, reason } | TestbedError::Limit { what, reason } => {
             let f = match what {
                 Setting::Len => "--len",
@@ -160,9 +160,9 @@ fn testbed_usage(t: &kicklab_testbed::TestbedError) -> Option<String> {
     }
 }
 
-/// The flag a parameter is set with.
-pub fn flag(p: kicklab_model::Param) -> String {
-    format!("--{}", p.name())
+/// A parameter error as the command line says it: `--kp (k_P): ...`.
+pub fn param_usage(e: &kicklab_model::ParamError) -> String {
+    format!("--{} ({}): {}", e.param.name(), e.param.symbol(), e.reason)
 }
 
 /// A library error that was caused by the user's input, rendered as one
@@ -173,7 +173,7 @@ pub fn flag(p: kicklab_model::Param) -> String {
 fn usage_of(e: &anyhow::Error) -> Option<String> {
     use kicklab_model::{ModelError, ParamError};
     use kicklab_sim::SimError;
-    let param = |p: &ParamError| format!("{}: {p}", flag(p.param));
+    let param = param_usage;
     if let Some(u) = e.downcast_ref::<Usage>() {
         return Some(u.to_string());
     }
@@ -208,7 +208,8 @@ fn usage_of(e: &anyhow::Error) -> Option<String> {
     if let Some(s) = e.downcast_ref::<SimError>() {
         return match s {
             SimError::Params(p) => Some(param(p)),
-            SimError::NoMessages => Some(format!("--messages: {s}")),
+            // "messages: ..." names the input; its flag is the same word.
+            SimError::NoMessages | SimError::TooManyMessages(_) => Some(format!("--{s}")),
             SimError::Mode { .. } => Some(format!("--mode: {s}")),
             SimError::SweepPoint { .. } => Some(format!("--vary: {s}")),
             SimError::TimeOverflow => Some(format!(

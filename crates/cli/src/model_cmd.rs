@@ -13,7 +13,7 @@ pub struct ModelArgs {
     #[command(flatten)]
     params: ParamArgs,
     /// notify (sleep and be woken) or poll (spin: regime GP).
-    #[arg(long, default_value = "notify", value_parser = mode)]
+    #[arg(long, default_value = "notify", value_parser = mode, allow_hyphen_values = true)]
     mode: WaitMode,
     /// Print one JSON object: {"regime", "T_ns", "E_ns", "m", ...}.
     #[arg(long)]

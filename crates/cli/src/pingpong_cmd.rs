@@ -21,17 +21,17 @@ pub struct PingPongArgs {
     /// haltpoll:<dur> (the responder polls, then halts), poll, hint:<dur>
     /// (idle with a timeout, Denali; kvm), no-hlt-exit (kvm with --guest
     /// emulated). Repeat for several; none: every one this backend has.
-    #[arg(long, value_parser = idle)]
+    #[arg(long, value_parser = idle, allow_hyphen_values = true)]
     idle: Vec<Idle>,
     /// Requests measured per strategy (after a tenth as many to warm up).
     #[arg(long, default_value_t = 20_000, allow_hyphen_values = true)]
     messages: u64,
     /// Work per message on each side (so the responder idles about this
     /// long between requests).
-    #[arg(long, default_value = "2us", value_parser = duration)]
+    #[arg(long, default_value = "2us", value_parser = duration, allow_hyphen_values = true)]
     work: Duration,
     /// How the requester waits for each response: poll (spin) or block.
-    #[arg(long, default_value = "poll", value_parser = ["poll", "block"])]
+    #[arg(long, default_value = "poll", value_parser = ["poll", "block"], allow_hyphen_values = true)]
     requester: String,
     /// Print JSON: one object for one strategy
     /// ({"backend", "idle", "rate_per_s", "cpu_ns_per_msg", "messages"}),

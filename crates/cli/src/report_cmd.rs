@@ -10,7 +10,7 @@ use kicklab_lab::report::{build, ReportOptions};
 #[derive(Debug, Args)]
 pub struct ReportArgs {
     /// Output directory (index.html, one SVG per figure, CSV data).
-    #[arg(long, default_value = "report")]
+    #[arg(long, default_value = "report", allow_hyphen_values = true)]
     out: PathBuf,
     /// Points per swept curve (2 to 100000).
     #[arg(long, default_value_t = 120, allow_hyphen_values = true)]

@@ -15,7 +15,7 @@ pub struct RunArgs {
     #[command(flatten)]
     be: BackendArgs,
     /// How both threads wait: notify (block), poll (spin), spin:<budget>.
-    #[arg(long, default_value = "notify", value_parser = mode)]
+    #[arg(long, default_value = "notify", value_parser = mode, allow_hyphen_values = true)]
     strategy: WaitMode,
     /// Messages measured (after a warm-up of a tenth as many).
     #[arg(long, default_value_t = 200_000, allow_hyphen_values = true)]

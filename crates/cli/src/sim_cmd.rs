@@ -6,7 +6,6 @@ use kicklab_sim::{default_warmup, simulate, SimConfig, SimResult, Window};
 use serde_json::json;
 
 use crate::args::{mode, ParamArgs};
-use crate::Usage;
 
 /// Arguments of `kicklab sim`.
 #[derive(Debug, Args)]
@@ -14,13 +13,13 @@ pub struct SimArgs {
     #[command(flatten)]
     params: ParamArgs,
     /// How both parties wait: notify, poll, or spin:<budget> (spin, then sleep).
-    #[arg(long, default_value = "notify", value_parser = mode)]
+    #[arg(long, default_value = "notify", value_parser = mode, allow_hyphen_values = true)]
     mode: WaitMode,
     /// How P waits (overrides --mode for the producer).
-    #[arg(long, value_parser = mode)]
+    #[arg(long, value_parser = mode, allow_hyphen_values = true)]
     mode_p: Option<WaitMode>,
     /// How C waits (overrides --mode for the consumer).
-    #[arg(long, value_parser = mode)]
+    #[arg(long, value_parser = mode, allow_hyphen_values = true)]
     mode_c: Option<WaitMode>,
     /// Messages to measure (after the warm-up).
     #[arg(long, default_value_t = 1_000_000, allow_hyphen_values = true)]
@@ -49,9 +48,6 @@ pub fn run(a: &SimArgs) -> anyhow::Result<()> {
     }
     // With a profile, the simulator gets the measured spread of N and S.
     let params = a.params.params_with(true)?;
-    if a.messages == 0 {
-        return Err(Usage("--messages: need at least 1 message to measure".into()).into());
-    }
     let (mode_p, mode_c) = (a.mode_p.unwrap_or(a.mode), a.mode_c.unwrap_or(a.mode));
     let cfg = SimConfig {
         params,

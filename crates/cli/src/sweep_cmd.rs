@@ -17,10 +17,10 @@ pub struct SweepArgs {
     params: ParamArgs,
     /// What to vary: NAME=FROM..TO:POINTS, NAME one of len, kp, kc, wp, wc,
     /// np, nc, sp, sc (e.g. wp=0.1us..3us:100, kc=1..64:64).
-    #[arg(long, value_parser = vary)]
+    #[arg(long, value_parser = vary, allow_hyphen_values = true)]
     vary: Vary,
     /// How both parties wait (polling is always run alongside).
-    #[arg(long, default_value = "notify", value_parser = mode)]
+    #[arg(long, default_value = "notify", value_parser = mode, allow_hyphen_values = true)]
     mode: WaitMode,
     /// Messages simulated per point (after the warm-up).
     #[arg(long, default_value_t = 50_000, allow_hyphen_values = true)]
@@ -29,7 +29,7 @@ pub struct SweepArgs {
     #[arg(long, default_value_t = 1, allow_hyphen_values = true)]
     seed: u64,
     /// Output directory: sweep.csv, T.svg, E.svg, index.html.
-    #[arg(long, default_value = "sweep-out")]
+    #[arg(long, default_value = "sweep-out", allow_hyphen_values = true)]
     out: PathBuf,
 }
 

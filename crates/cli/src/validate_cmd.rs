@@ -18,14 +18,14 @@ pub struct ValidateArgs {
     #[command(flatten)]
     be: BackendArgs,
     /// The W_P sweep.
-    #[arg(long, default_value = "wp=0.2us..3us:15", value_parser = vary)]
+    #[arg(long, default_value = kicklab_lab::validate::FIG4_SWEEP, value_parser = vary, allow_hyphen_values = true)]
     vary: Vary,
     /// Messages per real run.
     #[arg(long, default_value_t = 60_000, allow_hyphen_values = true)]
     messages: u64,
     /// Output directory: index.html, the charts (validate-<backend>-T.svg,
     /// validate-<backend>-E.svg) and validate.csv.
-    #[arg(long, default_value = "validate-out")]
+    #[arg(long, default_value = "validate-out", allow_hyphen_values = true)]
     out: PathBuf,
     /// Seed.
     #[arg(long, default_value_t = 1, allow_hyphen_values = true)]

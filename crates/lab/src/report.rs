@@ -9,7 +9,8 @@
 use std::fmt::Write as _;
 
 use kicklab_model::{fmt_ns, predict, Cost, Params, Regime, WaitMode};
-use kicklab_report::{html_escape, sweep_charts, sweep_csv, Column, Page, Section, Table};
+use kicklab_model::{Profile, Stat};
+use kicklab_report::{html_escape, sweep_charts, sweep_csv, Cell, Column, Page, Section, Table};
 use kicklab_sim::{simulate, sweep, SimConfig, Vary};
 
 use crate::{Input, LabError, Progress};
@@ -54,10 +55,10 @@ impl ReportOptions {
                 "need at least 2 points per curve",
             ));
         }
-        if self.points > MAX_POINTS {
+        if self.points > Vary::MAX_POINTS {
             return Err(LabError::input(
                 Input::Points,
-                format!("at most {MAX_POINTS} points per curve"),
+                format!("at most {} points per curve", Vary::MAX_POINTS),
             ));
         }
         if self.messages == 0 {
@@ -75,9 +76,6 @@ impl ReportOptions {
         Ok(())
     }
 }
-
-/// The most points a swept curve may have (a chart has no use for more).
-pub const MAX_POINTS: u32 = 100_000;
 
 /// The assembled report: the page and the CSV files it links to.
 #[derive(Debug, Clone)]
@@ -100,6 +98,26 @@ impl Report {
     }
 }
 
+/// A table of calibrated costs: a first text column, then N_P, N_C, S_P,
+/// S_C as text cells, then `extra`.
+fn costs_table(title: &str, first: Column, extra: Vec<Column>) -> Table {
+    let mut columns = vec![first];
+    columns.extend(
+        [("NP", "N_P"), ("NC", "N_C"), ("SP", "S_P"), ("SC", "S_C")]
+            .map(|(key, label)| Column::text(key, label)),
+    );
+    columns.extend(extra);
+    Table::new(title, columns)
+}
+
+/// A row of [`costs_table`]: `first`, then each cost of `p` rendered by
+/// `cell`.
+fn costs_row(first: &str, p: &Profile, cell: impl Fn(&Stat) -> String) -> Vec<Cell> {
+    let mut row = vec![first.into()];
+    row.extend([p.np, p.nc, p.sp, p.sc].iter().map(|s| Cell::from(cell(s))));
+    row
+}
+
 /// Calibrates every thread backend and validates futex: the testbed
 /// section of the report.
 fn testbed_sections(a: &ReportOptions, progress: &dyn Progress) -> Result<Vec<Section>, LabError> {
@@ -109,16 +127,10 @@ fn testbed_sections(a: &ReportOptions, progress: &dyn Progress) -> Result<Vec<Se
          notify call with the peer asleep, S the time from the end of that call until the woken thread runs, after 50 us \
          of idling. Means, with median and p10-p90 in parentheses.</p>\n",
     );
-    let mut table = Table::new(
+    let mut table = costs_table(
         "calibrated costs",
-        vec![
-            Column::text("backend", "backend"),
-            Column::text("NP", "N_P"),
-            Column::text("NC", "N_C"),
-            Column::text("SP", "S_P"),
-            Column::text("SC", "S_C"),
-            Column::text("stable", "stable"),
-        ],
+        Column::text("backend", "backend"),
+        vec![Column::text("stable", "stable")],
     );
     let mut profiles = Vec::new();
     for be in NotifierKind::ALL {
@@ -162,7 +174,7 @@ fn testbed_sections(a: &ReportOptions, progress: &dyn Progress) -> Result<Vec<Se
         .into_iter()
         .find(|(b, _)| *b == NotifierKind::Futex)
         .expect("futex calibrated");
-    let vary = Vary::parse("wp=0.2us..3us:15").expect("valid");
+    let vary = Vary::parse(crate::validate::FIG4_SWEEP).expect("valid");
     progress.note(&format!(
         "report: validating {} (15 points, notify and poll) ...",
         be.name()
@@ -214,39 +226,17 @@ fn kvm_sections(a: &ReportOptions, progress: &dyn Progress) -> Result<Vec<Sectio
         " (to within {}).</p>",
         fmt_ns(p.clock_sync_ns.unwrap_or(f64::NAN))
     );
-    let c = |s: &kicklab_testbed::Stat| format!("{} ({})", fmt_ns(s.mean_ns), fmt_ns(s.median_ns));
-    let mut table = Table::new(
-        "kvm costs vs the paper's",
-        vec![
-            Column::text("what", ""),
-            Column::text("NP", "N_P"),
-            Column::text("NC", "N_C"),
-            Column::text("SP", "S_P"),
-            Column::text("SC", "S_C"),
-        ],
-    );
-    table.push(vec![
-        "this machine".into(),
-        c(&p.np).into(),
-        c(&p.nc).into(),
-        c(&p.sp).into(),
-        c(&p.sc).into(),
-    ]);
-    table.push(vec![
-        "paper (QEMU/KVM, bare metal)".into(),
-        "2.4us".into(),
-        "0.2us".into(),
-        "3.9us".into(),
-        "0.2us".into(),
-    ]);
-    let ratio = |v: f64| format!("{v:.1}x");
-    table.push(vec![
-        "ratio (means)".into(),
-        ratio(p.np.mean_ns / 2400.0).into(),
-        ratio(p.nc.mean_ns / 200.0).into(),
-        ratio(p.sp.mean_ns / 3900.0).into(),
-        ratio(p.sc.mean_ns / 200.0).into(),
-    ]);
+    let mut table = costs_table("kvm costs vs the paper's", Column::text("what", ""), vec![]);
+    table.push(costs_row("this machine", &p, |s| {
+        format!("{} ({})", fmt_ns(s.mean_ns), fmt_ns(s.median_ns))
+    }));
+    let d = Params::default();
+    let mut paper = vec![Cell::from("paper (QEMU/KVM, bare metal)")];
+    paper.extend([d.n_p, d.n_c, d.s_p, d.s_c].map(|c| Cell::from(fmt_ns(c.mean_ns()))));
+    table.push(paper);
+    let mut ratios = vec![Cell::from("ratio (means)")];
+    ratios.extend(p.means_over_paper().map(|r| Cell::from(format!("{r:.1}x"))));
+    table.push(ratios);
     h.push_str(&table.to_html());
     h.push_str(
         "<p>Why they differ (<code>docs/kvm.md</code>): this KVM is PVM, nested in a cloud VM without VMX. A guest kick \
@@ -261,7 +251,7 @@ fn kvm_sections(a: &ReportOptions, progress: &dyn Progress) -> Result<Vec<Sectio
         html: h,
         figures: vec![],
     };
-    let vary = Vary::parse("wp=0.2us..3us:15").expect("valid");
+    let vary = Vary::parse(crate::validate::FIG4_SWEEP).expect("valid");
     progress.note("report: validating kvm (15 points, notify and poll) ...");
     let points = crate::validate::validate(
         &Params::default(),

@@ -13,6 +13,10 @@ use serde::Serialize;
 use crate::real::RunSpec;
 use crate::{Input, LabError, Progress};
 
+/// The paper's Fig. 4 sweep: W_P from 0.2 to 3 us, 15 points (W_C 1.1 us
+/// from the default parameters).
+pub const FIG4_SWEEP: &str = "wp=0.2us..3us:15";
+
 /// One point of the validation.
 #[derive(Debug, Clone, Serialize)]
 pub struct Point {

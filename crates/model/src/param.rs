@@ -59,16 +59,6 @@ impl Param {
         Param::Sc,
     ];
 
-    /// The six costs, in the order W_P, W_C, N_P, N_C, S_P, S_C.
-    pub const COSTS: [Param; 6] = [
-        Param::Wp,
-        Param::Wc,
-        Param::Np,
-        Param::Nc,
-        Param::Sp,
-        Param::Sc,
-    ];
-
     /// Short lowercase name (`len`, `kp`, `wp`, ...): what users type.
     pub fn name(self) -> &'static str {
         match self {
@@ -96,21 +86,6 @@ impl Param {
             Param::Nc => "N_C",
             Param::Sp => "S_P",
             Param::Sc => "S_C",
-        }
-    }
-
-    /// What the parameter means, in a few words.
-    pub fn meaning(self) -> &'static str {
-        match self {
-            Param::Len => "queue length",
-            Param::Kp => "messages queued before P wakes a sleeping C",
-            Param::Kc => "free slots before C wakes a sleeping P",
-            Param::Wp => "producer work per message",
-            Param::Wc => "consumer work per message",
-            Param::Np => "P's cost of notifying C",
-            Param::Nc => "C's cost of notifying P",
-            Param::Sp => "P's start-up cost after a notification",
-            Param::Sc => "C's start-up cost after a notification",
         }
     }
 
@@ -143,19 +118,6 @@ impl Param {
         }
     }
 
-    /// The cost this parameter names in `p`; `None` for L, k_P, k_C.
-    pub fn cost(self, p: &Params) -> Option<Cost> {
-        Some(match self {
-            Param::Len | Param::Kp | Param::Kc => return None,
-            Param::Wp => p.w_p,
-            Param::Wc => p.w_c,
-            Param::Np => p.n_p,
-            Param::Nc => p.n_c,
-            Param::Sp => p.s_p,
-            Param::Sc => p.s_c,
-        })
-    }
-
     /// The cost this parameter names in `p`, mutably; `None` for L, k_P, k_C.
     pub fn cost_mut(self, p: &mut Params) -> Option<&mut Cost> {
         Some(match self {
@@ -177,16 +139,6 @@ impl Param {
             Param::Kc => &mut p.k_c,
             _ => return None,
         })
-    }
-
-    /// The value as a number: the count, or the cost's mean [ns].
-    pub fn value(self, p: &Params) -> f64 {
-        match self {
-            Param::Len => f64::from(p.len),
-            Param::Kp => f64::from(p.k_p),
-            Param::Kc => f64::from(p.k_c),
-            _ => self.cost(p).map_or(f64::NAN, |c| c.mean_ns()),
-        }
     }
 }
 
@@ -234,9 +186,7 @@ mod tests {
         *Param::Kc.count_mut(&mut p).unwrap() = 3;
         assert_eq!(p.w_p, Cost::Const(7.0));
         assert_eq!(p.k_c, 3);
-        assert_eq!(Param::Wp.value(&p), 7.0);
-        assert_eq!(Param::Len.value(&p), 256.0);
-        assert!(Param::Len.cost(&p).is_none());
+        assert!(Param::Len.cost_mut(&mut p).is_none());
         assert!(Param::Sc.count_mut(&mut p).is_none());
     }
 }

@@ -187,6 +187,15 @@ impl Profile {
         ]
     }
 
+    /// The means of N_P, N_C, S_P, S_C over the paper's (Rizzo et al.'s
+    /// QEMU/KVM prototype, the costs of [`crate::Params::default`]).
+    pub fn means_over_paper(&self) -> [f64; 4] {
+        let d = crate::Params::default();
+        let paper = [d.n_p, d.n_c, d.s_p, d.s_c];
+        let ours = [self.np, self.nc, self.sp, self.sc];
+        std::array::from_fn(|i| ours[i].mean_ns / paper[i].mean_ns())
+    }
+
     /// Puts the calibrated costs into `params` (distributions with the
     /// measured spread if `spread`, else their means).
     pub fn apply(&self, params: &mut crate::Params, spread: bool) {

@@ -237,6 +237,10 @@ pub struct SimResult {
 /// second.
 pub const MAX_LEN: u32 = 1 << 24;
 
+/// The most messages (warm-up included) one run simulates: minutes at the
+/// simulator's 20-100 million messages per second.
+pub const MAX_MESSAGES: u64 = 10_000_000_000;
+
 /// Why a run could not finish.
 #[derive(Debug, Error, Clone, PartialEq, Eq)]
 pub enum SimError {
@@ -246,6 +250,9 @@ pub enum SimError {
     /// `messages` was 0.
     #[error("messages: need at least 1 message to measure")]
     NoMessages,
+    /// More messages (warm-up included) than a run may simulate.
+    #[error("messages: at most {MAX_MESSAGES} with the warm-up (minutes of simulation); got {0}")]
+    TooManyMessages(u128),
     /// A party's wait mode is unusable.
     #[error("{party:?}'s wait mode: {reason}")]
     Mode {
@@ -376,6 +383,10 @@ pub fn simulate(cfg: &SimConfig) -> Result<SimResult, SimError> {
     }
     if cfg.messages == 0 {
         return Err(SimError::NoMessages);
+    }
+    let total = u128::from(cfg.messages) + u128::from(cfg.warmup);
+    if total > u128::from(MAX_MESSAGES) {
+        return Err(SimError::TooManyMessages(total));
     }
     for (party, mode) in [(Party::P, cfg.mode_p), (Party::C, cfg.mode_c)] {
         if let WaitMode::Spin { budget_ns } = mode {

@@ -33,6 +33,9 @@ pub struct Vary {
 }
 
 impl Vary {
+    /// The most points a sweep takes: every point is simulated and drawn.
+    pub const MAX_POINTS: u32 = 100_000;
+
     /// Parses `wp=0.1us..3us:100` (durations take units; L and k are whole
     /// numbers: `kc=1..64:64`). One point: `wp=2us..2us:1`.
     ///
@@ -59,6 +62,12 @@ impl Vary {
             .map_err(|_| VaryError(format!("`{points}` is not a number of points")))?;
         if points == 0 {
             return Err(VaryError("a range needs at least 1 point".into()));
+        }
+        if points > Vary::MAX_POINTS {
+            return Err(VaryError(format!(
+                "at most {} points (every point is simulated and drawn)",
+                Vary::MAX_POINTS
+            )));
         }
         let value = |v: &str| -> Result<f64, VaryError> {
             if param.is_count() {
@@ -247,6 +256,7 @@ mod tests {
             "kp=0..3:3",
             "wp=1us..3us:x",
             "wp",
+            "wp=1us..2us:4294967295",
         ] {
             let e = Vary::parse(bad).unwrap_err();
             assert!(!e.to_string().contains("--"), "{bad}: {e}");

@@ -468,6 +468,23 @@ fn hostile_inputs_are_refused_naming_the_flag() {
         (&["sim", "--seed", "-3"], "--seed"),
         (&["run"], "--backend"),
         (&["run", "--backend", "futex", "--batch", "0"], "--batch"),
+        (&["sim", "--messages", "18446744073709551615"], "--messages"),
+        (&["sim", "--warmup", "18446744073709551615"], "--messages"),
+        (
+            &["pingpong", "--backend", "futex", "--work", "-1us"],
+            "--work",
+        ),
+        (
+            &["calibrate", "--backend", "futex", "--rounds", "0"],
+            "--rounds",
+        ),
+        // Profiles that are a directory, missing, or not a profile.
+        (&["model", "--profile", "/"], "--profile"),
+        (
+            &["model", "--profile", "/nonexistent/kicklab.json"],
+            "--profile",
+        ),
+        (&["model", "--profile", "/proc/self/status"], "--profile"),
         // Output paths that cannot be written.
         (
             &[
