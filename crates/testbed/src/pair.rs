@@ -160,6 +160,55 @@ pub(crate) fn placement(
     r.oversubscribed = polls && (!two_cpus || others > 0);
 }
 
+/// What one party did over the measurement window.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct PartyCounts {
+    /// CPU time [ns].
+    pub cpu_ns: u64,
+    /// Notifications it sent.
+    pub kicks: u64,
+    /// Times it blocked.
+    pub sleeps: u64,
+    /// Wake-ups that found nothing to do (whole run).
+    pub spurious: u64,
+}
+
+impl PairResult {
+    /// The result of a window of `messages` that took `wall_ns`, from what
+    /// each party did and the consumer's sequence check; placement is
+    /// filled in by [`placement`].
+    #[allow(clippy::cast_precision_loss)]
+    pub(crate) fn of_window(
+        messages: u64,
+        wall_ns: f64,
+        [p, c]: [PartyCounts; 2],
+        lost: u64,
+        bad: u64,
+    ) -> PairResult {
+        let n = messages as f64;
+        let (e_p_ns, e_c_ns) = (p.cpu_ns as f64 / n, c.cpu_ns as f64 / n);
+        PairResult {
+            rates: kicklab_model::Rates {
+                t_ns: wall_ns / n,
+                e_ns: e_p_ns + e_c_ns,
+                e_p_ns,
+                e_c_ns,
+                messages,
+                notifications_p: p.kicks,
+                notifications_c: c.kicks,
+                sleeps_p: p.sleeps,
+                sleeps_c: c.sleeps,
+                latency_ns: None,
+            },
+            lost,
+            duplicated_or_reordered: bad,
+            spurious_p: p.spurious,
+            spurious_c: c.spurious,
+            ..PairResult::default()
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

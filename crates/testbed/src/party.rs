@@ -69,6 +69,18 @@ pub(crate) struct HostParty<'a> {
     pub extra_clock: Option<&'a (dyn Fn() -> u64 + Sync)>,
 }
 
+impl Marks {
+    /// What this party did over the window.
+    pub(crate) fn side(&self) -> crate::pair::PartyCounts {
+        crate::pair::PartyCounts {
+            cpu_ns: self.cpu1 - self.cpu0,
+            kicks: self.kicks1 - self.kicks0,
+            sleeps: self.sleeps1 - self.sleeps0,
+            spurious: self.spurious,
+        }
+    }
+}
+
 impl HostParty<'_> {
     fn mark(&self, m: &mut Marks, kicks: u64, st: &WaitStats, end: bool) {
         let (t, c) = (rdtsc(), thread_cpu_ns());

@@ -23,7 +23,7 @@ use super::session::Session;
 use super::vm::{clock_ns, Vm, VmOptions};
 use super::{Direction, KvmOptions};
 use crate::clock::Tsc;
-use crate::pair::{placement, RunGuard};
+use crate::pair::{placement, PartyCounts, RunGuard};
 use crate::party::HostParty;
 use crate::{PairConfig, PairResult, Setting, TestbedError};
 
@@ -262,22 +262,19 @@ pub fn run_pair_with(
         )
     })?;
 
-    #[allow(clippy::cast_precision_loss)]
-    let n = cfg.messages as f64;
-    #[allow(clippy::cast_precision_loss)]
-    let e_host = (m.cpu1 - m.cpu0) as f64 / n;
-    #[allow(clippy::cast_precision_loss)]
-    let e_guest = m.extra1.saturating_sub(m.extra0) as f64 / n;
-    let guest_kicks = u64::from(
-        mem.read_u32(map::CTRL + ctrl::KICKS)
-            .wrapping_sub(mem.read_u32(map::CTRL + ctrl::KICKS0)),
-    );
-    // Whole run, as the thread backend counts it.
-    let guest_spurious = u64::from(mem.read_u32(map::CTRL + ctrl::SPURIOUS));
-    let guest_sleeps = u64::from(
-        mem.read_u32(map::CTRL + ctrl::SLEEPS)
-            .wrapping_sub(mem.read_u32(map::CTRL + ctrl::SLEEPS0)),
-    );
+    let guest = PartyCounts {
+        cpu_ns: m.extra1.saturating_sub(m.extra0),
+        kicks: u64::from(
+            mem.read_u32(map::CTRL + ctrl::KICKS)
+                .wrapping_sub(mem.read_u32(map::CTRL + ctrl::KICKS0)),
+        ),
+        sleeps: u64::from(
+            mem.read_u32(map::CTRL + ctrl::SLEEPS)
+                .wrapping_sub(mem.read_u32(map::CTRL + ctrl::SLEEPS0)),
+        ),
+        // Whole run, as the thread backend counts it.
+        spurious: u64::from(mem.read_u32(map::CTRL + ctrl::SPURIOUS)),
+    };
     let (lost, bad) = if tx_dir {
         (m.lost, m.bad)
     } else {
@@ -288,38 +285,13 @@ pub fn run_pair_with(
             u64::from(mem.read_u32(map::CTRL + ctrl::BAD)),
         )
     };
-    let host_kicks = m.kicks1 - m.kicks0;
-    let host_sleeps = m.sleeps1 - m.sleeps0;
-    let (e_p_ns, e_c_ns) = if tx_dir {
-        (e_guest, e_host)
+    let sides = if tx_dir {
+        [guest, m.side()]
     } else {
-        (e_host, e_guest)
-    };
-    let (np, nc, sp, sc) = if tx_dir {
-        (guest_kicks, host_kicks, guest_sleeps, host_sleeps)
-    } else {
-        (host_kicks, guest_kicks, host_sleeps, guest_sleeps)
+        [m.side(), guest]
     };
     drop(vm);
-    let mut r = PairResult {
-        rates: kicklab_model::Rates {
-            t_ns: tsc.ns(m.t1 - m.t0) / n,
-            e_ns: e_p_ns + e_c_ns,
-            e_p_ns,
-            e_c_ns,
-            messages: cfg.messages,
-            notifications_p: np,
-            notifications_c: nc,
-            sleeps_p: sp,
-            sleeps_c: sc,
-            latency_ns: None,
-        },
-        lost,
-        duplicated_or_reordered: bad,
-        spurious_p: if tx_dir { guest_spurious } else { m.spurious },
-        spurious_c: if tx_dir { m.spurious } else { guest_spurious },
-        ..PairResult::default()
-    };
+    let mut r = PairResult::of_window(cfg.messages, tsc.ns(m.t1 - m.t0), sides, lost, bad);
     let guest_cpu = guest_pinned.then_some(guest_cpu);
     let (cpu_p, cpu_c) = if tx_dir {
         (guest_cpu, host_pinned)

@@ -169,29 +169,14 @@ pub fn run_pair(cfg: &PairConfig, kind: NotifierKind) -> Result<PairResult, Test
     } else {
         (rp?, rc?)
     };
-    let n = cfg.messages as f64;
-    let e_p_ns = (pm.cpu1 - pm.cpu0) as f64 / n;
-    let e_c_ns = (cm.cpu1 - cm.cpu0) as f64 / n;
     let polls = |s: WaitStrategy| s == WaitStrategy::Poll;
-    let mut r = PairResult {
-        rates: kicklab_model::Rates {
-            t_ns: tsc.ns(cm.t1 - cm.t0) / n,
-            e_ns: e_p_ns + e_c_ns,
-            e_p_ns,
-            e_c_ns,
-            messages: cfg.messages,
-            notifications_p: pm.kicks1 - pm.kicks0,
-            notifications_c: cm.kicks1 - cm.kicks0,
-            sleeps_p: pm.sleeps1 - pm.sleeps0,
-            sleeps_c: cm.sleeps1 - cm.sleeps0,
-            latency_ns: None,
-        },
-        lost: cm.lost,
-        duplicated_or_reordered: cm.bad,
-        spurious_p: pm.spurious,
-        spurious_c: cm.spurious,
-        ..PairResult::default()
-    };
+    let mut r = PairResult::of_window(
+        cfg.messages,
+        tsc.ns(cm.t1 - cm.t0),
+        [pm.side(), cm.side()],
+        cm.lost,
+        cm.bad,
+    );
     let others = guard.others();
     placement(
         &mut r,
