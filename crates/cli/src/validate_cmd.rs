@@ -34,7 +34,7 @@ pub struct ValidateArgs {
 
 pub fn run(a: &ValidateArgs) -> anyhow::Result<()> {
     let params = a.params.params()?;
-    kicklab_lab::validate::check(&params, &a.vary, a.messages)?;
+    kicklab_lab::validate::check(&params, a.be.get(), &a.vary, a.messages)?;
     crate::check_out_dir(&a.out, "--out")?;
     let profile =
         kicklab_lab::real::profile_for(a.be.get(), a.params.load_profile()?, &crate::Bars)?;

@@ -58,7 +58,8 @@ impl RunSpec {
     }
 }
 
-/// Checks a run's inputs before anything runs.
+/// Checks a run's inputs before anything runs, the backend's limits
+/// included (a kvm guest's ring length, say).
 ///
 /// # Errors
 ///
@@ -73,8 +74,23 @@ pub fn check(spec: &RunSpec) -> Result<(), LabError> {
             "at least 1 message per publish",
         ));
     }
-    spec.params.validate()?;
+    spec.backend.check_pair(&config(spec))?;
     Ok(())
+}
+
+/// The testbed's configuration of a run.
+fn config(spec: &RunSpec) -> PairConfig {
+    PairConfig {
+        params: spec.params,
+        strategy_p: strategy(spec.mode),
+        strategy_c: strategy(spec.mode),
+        backend: spec.backend,
+        messages: spec.messages,
+        warmup: spec.messages / 10,
+        seed: spec.seed,
+        timeout: kicklab_testbed::stall_limit(&spec.params),
+        batch: spec.batch,
+    }
 }
 
 /// Runs the pair once and checks every message arrived once, in order.
@@ -85,18 +101,7 @@ pub fn check(spec: &RunSpec) -> Result<(), LabError> {
 #[allow(clippy::cast_precision_loss)]
 pub fn run(spec: &RunSpec) -> Result<PairResult, LabError> {
     check(spec)?;
-    let cfg = PairConfig {
-        params: spec.params,
-        strategy_p: strategy(spec.mode),
-        strategy_c: strategy(spec.mode),
-        backend: spec.backend,
-        messages: spec.messages,
-        warmup: spec.messages / 10,
-        seed: spec.seed,
-        timeout: kicklab_testbed::stall_limit(&spec.params),
-        batch: spec.batch,
-    };
-    let r = run_pair(&cfg)?;
+    let r = run_pair(&config(spec))?;
     if r.lost != 0 || r.duplicated_or_reordered != 0 {
         return Err(LabError::MessageCheck {
             lost: r.lost,

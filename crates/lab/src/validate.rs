@@ -129,15 +129,19 @@ pub fn summarize(points: &[Point]) -> Summary {
 /// # Errors
 ///
 /// The first invalid point, or no messages.
-pub fn check(base: &Params, vary: &Vary, messages: u64) -> Result<(), LabError> {
-    if messages == 0 {
-        return Err(LabError::input(Input::Messages, "need at least 1 message"));
-    }
+pub fn check(
+    base: &Params,
+    be: kicklab_testbed::Backend,
+    vary: &Vary,
+    messages: u64,
+) -> Result<(), LabError> {
     base.validate()?;
     for x in vary.values() {
-        vary.apply(base, x).validate().map_err(|e| {
+        let p = vary.apply(base, x);
+        p.validate().map_err(|e| {
             LabError::input(Input::Vary, format!("at {}={x}: {e}", vary.param.name()))
         })?;
+        crate::real::check(&RunSpec::new(p, be, WaitMode::Notify, messages, 0))?;
     }
     Ok(())
 }
@@ -157,7 +161,7 @@ pub fn validate(
     seed: u64,
     progress: &dyn Progress,
 ) -> Result<Vec<Point>, LabError> {
-    check(base, vary, messages)?;
+    check(base, be, vary, messages)?;
     progress.start("validate", u64::from(vary.points));
     let mut out = Vec::new();
     for x in vary.values() {

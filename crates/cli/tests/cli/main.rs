@@ -447,6 +447,10 @@ fn hostile_inputs_are_refused_naming_the_flag() {
         ),
         // Sizes that pass a naive check and then abort on allocation.
         (&["sim", "--len", "4294967295"], "--len"),
+        (
+            &["run", "--backend", "futex", "--len", "4294967295"],
+            "--len",
+        ),
         (&["sweep", "--vary", "wp=1us..2us:4294967295"], "--vary"),
         (&["report", "--points", "4294967295"], "--points"),
         (

@@ -53,6 +53,19 @@ impl Backend {
         }
     }
 
+    /// Checks a run on this backend before anything starts (what
+    /// [`Backend::run_pair`] checks first).
+    ///
+    /// # Errors
+    ///
+    /// As [`Backend::run_pair`]'s input errors.
+    pub fn check_pair(self, cfg: &PairConfig) -> Result<(), TestbedError> {
+        match self {
+            Backend::Threads(_) => threads::check_pair(cfg).map(drop),
+            Backend::Kvm(_) => kvm::check_pair(cfg).map(drop),
+        }
+    }
+
     /// Calibrates N and S: rounds of `samples` notifications each way
     /// after `gap` of idling, until the medians settle (at most
     /// `max_rounds`). For kvm, `samples` is capped at what guest memory

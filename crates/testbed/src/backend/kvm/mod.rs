@@ -25,7 +25,7 @@ mod session;
 pub mod vm;
 
 pub use calibrate::calibrate;
-pub use pair::{run_pair, run_pair_with};
+pub use pair::{check_pair, run_pair, run_pair_with};
 pub use vm::available;
 
 pub use kicklab_model::Direction;

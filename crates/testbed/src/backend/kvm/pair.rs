@@ -78,6 +78,35 @@ pub(crate) fn guest_wait(s: WaitStrategy, ticks_per_ns: f64) -> GuestWait {
     }
 }
 
+/// Checks what the guest can hold before anything runs; returns the
+/// messages in all (warm-up included).
+///
+/// # Errors
+///
+/// Bad parameters, or a limit of the guest (its ring's length, one message
+/// per publish, fewer than 2^31 messages).
+pub fn check_pair(cfg: &PairConfig) -> Result<u32, TestbedError> {
+    let total = cfg.check()?;
+    if cfg.params.len > map::MAX_LEN {
+        return Err(TestbedError::limit(
+            Setting::Len,
+            format!("the guest's ring holds at most {} slots", map::MAX_LEN),
+        ));
+    }
+    if cfg.batch > 1 {
+        return Err(TestbedError::limit(
+            Setting::Batch,
+            "the kvm guest publishes every message (send combining is thread-only)",
+        ));
+    }
+    u32::try_from(total)
+        .ok()
+        .filter(|t| *t < 1 << 31)
+        .ok_or_else(|| {
+            TestbedError::limit(Setting::Messages, "at most 2^31 with kvm, warm-up included")
+        })
+}
+
 /// Runs the pair with the guest on one side.
 ///
 /// # Errors
@@ -100,26 +129,9 @@ pub fn run_pair_with(
     opts: KvmOptions,
     misbehavior: Misbehavior,
 ) -> Result<PairResult, TestbedError> {
-    let total = cfg.check()?;
+    let total32 = check_pair(cfg)?;
+    let total = u64::from(total32);
     let p = &cfg.params;
-    if p.len > map::MAX_LEN {
-        return Err(TestbedError::limit(
-            Setting::Len,
-            format!("the guest's ring holds at most {} slots", map::MAX_LEN),
-        ));
-    }
-    if cfg.batch > 1 {
-        return Err(TestbedError::limit(
-            Setting::Batch,
-            "the kvm guest publishes every message (send combining is thread-only)",
-        ));
-    }
-    let total32 = u32::try_from(total)
-        .ok()
-        .filter(|t| *t < 1 << 31)
-        .ok_or_else(|| {
-            TestbedError::limit(Setting::Messages, "at most 2^31 with kvm, warm-up included")
-        })?;
     let mut guard = RunGuard::enter();
     let tsc = Tsc::get();
     let vm = Vm::new(VmOptions {

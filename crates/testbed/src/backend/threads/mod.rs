@@ -13,4 +13,4 @@ mod pair;
 pub mod pingpong;
 
 pub use calibrate::calibrate;
-pub use pair::{run_pair, MAX_RING_BYTES};
+pub use pair::{check_pair, run_pair, MAX_RING_BYTES};

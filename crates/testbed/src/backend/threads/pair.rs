@@ -26,15 +26,13 @@ pub const MAX_RING_BYTES: usize = 1 << 30;
 /// How long stopped threads get to notice before a join gives up.
 const STOP_GRACE: Duration = Duration::from_secs(2);
 
-/// Runs the pair once on two threads notifying through `kind`.
+/// Checks the run before anything starts; returns the messages in all
+/// (warm-up included).
 ///
 /// # Errors
 ///
-/// Bad parameters, a ring too large ([`TestbedError::Limit`]), a notifier
-/// that cannot be created or fails, a corrupt ring (a bug), or a run in
-/// which no message moved for `cfg.timeout` (a hang: a lost wake-up).
-#[allow(clippy::cast_precision_loss)]
-pub fn run_pair(cfg: &PairConfig, kind: NotifierKind) -> Result<PairResult, TestbedError> {
+/// Bad parameters, or a ring larger than [`MAX_RING_BYTES`].
+pub fn check_pair(cfg: &PairConfig) -> Result<u64, TestbedError> {
     let total = cfg.check()?;
     if RawRing::region_size(cfg.params.len) > MAX_RING_BYTES {
         return Err(TestbedError::limit(
@@ -46,6 +44,19 @@ pub fn run_pair(cfg: &PairConfig, kind: NotifierKind) -> Result<PairResult, Test
             ),
         ));
     }
+    Ok(total)
+}
+
+/// Runs the pair once on two threads notifying through `kind`.
+///
+/// # Errors
+///
+/// Bad parameters, a ring too large ([`TestbedError::Limit`]), a notifier
+/// that cannot be created or fails, a corrupt ring (a bug), or a run in
+/// which no message moved for `cfg.timeout` (a hang: a lost wake-up).
+#[allow(clippy::cast_precision_loss)]
+pub fn run_pair(cfg: &PairConfig, kind: NotifierKind) -> Result<PairResult, TestbedError> {
+    let total = check_pair(cfg)?;
     let mut guard = RunGuard::enter();
     let tsc = Tsc::get();
     let (producer, consumer) = ring(cfg.params.len);
