@@ -59,19 +59,14 @@ pub fn run(a: &PingPongArgs) -> anyhow::Result<()> {
     };
     let polls = a.requester == "poll";
     let runs = run_all(be, &idles, a.messages, a.work, polls, &crate::Bars)?;
+    // The serialized result, with what it was run with.
     let obj = |idle: &Idle, r: &PingPongResult| {
-        json!({
-            "backend": be.name(),
-            "idle": idle.to_string(),
-            "rate_per_s": r.rate_per_s,
-            "cpu_ns_per_msg": r.cpu_ns_per_msg,
-            "cpu_requester_ns": r.cpu_requester_ns,
-            "cpu_responder_ns": r.cpu_responder_ns,
-            "responder_sleeps": r.responder_sleeps,
-            "messages": r.messages,
-            "work_ns": a.work.as_secs_f64() * 1e9,
-            "requester": a.requester,
-        })
+        let mut v = serde_json::to_value(r).unwrap_or_default();
+        v["backend"] = json!(be.name());
+        v["idle"] = json!(idle.to_string());
+        v["work_ns"] = json!(a.work.as_secs_f64() * 1e9);
+        v["requester"] = json!(a.requester);
+        v
     };
     if a.json {
         if let [(idle, r)] = runs.as_slice() {
