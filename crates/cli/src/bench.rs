@@ -3,7 +3,7 @@
 use kicklab_lab::bench::{measure, REPS};
 
 pub fn run(as_json: bool) -> anyhow::Result<()> {
-    let s = measure(&crate::Bars)?;
+    let s = measure(&crate::Bars::default())?;
     if as_json {
         return crate::print_json(&serde_json::to_value(s)?);
     }

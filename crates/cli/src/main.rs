@@ -223,37 +223,33 @@ fn usage_of(e: &anyhow::Error) -> Option<String> {
 
 /// The binary's [`kicklab_lab::Progress`]: a bar per stage on stderr
 /// (hidden when stderr is not a terminal) and notes as lines.
-pub struct Bars;
+#[derive(Default)]
+pub struct Bars(std::sync::Mutex<Option<indicatif::ProgressBar>>);
 
-static BAR: std::sync::Mutex<Option<indicatif::ProgressBar>> = std::sync::Mutex::new(None);
+impl Bars {
+    fn bar(&self) -> std::sync::MutexGuard<'_, Option<indicatif::ProgressBar>> {
+        self.0
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+}
 
 impl kicklab_lab::Progress for Bars {
     fn start(&self, what: &str, len: u64) {
-        *BAR.lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner) = Some(progress(len, what));
+        *self.bar() = Some(progress(len, what));
     }
     fn step(&self) {
-        if let Some(b) = &*BAR
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
-        {
+        if let Some(b) = &*self.bar() {
             b.inc(1);
         }
     }
     fn finish(&self) {
-        if let Some(b) = BAR
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
-            .take()
-        {
+        if let Some(b) = self.bar().take() {
             b.finish_and_clear();
         }
     }
     fn note(&self, line: &str) {
-        match &*BAR
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
-        {
+        match &*self.bar() {
             Some(b) => b.suspend(|| eprintln!("{line}")),
             None => eprintln!("{line}"),
         }

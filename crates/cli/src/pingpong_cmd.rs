@@ -58,7 +58,14 @@ pub fn run(a: &PingPongArgs) -> anyhow::Result<()> {
         a.idle.clone()
     };
     let polls = a.requester == "poll";
-    let runs = run_all(be, &idles, a.messages, a.work, polls, &crate::Bars)?;
+    let runs = run_all(
+        be,
+        &idles,
+        a.messages,
+        a.work,
+        polls,
+        &crate::Bars::default(),
+    )?;
     // The serialized result, with what it was run with.
     let obj = |idle: &Idle, r: &PingPongResult| {
         let mut v = serde_json::to_value(r).unwrap_or_default();

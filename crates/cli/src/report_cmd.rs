@@ -48,7 +48,7 @@ pub fn run(a: &ReportArgs) -> anyhow::Result<()> {
         other => anyhow::Error::new(other),
     })?;
     crate::check_out_dir(&a.out, "--out")?;
-    let report = build(&opts, &crate::Bars)?;
+    let report = build(&opts, &crate::Bars::default())?;
     report.write(&a.out)?;
     println!("{}", a.out.join("index.html").display());
     Ok(())

@@ -39,7 +39,11 @@ pub fn run(a: &RunArgs) -> anyhow::Result<()> {
         ..RunSpec::new(params, a.be.get(), a.strategy, a.messages, a.seed)
     };
     kicklab_lab::real::check(&spec)?;
-    let profile = profile_for(a.be.get(), a.params.load_profile()?, &crate::Bars)?;
+    let profile = profile_for(
+        a.be.get(),
+        a.params.load_profile()?,
+        &crate::Bars::default(),
+    )?;
     let r = kicklab_lab::real::run(&spec)?;
     // The prediction: the model with this machine's N and S.
     let predicted = predicted(&params, &profile, a.strategy)?;

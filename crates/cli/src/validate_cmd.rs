@@ -36,8 +36,11 @@ pub fn run(a: &ValidateArgs) -> anyhow::Result<()> {
     let params = a.params.params()?;
     kicklab_lab::validate::check(&params, a.be.get(), &a.vary, a.messages)?;
     crate::check_out_dir(&a.out, "--out")?;
-    let profile =
-        kicklab_lab::real::profile_for(a.be.get(), a.params.load_profile()?, &crate::Bars)?;
+    let profile = kicklab_lab::real::profile_for(
+        a.be.get(),
+        a.params.load_profile()?,
+        &crate::Bars::default(),
+    )?;
     let points = validate(
         &params,
         &profile,
@@ -45,7 +48,7 @@ pub fn run(a: &ValidateArgs) -> anyhow::Result<()> {
         &a.vary,
         a.messages,
         a.seed,
-        &crate::Bars,
+        &crate::Bars::default(),
     )?;
     let be = a.be.get().name();
     let profile_flag = a
