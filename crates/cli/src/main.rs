@@ -196,7 +196,9 @@ fn usage_of(e: &anyhow::Error) -> Option<String> {
         use kicklab_lab::LabError;
         return match l {
             LabError::Testbed(t) => testbed_usage(t),
-            LabError::Input { input, reason } => Some(format!("--{}: {reason}", input.name())),
+            LabError::Input { input, reason } => {
+                Some(format!("--{}: {reason}", input.name().replace('_', "-")))
+            }
             LabError::Param(p)
             | LabError::Model(ModelError::Params(p))
             | LabError::Sim(SimError::Params(p)) => Some(param(p)),

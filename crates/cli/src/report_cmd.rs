@@ -38,15 +38,7 @@ pub fn run(a: &ReportArgs) -> anyhow::Result<()> {
         real_messages: a.real_messages,
     };
     // Bad options and a bad --out fail before anything runs.
-    opts.check().map_err(|e| match e {
-        kicklab_lab::LabError::Input {
-            input: kicklab_lab::Input::Messages,
-            ref reason,
-        } if reason.contains("real run") => {
-            crate::Usage(format!("--real-messages: {reason}")).into()
-        }
-        other => anyhow::Error::new(other),
-    })?;
+    opts.check()?;
     crate::check_out_dir(&a.out, "--out")?;
     let report = build(&opts, &crate::Bars::default())?;
     report.write(&a.out)?;

@@ -11,6 +11,8 @@ use kicklab_testbed::TestbedError;
 pub enum Input {
     /// Messages per run.
     Messages,
+    /// Messages per real run, where a simulation is run too.
+    RealMessages,
     /// Points per curve.
     Points,
     /// The sweep.
@@ -26,10 +28,11 @@ pub enum Input {
 }
 
 impl Input {
-    /// Short lowercase name (`messages`, `points`, ...).
+    /// Short lowercase name (`messages`, `real_messages`, ...).
     pub fn name(self) -> &'static str {
         match self {
             Input::Messages => "messages",
+            Input::RealMessages => "real_messages",
             Input::Points => "points",
             Input::Vary => "vary",
             Input::Batch => "batch",

@@ -69,7 +69,7 @@ impl ReportOptions {
         }
         if self.testbed && self.real_messages == 0 {
             return Err(LabError::input(
-                Input::Messages,
+                Input::RealMessages,
                 "need at least 1 message per real run",
             ));
         }
@@ -656,7 +656,7 @@ mod tests {
                     real_messages: 0,
                     ..ok
                 },
-                Input::Messages,
+                Input::RealMessages,
             ),
         ] {
             match bad.check() {

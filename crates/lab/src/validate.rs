@@ -348,13 +348,19 @@ pub fn section(
     let s = summarize(points);
     let (t, e) = charts(points, be);
     let table = table(points).to_html();
-    let setup = if be == "kvm" {
-        "The producer inside a tiny KVM guest (its message loop in guest user mode; kicks are `out`s to an ioeventfd \
-         port; it halts by exiting to the VMM, whose vCPU thread sleeps on a doorbell eventfd), the consumer a host \
-         thread, the kicklab ring in guest memory; each pinned to its own CPU."
-            .to_string()
+    let placed = if points.iter().all(|p| p.real.pinned && p.real_poll.pinned) {
+        "each pinned to a CPU of its own"
     } else {
-        format!("Two threads pinned to the two CPUs, the kicklab ring, {be} notifications.")
+        "NOT every run had a CPU per party (see the run's placement fields)"
+    };
+    let setup = if be == "kvm" {
+        format!(
+            "One party inside a tiny KVM guest (its message loop in guest user mode; its kicks are `out`s to an \
+             ioeventfd port; it halts by exiting to the VMM, whose vCPU thread sleeps on a doorbell eventfd), the other \
+             a host thread, the kicklab ring in guest memory; {placed}."
+        )
+    } else {
+        format!("Two threads, the kicklab ring, {be} notifications; {placed}.")
     };
     let html = format!(
         "<p>{setup} N and S from \
@@ -373,16 +379,8 @@ pub fn section(
         heading: format!("Model vs simulator vs measurement ({be})"),
         html,
         figures: vec![
-            (
-                format!("validate-{be}-T"),
-                t.to_svg(960, 540)?,
-                format!("Fig. 4 ({be}): T"),
-            ),
-            (
-                format!("validate-{be}-E"),
-                e.to_svg(960, 540)?,
-                format!("Fig. 4 ({be}): E"),
-            ),
+            (format!("validate-{be}-T"), t.to_svg(960, 540)?, t.caption()),
+            (format!("validate-{be}-E"), e.to_svg(960, 540)?, e.caption()),
         ],
     })
 }
