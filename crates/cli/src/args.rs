@@ -53,6 +53,15 @@ pub struct ParamArgs {
     /// S_C: C's cost of starting after a notification (wake-up). [default: 0.2us, or the --profile's]
     #[arg(long, value_parser = cost, allow_hyphen_values = true, help_heading = "Parameters")]
     pub sc: Option<Cost>,
+    /// V_P: when C sees P's kick, from the kick's start (at most N_P). A
+    /// KVM kick is seen by the host about half-way through it.
+    /// [default: N_P, or the --profile's]
+    #[arg(long, value_parser = cost, allow_hyphen_values = true, help_heading = "Parameters")]
+    pub vp: Option<Cost>,
+    /// V_C: when P sees C's notification, from its start (at most N_C).
+    /// [default: N_C, or the --profile's]
+    #[arg(long, value_parser = cost, allow_hyphen_values = true, help_heading = "Parameters")]
+    pub vc: Option<Cost>,
     /// A calibration profile (`kicklab calibrate --save FILE`): its N_P,
     /// N_C, S_P, S_C replace the defaults; flags given explicitly still win.
     #[arg(long, allow_hyphen_values = true, help_heading = "Parameters")]
@@ -227,6 +236,8 @@ impl ParamArgs {
         p.n_c = self.nc.unwrap_or(p.n_c);
         p.s_p = self.sp.unwrap_or(p.s_p);
         p.s_c = self.sc.unwrap_or(p.s_c);
+        p.v_p = self.vp.or(p.v_p);
+        p.v_c = self.vc.or(p.v_c);
         p.validate().map_err(|e| Usage(crate::param_usage(&e)))?;
         Ok(p)
     }

@@ -32,6 +32,10 @@ pub enum Param {
     Sp,
     /// S_C: cost to C of starting after a notification.
     Sc,
+    /// V_P: when C sees P's notification, from its start (<= N_P).
+    Vp,
+    /// V_C: when P sees C's notification, from its start (<= N_C).
+    Vc,
 }
 
 /// What kind of value a parameter takes.
@@ -46,8 +50,9 @@ pub enum Unit {
 }
 
 impl Param {
-    /// Every parameter, in the order L, k_P, k_C, W_P, W_C, N_P, N_C, S_P, S_C.
-    pub const ALL: [Param; 9] = [
+    /// Every parameter, in the order L, k_P, k_C, W_P, W_C, N_P, N_C, S_P,
+    /// S_C, V_P, V_C.
+    pub const ALL: [Param; 11] = [
         Param::Len,
         Param::Kp,
         Param::Kc,
@@ -57,6 +62,8 @@ impl Param {
         Param::Nc,
         Param::Sp,
         Param::Sc,
+        Param::Vp,
+        Param::Vc,
     ];
 
     /// Short lowercase name (`len`, `kp`, `wp`, ...): what users type.
@@ -71,6 +78,8 @@ impl Param {
             Param::Nc => "nc",
             Param::Sp => "sp",
             Param::Sc => "sc",
+            Param::Vp => "vp",
+            Param::Vc => "vc",
         }
     }
 
@@ -86,6 +95,8 @@ impl Param {
             Param::Nc => "N_C",
             Param::Sp => "S_P",
             Param::Sc => "S_C",
+            Param::Vp => "V_P",
+            Param::Vc => "V_C",
         }
     }
 
@@ -115,12 +126,23 @@ impl Param {
             Param::Nc => "N_C [us]",
             Param::Sp => "S_P [us]",
             Param::Sc => "S_C [us]",
+            Param::Vp => "V_P [us]",
+            Param::Vc => "V_C [us]",
         }
     }
 
-    /// The cost this parameter names in `p`, mutably; `None` for L, k_P, k_C.
+    /// The cost this parameter names in `p`, mutably; `None` for L, k_P,
+    /// k_C. An unset V_P (V_C) is first set to N_P (N_C).
     pub fn cost_mut(self, p: &mut Params) -> Option<&mut Cost> {
         Some(match self {
+            Param::Vp => {
+                let n = p.n_p;
+                p.v_p.get_or_insert(n)
+            }
+            Param::Vc => {
+                let n = p.n_c;
+                p.v_c.get_or_insert(n)
+            }
             Param::Len | Param::Kp | Param::Kc => return None,
             Param::Wp => &mut p.w_p,
             Param::Wc => &mut p.w_c,
@@ -150,7 +172,7 @@ impl fmt::Display for Param {
 
 /// A name that is no parameter.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("unknown parameter `{0}` (use len, kp, kc, wp, wc, np, nc, sp, sc)")]
+#[error("unknown parameter `{0}` (use len, kp, kc, wp, wc, np, nc, sp, sc, vp, vc)")]
 pub struct UnknownParam(pub String);
 
 impl FromStr for Param {

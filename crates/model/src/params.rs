@@ -6,6 +6,7 @@ use thiserror::Error;
 
 use crate::cost::Cost;
 use crate::param::Param;
+use crate::time::{fmt_ns, to_ps};
 
 /// One of the two parties.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -43,6 +44,15 @@ pub struct Params {
     pub s_p: Cost,
     /// S_C: cost to C of starting after a notification [ns].
     pub s_c: Cost,
+    /// V_P: time from the start of P's notification until C becomes
+    /// runnable [ns], at most N_P; `None` is N_P (C is woken when P's
+    /// notification ends: the paper's rule). A drawn V_P above the drawn
+    /// N_P is cut to it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub v_p: Option<Cost>,
+    /// V_C: the same for C's notification of P, at most N_C; `None` is N_C.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub v_c: Option<Cost>,
 }
 
 impl Default for Params {
@@ -57,6 +67,8 @@ impl Default for Params {
             n_c: Cost::Const(200.0),
             s_p: Cost::Const(3900.0),
             s_c: Cost::Const(200.0),
+            v_p: None,
+            v_c: None,
         }
     }
 }
@@ -98,7 +110,41 @@ impl Params {
             cost.check()
                 .map_err(|reason| ParamError { param, reason })?;
         }
+        for (param, v, n, n_param) in [
+            (Param::Vp, self.v_p, self.n_p, Param::Np),
+            (Param::Vc, self.v_c, self.n_c, Param::Nc),
+        ] {
+            let Some(v) = v else { continue };
+            v.check().map_err(|reason| ParamError { param, reason })?;
+            if to_ps(v.mean_ns()) > to_ps(n.mean_ns()) {
+                return Err(ParamError {
+                    param,
+                    reason: format!(
+                        "{} must be at most {n_param} = {} (the peer cannot see a notification after it ends)",
+                        fmt_ns(v.mean_ns()),
+                        fmt_ns(n.mean_ns())
+                    ),
+                });
+            }
+        }
         Ok(())
+    }
+
+    /// V_P: when C sees P's notification, from its start (N_P unless set).
+    pub fn vis_p(&self) -> Cost {
+        self.v_p.unwrap_or(self.n_p)
+    }
+
+    /// V_C: when P sees C's notification, from its start (N_C unless set).
+    pub fn vis_c(&self) -> Cost {
+        self.v_c.unwrap_or(self.n_c)
+    }
+
+    /// True when a notification is seen before it ends (V_P < N_P or
+    /// V_C < N_C, on the means).
+    pub fn early_visibility(&self) -> bool {
+        to_ps(self.vis_p().mean_ns()) < to_ps(self.n_p.mean_ns())
+            || to_ps(self.vis_c().mean_ns()) < to_ps(self.n_c.mean_ns())
     }
 
     /// The six costs with their parameters, in the order W_P, W_C, N_P,
@@ -118,6 +164,8 @@ impl Params {
     /// and reproduces the closed forms exactly.
     pub fn all_const(&self) -> bool {
         self.costs().iter().all(|(_, c)| c.is_const())
+            && self.v_p.map_or(true, |c| c.is_const())
+            && self.v_c.map_or(true, |c| c.is_const())
     }
 
     /// The same pair with every cost exponential with the same mean (the
@@ -133,6 +181,8 @@ impl Params {
             n_c: e(self.n_c),
             s_p: e(self.s_p),
             s_c: e(self.s_c),
+            v_p: self.v_p.map(e),
+            v_c: self.v_c.map(e),
             ..*self
         }
     }
@@ -151,6 +201,8 @@ impl Params {
             n_c: self.n_p,
             s_p: self.s_c,
             s_c: self.s_p,
+            v_p: self.v_c,
+            v_c: self.v_p,
         }
     }
 }

@@ -40,6 +40,8 @@ pub fn params_ps(
         n_c: c(n_c),
         s_p: c(s_p),
         s_c: c(s_c),
+        v_p: None,
+        v_c: None,
     }
 }
 

@@ -43,8 +43,9 @@ fn params() -> impl Strategy<Value = Params> {
         any::<u32>(),
         any::<u32>(),
         [cost(), cost(), cost(), cost(), cost(), cost()],
+        [visibility(), visibility()],
     )
-        .prop_map(|(len, kp, kc, c)| Params {
+        .prop_map(|(len, kp, kc, c, v)| Params {
             len,
             k_p: 1 + kp % len,
             k_c: 1 + kc % len,
@@ -54,7 +55,35 @@ fn params() -> impl Strategy<Value = Params> {
             n_c: c[3],
             s_p: c[4],
             s_c: c[5],
+            v_p: v[0].map(|f| f.of(c[2])),
+            v_c: v[1].map(|f| f.of(c[3])),
         })
+}
+
+/// V as a share of N's mean, constant or exponential; `None` is V = N.
+#[derive(Debug, Clone, Copy)]
+enum Share {
+    Const(f64),
+    Exp(f64),
+}
+
+impl Share {
+    fn of(self, n: Cost) -> Cost {
+        match self {
+            Share::Const(f) => Cost::Const((f * n.mean_ns() * 1000.0).floor() / 1000.0),
+            Share::Exp(f) => Cost::Exp {
+                mean_ns: (f * n.mean_ns() * 1000.0).floor() / 1000.0,
+            },
+        }
+    }
+}
+
+fn visibility() -> impl Strategy<Value = Option<Share>> {
+    prop_oneof![
+        Just(None),
+        (0.0f64..=1.0).prop_map(|f| Some(Share::Const(f))),
+        (0.0f64..=1.0).prop_map(|f| Some(Share::Exp(f))),
+    ]
 }
 
 proptest! {
