@@ -164,8 +164,8 @@ impl Params {
     /// and reproduces the closed forms exactly.
     pub fn all_const(&self) -> bool {
         self.costs().iter().all(|(_, c)| c.is_const())
-            && self.v_p.map_or(true, |c| c.is_const())
-            && self.v_c.map_or(true, |c| c.is_const())
+            && self.v_p.is_none_or(|c| c.is_const())
+            && self.v_c.is_none_or(|c| c.is_const())
     }
 
     /// The same pair with every cost exponential with the same mean (the
