@@ -33,6 +33,12 @@ pub fn regime_meaning(r: Regime) -> &'static str {
             "slow producer start-up: P is faster, but C drains the queue while P wakes up"
         }
         Regime::SS => "slow start-up on both sides: P and C take turns, L messages a round",
+        Regime::EWC => {
+            "early-woken consumer: C wakes inside P's kick, drains and sleeps again; a kick every k_P messages"
+        }
+        Regime::EWP => {
+            "early-woken producer: P wakes inside C's notification, fills and sleeps again; one every k_C slots"
+        }
         Regime::Lockstep => {
             "W_P == W_C: after at most one round P and C run in lockstep, no more notifications"
         }
@@ -85,7 +91,7 @@ fn print_prediction(params: &Params, mode: WaitMode, p: &Prediction) {
     );
     if let Some(m) = p.m {
         let what = match p.regime {
-            Regime::FC | Regime::FP => "messages per wake-up",
+            Regime::FC | Regime::FP | Regime::EWC | Regime::EWP => "messages per wake-up",
             _ => "messages beyond L per round (eq. 3)",
         };
         println!("m           {m}  ({what})");
@@ -96,20 +102,37 @@ fn print_prediction(params: &Params, mode: WaitMode, p: &Prediction) {
     }
     if mode == WaitMode::Notify {
         let (wp, wc) = (params.w_p.mean_ns(), params.w_c.mean_ns());
-        let (sp, sc) = (params.s_p.mean_ns(), params.s_c.mean_ns());
+        // The effective start-ups: when the woken party acts, counted from
+        // the end of the notification (S + V - N; S where V = N).
+        let sp = params.s_p.mean_ns() + params.vis_c().mean_ns() - params.n_c.mean_ns();
+        let sc = params.s_c.mean_ns() + params.vis_p().mean_ns() - params.n_p.mean_ns();
+        let (sp_name, sc_name) = if params.early_visibility() {
+            ("S_P + V_C - N_C + W_P", "S_C + V_P - N_P + W_C")
+        } else {
+            ("S_P + W_P", "S_C + W_C")
+        };
         let yes = |b: bool| if b { "yes" } else { "no " };
         println!(
-            "predicates  slow consumer start-up {}  S_C + W_C = {} vs (L - k_P) W_P = {}",
+            "predicates  slow consumer start-up {}  {sc_name} = {} vs (L - k_P) W_P = {}",
             yes(p.predicates.slow_consumer_startup),
             fmt_ns(sc + wc),
             fmt_ns(f64::from(l - params.k_p) * wp)
         );
         println!(
-            "            slow producer start-up {}  S_P + W_P = {} vs (L - k_C) W_C = {}",
+            "            slow producer start-up {}  {sp_name} = {} vs (L - k_C) W_C = {}",
             yes(p.predicates.slow_producer_startup),
             fmt_ns(sp + wp),
             fmt_ns(f64::from(l - params.k_c) * wc)
         );
+        if let Some(o) = p.other {
+            println!(
+                "bistable    from a full queue the pair settles in {} instead: T = {}, E = {} \
+                 (kick visibility: the start or a disturbance picks the operating point)",
+                o.regime,
+                fmt_ns(o.t_ns),
+                fmt_ns(o.e_ns)
+            );
+        }
         let gp = predict(params, WaitMode::Poll).expect("validated");
         println!(
             "vs polling  T_GP = {}, E_GP = {}: notifications cost {:+.1}% time, {:+.1}% CPU",

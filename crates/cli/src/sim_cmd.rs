@@ -2,7 +2,7 @@
 
 use clap::Args;
 use kicklab_model::{fmt_ns, predict, WaitMode};
-use kicklab_sim::{default_warmup, simulate, SimConfig, SimResult, Window};
+use kicklab_sim::{default_warmup, simulate, SimConfig, SimResult, Start, Window};
 use serde_json::json;
 
 use crate::args::{mode, ParamArgs};
@@ -33,6 +33,11 @@ pub struct SimArgs {
     /// Do not record per-message latency (faster).
     #[arg(long)]
     no_latency: bool,
+    /// The state at t = 0: empty (the model's start) or full (a full queue,
+    /// P asleep). With kick visibility (V < N) some pairs have two
+    /// operating points and the start picks one.
+    #[arg(long, default_value = "empty", value_parser = ["empty", "full"])]
+    start: String,
     /// Print one JSON object: {"T_ns", "E_ns", "messages", "notifications_p", ...}.
     #[arg(long)]
     json: bool,
@@ -59,6 +64,11 @@ pub fn run(a: &SimArgs) -> anyhow::Result<()> {
             .unwrap_or_else(|| default_warmup(a.messages, params.len)),
         seed: a.seed,
         latency: !a.no_latency,
+        start: if a.start == "full" {
+            Start::Full
+        } else {
+            Start::Empty
+        },
     };
     let r = simulate(&cfg)?;
     // The closed form, where one exists for these modes.

@@ -45,12 +45,7 @@ pub fn observed(r: &PairResult) -> &'static str {
 
 /// Who sleeps in a regime, as [`observed`] names it.
 pub fn sleeper(r: Regime) -> &'static str {
-    match r {
-        Regime::GP | Regime::Lockstep => "none",
-        Regime::FP => "P",
-        Regime::FC => "C",
-        Regime::SCS | Regime::SPS | Regime::SS => "both",
-    }
+    r.sleeper()
 }
 
 /// Summary of a validation.

@@ -35,6 +35,11 @@ pub struct Prediction {
     pub round_ns: Option<f64>,
     /// The two short-queue predicates.
     pub predicates: Predicates,
+    /// The pair's other operating point, where it has two (V < N only):
+    /// the one reached from a full queue. `None` where every start ends
+    /// in the same place.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub other: Option<OperatingPoint>,
 }
 
 /// Why the model has no answer.
@@ -48,36 +53,250 @@ pub enum ModelError {
     NoClosedForm,
 }
 
-/// Costs in picoseconds, as wide integers.
-struct Ps {
-    l: u128,
-    k_p: u128,
-    k_c: u128,
-    w_p: u128,
-    w_c: u128,
-    n_p: u128,
-    n_c: u128,
-    s_p: u128,
-    s_c: u128,
+/// Costs in picoseconds, as wide signed integers (effective start-ups can
+/// be negative).
+pub(crate) struct Ps {
+    pub(crate) l: i128,
+    pub(crate) k_p: i128,
+    pub(crate) k_c: i128,
+    pub(crate) w_p: i128,
+    pub(crate) w_c: i128,
+    pub(crate) n_p: i128,
+    pub(crate) n_c: i128,
+    pub(crate) s_p: i128,
+    pub(crate) s_c: i128,
+    pub(crate) v_p: i128,
+    pub(crate) v_c: i128,
 }
 
 impl Ps {
-    fn of(p: &Params) -> Ps {
-        let ps = |c: crate::Cost| u128::from(to_ps(c.mean_ns()));
+    pub(crate) fn of(p: &Params) -> Ps {
+        let ps = |c: crate::Cost| i128::from(to_ps(c.mean_ns()));
+        let (n_p, n_c) = (ps(p.n_p), ps(p.n_c));
         Ps {
-            l: u128::from(p.len),
-            k_p: u128::from(p.k_p),
-            k_c: u128::from(p.k_c),
+            l: i128::from(p.len),
+            k_p: i128::from(p.k_p),
+            k_c: i128::from(p.k_c),
             w_p: ps(p.w_p),
             w_c: ps(p.w_c),
-            n_p: ps(p.n_p),
-            n_c: ps(p.n_c),
+            n_p,
+            n_c,
             s_p: ps(p.s_p),
             s_c: ps(p.s_c),
+            // V <= N is checked by `Params::validate` on the means; a drawn
+            // V above the drawn N is cut to it.
+            v_p: ps(p.vis_p()).min(n_p),
+            v_c: ps(p.vis_c()).min(n_c),
         }
     }
-    fn all_ns(&self) -> u128 {
+
+    fn all_ns(&self) -> i128 {
         self.n_p + self.n_c + self.s_p + self.s_c
+    }
+
+    /// What follows P's notification: P notifies, C is woken.
+    pub(crate) fn after_p_kick(&self) -> Half {
+        Half {
+            l: self.l,
+            w_n: self.w_p,
+            w_w: self.w_c,
+            k_n: self.k_p,
+            k_w: self.k_c,
+            n: self.n_p,
+            s: self.s_c + self.v_p - self.n_p,
+        }
+    }
+
+    /// What follows C's notification: C notifies, P is woken.
+    pub(crate) fn after_c_kick(&self) -> Half {
+        Half {
+            l: self.l,
+            w_n: self.w_c,
+            w_w: self.w_p,
+            k_n: self.k_c,
+            k_w: self.k_p,
+            n: self.n_c,
+            s: self.s_p + self.v_c - self.n_c,
+        }
+    }
+}
+
+/// The stretch from one notification to the next, seen from the notifier
+/// (P after its kick, or C after its interrupt) and the woken party. The
+/// state at a notification is always the same (`docs/model.md`, "Two
+/// states"), so the pair is an automaton with two states and these
+/// stretches are its edges.
+pub(crate) struct Half {
+    l: i128,
+    /// The notifier's work per item (P: messages, C: free slots).
+    w_n: i128,
+    /// The woken party's work per item.
+    w_w: i128,
+    /// The notifier's threshold (k_P when P notifies).
+    k_n: i128,
+    /// The woken party's threshold.
+    k_w: i128,
+    /// The notifier's cost N.
+    n: i128,
+    /// The woken party's effective start-up: when it first acts, counted
+    /// from the end of the notifier's N: `S + V - N` (may be negative).
+    s: i128,
+}
+
+/// Where a [`Half`] leads.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Next {
+    /// The woken party catches up and sleeps again; the notifier notifies
+    /// again after `m` more items of its own. FC (FP) and, where the woken
+    /// party is not the faster one but was woken early enough, EWC (EWP).
+    Again { m: i128 },
+    /// The notifier runs out of room (of messages) and sleeps; the woken
+    /// party notifies it after `k_w + j` items. `j = 0` exactly when the
+    /// woken party's start-up is slow (the paper's predicate).
+    Cross { j: i128 },
+    /// Nobody sleeps again: equal work and no catching up.
+    Lockstep,
+}
+
+impl Half {
+    /// The paper's short-queue predicate with the effective start-up:
+    /// `s + W_w > (L - k_n) W_n`: the notifier fills (empties) the queue
+    /// before the woken party's first item ends.
+    pub(crate) fn slow_start(&self) -> bool {
+        self.s + self.w_w > (self.l - self.k_n) * self.w_n
+    }
+
+    /// The woken party catches up with the notifier: it is faster, or it
+    /// finishes the `k_n` waiting items before the notifier's next one
+    /// (possible only if it started inside the notifier's N).
+    fn catches_up(&self) -> bool {
+        self.w_w < self.w_n || self.s + self.k_n * self.w_w < self.w_n
+    }
+
+    pub(crate) fn next(&self) -> Next {
+        let slow = self.slow_start();
+        if !slow && self.catches_up() {
+            // Item k_n + j - 1 (the j-th after the notification) is ready
+            // at N + j W_n; the woken party reaches it at
+            // N + s + (k_n + j - 1) W_w. It takes it iff
+            // s + (k_n - 1) W_w >= j (W_n - W_w): paper eq. (2) with s.
+            let m = if self.w_n > self.w_w {
+                let d = self.s + (self.k_n - 1) * self.w_w;
+                self.k_n + if d > 0 { d / (self.w_n - self.w_w) } else { 0 }
+            } else {
+                self.k_n
+            };
+            return Next::Again { m };
+        }
+        if slow {
+            return Next::Cross { j: 0 };
+        }
+        if self.w_n == self.w_w {
+            return Next::Lockstep;
+        }
+        // W_n < W_w and the woken party never catches up: the notifier's
+        // attempt i fails once i - frees(i W_n) = L - k_n; the first such i
+        // is L - k_n + j with j the least integer above
+        // ((L - k_n) W_n - s - W_w) / (W_w - W_n) (>= 0 when not slow).
+        let num = (self.l - self.k_n) * self.w_n - self.s - self.w_w;
+        Next::Cross {
+            j: num / (self.w_w - self.w_n) + 1,
+        }
+    }
+
+    /// Length of an `Again { m }` stretch: N + m W_n.
+    fn again_len(&self, m: i128) -> i128 {
+        self.n + m * self.w_n
+    }
+
+    /// Length of a `Cross { j }` stretch: N + s + (k_w + j) W_w.
+    fn cross_len(&self, j: i128) -> i128 {
+        self.n + self.s + (self.k_w + j) * self.w_w
+    }
+}
+
+/// One operating point of the pair under notifications.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Cycle {
+    /// P's kicks only (C sleeps): FC or EWC.
+    P { m: i128 },
+    /// C's notifications only (P sleeps): FP or EWP.
+    C { m: i128 },
+    /// Both: after P's kick P fills the queue (`j`), after C's C drains it
+    /// (`j2`). SS, SCS, SPS.
+    Both { j: i128, j2: i128 },
+    /// No notifications in steady state.
+    Lockstep,
+}
+
+impl Cycle {
+    /// The operating point reached from a state just after P's
+    /// notification (a start with an empty queue leads there) or, with
+    /// `from_c`, just after C's (a start with a full queue).
+    pub(crate) fn reached(q: &Ps, from_c: bool) -> Cycle {
+        let (a, b) = (q.after_p_kick(), q.after_c_kick());
+        let from_b = || match b.next() {
+            Next::Again { m } => Cycle::C { m },
+            Next::Lockstep => Cycle::Lockstep,
+            Next::Cross { j: j2 } => match a.next() {
+                Next::Again { m } => Cycle::P { m },
+                Next::Lockstep => Cycle::Lockstep,
+                Next::Cross { j } => Cycle::Both { j, j2 },
+            },
+        };
+        if from_c {
+            return from_b();
+        }
+        match a.next() {
+            Next::Again { m } => Cycle::P { m },
+            Next::Lockstep => Cycle::Lockstep,
+            Next::Cross { .. } => from_b(),
+        }
+    }
+
+    pub(crate) fn regime(self, q: &Ps) -> Regime {
+        match self {
+            Cycle::P { .. } if q.w_c < q.w_p => Regime::FC,
+            Cycle::P { .. } => Regime::EWC,
+            Cycle::C { .. } if q.w_p < q.w_c => Regime::FP,
+            Cycle::C { .. } => Regime::EWP,
+            Cycle::Both { j: 0, j2: 0 } => Regime::SS,
+            Cycle::Both { j: 0, .. } => Regime::SCS,
+            Cycle::Both { .. } => Regime::SPS,
+            Cycle::Lockstep => Regime::Lockstep,
+        }
+    }
+
+    /// The round of this cycle; `None` for lockstep.
+    #[allow(clippy::cast_sign_loss, clippy::cast_possible_truncation)]
+    fn round(self, q: &Ps) -> Option<Round> {
+        let (a, b) = (q.after_p_kick(), q.after_c_kick());
+        let (m, len, messages, kicks) = match self {
+            Cycle::Lockstep => return None,
+            Cycle::P { m } => (Some(m), a.again_len(m), m, [1, 0]),
+            Cycle::C { m } => (Some(m), b.again_len(m), m, [0, 1]),
+            Cycle::Both { j, j2 } => (
+                // The paper's m: messages beyond L per round (eq. 3); SS has none.
+                (j + j2 > 0).then_some(j + j2),
+                a.cross_len(j) + b.cross_len(j2),
+                q.l + j + j2,
+                [1, 1],
+            ),
+        };
+        // Busy time: every message costs W_P and W_C; every notification
+        // costs its sender N and the woken party S (V only moves when S
+        // starts).
+        let [kp, kc] = kicks;
+        Some(Round {
+            m,
+            len_ps: len,
+            messages,
+            busy_ps: [
+                messages * q.w_p + kp * q.n_p + kc * q.s_p,
+                messages * q.w_c + kc * q.n_c + kp * q.s_c,
+            ],
+            notifications: [kp as u64, kc as u64],
+        })
     }
 }
 
@@ -85,34 +304,41 @@ impl Ps {
 /// it, and the notifications each party sends in it (each wakes the peer
 /// once, so they are also the peer's sleeps).
 struct Round {
-    m: Option<u128>,
-    len_ps: u128,
-    messages: u128,
-    busy_ps: [u128; 2],
+    m: Option<i128>,
+    len_ps: i128,
+    messages: i128,
+    busy_ps: [i128; 2],
     notifications: [u64; 2],
 }
 
-impl Round {
-    /// The same round with P and C swapped (FP from FC, SPS from SCS).
-    fn mirrored(self) -> Round {
-        let [p, c] = self.busy_ps;
-        let [np, nc] = self.notifications;
-        Round {
-            busy_ps: [c, p],
-            notifications: [nc, np],
-            ..self
-        }
-    }
+#[allow(clippy::cast_precision_loss)]
+fn ns(ps: i128) -> f64 {
+    ps as f64 / PS_PER_NS
 }
 
-#[allow(clippy::cast_precision_loss)]
-fn ns(ps: u128) -> f64 {
-    ps as f64 / PS_PER_NS
+/// Another operating point of the same pair: with V < N some pairs settle
+/// in one of two cycles depending on history (`docs/model.md`,
+/// "Bistability").
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct OperatingPoint {
+    /// Its regime.
+    pub regime: Regime,
+    /// T there [ns].
+    #[serde(rename = "T_ns")]
+    pub t_ns: f64,
+    /// E there [ns].
+    #[serde(rename = "E_ns")]
+    pub e_ns: f64,
+    /// Messages per round there.
+    pub round_messages: Option<u64>,
 }
 
 /// Predicts regime, T, E and the batch size for `params` under `mode`.
 ///
 /// The costs' means are used (for constant costs, the costs themselves).
+/// Under notifications this is the operating point reached from an empty
+/// queue (the simulator's start); [`Prediction::other`] is the one reached
+/// from a full queue where it differs.
 ///
 /// # Errors
 ///
@@ -128,13 +354,17 @@ fn ns(ps: u128) -> f64 {
 /// assert_eq!(gp.rates.t_ns, 1100.0);
 /// assert_eq!(gp.rates.e_ns, 2200.0);
 /// ```
-#[allow(clippy::cast_precision_loss, clippy::cast_possible_truncation)]
+#[allow(
+    clippy::cast_precision_loss,
+    clippy::cast_possible_truncation,
+    clippy::cast_sign_loss
+)]
 pub fn predict(params: &Params, mode: WaitMode) -> Result<Prediction, ModelError> {
     params.validate()?;
     let regime = classify(params, mode).ok_or(ModelError::NoClosedForm)?;
     let predicates = Predicates::of(params);
     let q = Ps::of(params);
-    let finish = |t_ps: f64, e_ps: [f64; 2], round: Option<&Round>| Prediction {
+    let finish = |regime: Regime, t_ps: f64, e_ps: [f64; 2], round: Option<&Round>| Prediction {
         regime,
         rates: Rates {
             t_ns: t_ps / PS_PER_NS,
@@ -153,87 +383,49 @@ pub fn predict(params: &Params, mode: WaitMode) -> Result<Prediction, ModelError
         round_messages: round.map(|r| r.messages as u64),
         round_ns: round.map(|r| ns(r.len_ps)),
         predicates,
+        other: None,
     };
-    let from_round = |r: Round| {
-        let per = |ps: u128| ps as f64 / r.messages as f64;
-        finish(
-            per(r.len_ps),
-            [per(r.busy_ps[0]), per(r.busy_ps[1])],
-            Some(&r),
-        )
-    };
-    Ok(match regime {
-        Regime::GP => {
-            // With one slot there is no pipelining: the slot is held from
-            // P's reserve (start of W_P) to C's free (end of W_C). Both
-            // parties are busy (working or spinning) all the time.
-            let t = if q.l == 1 {
-                q.w_p + q.w_c
-            } else {
-                q.w_p.max(q.w_c)
-            };
-            finish(t as f64, [t as f64, t as f64], None)
+    if regime == Regime::GP {
+        // With one slot there is no pipelining: the slot is held from
+        // P's reserve (start of W_P) to C's free (end of W_C). Both
+        // parties are busy (working or spinning) all the time.
+        let t = if q.l == 1 {
+            q.w_p + q.w_c
+        } else {
+            q.w_p.max(q.w_c)
+        };
+        return Ok(finish(regime, t as f64, [t as f64, t as f64], None));
+    }
+    let of_cycle = |c: Cycle| match c.round(&q) {
+        Some(r) => {
+            let per = |ps: i128| ps as f64 / r.messages as f64;
+            finish(
+                c.regime(&q),
+                per(r.len_ps),
+                [per(r.busy_ps[0]), per(r.busy_ps[1])],
+                Some(&r),
+            )
         }
-        Regime::Lockstep => finish(q.w_p as f64, [q.w_p as f64, q.w_c as f64], None),
-        Regime::FC => from_round(fast_round(q.w_p, q.w_c, q.k_p, q.n_p, q.s_c)),
-        Regime::FP => from_round(fast_round(q.w_c, q.w_p, q.k_c, q.n_c, q.s_p).mirrored()),
-        Regime::SCS => from_round(slow_startup_round(&q, q.w_p, q.w_c, q.k_p, q.k_c, q.s_p)),
-        Regime::SPS => from_round(slow_startup_round(&q, q.w_c, q.w_p, q.k_c, q.k_p, q.s_c)),
-        Regime::SS => from_round(Round {
-            m: None,
-            len_ps: q.k_p * q.w_p + q.k_c * q.w_c + q.all_ns(),
-            messages: q.l,
-            busy_ps: [q.l * q.w_p + q.n_p + q.s_p, q.l * q.w_c + q.n_c + q.s_c],
-            notifications: [1, 1],
-        }),
-    })
-}
-
-/// FC, and FP by symmetry. `slow`/`fast` are the work of the slow and the
-/// fast party, `k` the slow party's threshold, `n` its notification cost and
-/// `s` the fast party's start-up cost. Paper eq. (2):
-/// `m = floor((s + (k - 1) W_fast) / (W_slow - W_fast)) + k`.
-///
-/// The round is returned as FC's (P slow, C fast); FP mirrors it.
-fn fast_round(slow: u128, fast: u128, k: u128, n: u128, s: u128) -> Round {
-    let m = (s + (k - 1) * fast) / (slow - fast) + k;
-    Round {
-        m: Some(m),
-        len_ps: m * slow + n,
-        messages: m,
-        busy_ps: [m * slow + n, m * fast + s],
-        notifications: [1, 0],
+        // Lockstep: after at most one round P and C move together.
+        None => finish(
+            Regime::Lockstep,
+            q.w_p as f64,
+            [q.w_p as f64, q.w_c as f64],
+            None,
+        ),
+    };
+    let (empty, full) = (Cycle::reached(&q, false), Cycle::reached(&q, true));
+    let mut prediction = of_cycle(empty);
+    if full != empty {
+        let o = of_cycle(full);
+        prediction.other = Some(OperatingPoint {
+            regime: o.regime,
+            t_ns: o.rates.t_ns,
+            e_ns: o.rates.e_ns,
+            round_messages: o.round_messages,
+        });
     }
-}
-
-/// SCS, and SPS by symmetry. `slow`/`fast` as in [`fast_round`]; `k_slow`
-/// is the slow party's threshold, `k_fast` the fast party's, `s_slow` the
-/// slow party's start-up cost. Paper eq. (3):
-/// `m = floor(((L - k_fast) W_fast - (s_slow + W_slow)) / (W_slow - W_fast)) + 1`;
-/// a round holds `L + m` messages and lasts
-/// `N_P + N_C + S_P + S_C + k_fast W_fast + (m + k_slow) W_slow`.
-fn slow_startup_round(
-    q: &Ps,
-    slow: u128,
-    fast: u128,
-    k_slow: u128,
-    k_fast: u128,
-    s_slow: u128,
-) -> Round {
-    // Not slow-startup on the slow side (the regime guarantees it), so the
-    // numerator is >= 0 and m >= 1.
-    let m = ((q.l - k_fast) * fast - (s_slow + slow)) / (slow - fast) + 1;
-    let messages = q.l + m;
-    Round {
-        m: Some(m),
-        len_ps: q.all_ns() + k_fast * fast + (m + k_slow) * slow,
-        messages,
-        busy_ps: [
-            messages * q.w_p + q.n_p + q.s_p,
-            messages * q.w_c + q.n_c + q.s_c,
-        ],
-        notifications: [1, 1],
-    }
+    Ok(prediction)
 }
 
 /// The paper's eq. (4) evaluated whatever the regime: the best case of SS,
@@ -260,8 +452,8 @@ pub fn ss_formula(params: &Params) -> (f64, f64) {
 #[allow(clippy::cast_precision_loss)]
 pub fn ss_best_case(params: &Params) -> (f64, f64) {
     let q = Ps::of(params);
-    let s_c = ((q.l - q.k_p) * q.w_p).saturating_sub(q.w_c);
-    let s_p = ((q.l - q.k_c) * q.w_c).saturating_sub(q.w_p);
+    let s_c = ((q.l - q.k_p) * q.w_p - q.w_c).max(0);
+    let s_p = ((q.l - q.k_c) * q.w_c - q.w_p).max(0);
     let ns = q.n_p + q.n_c + s_p + s_c;
     let t = (q.k_p * q.w_p + q.k_c * q.w_c + ns) as f64 / q.l as f64;
     let e = (q.l * (q.w_p + q.w_c) + ns) as f64 / q.l as f64;

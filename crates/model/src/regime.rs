@@ -5,6 +5,7 @@ use std::fmt;
 
 use serde::{Deserialize, Serialize};
 
+use crate::closed_form::{Cycle, Ps};
 use crate::params::Params;
 use crate::time::to_ps;
 
@@ -48,6 +49,16 @@ pub enum Regime {
     SPS,
     /// Slow startups on both sides: P and C alternate, `L` messages a round.
     SS,
+    /// Early-woken consumer (kick visibility, V_P < N_P): C is not the
+    /// faster party (`W_C >= W_P`), but it is woken inside P's kick, takes
+    /// the k_P waiting messages and sleeps again before P's next one, so
+    /// every k_P messages cost a kick: `T = W_P + N_P / k_P`.
+    #[serde(rename = "EWC")]
+    EWC,
+    /// Early-woken producer, the mirror of EWC (V_C < N_C, `W_P >= W_C`):
+    /// `T = W_C + N_C / k_C`.
+    #[serde(rename = "EWP")]
+    EWP,
     /// `W_P == W_C`: after at most one round, P and C run in lockstep and
     /// never notify again; `T = W_P`.
     #[serde(rename = "lockstep")]
@@ -64,20 +75,36 @@ impl Regime {
             Regime::SCS => "SCS",
             Regime::SPS => "SPS",
             Regime::SS => "SS",
+            Regime::EWC => "EWC",
+            Regime::EWP => "EWP",
             Regime::Lockstep => "lockstep",
         }
     }
 
-    /// Every regime, in the paper's order.
-    pub const ALL: [Regime; 7] = [
+    /// Every regime: the paper's, in its order, then the two that kick
+    /// visibility adds, then lockstep.
+    pub const ALL: [Regime; 9] = [
         Regime::GP,
         Regime::FC,
         Regime::FP,
         Regime::SCS,
         Regime::SPS,
         Regime::SS,
+        Regime::EWC,
+        Regime::EWP,
         Regime::Lockstep,
     ];
+
+    /// Who sleeps in this regime: `none`, `P`, `C` or `both` (what a
+    /// measurement's notification counts show).
+    pub fn sleeper(self) -> &'static str {
+        match self {
+            Regime::GP | Regime::Lockstep => "none",
+            Regime::FP | Regime::EWP => "P",
+            Regime::FC | Regime::EWC => "C",
+            Regime::SCS | Regime::SPS | Regime::SS => "both",
+        }
+    }
 }
 
 impl fmt::Display for Regime {
@@ -87,31 +114,34 @@ impl fmt::Display for Regime {
 }
 
 /// The two inequalities that separate long-queue from short-queue regimes,
-/// evaluated exactly on costs rounded to picoseconds.
+/// evaluated exactly on costs rounded to picoseconds. With kick visibility
+/// the start-up is the effective one, `S + V - N`: when the woken party
+/// acts, counted from the end of the notification (`docs/model.md`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Predicates {
-    /// `S_C + W_C > (L - k_P) W_P`: after P wakes C, P fills the queue
-    /// before C frees its first slot.
+    /// `S_C + V_P - N_P + W_C > (L - k_P) W_P`: after P wakes C, P fills
+    /// the queue before C frees its first slot.
     pub slow_consumer_startup: bool,
-    /// `S_P + W_P > (L - k_C) W_C`: after C wakes P, C drains the queue
-    /// before P publishes its first message.
+    /// `S_P + V_C - N_C + W_P > (L - k_C) W_C`: after C wakes P, C drains
+    /// the queue before P publishes its first message.
     pub slow_producer_startup: bool,
 }
 
 impl Predicates {
     /// Evaluates both predicates on the means of the costs.
     pub fn of(p: &Params) -> Predicates {
-        let ps = |c: crate::Cost| u128::from(to_ps(c.mean_ns()));
-        let (w_p, w_c, s_p, s_c) = (ps(p.w_p), ps(p.w_c), ps(p.s_p), ps(p.s_c));
-        let l = u128::from(p.len);
+        let q = Ps::of(p);
         Predicates {
-            slow_consumer_startup: s_c + w_c > (l - u128::from(p.k_p)) * w_p,
-            slow_producer_startup: s_p + w_p > (l - u128::from(p.k_c)) * w_c,
+            slow_consumer_startup: q.after_p_kick().slow_start(),
+            slow_producer_startup: q.after_c_kick().slow_start(),
         }
     }
 }
 
-/// The regime the pair settles in, from the means of its costs.
+/// The regime the pair settles in from an empty queue (the simulator's
+/// start), from the means of its costs. With kick visibility (V < N) some
+/// pairs have a second operating point, reached from a full queue
+/// ([`crate::Prediction::other`]).
 ///
 /// Returns `None` for [`WaitMode::Spin`] with a budget > 0, which has no
 /// closed-form regime (the simulator measures it). `Spin` with budget 0 is
@@ -131,26 +161,8 @@ pub fn classify(params: &Params, mode: WaitMode) -> Option<Regime> {
         WaitMode::Spin { budget_ns } if to_ps(budget_ns) > 0 => return None,
         _ => {}
     }
-    let pr = Predicates::of(params);
-    let (w_p, w_c) = (to_ps(params.w_p.mean_ns()), to_ps(params.w_c.mean_ns()));
-    Some(match (pr.slow_consumer_startup, pr.slow_producer_startup) {
-        (true, true) => Regime::SS,
-        _ if w_p == w_c => Regime::Lockstep,
-        (scs, _) if w_c < w_p => {
-            if scs {
-                Regime::SCS
-            } else {
-                Regime::FC
-            }
-        }
-        (_, sps) => {
-            if sps {
-                Regime::SPS
-            } else {
-                Regime::FP
-            }
-        }
-    })
+    let q = Ps::of(params);
+    Some(Cycle::reached(&q, false).regime(&q))
 }
 
 #[cfg(test)]

@@ -152,6 +152,25 @@ pub struct SimConfig {
     pub seed: u64,
     /// Record per-message latency (publish to end of consumption).
     pub latency: bool,
+    /// The state at t = 0.
+    #[serde(default)]
+    pub start: Start,
+}
+
+/// The state a run starts from. Most pairs end in the same operating point
+/// from any start; with kick visibility (V < N) some have two, and the
+/// start picks one (`docs/model.md`, "Bistability").
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Start {
+    /// An empty queue, both parties attempting at t = 0 (P first): C
+    /// sleeps at once. The rules' start and the default.
+    #[default]
+    Empty,
+    /// A full queue of published messages and P asleep; C starts at t = 0.
+    /// These L messages count as published (and their latency as starting
+    /// at 0); the warm-up discards them.
+    Full,
 }
 
 impl SimConfig {
@@ -166,6 +185,7 @@ impl SimConfig {
             warmup: default_warmup(messages, params.len),
             seed: 1,
             latency: true,
+            start: Start::Empty,
         }
     }
 }
@@ -329,17 +349,21 @@ fn record(hist: &mut Histogram<u32>, v: u64, n: u32) {
     }
 }
 
-/// Indices of the six cost streams.
+/// Indices of the cost streams (V_P and V_C are drawn only when set).
 const W_P: usize = 0;
 const W_C: usize = 1;
 const N_P: usize = 2;
 const N_C: usize = 3;
 const S_P: usize = 4;
 const S_C: usize = 5;
+const V_P: usize = 6;
+const V_C: usize = 7;
 
 struct Costs {
-    samplers: [Sampler; 6],
-    consts: [u64; 6],
+    samplers: [Sampler; 8],
+    consts: [u64; 8],
+    /// Whether V_P, V_C are set (else they equal the drawn N).
+    vis: [bool; 2],
 }
 
 impl Costs {
@@ -350,6 +374,19 @@ impl Costs {
         } else {
             self.samplers[i].draw_ps()
         }
+    }
+
+    /// A notification: its cost `n` (stream `n_i`) and when the peer sees
+    /// it, `v <= n` (stream `v_i`, or `n` itself where V is unset).
+    #[inline(always)]
+    fn notification<const CONST: bool>(&mut self, n_i: usize, v_i: usize) -> (u64, u64) {
+        let n = self.draw::<CONST>(n_i);
+        let v = if self.vis[v_i - V_P] {
+            self.draw::<CONST>(v_i).min(n)
+        } else {
+            n
+        };
+        (n, v)
     }
 }
 
@@ -401,15 +438,28 @@ pub fn simulate(cfg: &SimConfig) -> Result<SimResult, SimError> {
         }
     }
     let p = &cfg.params;
-    let samplers = [p.w_p, p.w_c, p.n_p, p.n_c, p.s_p, p.s_c]
-        .iter()
-        .zip(0u64..)
-        .map(|(c, i)| Sampler::new(*c, cfg.seed, i))
-        .collect::<Vec<_>>();
-    let samplers: [Sampler; 6] = samplers.try_into().expect("six costs");
+    let samplers = [
+        p.w_p,
+        p.w_c,
+        p.n_p,
+        p.n_c,
+        p.s_p,
+        p.s_c,
+        p.vis_p(),
+        p.vis_c(),
+    ]
+    .iter()
+    .zip(0u64..)
+    .map(|(c, i)| Sampler::new(*c, cfg.seed, i))
+    .collect::<Vec<_>>();
+    let samplers: [Sampler; 8] = samplers.try_into().expect("eight costs");
     let consts = std::array::from_fn(|i| samplers[i].constant_ps().unwrap_or(0));
     let all_const = samplers.iter().all(|s| s.constant_ps().is_some());
-    let mut costs = Costs { samplers, consts };
+    let mut costs = Costs {
+        samplers,
+        consts,
+        vis: [p.v_p.is_some(), p.v_c.is_some()],
+    };
     match (all_const, cfg.latency) {
         (true, true) => run::<true, true>(cfg, &mut costs),
         (true, false) => run::<true, false>(cfg, &mut costs),
@@ -434,6 +484,11 @@ fn run<const CONST: bool, const LAT: bool>(
     // Queue state. used = L - free = reserved + avail + claimed.
     let mut free = len;
     let mut avail = 0u64;
+    if cfg.start == Start::Full {
+        (free, avail) = (0, len);
+        pr.count = len;
+        pr.sleep();
+    }
 
     // Publish time of each message in flight, by message index mod L.
     let mut pub_time: Vec<u64> = if LAT {
@@ -509,14 +564,14 @@ fn run<const CONST: bool, const LAT: bool>(
                                 pc.mark(snapshot(now, &pr, &co));
                             }
                             pr.notifications += 1;
-                            let n = costs.draw::<CONST>(N_P);
+                            let (n, v) = costs.notification::<CONST>(N_P, V_P);
                             let s = costs.draw::<CONST>(S_C);
                             pr.busy += n;
                             co.busy += s;
                             pr.phase = Phase::Attempt;
                             pr.t = now + n;
                             co.phase = Phase::Attempt;
-                            co.t = now + n + s;
+                            co.t = now + v + s;
                             continue;
                         }
                     } else if co.spinning() {
@@ -597,14 +652,14 @@ fn run<const CONST: bool, const LAT: bool>(
                                 cp.mark(snapshot(now, &pr, &co));
                             }
                             co.notifications += 1;
-                            let n = costs.draw::<CONST>(N_C);
+                            let (n, v) = costs.notification::<CONST>(N_C, V_C);
                             let s = costs.draw::<CONST>(S_P);
                             co.busy += n;
                             pr.busy += s;
                             co.phase = Phase::Attempt;
                             co.t = now + n;
                             pr.phase = Phase::Attempt;
-                            pr.t = now + n + s;
+                            pr.t = now + v + s;
                             continue;
                         }
                     } else if pr.spinning() {

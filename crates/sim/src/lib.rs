@@ -35,7 +35,8 @@ mod sampler;
 pub mod sweep;
 
 pub use engine::{
-    default_warmup, simulate, SimConfig, SimError, SimResult, Totals, Window, MAX_LEN, MAX_MESSAGES,
+    default_warmup, simulate, SimConfig, SimError, SimResult, Start, Totals, Window, MAX_LEN,
+    MAX_MESSAGES,
 };
 pub use kicklab_model::{Latency, Rates};
 pub use sampler::Sampler;

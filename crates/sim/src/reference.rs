@@ -15,7 +15,7 @@ use std::collections::{BinaryHeap, VecDeque};
 
 use kicklab_model::{to_ps, WaitMode};
 
-use crate::engine::{SimConfig, SimError, Totals};
+use crate::engine::{SimConfig, SimError, Start, Totals};
 use crate::sampler::Sampler;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
@@ -61,13 +61,24 @@ pub fn simulate_reference(cfg: &SimConfig) -> Result<Totals, SimError> {
         return Err(SimError::NoMessages);
     }
     let prm = &cfg.params;
-    // Same streams as the fast loop: W_P, W_C, N_P, N_C, S_P, S_C.
-    let mut draw: Vec<Sampler> = [prm.w_p, prm.w_c, prm.n_p, prm.n_c, prm.s_p, prm.s_c]
+    // Same streams as the fast loop: W_P, W_C, N_P, N_C, S_P, S_C, V_P, V_C.
+    let costs = [
+        prm.w_p,
+        prm.w_c,
+        prm.n_p,
+        prm.n_c,
+        prm.s_p,
+        prm.s_c,
+        prm.vis_p(),
+        prm.vis_c(),
+    ];
+    let mut draw: Vec<Sampler> = costs
         .iter()
         .zip(0u64..)
         .map(|(c, i)| Sampler::new(*c, cfg.seed, i))
         .collect();
-    let (work, notify, start) = ([0usize, 1], [2usize, 3], [4usize, 5]);
+    let (work, notify, start, seen) = ([0usize, 1], [2usize, 3], [4usize, 5], [6usize, 7]);
+    let vis_set = [prm.v_p.is_some(), prm.v_c.is_some()];
     let k = [u64::from(prm.k_p), u64::from(prm.k_c)];
     let modes = [cfg.mode_p, cfg.mode_c];
     let stop = cfg.warmup + cfg.messages;
@@ -91,7 +102,16 @@ pub fn simulate_reference(cfg: &SimConfig) -> Result<Totals, SimError> {
             kind,
         }));
     };
-    push(&mut heap, 0, P, Kind::Attempt);
+    if cfg.start == Start::Full {
+        // L published messages, P asleep.
+        have = [0, u64::from(prm.len)];
+        published = u64::from(prm.len);
+        published_at.extend(std::iter::repeat_n(0, prm.len as usize));
+        parties[P].asleep = true;
+        parties[P].sleeps = 1;
+    } else {
+        push(&mut heap, 0, P, Kind::Attempt);
+    }
     push(&mut heap, 0, C, Kind::Attempt);
 
     while let Some(Reverse(ev)) = heap.pop() {
@@ -129,12 +149,18 @@ pub fn simulate_reference(cfg: &SimConfig) -> Result<Totals, SimError> {
                 }
                 if parties[peer].asleep && have[peer] >= k[me] {
                     let n = draw[notify[me]].draw_ps();
+                    // The peer sees it V <= N after it starts (V = N unset).
+                    let v = if vis_set[me] {
+                        draw[seen[me]].draw_ps().min(n)
+                    } else {
+                        n
+                    };
                     let s = draw[start[peer]].draw_ps();
                     parties[me].notifications += 1;
                     parties[me].busy += n;
                     parties[peer].busy += s;
                     parties[peer].asleep = false;
-                    push(&mut heap, now + n + s, peer, Kind::Attempt);
+                    push(&mut heap, now + v + s, peer, Kind::Attempt);
                     push(&mut heap, now + n, me, Kind::Attempt);
                 } else {
                     if let Some(since) = parties[peer].spinning_since.take() {

@@ -210,6 +210,7 @@ pub fn sweep(
                 warmup: default_warmup(messages, params.len),
                 seed,
                 latency: true,
+                start: crate::Start::Empty,
             };
             let sim = simulate(&cfg(mode))?;
             let sim_poll = simulate(&cfg(WaitMode::Poll))?;

@@ -3,6 +3,7 @@
 mod exactness;
 mod paper;
 mod reference;
+mod visibility;
 
 use kicklab_model::{Cost, Params};
 

@@ -5,7 +5,7 @@
 
 use kicklab_model::{Cost, Params, WaitMode};
 use kicklab_sim::reference::simulate_reference;
-use kicklab_sim::{simulate, SimConfig};
+use kicklab_sim::{simulate, SimConfig, Start};
 use proptest::prelude::*;
 
 fn cost() -> impl Strategy<Value = Cost> {
@@ -90,8 +90,9 @@ proptest! {
     #![proptest_config(ProptestConfig { cases: crate::cases(400), ..ProptestConfig::default() })]
 
     #[test]
-    fn fast_loop_equals_reference(p in params(), mode_p in mode(), mode_c in mode(), seed in any::<u64>(), warmup in 0u64..500, messages in 1u64..3000) {
-        let cfg = SimConfig { params: p, mode_p, mode_c, messages, warmup, seed, latency: true };
+    fn fast_loop_equals_reference(p in params(), mode_p in mode(), mode_c in mode(), seed in any::<u64>(), warmup in 0u64..500, messages in 1u64..3000, full in any::<bool>()) {
+        let start = if full { Start::Full } else { Start::Empty };
+        let cfg = SimConfig { params: p, mode_p, mode_c, messages, warmup, seed, latency: true, start };
         let fast = simulate(&cfg).unwrap();
         let reference = simulate_reference(&cfg).unwrap();
         prop_assert_eq!(fast.totals, reference);
