@@ -91,12 +91,23 @@ pub fn run(a: &SimArgs) -> anyhow::Result<()> {
         v["mode_p"] = json!(mode_p.to_string());
         v["mode_c"] = json!(mode_c.to_string());
         v["seed"] = json!(a.seed);
-        v["predicted"] = predicted.map_or(serde_json::Value::Null, |p| {
-            crate::model_cmd::prediction_json(&p)
-        });
+        v["start"] = json!(a.start);
+        // The model's point for this start: from a full queue, a bistable
+        // pair's other operating point.
+        v["predicted"] = match predicted {
+            Some(p) if cfg.start == Start::Full && p.other.is_some() => {
+                serde_json::to_value(p.other).unwrap_or_default()
+            }
+            Some(p) => crate::model_cmd::prediction_json(&p),
+            None => serde_json::Value::Null,
+        };
         return crate::print_json(&v);
     }
-    print_result(&r, predicted.as_ref(), mode_p, mode_c);
+    let point = predicted.map(|p| match p.other {
+        Some(o) if cfg.start == Start::Full => (o.regime, o.t_ns, o.e_ns),
+        _ => (p.regime, p.rates.t_ns, p.rates.e_ns),
+    });
+    print_result(&r, point, mode_p, mode_c);
     Ok(())
 }
 
@@ -109,7 +120,7 @@ pub fn result_json(r: &SimResult) -> serde_json::Value {
 
 fn print_result(
     r: &SimResult,
-    predicted: Option<&kicklab_model::Prediction>,
+    predicted: Option<(kicklab_model::Regime, f64, f64)>,
     mode_p: WaitMode,
     mode_c: WaitMode,
 ) {
@@ -137,14 +148,13 @@ fn print_result(
         Window::Messages => "messages (no notification rounds)",
     };
     println!("measured       {} messages over {window}", r.rates.messages);
-    if let Some(p) = predicted {
+    if let Some((regime, t_ns, e_ns)) = predicted {
         println!(
-            "model          {}: T {} (sim/model {:.6}), E {} (sim/model {:.6})",
-            p.regime,
-            fmt_ns(p.rates.t_ns),
-            r.rates.t_ns / p.rates.t_ns,
-            fmt_ns(p.rates.e_ns),
-            r.rates.e_ns / p.rates.e_ns
+            "model          {regime}: T {} (sim/model {:.6}), E {} (sim/model {:.6})",
+            fmt_ns(t_ns),
+            r.rates.t_ns / t_ns,
+            fmt_ns(e_ns),
+            r.rates.e_ns / e_ns
         );
     }
 }

@@ -97,6 +97,38 @@ fn sim_json_contract() {
 }
 
 #[test]
+fn kick_visibility_flags_reach_model_and_sim() {
+    // The KVM pair of model-semantics.md: a kick seen half-way through it.
+    let pair = [
+        "--wp", "0.6us", "--np", "8.36us", "--vp", "4.22us", "--sp", "13.2us", "--nc", "1.69us",
+        "--sc", "1.11us",
+    ];
+    let with = |extra: &[&str]| {
+        let mut args = vec![extra[0]];
+        args.extend_from_slice(&pair);
+        args.extend_from_slice(&extra[1..]);
+        json(&args)
+    };
+    let m = with(&["model", "--json"]);
+    assert_eq!(m["regime"], "EWC");
+    assert!((m["T_ns"].as_f64().unwrap() - 8960.0).abs() < 1e-6, "{m}");
+    assert_eq!(m["other"]["regime"], "FP");
+    for (start, want) in [("empty", &m["T_ns"]), ("full", &m["other"]["T_ns"])] {
+        let s = with(&["sim", "--start", start, "--messages", "20000", "--json"]);
+        let ratio = s["T_ns"].as_f64().unwrap() / want.as_f64().unwrap();
+        assert!((ratio - 1.0).abs() < 1e-9, "{start}: sim/model {ratio}");
+        assert!(
+            (s["predicted"]["T_ns"].as_f64().unwrap() / want.as_f64().unwrap() - 1.0).abs() < 1e-12
+        );
+    }
+    // V = N is the default: --vp equal to --np changes nothing.
+    let a = json(&["model", "--json"]);
+    let b = json(&["model", "--vp", "2.4us", "--vc", "0.2us", "--json"]);
+    assert_eq!(a["T_ns"], b["T_ns"]);
+    assert!(a.get("other").is_none() && b.get("other").is_none());
+}
+
+#[test]
 fn bad_input_is_one_line_naming_the_flag_and_exit_2() {
     let cases: &[(&[&str], &str)] = &[
         (&["model", "--kp", "300"], "--kp"),
@@ -104,6 +136,9 @@ fn bad_input_is_one_line_naming_the_flag_and_exit_2() {
         (&["model", "--len", "0"], "--len"),
         (&["sim", "--wp", "-1us"], "--wp"),
         (&["sim", "--nc", "NaN"], "--nc"),
+        (&["model", "--vp", "3us"], "--vp"),
+        (&["sim", "--nc", "1us", "--vc", "2us"], "--vc"),
+        (&["sim", "--start", "half"], "--start"),
         (&["sim", "--sp", "3parsec"], "--sp"),
         (&["sim", "--wc", "gamma:1us"], "--wc"),
         (&["sim", "--sc", "uniform:2us,1us"], "--sc"),
