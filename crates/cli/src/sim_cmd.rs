@@ -69,6 +69,7 @@ pub fn run(a: &SimArgs) -> anyhow::Result<()> {
         } else {
             Start::Empty
         },
+        idle_scale: [None, None],
     };
     let r = simulate(&cfg)?;
     // The closed form, where one exists for these modes.

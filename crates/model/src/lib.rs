@@ -33,6 +33,7 @@
 
 mod closed_form;
 mod cost;
+mod idle;
 mod param;
 mod params;
 mod profile;
@@ -40,8 +41,9 @@ mod rates;
 mod regime;
 mod time;
 
-pub use closed_form::{predict, ss_best_case, ss_formula, ModelError, Prediction};
+pub use closed_form::{predict, ss_best_case, ss_formula, ModelError, OperatingPoint, Prediction};
 pub use cost::{Cost, CostParseError};
+pub use idle::IdleScale;
 pub use param::{Param, Unit, UnknownParam};
 pub use params::{ParamError, Params, Party};
 pub use profile::{Direction, Profile, Stat};

@@ -19,7 +19,7 @@
 //! What does not live here: sampling (`sampler.rs`), sweeps (`sweep.rs`).
 
 use hdrhistogram::Histogram;
-use kicklab_model::{to_ps, Latency, Params, Party, Rates, WaitMode, MAX_DURATION_NS};
+use kicklab_model::{to_ps, IdleScale, Latency, Params, Party, Rates, WaitMode, MAX_DURATION_NS};
 use serde::{Deserialize, Serialize};
 use thiserror::Error;
 
@@ -54,6 +54,8 @@ struct Side {
     t: u64,
     /// When the current spin began [ps].
     spin_since: u64,
+    /// When it last went to sleep [ps].
+    asleep_since: u64,
     /// Busy time so far [ps]: W, N, S added when each interval begins,
     /// spin added when it ends.
     busy: u64,
@@ -78,6 +80,7 @@ impl Side {
             phase: Phase::Attempt,
             t: 0,
             spin_since: 0,
+            asleep_since: 0,
             busy: 0,
             notifications: 0,
             sleeps: 0,
@@ -105,7 +108,7 @@ impl Side {
     #[inline(always)]
     fn wait(&mut self, now: u64) {
         match self.mode {
-            WaitMode::Notify => self.sleep(),
+            WaitMode::Notify => self.sleep(now),
             WaitMode::Poll => {
                 self.phase = Phase::Spin;
                 self.spin_since = now;
@@ -120,10 +123,11 @@ impl Side {
     }
 
     #[inline(always)]
-    fn sleep(&mut self) {
+    fn sleep(&mut self, now: u64) {
         self.phase = Phase::Sleep;
         self.t = NEVER;
         self.sleeps += 1;
+        self.asleep_since = now;
     }
 
     /// The condition came true at `now` while spinning: attempt at once.
@@ -155,6 +159,11 @@ pub struct SimConfig {
     /// The state at t = 0.
     #[serde(default)]
     pub start: Start,
+    /// How S_P and S_C scale with how long their party slept (from
+    /// falling asleep to becoming runnable), from a calibration's idle
+    /// curve; `None`: S does not depend on it (the model's rule).
+    #[serde(default)]
+    pub idle_scale: [Option<IdleScale>; 2],
 }
 
 /// The state a run starts from. Most pairs end in the same operating point
@@ -186,6 +195,7 @@ impl SimConfig {
             seed: 1,
             latency: true,
             start: Start::Empty,
+            idle_scale: [None, None],
         }
     }
 }
@@ -364,6 +374,8 @@ struct Costs {
     consts: [u64; 8],
     /// Whether V_P, V_C are set (else they equal the drawn N).
     vis: [bool; 2],
+    /// How S_P, S_C scale with the sleeper's idle time, where set.
+    idle_scale: [Option<IdleScale>; 2],
 }
 
 impl Costs {
@@ -373,6 +385,22 @@ impl Costs {
             self.consts[i]
         } else {
             self.samplers[i].draw_ps()
+        }
+    }
+
+    /// A start-up cost (stream `s_i`, S_P or S_C) after `idle_ps` asleep
+    /// (from falling asleep to becoming runnable).
+    #[inline(always)]
+    fn start_up<const CONST: bool>(&mut self, s_i: usize, idle_ps: u64) -> u64 {
+        let s = self.draw::<CONST>(s_i);
+        match &self.idle_scale[s_i - S_P] {
+            None => s,
+            #[allow(
+                clippy::cast_precision_loss,
+                clippy::cast_possible_truncation,
+                clippy::cast_sign_loss
+            )]
+            Some(scale) => (s as f64 * scale.factor(idle_ps as f64 / 1000.0)).round() as u64,
         }
     }
 
@@ -459,6 +487,7 @@ pub fn simulate(cfg: &SimConfig) -> Result<SimResult, SimError> {
         samplers,
         consts,
         vis: [p.v_p.is_some(), p.v_c.is_some()],
+        idle_scale: cfg.idle_scale,
     };
     match (all_const, cfg.latency) {
         (true, true) => run::<true, true>(cfg, &mut costs),
@@ -487,7 +516,7 @@ fn run<const CONST: bool, const LAT: bool>(
     if cfg.start == Start::Full {
         (free, avail) = (0, len);
         pr.count = len;
-        pr.sleep();
+        pr.sleep(0);
     }
 
     // Publish time of each message in flight, by message index mod L.
@@ -565,7 +594,7 @@ fn run<const CONST: bool, const LAT: bool>(
                             }
                             pr.notifications += 1;
                             let (n, v) = costs.notification::<CONST>(N_P, V_P);
-                            let s = costs.draw::<CONST>(S_C);
+                            let s = costs.start_up::<CONST>(S_C, now + v - co.asleep_since);
                             pr.busy += n;
                             co.busy += s;
                             pr.phase = Phase::Attempt;
@@ -587,7 +616,7 @@ fn run<const CONST: bool, const LAT: bool>(
                 Phase::SpinUntil => {
                     // Deadline passed with the queue still full.
                     pr.busy += pr.budget;
-                    pr.sleep();
+                    pr.sleep(now);
                     continue;
                 }
                 Phase::Spin | Phase::Sleep => unreachable!("no event pending"),
@@ -653,7 +682,7 @@ fn run<const CONST: bool, const LAT: bool>(
                             }
                             co.notifications += 1;
                             let (n, v) = costs.notification::<CONST>(N_C, V_C);
-                            let s = costs.draw::<CONST>(S_P);
+                            let s = costs.start_up::<CONST>(S_P, now + v - pr.asleep_since);
                             co.busy += n;
                             pr.busy += s;
                             co.phase = Phase::Attempt;
@@ -674,7 +703,7 @@ fn run<const CONST: bool, const LAT: bool>(
                 Phase::Attempt => {}
                 Phase::SpinUntil => {
                     co.busy += co.budget;
-                    co.sleep();
+                    co.sleep(now);
                     continue;
                 }
                 Phase::Spin | Phase::Sleep => unreachable!("no event pending"),

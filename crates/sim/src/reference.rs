@@ -40,6 +40,8 @@ struct Event {
 #[derive(Debug, Clone, Copy, Default)]
 struct Party {
     asleep: bool,
+    /// When it last fell asleep [ps].
+    asleep_since: u64,
     spinning_since: Option<u64>,
     gen: u64,
     busy: u64,
@@ -155,7 +157,11 @@ pub fn simulate_reference(cfg: &SimConfig) -> Result<Totals, SimError> {
                     } else {
                         n
                     };
-                    let s = draw[start[peer]].draw_ps();
+                    let mut s = draw[start[peer]].draw_ps();
+                    if let Some(scale) = &cfg.idle_scale[peer] {
+                        let idle_ps = now + v - parties[peer].asleep_since;
+                        s = (s as f64 * scale.factor(idle_ps as f64 / 1000.0)).round() as u64;
+                    }
                     parties[me].notifications += 1;
                     parties[me].busy += n;
                     parties[peer].busy += s;
@@ -181,6 +187,7 @@ pub fn simulate_reference(cfg: &SimConfig) -> Result<Totals, SimError> {
                     match modes[me] {
                         WaitMode::Notify => {
                             parties[me].asleep = true;
+                            parties[me].asleep_since = now;
                             parties[me].sleeps += 1;
                         }
                         WaitMode::Poll => parties[me].spinning_since = Some(now),
@@ -203,6 +210,7 @@ pub fn simulate_reference(cfg: &SimConfig) -> Result<Totals, SimError> {
                     if let Some(since) = parties[me].spinning_since.take() {
                         parties[me].busy += now - since;
                         parties[me].asleep = true;
+                        parties[me].asleep_since = now;
                         parties[me].sleeps += 1;
                     }
                 }

@@ -211,6 +211,7 @@ pub fn sweep(
                 seed,
                 latency: true,
                 start: crate::Start::Empty,
+                idle_scale: [None, None],
             };
             let sim = simulate(&cfg(mode))?;
             let sim_poll = simulate(&cfg(WaitMode::Poll))?;

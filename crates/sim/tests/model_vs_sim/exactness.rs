@@ -352,3 +352,56 @@ fn huge_spin_budget_is_poll_in_throughput() {
         spin.rates.t_ns
     );
 }
+
+/// An idle curve with one point is a constant factor on every start-up:
+/// the simulator then gives the model with S_P, S_C scaled by it. With two
+/// points, a pair whose sleeper always sleeps the same time gets the factor
+/// at that time.
+#[test]
+fn idle_scale_multiplies_start_ups_at_the_sleepers_idle_time() {
+    use kicklab_model::{Cost, IdleScale};
+    let base = Params {
+        w_p: Cost::Const(2000.0),
+        ..Params::default()
+    };
+    let scaled = Params {
+        s_c: Cost::Const(base.s_c.mean_ns() * 3.0),
+        s_p: Cost::Const(base.s_p.mean_ns() * 3.0),
+        ..base
+    };
+    let three = IdleScale::new(&[(1000.0, 3.0)]).unwrap();
+    let mut cfg = SimConfig::new(base, WaitMode::Notify, 50_000);
+    cfg.idle_scale = [Some(three), Some(three)];
+    let sim = simulate(&cfg).unwrap();
+    let model = predict(&scaled, WaitMode::Notify).unwrap();
+    assert!(rel(sim.rates.t_ns, model.rates.t_ns) < TOL);
+    assert!(rel(sim.rates.e_ns, model.rates.e_ns) < TOL);
+    // FC with m = 1: C sleeps for the round minus its own busy time,
+    // which grows with S_C, so S_C is a fixed point: S = S_0 f(idle(S)).
+    // Iterate it on the model, as a user of the curve would.
+    let curve = IdleScale::new(&[(300.0, 1.0), (30_000.0, 5.0)]).unwrap();
+    cfg.idle_scale = [None, Some(curve)];
+    let sim = simulate(&cfg).unwrap();
+    let mut s_c = 200.0;
+    let mut at = base;
+    for _ in 0..100 {
+        at.s_c = Cost::Const(s_c);
+        let m = predict(&at, WaitMode::Notify).unwrap();
+        let busy_c = m.rates.e_c_ns * m.round_messages.unwrap() as f64;
+        s_c = 200.0 * curve.factor(m.round_ns.unwrap() - busy_c);
+    }
+    assert!(s_c > 300.0, "the curve matters here: S_C = {s_c}");
+    let model = predict(&at, WaitMode::Notify).unwrap();
+    assert!(
+        rel(sim.rates.t_ns, model.rates.t_ns) < 1e-6,
+        "{} vs {}",
+        sim.rates.t_ns,
+        model.rates.t_ns
+    );
+    assert!(
+        rel(sim.rates.e_ns, model.rates.e_ns) < 1e-6,
+        "{} vs {}",
+        sim.rates.e_ns,
+        model.rates.e_ns
+    );
+}

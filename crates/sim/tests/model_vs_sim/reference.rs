@@ -3,7 +3,7 @@
 //! the run must be equal, exactly, for random costs, every wait mode and
 //! mixed modes (P and C waiting differently).
 
-use kicklab_model::{Cost, Params, WaitMode};
+use kicklab_model::{Cost, IdleScale, Params, WaitMode};
 use kicklab_sim::reference::simulate_reference;
 use kicklab_sim::{simulate, SimConfig, Start};
 use proptest::prelude::*;
@@ -78,6 +78,14 @@ impl Share {
     }
 }
 
+fn idle_scale() -> impl Strategy<Value = Option<IdleScale>> {
+    prop_oneof![
+        Just(None),
+        (1.0f64..20_000.0, 0.1f64..10.0, 0.1f64..10.0)
+            .prop_map(|(x, a, b)| Some(IdleScale::new(&[(x, a), (x * 10.0, b)]).unwrap())),
+    ]
+}
+
 fn visibility() -> impl Strategy<Value = Option<Share>> {
     prop_oneof![
         Just(None),
@@ -90,9 +98,10 @@ proptest! {
     #![proptest_config(ProptestConfig { cases: crate::cases(400), ..ProptestConfig::default() })]
 
     #[test]
-    fn fast_loop_equals_reference(p in params(), mode_p in mode(), mode_c in mode(), seed in any::<u64>(), warmup in 0u64..500, messages in 1u64..3000, full in any::<bool>()) {
+    fn fast_loop_equals_reference(p in params(), mode_p in mode(), mode_c in mode(), seed in any::<u64>(), warmup in 0u64..500, messages in 1u64..3000, full in any::<bool>(), scale in idle_scale()) {
+        let idle_scale = [scale, scale.map(|s| IdleScale::new(&[(s.points()[0].0, 2.0)]).unwrap())];
         let start = if full { Start::Full } else { Start::Empty };
-        let cfg = SimConfig { params: p, mode_p, mode_c, messages, warmup, seed, latency: true, start };
+        let cfg = SimConfig { params: p, mode_p, mode_c, messages, warmup, seed, latency: true, start, idle_scale };
         let fast = simulate(&cfg).unwrap();
         let reference = simulate_reference(&cfg).unwrap();
         prop_assert_eq!(fast.totals, reference);
