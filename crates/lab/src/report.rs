@@ -367,6 +367,27 @@ fn regime_examples() -> Vec<(Regime, &'static str, Params)> {
             },
         ),
         (
+            Regime::EWC,
+            "--vp 1us",
+            Params {
+                v_p: Some(c(1000.0)),
+                ..d
+            },
+        ),
+        (
+            Regime::EWP,
+            "--len 4 --wp 1.2us --sc 20us --nc 8us --vc 1us --sp 0.2us",
+            Params {
+                len: 4,
+                w_p: c(1200.0),
+                s_c: c(20_000.0),
+                n_c: c(8000.0),
+                v_c: Some(c(1000.0)),
+                s_p: c(200.0),
+                ..d
+            },
+        ),
+        (
             Regime::Lockstep,
             "--wp 1.1us",
             Params {
@@ -483,12 +504,28 @@ fn closed_forms_section() -> Section {
             "(ΣNS + k_P W_P + k_C W_C) / L",
             "W_P + W_C + ΣNS / L",
         ),
+        (
+            "EWC",
+            "k_P",
+            "W_P + N_P / k_P",
+            "W_P + W_C + (N_P + S_C) / k_P",
+        ),
+        (
+            "EWP",
+            "k_C",
+            "W_C + N_C / k_C",
+            "W_P + W_C + (N_C + S_P) / k_C",
+        ),
         ("lockstep", "-", "W_P (= W_C)", "2 W_P"),
     ];
     let mut h = String::from(
         "<p>ΣNS = N_P + N_C + S_P + S_C. Derivations, the regime predicates and the symmetry argument are in \
          <code>docs/model.md</code>; the simulator reproduces every row to within 1e-6 (property tests over random \
-         parameters).</p>\n",
+         parameters). With kick visibility (the peer sees a notification V &le; N after it starts; <code>--vp</code>, \
+         <code>--vc</code>) every S in the timing becomes the effective start-up S + V - N (E keeps S), and two regimes \
+         appear: EWC and EWP, where the slower party is woken inside the faster one's notification, drains (fills) \
+         the queue and sleeps again, so every k messages cost a whole notification. Such pairs can be bistable \
+         (<code>kicklab model</code> prints the other operating point).</p>\n",
     );
     let mut table = Table::new(
         "closed forms",
@@ -550,6 +587,21 @@ pub fn build(a: &ReportOptions, progress: &dyn Progress) -> Result<Report, LabEr
             params: d,
             vary: format!("wc=0.1us..3us:{n}"),
             flags: "",
+        },
+        Figure {
+            id: "visibility",
+            heading: "Kick visibility: time per message vs W_P, the kick seen half-way (V_P = N_P / 2)",
+            text: "The Fig. 2 set-up with C woken 1.2 us into P's 2.4 us kick (a KVM guest's ioeventfd kick is seen by the \
+                   host about half-way through it). Where C is not faster than P, the V = N model says FP (P fills the queue \
+                   and sleeps, T close to W_C); here C is woken inside the kick, takes the one message and sleeps again before \
+                   P's next one (EWC), so every message costs a kick: T = W_P + N_P, three times more. From a full queue the \
+                   same pairs stay in FP (they are bistable; sim --start full).",
+            params: Params {
+                v_p: Some(Cost::Const(1200.0)),
+                ..d
+            },
+            vary: format!("wp=0.1us..3us:{n}"),
+            flags: "--vp 1.2us",
         },
         Figure {
             id: "random",
@@ -683,11 +735,12 @@ mod tests {
                 "fig2",
                 "fig2-short",
                 "fig3",
+                "visibility",
                 "random",
                 "closed-forms"
             ]
         );
-        assert_eq!(r.csvs.len(), 4);
+        assert_eq!(r.csvs.len(), 5);
         for (name, csv) in &r.csvs {
             assert_eq!(
                 csv.lines().count(),
