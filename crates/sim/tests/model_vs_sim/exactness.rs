@@ -264,6 +264,18 @@ fn any_params() -> impl Strategy<Value = Params> {
         })
 }
 
+/// `p` with V_P, V_C at `fp`, `fc` thousandths of N_P, N_C (whole ps).
+fn with_visibility(mut p: Params, fp: u64, fc: u64) -> Params {
+    let share = |n: kicklab_model::Cost, f: u64| {
+        let n_ps = kicklab_model::to_ps(n.mean_ns());
+        #[allow(clippy::cast_precision_loss)]
+        kicklab_model::Cost::Const((n_ps * f / 1000) as f64 / 1000.0)
+    };
+    p.v_p = Some(share(p.n_p, fp));
+    p.v_c = Some(share(p.n_c, fc));
+    p
+}
+
 proptest! {
     #![proptest_config(ProptestConfig { cases: crate::cases(300), ..ProptestConfig::default() })]
 
@@ -300,6 +312,30 @@ proptest! {
         let b = simulate(&SimConfig { warmup, ..SimConfig::new(p.mirrored(), mode, 20_000) }).unwrap();
         prop_assert!(rel(a.rates.t_ns, b.rates.t_ns) < TOL, "T {} vs mirrored {}", a.rates.t_ns, b.rates.t_ns);
         prop_assert!(rel(a.rates.e_ns, b.rates.e_ns) < TOL, "E {} vs mirrored {}", a.rates.e_ns, b.rates.e_ns);
+    }
+
+    /// Kick visibility: any pair with V_P, V_C anywhere in [0, N] is exact in
+    /// whatever regime the model puts it (the deterministic search in
+    /// `visibility.rs` makes sure every regime is hit).
+    #[test]
+    fn any_pair_with_early_visibility_is_exact(p in any_params(), fp in 0u64..=1000, fc in 0u64..=1000) {
+        let p = with_visibility(p, fp, fc);
+        let want = predict(&p, WaitMode::Notify).unwrap().regime;
+        check(&p, WaitMode::Notify, want)?;
+    }
+
+    /// The mirror of an empty start is a full one: with early visibility
+    /// the start matters, and the mirrored pair started full runs the same
+    /// schedule as the pair started empty.
+    #[test]
+    fn mirror_of_empty_is_full(p in any_params(), fp in 0u64..=1000, fc in 0u64..=1000) {
+        let p = with_visibility(p, fp, fc);
+        prop_assume!(predict(&p, WaitMode::Notify).unwrap().round_messages.unwrap_or(1) <= 1_000);
+        let Some(warmup) = steady_warmup(&p) else { return Err(TestCaseError::reject("transient too long")) };
+        let a = simulate(&SimConfig { warmup, ..SimConfig::new(p, WaitMode::Notify, 20_000) }).unwrap();
+        let b = simulate(&SimConfig { warmup, start: kicklab_sim::Start::Full, ..SimConfig::new(p.mirrored(), WaitMode::Notify, 20_000) }).unwrap();
+        prop_assert!(rel(a.rates.t_ns, b.rates.t_ns) < TOL, "T {} vs mirrored full {}", a.rates.t_ns, b.rates.t_ns);
+        prop_assert!(rel(a.rates.e_ns, b.rates.e_ns) < TOL, "E {} vs mirrored full {}", a.rates.e_ns, b.rates.e_ns);
     }
 
     /// Whatever the mode, in steady state no pair beats the slower party.
