@@ -227,6 +227,7 @@ pub fn charts(points: &[Point], be: &str) -> (Chart, Chart) {
                     name: (*n).into(),
                     points: xy(i),
                     style: *style,
+                    ..Series::default()
                 })
                 .collect(),
             ..Chart::default()
