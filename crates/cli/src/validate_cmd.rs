@@ -41,6 +41,9 @@ pub fn run(a: &ValidateArgs) -> anyhow::Result<()> {
         a.params.load_profile()?,
         &crate::Bars::default(),
     )?;
+    for w in kicklab_lab::disturbance::check_profile(&profile) {
+        eprintln!("warning: {w}");
+    }
     let points = validate(
         &params,
         &profile,

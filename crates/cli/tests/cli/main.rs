@@ -279,6 +279,13 @@ fn run_moves_every_message_on_every_backend() {
                 "--json",
             ]);
             assert_eq!(v["lost"], 0, "{backend} {strategy}");
+            // Every run says whether it was disturbed, and why.
+            assert!(v["disturbed"].is_boolean(), "{v}");
+            assert_eq!(
+                v["disturbed"].as_bool().unwrap(),
+                !v["warnings"].as_array().unwrap().is_empty(),
+                "{v}"
+            );
             assert_eq!(v["duplicated_or_reordered"], 0, "{backend} {strategy}");
             assert_eq!(v["messages"], 5000);
             let t = v["T_ns"].as_f64().unwrap();
