@@ -273,7 +273,8 @@ impl Table {
     }
 
     /// JSON: an array with one object per row, keyed by the column keys;
-    /// numbers raw (`null` if not finite or empty).
+    /// numbers raw (`null` if not finite or empty; whole numbers of a
+    /// [`Kind::Number`] column as integers).
     pub fn to_json(&self) -> Value {
         Value::Array(
             self.rows
@@ -282,6 +283,13 @@ impl Table {
                     let mut o = Map::new();
                     for (c, cell) in self.cells(row) {
                         let v = match cell {
+                            // Counts as integers.
+                            #[allow(clippy::cast_possible_truncation)]
+                            Cell::Num(v)
+                                if c.kind == Kind::Number && v.fract() == 0.0 && v.abs() < 9e15 =>
+                            {
+                                Value::from(*v as i64)
+                            }
                             Cell::Num(v) => {
                                 serde_json::Number::from_f64(*v).map_or(Value::Null, Value::Number)
                             }
@@ -346,6 +354,11 @@ mod tests {
     fn json_is_an_array_of_objects_keyed_by_column_keys() {
         let j = sample().to_json();
         assert_eq!(j[0]["wp_ns"], 500.0);
+        assert!(
+            j[0]["m"].is_u64(),
+            "a whole number is an integer: {}",
+            j[0]["m"]
+        );
         assert_eq!(j[0]["regime"], "FP");
         assert_eq!(j[0]["T_model_ns"], 1150.5);
         assert_eq!(j[1]["m"], Value::Null);
