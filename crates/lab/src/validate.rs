@@ -247,8 +247,8 @@ fn errors<'a>(points: impl Iterator<Item = &'a Point> + Clone) -> Errors {
     Errors {
         median_err_t: median(t.clone()),
         median_err_t_medians: median(tm.clone()),
-        worst_err_t_medians: tm.iter().copied().fold(0.0, f64::max),
-        worst_err_t: t.iter().copied().fold(0.0, f64::max),
+        worst_err_t_medians: tm.iter().copied().reduce(f64::max).unwrap_or(f64::NAN),
+        worst_err_t: t.iter().copied().reduce(f64::max).unwrap_or(f64::NAN),
         median_err_t_poll: median(over(&|p| err(p.t_poll().median, p.model_poll.0))),
         median_err_e: median(over(&|p| err(p.e_real().median, p.model.1))),
         median_err_t_sim: median(over(&|p| err(p.t_real().median, p.sim.0))),
@@ -913,6 +913,10 @@ mod tests {
         assert_eq!(s.undisturbed.points, 1);
         assert_eq!(s.undisturbed.median_err_t, 0.0);
         assert_eq!(s.undisturbed.worst_err_t, 0.0);
+        // No undisturbed point: no errors (NaN, null in JSON), not zeros.
+        let none = summarize(std::slice::from_ref(&bad));
+        assert_eq!(none.undisturbed.points, 0);
+        assert!(none.undisturbed.worst_err_t.is_nan() && none.undisturbed.median_err_t.is_nan());
         assert!((s.all.worst_err_t - 0.75).abs() < 1e-12);
         let text = summary_text(&s);
         assert!(text.contains("1 disturbed (marked; left out"), "{text}");
