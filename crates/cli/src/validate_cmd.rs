@@ -65,21 +65,11 @@ pub fn run(a: &ValidateArgs) -> anyhow::Result<()> {
         eprintln!("warning: {w}: every point will be marked disturbed");
     }
     let points = validate(&params, &profile, a.be.get(), &a.vary, &opts, &bars)?;
-    for p in points.iter().filter(|p| p.disturbed_reps() > 0) {
-        // The profile's warnings were said once above.
-        let own: Vec<_> = p.reps.iter().flat_map(|r| r.warnings.clone()).collect();
-        eprintln!(
-            "warning: W_P {}: disturbed in {} of {} repetitions, after {} extra tries: {}",
-            fmt_ns(p.x),
-            p.disturbed_reps(),
-            p.reps.len(),
-            p.tries as usize - p.reps.len(),
-            kicklab_lab::disturbance::distinct(&own)
-                .iter()
-                .map(ToString::to_string)
-                .collect::<Vec<_>>()
-                .join("; ")
-        );
+    // The profile's warnings were said once above.
+    for p in &points {
+        if let Some(line) = p.run_disturbance() {
+            eprintln!("warning: W_P {}: {line}", fmt_ns(p.x));
+        }
     }
     let be = a.be.get().name();
     if let Some(dir) = &out {

@@ -133,6 +133,22 @@ impl Point {
         self.reps.iter().filter(|r| !r.warnings.is_empty()).count()
     }
 
+    /// What disturbed the reported repetitions themselves, each kind once:
+    /// `disturbed in 2 of 3 repetitions, after 3 extra tries: ...`; `None`
+    /// if none was (the profile's warnings are the profile's to say).
+    pub fn run_disturbance(&self) -> Option<String> {
+        let own: Vec<Warning> = self.reps.iter().flat_map(|r| r.warnings.clone()).collect();
+        (!own.is_empty()).then(|| {
+            format!(
+                "disturbed in {} of {} repetitions, after {} extra tries: {}",
+                self.disturbed_reps(),
+                self.reps.len(),
+                (self.tries as usize).saturating_sub(self.reps.len()),
+                warnings_text(&distinct(&own))
+            )
+        })
+    }
+
     fn spread(&self, f: impl Fn(&Rep) -> f64) -> Spread {
         Spread::of(self.reps.iter().map(f))
     }
@@ -771,16 +787,15 @@ pub fn section(
                 html_escape(&warnings_text(&doubtful))
             );
         }
-        for p in points.iter().filter(|p| p.disturbed_reps() > 0) {
-            let own: Vec<Warning> = p.reps.iter().flat_map(|r| r.warnings.clone()).collect();
+        for (p, line) in points
+            .iter()
+            .filter_map(|p| p.run_disturbance().map(|l| (p, l)))
+        {
             let _ = write!(
                 disturbed,
-                "<li>W_P {} ({} of {} repetitions, {} extra tries): {}</li>",
+                "<li>W_P {}: {}</li>",
                 fmt_ns(p.x),
-                p.disturbed_reps(),
-                p.reps.len(),
-                p.tries as usize - p.reps.len(),
-                html_escape(&warnings_text(&distinct(&own)))
+                html_escape(&line)
             );
         }
         disturbed.push_str("</ul>");
@@ -1110,7 +1125,7 @@ mod tests {
         );
         assert!(
             page.html.contains(
-                "<li>W_P 1us (1 of 1 repetitions, 0 extra tries): polling took 2us/message"
+                "<li>W_P 1us: disturbed in 1 of 1 repetitions, after 0 extra tries: polling took 2us/message"
             ),
             "{}",
             page.html
