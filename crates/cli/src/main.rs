@@ -368,6 +368,19 @@ impl RateLines {
     }
 }
 
+/// Prints each warning as a `warning: ` line on stderr, after `context`
+/// (`"W_P 1us: "`, say), then one line saying the run is disturbed.
+pub fn print_warnings(context: &str, warnings: &[kicklab_lab::disturbance::Warning]) {
+    for w in warnings {
+        eprintln!("warning: {context}{w}");
+    }
+    if !warnings.is_empty() {
+        eprintln!(
+            "warning: {context}this measurement is disturbed: its numbers are not the pair's alone"
+        );
+    }
+}
+
 /// Prints `value` as one JSON object on stdout.
 pub fn print_json(value: &serde_json::Value) -> anyhow::Result<()> {
     println!("{}", serde_json::to_string(value)?);

@@ -27,6 +27,10 @@ pub struct ReportArgs {
     /// Messages per real run in the validation.
     #[arg(long, default_value_t = 60_000, allow_hyphen_values = true)]
     real_messages: u64,
+    /// Repetitions of each real run in the validation (1 to 25); medians
+    /// are reported, the range drawn as error bars.
+    #[arg(long, default_value_t = kicklab_lab::validate::DEFAULT_REPEAT, allow_hyphen_values = true)]
+    repeat: u32,
 }
 
 pub fn run(a: &ReportArgs) -> anyhow::Result<()> {
@@ -36,6 +40,7 @@ pub fn run(a: &ReportArgs) -> anyhow::Result<()> {
         seed: a.seed,
         testbed: !a.no_testbed,
         real_messages: a.real_messages,
+        repeat: a.repeat,
     };
     // Bad options and a bad --out fail before anything runs.
     opts.check()?;

@@ -47,8 +47,12 @@ pub fn run(a: &RunArgs) -> anyhow::Result<()> {
     let r = kicklab_lab::real::run(&spec)?;
     // The prediction: the model with this machine's N and S.
     let predicted = predicted(&params, &profile, a.strategy)?;
+    let warnings = kicklab_lab::disturbance::check(&r, &params, a.strategy, &profile)?;
+    crate::print_warnings("", &warnings);
     if a.json {
         let mut v = serde_json::to_value(r)?;
+        v["warnings"] = serde_json::to_value(&warnings)?;
+        v["disturbed"] = json!(!warnings.is_empty());
         v["backend"] = json!(a.be.get().name());
         v["strategy"] = json!(a.strategy.to_string());
         v["batch"] = json!(a.batch);
@@ -94,11 +98,6 @@ pub fn run(a: &RunArgs) -> anyhow::Result<()> {
             be.name(),
             a.strategy
         ),
-    }
-    if r.oversubscribed {
-        println!(
-            "warning        more busy threads than CPUs: polling numbers are not meaningful here"
-        );
     }
     crate::RateLines {
         t_ns: r.rates.t_ns,

@@ -3,7 +3,7 @@
 use std::path::PathBuf;
 
 use clap::Args;
-use kicklab_lab::validate::{observed, section, summarize, summary_text, table, validate};
+use kicklab_lab::validate::{observed, section, summarize, summary_text, table, validate, Options};
 use kicklab_model::fmt_ns;
 use kicklab_report::Page;
 use kicklab_sim::Vary;
@@ -23,71 +23,112 @@ pub struct ValidateArgs {
     /// Messages per real run.
     #[arg(long, default_value_t = 60_000, allow_hyphen_values = true)]
     messages: u64,
+    /// Repetitions of the notify and the polling run at each point (1 to
+    /// 25): the measured values are their medians, the charts draw their
+    /// range. A disturbed repetition is run again (up to 3 extra tries per
+    /// point).
+    #[arg(long, default_value_t = kicklab_lab::validate::DEFAULT_REPEAT, allow_hyphen_values = true)]
+    repeat: u32,
     /// Output directory: index.html, the charts (validate-<backend>-T.svg,
-    /// validate-<backend>-E.svg) and validate.csv.
-    #[arg(long, default_value = "validate-out", allow_hyphen_values = true)]
-    out: PathBuf,
+    /// validate-<backend>-E.svg) and validate.csv. [default: validate-out;
+    /// with --json, no files unless given]
+    #[arg(long, allow_hyphen_values = true)]
+    out: Option<PathBuf>,
     /// Seed.
     #[arg(long, default_value_t = 1, allow_hyphen_values = true)]
     seed: u64,
+    /// Print one JSON object (every point, the summary) instead of the table.
+    #[arg(long)]
+    json: bool,
 }
 
 pub fn run(a: &ValidateArgs) -> anyhow::Result<()> {
     let params = a.params.params()?;
-    kicklab_lab::validate::check(&params, a.be.get(), &a.vary, a.messages)?;
-    crate::check_out_dir(&a.out, "--out")?;
-    let profile = kicklab_lab::real::profile_for(
-        a.be.get(),
-        a.params.load_profile()?,
-        &crate::Bars::default(),
-    )?;
-    let points = validate(
-        &params,
-        &profile,
-        a.be.get(),
-        &a.vary,
-        a.messages,
-        a.seed,
-        &crate::Bars::default(),
-    )?;
-    let be = a.be.get().name();
-    let profile_flag = a
-        .params
-        .profile
-        .as_ref()
-        .map(|p| format!(" --profile {}", p.display()))
-        .unwrap_or_default();
-    let cmd = format!(
-        "kicklab validate --backend {be}{}{profile_flag} --vary {} --messages {}",
-        a.be.flags(),
-        a.vary,
-        a.messages
-    );
-    let page = Page {
-        title: format!("kicklab validate ({be})"),
-        intro_html: String::new(),
-        sections: vec![section(&points, &profile, be, &cmd)?],
+    let opts = Options {
+        messages: a.messages,
+        seed: a.seed,
+        repeat: a.repeat,
     };
-    page.write(&a.out)?;
-    kicklab_report::write_atomic(&a.out.join("validate.csv"), table(&points).to_csv())?;
-    println!(
-        "{:>8}  {:<8} {:<6} {:>10} {:>10} {:>10} {:>10} {:>10}",
-        "W_P", "regime", "slept", "T model", "T sim", "T real", "T poll", "poll real"
-    );
-    for p in &points {
-        println!(
-            "{:>8}  {:<8} {:<6} {:>10} {:>10} {:>10} {:>10} {:>10}",
-            fmt_ns(p.x),
-            p.regime.name(),
-            observed(&p.real),
-            fmt_ns(p.model.0),
-            fmt_ns(p.sim.0),
-            fmt_ns(p.real.rates.t_ns),
-            fmt_ns(p.model_poll.0),
-            fmt_ns(p.real_poll.rates.t_ns)
-        );
+    kicklab_lab::validate::check(&params, a.be.get(), &a.vary, &opts)?;
+    let out = match (&a.out, a.json) {
+        (Some(dir), _) => Some(dir.clone()),
+        (None, false) => Some(PathBuf::from("validate-out")),
+        (None, true) => None,
+    };
+    if let Some(dir) = &out {
+        crate::check_out_dir(dir, "--out")?;
     }
-    println!("{}", summary_text(&summarize(&points)));
-    eprintln!("wrote {}", a.out.join("index.html").display());
+    let bars = crate::Bars::default();
+    let profile = kicklab_lab::real::profile_for(a.be.get(), a.params.load_profile()?, &bars)?;
+    let doubtful = kicklab_lab::disturbance::check_profile(&profile);
+    for w in &doubtful {
+        eprintln!("warning: {w}: every point will be marked disturbed");
+    }
+    let points = validate(&params, &profile, a.be.get(), &a.vary, &opts, &bars)?;
+    // The profile's warnings were said once above.
+    for p in &points {
+        if let Some(line) = p.run_disturbance() {
+            eprintln!("warning: W_P {}: {line}", fmt_ns(p.x));
+        }
+    }
+    let be = a.be.get().name();
+    if let Some(dir) = &out {
+        let profile_flag = a
+            .params
+            .profile
+            .as_ref()
+            .map(|p| format!(" --profile {}", p.display()))
+            .unwrap_or_default();
+        let cmd = format!(
+            "kicklab validate --backend {be}{}{profile_flag} --vary {} --messages {} --repeat {}",
+            a.be.flags(),
+            a.vary,
+            a.messages,
+            a.repeat
+        );
+        let page = Page {
+            title: format!("kicklab validate ({be})"),
+            intro_html: String::new(),
+            sections: vec![section(&points, &profile, be, &cmd)?],
+        };
+        page.write(dir)?;
+        kicklab_report::write_atomic(&dir.join("validate.csv"), table(&points).to_csv())?;
+    }
+    if a.json {
+        crate::print_json(&kicklab_lab::validate::to_json(
+            &points,
+            a.be.get(),
+            &a.vary,
+            &opts,
+        ))?;
+    } else {
+        println!(
+            "{:>8}  {:<8} {:<6} {:>10} {:>10} {:>10} {:>10} {:>10}  {:>6}",
+            "W_P", "regime", "slept", "T model", "T sim", "T real", "T poll", "poll real", "spread"
+        );
+        for p in &points {
+            println!(
+                "{:>8}  {:<8} {:<6} {:>10} {:>10} {:>10} {:>10} {:>10}  {:>6}{}",
+                fmt_ns(p.x),
+                p.regime.name(),
+                observed(p.median_run()),
+                fmt_ns(p.model.0),
+                fmt_ns(p.sim.0),
+                fmt_ns(p.t_real().median),
+                fmt_ns(p.model_poll.0),
+                fmt_ns(p.t_poll().median),
+                if p.reps.len() > 1 {
+                    format!("{:.1}%", 100.0 * p.t_real().relative())
+                } else {
+                    "-".into()
+                },
+                if p.disturbed() { "  DISTURBED" } else { "" }
+            );
+        }
+        println!("{}", summary_text(&summarize(&points)));
+    }
+    if let Some(dir) = out {
+        eprintln!("wrote {}", dir.join("index.html").display());
+    }
     Ok(())
 }

@@ -25,6 +25,8 @@ pub enum Input {
     Idle,
     /// The work per message of a ping-pong.
     Work,
+    /// Repetitions of each real run.
+    Repeat,
 }
 
 impl Input {
@@ -39,6 +41,7 @@ impl Input {
             Input::Profile => "profile",
             Input::Idle => "idle",
             Input::Work => "work",
+            Input::Repeat => "repeat",
         }
     }
 }

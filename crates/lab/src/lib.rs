@@ -2,16 +2,17 @@
 //! report and any other front end (a notebook, a script) run.
 //!
 //! What lives here: a real run of the pair checked against the model
-//! ([`real`]), the paper's Fig. 4 validation ([`validate`]), the ping-pong
-//! suite with van Riel's reference rates ([`pingpong`]), the simulator's
-//! speed benchmark ([`bench`]), and the assembly of the report page from
-//! all of them ([`report`]). Every function takes data
-//! and returns data (results, [`kicklab_report::Page`]s); progress goes
+//! ([`real`]) and checked for disturbances ([`disturbance`]), the paper's
+//! Fig. 4 validation ([`validate`]), the ping-pong suite with van Riel's
+//! reference rates ([`pingpong`]), the simulator's speed benchmark
+//! ([`bench`]), and the assembly of the report page from all of them
+//! ([`report`]). Every function takes data and returns data (results, [`kicklab_report::Page`]s); progress goes
 //! through a [`Progress`] the caller supplies. What does not live here:
 //! argument parsing and printing (the binary), the model, the simulator and
 //! the testbeds themselves, rendering (`kicklab-report`).
 
 pub mod bench;
+pub mod disturbance;
 pub mod pingpong;
 pub mod real;
 pub mod report;

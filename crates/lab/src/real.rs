@@ -132,8 +132,9 @@ pub fn predicted(
 }
 
 /// `given` if it calibrates `backend`, else (none given) a quick
-/// calibration of `backend` now. Negative start-ups (the woken party ran
-/// before the notifier's call returned) are reported through `progress`.
+/// calibration of `backend` now. What is doubtful in it (negative
+/// start-ups, no stable medians) is [`crate::disturbance::check_profile`]'s
+/// to say.
 ///
 /// # Errors
 ///
@@ -173,12 +174,6 @@ pub fn profile_for(
         ));
         calibrate_backend(backend, 200, Duration::from_micros(50), 2)?
     };
-    for s in p.negative_starts() {
-        progress.note(&format!(
-            "warning: calibrated {s} is negative (the woken party ran before the notifier's call returned); \
-             the model and simulator take it as 0 (docs/kvm.md)"
-        ));
-    }
     Ok(p)
 }
 

@@ -28,6 +28,9 @@ pub struct ReportOptions {
     pub testbed: bool,
     /// Messages per real run in the validation (>= 1).
     pub real_messages: u64,
+    /// Repetitions of each real run in the validation
+    /// (1..=[`crate::validate::MAX_REPEAT`]).
+    pub repeat: u32,
 }
 
 impl Default for ReportOptions {
@@ -38,11 +41,21 @@ impl Default for ReportOptions {
             seed: 1,
             testbed: true,
             real_messages: 60_000,
+            repeat: crate::validate::DEFAULT_REPEAT,
         }
     }
 }
 
 impl ReportOptions {
+    /// The validation's real runs.
+    fn validate_options(&self) -> crate::validate::Options {
+        crate::validate::Options {
+            messages: self.real_messages,
+            seed: self.seed,
+            repeat: self.repeat,
+        }
+    }
+
     /// Checks the options before anything runs.
     ///
     /// # Errors
@@ -71,6 +84,16 @@ impl ReportOptions {
             return Err(LabError::input(
                 Input::RealMessages,
                 "need at least 1 message per real run",
+            ));
+        }
+        if self.testbed && !(1..=crate::validate::MAX_REPEAT).contains(&self.repeat) {
+            return Err(LabError::input(
+                Input::Repeat,
+                format!(
+                    "between 1 and {} repetitions per point ({} asked)",
+                    crate::validate::MAX_REPEAT,
+                    self.repeat
+                ),
             ));
         }
         Ok(())
@@ -176,21 +199,21 @@ fn testbed_sections(a: &ReportOptions, progress: &dyn Progress) -> Result<Vec<Se
         .expect("futex calibrated");
     let vary = Vary::parse(crate::validate::FIG4_SWEEP).expect("valid");
     progress.note(&format!(
-        "report: validating {} (15 points, notify and poll) ...",
-        be.name()
+        "report: validating {} (15 points, notify and poll, {} times each) ...",
+        be.name(),
+        a.repeat
     ));
     let points = crate::validate::validate(
         &Params::default(),
         &profile,
         kicklab_testbed::Backend::Threads(be),
         &vary,
-        a.real_messages,
-        a.seed,
+        &a.validate_options(),
         progress,
     )?;
     let cmd = format!(
-        "kicklab calibrate --backend futex --save futex.json; kicklab validate --backend futex --profile futex.json --vary {vary} --messages {}",
-        a.real_messages
+        "kicklab calibrate --backend futex --save futex.json; kicklab validate --backend futex --profile futex.json --vary {vary} --messages {} --repeat {}",
+        a.real_messages, a.repeat
     );
     let val = crate::validate::section(&points, &profile, be.name(), &cmd)?;
     Ok(vec![calib, val])
@@ -252,19 +275,21 @@ fn kvm_sections(a: &ReportOptions, progress: &dyn Progress) -> Result<Vec<Sectio
         figures: vec![],
     };
     let vary = Vary::parse(crate::validate::FIG4_SWEEP).expect("valid");
-    progress.note("report: validating kvm (15 points, notify and poll) ...");
+    progress.note(&format!(
+        "report: validating kvm (15 points, notify and poll, {} times each) ...",
+        a.repeat
+    ));
     let points = crate::validate::validate(
         &Params::default(),
         &p,
         be,
         &vary,
-        a.real_messages,
-        a.seed,
+        &a.validate_options(),
         progress,
     )?;
     let cmd = format!(
-        "kicklab calibrate --backend kvm --save kvm.json; kicklab validate --backend kvm --profile kvm.json --vary {vary} --messages {}",
-        a.real_messages
+        "kicklab calibrate --backend kvm --save kvm.json; kicklab validate --backend kvm --profile kvm.json --vary {vary} --messages {} --repeat {}",
+        a.real_messages, a.repeat
     );
     let val = crate::validate::section(&points, &p, "kvm", &cmd)?;
     let work = std::time::Duration::from_micros(2);
@@ -703,6 +728,14 @@ mod tests {
                 Input::Points,
             ),
             (ReportOptions { messages: 0, ..ok }, Input::Messages),
+            (ReportOptions { repeat: 0, ..ok }, Input::Repeat),
+            (
+                ReportOptions {
+                    repeat: crate::validate::MAX_REPEAT + 1,
+                    ..ok
+                },
+                Input::Repeat,
+            ),
             (
                 ReportOptions {
                     real_messages: 0,

@@ -10,9 +10,10 @@ use crate::page::html_escape;
 use crate::ReportError;
 
 /// How a series is drawn.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum Style {
     /// A solid line.
+    #[default]
     Line,
     /// A thick solid line.
     Thick,
@@ -20,10 +21,25 @@ pub enum Style {
     Dashed,
     /// Markers only.
     Points,
+    /// Hollow rings around points: marks points of another series (a
+    /// measurement flagged as disturbed, say).
+    Ring,
+}
+
+/// A vertical error bar at `x`, from `lo` to `hi` (a range of repeated
+/// measurements, say), drawn with caps in its series' colour.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct ErrorBar {
+    /// Where, on the x axis.
+    pub x: f64,
+    /// Bottom of the bar.
+    pub lo: f64,
+    /// Top of the bar.
+    pub hi: f64,
 }
 
 /// One named series of `(x, y)` points.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, Default)]
 pub struct Series {
     /// Legend text.
     pub name: String,
@@ -31,6 +47,8 @@ pub struct Series {
     pub points: Vec<(f64, f64)>,
     /// Line or markers.
     pub style: Style,
+    /// Error bars (none for most series); they count in the y range.
+    pub error_bars: Vec<ErrorBar>,
 }
 
 /// A labelled vertical line (a regime boundary); the label is shown just
@@ -180,6 +198,17 @@ impl Layout {
     }
 }
 
+impl Series {
+    /// The points and the ends of the error bars, as `(x, y)`.
+    fn extent(&self) -> impl Iterator<Item = (f64, f64)> + '_ {
+        self.points.iter().copied().chain(
+            self.error_bars
+                .iter()
+                .flat_map(|b| [(b.x, b.lo), (b.x, b.hi)]),
+        )
+    }
+}
+
 /// About `n` round tick values in `[a, b]`.
 fn nice_ticks(a: f64, b: f64, n: usize) -> (Vec<f64>, f64) {
     #[allow(clippy::cast_precision_loss)]
@@ -240,10 +269,11 @@ impl Chart {
         format!("{} ({} vs {})", self.title, self.y_label, self.x_label)
     }
 
+    /// Every finite `(x, y)` drawn: the points and the error bars' ends.
     fn finite(&self) -> impl Iterator<Item = (f64, f64)> + '_ {
         self.series
             .iter()
-            .flat_map(|s| s.points.iter().copied())
+            .flat_map(Series::extent)
             .filter(|(x, y)| x.is_finite() && y.is_finite())
     }
 
@@ -254,8 +284,7 @@ impl Chart {
             .iter()
             .enumerate()
             .filter_map(|(i, s)| {
-                s.points
-                    .iter()
+                s.extent()
                     .map(|p| p.1)
                     .filter(|y| y.is_finite())
                     .reduce(f64::max)
@@ -589,25 +618,28 @@ impl Chart {
         let p = l.plot;
         let (lo, hi) = l.y;
         // Thick lines at the bottom, then markers, then thin and dashed
-        // lines (the reference curves) on top, so none is hidden.
+        // lines (the reference curves) on top, so none is hidden; rings
+        // around flagged points last.
         let rank = |st: Style| match st {
             Style::Thick => 0,
             Style::Points => 1,
             Style::Line => 2,
             Style::Dashed => 3,
+            Style::Ring => 4,
         };
         let mut order: Vec<usize> = (0..self.series.len()).collect();
         order.sort_by_key(|i| rank(self.series[*i].style));
         for i in order {
             let ser = &self.series[i];
             let color = PALETTE[i % PALETTE.len()];
+            Self::error_bars(s, l, &ser.error_bars, color);
             let pts: Vec<(f64, f64)> = ser
                 .points
                 .iter()
                 .filter(|(x, y)| x.is_finite() && y.is_finite())
                 .filter_map(|&(x, y)| l.to_axis(y).map(|v| (x, v)))
                 .collect();
-            if ser.style == Style::Points {
+            if matches!(ser.style, Style::Points | Style::Ring) {
                 for (x, v) in pts {
                     let cx = l.px(x);
                     if v > hi {
@@ -618,11 +650,8 @@ impl Chart {
                             p.y + 1.0
                         );
                     } else if v >= lo {
-                        let _ = writeln!(
-                            s,
-                            "<circle cx=\"{cx:.1}\" cy=\"{:.1}\" r=\"2.5\" fill=\"{color}\"/>",
-                            l.py_axis(v)
-                        );
+                        let _ =
+                            writeln!(s, "{}", marker(ser.style, cx, l.py_axis(v), color, false));
                     }
                 }
                 continue;
@@ -654,6 +683,42 @@ impl Chart {
         }
     }
 
+    /// Vertical bars from `lo` to `hi`, cut at the axis bounds; a cap at
+    /// each end that is inside the plot.
+    fn error_bars(s: &mut String, l: &Layout, bars: &[ErrorBar], color: &str) {
+        let (lo, hi) = l.y;
+        for b in bars {
+            if !(b.x.is_finite() && b.lo.is_finite() && b.hi.is_finite()) {
+                continue;
+            }
+            let (a, c) = (b.lo.min(b.hi), b.lo.max(b.hi));
+            // On a log axis a bar reaching 0 or below runs to the bottom.
+            let a = l.to_axis(a).unwrap_or(f64::NEG_INFINITY);
+            let Some(c) = l.to_axis(c) else { continue };
+            if c < lo || a > hi {
+                continue;
+            }
+            let x = l.px(b.x);
+            let (y0, y1) = (l.py_axis(a.max(lo)), l.py_axis(c.min(hi)));
+            let _ = write!(
+                s,
+                "<g class=\"errbar\" stroke=\"{color}\" stroke-width=\"1.2\">\
+                 <line x1=\"{x:.1}\" y1=\"{y0:.1}\" x2=\"{x:.1}\" y2=\"{y1:.1}\"/>"
+            );
+            for (end, y) in [(a, y0), (c, y1)] {
+                if (lo..=hi).contains(&end) {
+                    let _ = write!(
+                        s,
+                        "<line x1=\"{:.1}\" y1=\"{y:.1}\" x2=\"{:.1}\" y2=\"{y:.1}\"/>",
+                        x - 4.0,
+                        x + 4.0
+                    );
+                }
+            }
+            let _ = writeln!(s, "</g>");
+        }
+    }
+
     fn legend(&self, s: &mut String, l: &Layout) {
         if l.entries.is_empty() && l.note.is_none() {
             return;
@@ -670,11 +735,11 @@ impl Chart {
             let ser = &self.series[i];
             let color = PALETTE[i % PALETTE.len()];
             let _ = write!(s, "<g class=\"entry\">");
-            if ser.style == Style::Points {
+            if matches!(ser.style, Style::Points | Style::Ring) {
                 let _ = write!(
                     s,
-                    "<circle cx=\"{:.1}\" cy=\"{y:.1}\" r=\"3.5\" fill=\"{color}\"/>",
-                    x + GLYPH_W / 2.0
+                    "{}",
+                    marker(ser.style, x + GLYPH_W / 2.0, y, color, true)
                 );
             } else {
                 let _ = write!(
@@ -709,7 +774,25 @@ fn line_attrs(st: Style) -> &'static str {
     match st {
         Style::Thick => "stroke-width=\"3.5\"",
         Style::Dashed => "stroke-width=\"2\" stroke-dasharray=\"7 4\"",
-        Style::Line | Style::Points => "stroke-width=\"1.6\"",
+        Style::Line | Style::Points | Style::Ring => "stroke-width=\"1.6\"",
+    }
+}
+
+/// The marker of a point of a marker style at `(cx, cy)`, a little larger
+/// in the legend: a dot ([`Style::Points`]) or a hollow ring
+/// ([`Style::Ring`]).
+fn marker(st: Style, cx: f64, cy: f64, color: &str, legend: bool) -> String {
+    let grow = if legend { 1.0 } else { 0.0 };
+    if st == Style::Ring {
+        format!(
+            "<circle class=\"ring\" cx=\"{cx:.1}\" cy=\"{cy:.1}\" r=\"{}\" fill=\"none\" stroke=\"{color}\" stroke-width=\"2\"/>",
+            6.0 + grow
+        )
+    } else {
+        format!(
+            "<circle cx=\"{cx:.1}\" cy=\"{cy:.1}\" r=\"{}\" fill=\"{color}\"/>",
+            2.5 + grow
+        )
     }
 }
 
@@ -770,11 +853,13 @@ mod tests {
                     name: "model".into(),
                     points: vec![(0.0, 1.0), (1.0, 2.0)],
                     style: Style::Line,
+                    ..Series::default()
                 },
                 Series {
                     name: "sim".into(),
                     points: vec![(0.0, 1.0), (1.0, f64::NAN)],
                     style: Style::Points,
+                    ..Series::default()
                 },
             ],
             marks: vec![Mark {
@@ -804,11 +889,13 @@ mod tests {
             name: "dashed".into(),
             points: vec![(0.0, 1.5), (1.0, 1.5)],
             style: Style::Dashed,
+            ..Series::default()
         });
         c.series.push(Series {
             name: "thick".into(),
             points: vec![(0.0, 0.5), (1.0, 0.5)],
             style: Style::Thick,
+            ..Series::default()
         });
         let svg = c.to_svg(600, 400).unwrap();
         let entry = |name: &str| {
@@ -890,6 +977,7 @@ mod tests {
             name: name.into(),
             points: (0..5).map(|i| (f64::from(i), y)).collect(),
             style: Style::Line,
+            ..Series::default()
         };
         let mut huge = flat("measured, poll", 2.0);
         huge.points[3].1 = 400.0;
@@ -927,6 +1015,7 @@ mod tests {
                 name: "s".into(),
                 points: vec![(0.0, 0.5), (1.0, 300.0), (2.0, 0.0)],
                 style: Style::Line,
+                ..Series::default()
             }],
             y_scale: YScale::Log,
             clip: Clip::Off,
@@ -946,6 +1035,83 @@ mod tests {
             r,
             vec![vec![(0.0, 1.0), (0.5, 2.0)], vec![(1.5, 2.0), (2.0, 1.0)]]
         );
+    }
+
+    /// Error bars: one per bar, from `lo` to `hi` in the series' colour,
+    /// counted in the y range; cut at the top when clipped, without a cap
+    /// there.
+    #[test]
+    fn error_bars_span_lo_to_hi() {
+        let mut c = two_series();
+        c.series[0].error_bars = vec![
+            ErrorBar {
+                x: 0.0,
+                lo: 0.5,
+                hi: 1.5,
+            },
+            ErrorBar {
+                x: 1.0,
+                lo: 1.8,
+                hi: 6.0,
+            },
+        ];
+        let l = c.layout(960, 540);
+        assert!(l.y.1 >= 6.0, "the y range covers the bars: {:?}", l.y);
+        let svg = c.to_svg(960, 540).unwrap();
+        let bars: Vec<&str> = svg
+            .lines()
+            .filter(|l| l.contains("class=\"errbar\""))
+            .collect();
+        assert_eq!(bars.len(), 2, "{svg}");
+        assert!(bars.iter().all(|b| b.contains(PALETTE[0])));
+        // The first bar: a vertical line at x = 0 from y = 0.5 to 1.5, and
+        // two caps.
+        let (x, y0, y1) = (l.px(0.0), l.py_axis(0.5), l.py_axis(1.5));
+        assert!(
+            bars[0].contains(&format!(
+                "<line x1=\"{x:.1}\" y1=\"{y0:.1}\" x2=\"{x:.1}\" y2=\"{y1:.1}\"/>"
+            )),
+            "{}",
+            bars[0]
+        );
+        assert_eq!(bars[0].matches("<line").count(), 3);
+        // Cut at a fixed top: the bar ends at the plot's edge, no cap there.
+        c.y_range = Some((0.0, 3.0));
+        let l = c.layout(960, 540);
+        let svg = c.to_svg(960, 540).unwrap();
+        let bar = svg
+            .lines()
+            .filter(|l| l.contains("class=\"errbar\""))
+            .nth(1)
+            .unwrap();
+        assert!(bar.contains(&format!("y2=\"{:.1}\"", l.plot.y)), "{bar}");
+        assert_eq!(bar.matches("<line").count(), 2, "{bar}");
+        // A bar entirely off the axis is not drawn.
+        c.y_range = Some((0.0, 1.0));
+        c.series[0].error_bars[0].lo = 1.2;
+        let svg = c.to_svg(960, 540).unwrap();
+        assert_eq!(svg.matches("class=\"errbar\"").count(), 0);
+    }
+
+    #[test]
+    fn rings_mark_points_and_their_legend_entry() {
+        let mut c = two_series();
+        c.series.push(Series {
+            name: "disturbed".into(),
+            points: vec![(1.0, 2.0)],
+            style: Style::Ring,
+            ..Series::default()
+        });
+        let svg = c.to_svg(600, 400).unwrap();
+        assert_eq!(
+            svg.matches("class=\"ring\"").count(),
+            2,
+            "the point and the legend"
+        );
+        assert!(svg.contains(&format!(
+            "fill=\"none\" stroke=\"{}\" stroke-width=\"2\"",
+            PALETTE[2]
+        )));
     }
 
     #[test]

@@ -13,7 +13,7 @@ mod sweep;
 mod table;
 mod write;
 
-pub use chart::{Band, Chart, Clip, Mark, Series, Style, YScale};
+pub use chart::{Band, Chart, Clip, ErrorBar, Mark, Series, Style, YScale};
 pub use page::{html_escape, Page, Section};
 pub use sweep::{regime_bands, regime_marks, sweep_charts, sweep_csv, sweep_table};
 pub use table::{Cell, Column, Kind, Table};

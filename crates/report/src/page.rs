@@ -89,7 +89,7 @@ impl Page {
              th{{background:#f4f4f4}} td.l,th.l{{text-align:left}} figure{{margin:1em 0}} figcaption{{font-size:.9em;color:#555}}\n\
              code,pre{{background:#f6f6f6;padding:.1em .3em}} pre{{overflow-x:auto}} nav a{{margin-right:1em}}\n\
              svg,img{{max-width:100%;height:auto}} .table-wrap{{max-width:100%;overflow-x:auto}} caption{{text-align:left;font-weight:600}}\n\
-             section>table{{display:block;max-width:100%;overflow-x:auto}}\n</style></head><body>\n<h1>{t}</h1>\n{intro}\n<nav>",
+             section>table{{display:block;max-width:100%;overflow-x:auto}} td.flag{{background:#fde2e2;color:#a00;font-weight:600}}\n</style></head><body>\n<h1>{t}</h1>\n{intro}\n<nav>",
             t = html_escape(&self.title),
             intro = self.intro_html
         );

@@ -179,21 +179,25 @@ pub fn sweep_charts(points: &[SweepPoint], vary: &Vary, title: &str) -> (Chart, 
                 name: format!("model, {mode}"),
                 points: xs(&|p| p.model.map(|m| m.rates.t_ns)),
                 style: Style::Thick,
+                ..Series::default()
             },
             Series {
                 name: format!("simulator, {mode}"),
                 points: xs(&|p| Some(p.sim.rates.t_ns)),
                 style: Style::Points,
+                ..Series::default()
             },
             Series {
                 name: "T_GP = max(W_P, W_C), polling".into(),
                 points: xs(&|p| Some(p.model_poll.rates.t_ns)),
                 style: Style::Line,
+                ..Series::default()
             },
             Series {
                 name: "T_SS best case (inf of eq. 4 over SS)".into(),
                 points: xs(&|p| Some(p.ss_best.0)),
                 style: Style::Dashed,
+                ..Series::default()
             },
         ],
         bands: bands.clone(),
@@ -208,26 +212,31 @@ pub fn sweep_charts(points: &[SweepPoint], vary: &Vary, title: &str) -> (Chart, 
                 name: format!("model, {mode}"),
                 points: xs(&|p| p.model.map(|m| m.rates.e_ns)),
                 style: Style::Thick,
+                ..Series::default()
             },
             Series {
                 name: format!("simulator, {mode}"),
                 points: xs(&|p| Some(p.sim.rates.e_ns)),
                 style: Style::Points,
+                ..Series::default()
             },
             Series {
                 name: "E_GP = 2 T_GP, polling".into(),
                 points: xs(&|p| Some(p.model_poll.rates.e_ns)),
                 style: Style::Line,
+                ..Series::default()
             },
             Series {
                 name: "simulator, polling".into(),
                 points: xs(&|p| Some(p.sim_poll.rates.e_ns)),
                 style: Style::Points,
+                ..Series::default()
             },
             Series {
                 name: "E_SS best case (inf of eq. 4 over SS)".into(),
                 points: xs(&|p| Some(p.ss_best.1)),
                 style: Style::Dashed,
+                ..Series::default()
             },
         ],
         bands,

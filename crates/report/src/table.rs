@@ -20,6 +20,10 @@ pub enum Kind {
     Number,
     /// Text (left-aligned in HTML).
     Text,
+    /// A yes/no flag that calls for attention when set (a disturbed
+    /// measurement): `true`/`false` in CSV and JSON; in HTML the set ones
+    /// read `yes` in a highlighted cell (`td.flag`), the others `no`.
+    Flag,
 }
 
 /// One column: its key (`name` and `unit`), its HTML heading and its kind.
@@ -53,6 +57,16 @@ impl Column {
             unit: String::new(),
             label: label.into(),
             kind: Kind::Number,
+        }
+    }
+
+    /// A flag column ([`Kind::Flag`]).
+    pub fn flag(name: &str, label: &str) -> Self {
+        Column {
+            name: name.into(),
+            unit: String::new(),
+            label: label.into(),
+            kind: Kind::Flag,
         }
     }
 
@@ -91,6 +105,8 @@ pub enum Cell {
     Num(f64),
     /// Text.
     Text(String),
+    /// Yes or no (a [`Kind::Flag`] column).
+    Bool(bool),
     /// No value: empty in HTML and CSV, `null` in JSON.
     Empty,
 }
@@ -111,6 +127,12 @@ impl From<u64> for Cell {
 impl From<u32> for Cell {
     fn from(v: u32) -> Self {
         Cell::Num(f64::from(v))
+    }
+}
+
+impl From<bool> for Cell {
+    fn from(v: bool) -> Self {
+        Cell::Bool(v)
     }
 }
 
@@ -207,9 +229,14 @@ impl Table {
                     (Cell::Num(v), Kind::Ns) if v.is_finite() => fmt_ns(*v),
                     (Cell::Num(v), _) => fmt_number(*v),
                     (Cell::Text(t), _) => t.clone(),
+                    (Cell::Bool(b), _) => (if *b { "yes" } else { "no" }).into(),
                     (Cell::Empty, _) => String::new(),
                 };
-                let class = if c.kind == Kind::Text { " class=l" } else { "" };
+                let class = match (c.kind, cell) {
+                    (Kind::Text, _) => " class=l",
+                    (_, Cell::Bool(true)) => " class=flag",
+                    _ => "",
+                };
                 let _ = write!(h, "<td{class}>{}</td>", html_escape(&text));
             }
             h.push_str("</tr>\n");
@@ -235,6 +262,7 @@ impl Table {
                     Cell::Num(v) if v.is_finite() => format!("{v}"),
                     Cell::Num(_) | Cell::Empty => String::new(),
                     Cell::Text(t) => csv_field(t),
+                    Cell::Bool(b) => b.to_string(),
                 })
                 .collect::<Vec<_>>()
                 .join(",");
@@ -245,7 +273,8 @@ impl Table {
     }
 
     /// JSON: an array with one object per row, keyed by the column keys;
-    /// numbers raw (`null` if not finite or empty).
+    /// numbers raw (`null` if not finite or empty; whole numbers of a
+    /// [`Kind::Number`] column as integers).
     pub fn to_json(&self) -> Value {
         Value::Array(
             self.rows
@@ -254,10 +283,18 @@ impl Table {
                     let mut o = Map::new();
                     for (c, cell) in self.cells(row) {
                         let v = match cell {
+                            // Counts as integers.
+                            #[allow(clippy::cast_possible_truncation)]
+                            Cell::Num(v)
+                                if c.kind == Kind::Number && v.fract() == 0.0 && v.abs() < 9e15 =>
+                            {
+                                Value::from(*v as i64)
+                            }
                             Cell::Num(v) => {
                                 serde_json::Number::from_f64(*v).map_or(Value::Null, Value::Number)
                             }
                             Cell::Text(t) => Value::String(t.clone()),
+                            Cell::Bool(b) => Value::Bool(*b),
                             Cell::Empty => Value::Null,
                         };
                         o.insert(c.key(), v);
@@ -317,11 +354,29 @@ mod tests {
     fn json_is_an_array_of_objects_keyed_by_column_keys() {
         let j = sample().to_json();
         assert_eq!(j[0]["wp_ns"], 500.0);
+        assert!(
+            j[0]["m"].is_u64(),
+            "a whole number is an integer: {}",
+            j[0]["m"]
+        );
         assert_eq!(j[0]["regime"], "FP");
         assert_eq!(j[0]["T_model_ns"], 1150.5);
         assert_eq!(j[1]["m"], Value::Null);
         assert_eq!(j[1]["T_model_ns"], Value::Null);
         assert_eq!(j[1]["regime"], "a, \"b\" <i>");
+    }
+
+    #[test]
+    fn flags_are_booleans_and_set_ones_stand_out() {
+        let mut t = Table::new("", vec![Column::flag("disturbed", "disturbed")]);
+        t.push(vec![true.into()]);
+        t.push(vec![false.into()]);
+        let h = t.to_html();
+        assert!(h.contains("<td class=flag>yes</td>"), "{h}");
+        assert!(h.contains("<td>no</td>"), "{h}");
+        assert_eq!(t.to_csv(), "disturbed\ntrue\nfalse\n");
+        assert_eq!(t.to_json()[0]["disturbed"], true);
+        assert_eq!(t.to_json()[1]["disturbed"], false);
     }
 
     #[test]

@@ -209,6 +209,10 @@ fn report_writes_one_page() {
         "6",
         "--messages",
         "2000",
+        "--real-messages",
+        "6000",
+        "--repeat",
+        "2",
         "--out",
         dir.to_str().unwrap(),
     ]);
@@ -314,6 +318,13 @@ fn run_moves_every_message_on_every_backend() {
                 "--json",
             ]);
             assert_eq!(v["lost"], 0, "{backend} {strategy}");
+            // Every run says whether it was disturbed, and why.
+            assert!(v["disturbed"].is_boolean(), "{v}");
+            assert_eq!(
+                v["disturbed"].as_bool().unwrap(),
+                !v["warnings"].as_array().unwrap().is_empty(),
+                "{v}"
+            );
             assert_eq!(v["duplicated_or_reordered"], 0, "{backend} {strategy}");
             assert_eq!(v["messages"], 5000);
             let t = v["T_ns"].as_f64().unwrap();
@@ -353,6 +364,106 @@ fn validate_writes_its_chart() {
         assert!(dir.join(f).is_file(), "{f}");
     }
     std::fs::remove_dir_all(&dir).unwrap();
+}
+
+/// `validate --json`: the contract's fields at every point of the sweep,
+/// medians over repetitions with their range, and no files unless --out.
+#[test]
+fn validate_json_has_every_point() {
+    let started = std::time::Instant::now();
+    let dir = tmp("validate-json");
+    std::fs::create_dir_all(&dir).unwrap();
+    let out = Command::new(env!("CARGO_BIN_EXE_kicklab"))
+        .args([
+            "validate",
+            "--backend",
+            "futex",
+            "--vary",
+            "wp=0.5us..2us:3",
+            "--messages",
+            "2000",
+            "--repeat",
+            "2",
+            "--json",
+        ])
+        .current_dir(&dir)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let text = String::from_utf8(out.stdout).unwrap();
+    assert_eq!(text.trim().lines().count(), 1, "one JSON object: {text}");
+    let v: serde_json::Value = serde_json::from_str(&text).unwrap();
+    assert_eq!(v["backend"], "futex");
+    assert!(
+        v.get("direction").is_some_and(serde_json::Value::is_null),
+        "{v}"
+    );
+    assert_eq!(v["repeat"], 2);
+    let points = v["points"].as_array().unwrap();
+    assert_eq!(points.len(), 3, "every point of the sweep");
+    for p in points {
+        for key in [
+            "wp_ns",
+            "T_model_ns",
+            "T_sim_ns",
+            "T_real_ns",
+            "E_model_ns",
+            "E_real_ns",
+            "T_poll_model_ns",
+            "T_poll_real_ns",
+            "T_real_min_ns",
+            "T_real_max_ns",
+            "T_poll_real_min_ns",
+            "T_poll_real_max_ns",
+        ] {
+            assert!(p[key].as_f64().is_some_and(|x| x > 0.0), "{key}: {p}");
+        }
+        assert!(p["regime"].is_string(), "{p}");
+        assert!(p["disturbed"].is_boolean(), "{p}");
+        assert_eq!(p["repetitions"], 2, "{p}");
+        assert!(p["tries"].as_u64().unwrap() >= 2, "{p}");
+        let (lo, mid, hi) = (
+            p["T_real_min_ns"].as_f64().unwrap(),
+            p["T_real_ns"].as_f64().unwrap(),
+            p["T_real_max_ns"].as_f64().unwrap(),
+        );
+        assert!(lo <= mid && mid <= hi, "median within the range: {p}");
+        // Disturbed exactly when it says why.
+        let warnings = p["warnings"].as_array().unwrap();
+        assert_eq!(
+            p["disturbed"].as_bool().unwrap(),
+            !warnings.is_empty(),
+            "{p}"
+        );
+        for w in warnings {
+            assert!(w["kind"].is_string() && w["message"].is_string(), "{w}");
+        }
+    }
+    let wps: Vec<f64> = points
+        .iter()
+        .map(|p| p["wp_ns"].as_f64().unwrap())
+        .collect();
+    assert_eq!(wps, [500.0, 1250.0, 2000.0]);
+    assert!(
+        v["summary"]["disturbed"].as_u64().unwrap() <= 3,
+        "{}",
+        v["summary"]
+    );
+    assert_eq!(
+        std::fs::read_dir(&dir).unwrap().count(),
+        0,
+        "--json without --out writes no files"
+    );
+    std::fs::remove_dir_all(&dir).unwrap();
+    assert!(
+        started.elapsed() < std::time::Duration::from_secs(20),
+        "took {:?}",
+        started.elapsed()
+    );
 }
 
 #[test]
@@ -543,6 +654,20 @@ fn hostile_inputs_are_refused_naming_the_flag() {
             &["validate", "--backend", "futex", "--out", "/proc/kicklab"],
             "--out",
         ),
+        // Repetitions: none, or more than the cap.
+        (
+            &["validate", "--backend", "futex", "--repeat", "0"],
+            "--repeat",
+        ),
+        (
+            &["validate", "--backend", "futex", "--repeat", "1000"],
+            "--repeat",
+        ),
+        (
+            &["validate", "--backend", "futex", "--repeat", "-1"],
+            "--repeat",
+        ),
+        (&["report", "--repeat", "0"], "--repeat"),
     ];
     for (args, flag) in cases {
         let started = std::time::Instant::now();
