@@ -9,7 +9,7 @@ use std::fmt::Write as _;
 
 use kicklab_model::{fmt_ns, predict, Params, Regime, WaitMode};
 use kicklab_report::{html_escape, Chart, Column, ErrorBar, Section, Series, Style, Table};
-use kicklab_sim::{simulate, SimConfig, Vary};
+use kicklab_sim::{simulate, SimConfig, Start, Vary};
 use kicklab_testbed::{PairResult, Profile};
 use serde::Serialize;
 
@@ -100,8 +100,12 @@ pub struct Rep {
 pub struct Point {
     /// The swept value [ns].
     pub x: f64,
-    /// Model regime.
+    /// Model regime (at the operating point the runs sat in, where the
+    /// pair has two).
     pub regime: Regime,
+    /// A bistable pair's other operating point (regime, T [ns]): the one
+    /// the runs did not sit in. `None` for a pair with one.
+    pub other: Option<(Regime, f64)>,
     /// Model T, E [ns] (notify), from the calibrated means.
     pub model: (f64, f64),
     /// Model T, E [ns] (notify), from the calibrated medians.
@@ -184,6 +188,23 @@ impl Point {
         runs.sort_by(|a, b| a.rates.t_ns.total_cmp(&b.rates.t_ns));
         runs[(runs.len() - 1) / 2]
     }
+}
+
+/// Who slept in most of the repetitions' notify runs (ties: the median
+/// run's).
+fn majority_sleeper(reps: &[Rep]) -> &'static str {
+    let mut counts: Vec<(&'static str, usize)> = Vec::new();
+    for r in reps {
+        let s = r.notify.rates.sleeper();
+        match counts.iter_mut().find(|(k, _)| *k == s) {
+            Some((_, n)) => *n += 1,
+            None => counts.push((s, 1)),
+        }
+    }
+    counts
+        .iter()
+        .max_by_key(|(_, n)| *n)
+        .map_or("none", |(k, _)| *k)
 }
 
 /// The regime a measurement shows: who slept.
@@ -408,10 +429,6 @@ pub fn validate(
         profile.apply_medians(&mut typical);
         let mm = predict(&typical, WaitMode::Notify)?;
         let g = predict(&mean, WaitMode::Poll)?;
-        let s = simulate(&SimConfig {
-            seed: opts.seed,
-            ..SimConfig::new(spread, WaitMode::Notify, 200_000)
-        })?;
         let what = format!("{}={}", vary.param.name(), fmt_ns(x));
         let (reps, tries) = repetitions(
             opts,
@@ -422,13 +439,40 @@ pub fn validate(
             },
             &|line| progress.note(&format!("{what}: {line}")),
         )?;
+        // A bistable pair (kick visibility) has two operating points; the
+        // runs' own counts (who slept) say which one they sat in, and the
+        // model and simulator are compared at that one.
+        let slept = majority_sleeper(&reps);
+        let at_other = |pr: &kicklab_model::Prediction| {
+            pr.other
+                .filter(|o| o.regime.sleeper() == slept && pr.regime.sleeper() != slept)
+        };
+        let chosen = |pr: &kicklab_model::Prediction| match at_other(pr) {
+            Some(o) => (o.regime, o.t_ns, o.e_ns),
+            None => (pr.regime, pr.rates.t_ns, pr.rates.e_ns),
+        };
+        let full = at_other(&m).is_some();
+        let (regime, t_model, e_model) = chosen(&m);
+        let (_, t_med, e_med) = chosen(&mm);
+        let s = simulate(&SimConfig {
+            seed: opts.seed,
+            start: if full { Start::Full } else { Start::Empty },
+            ..SimConfig::new(spread, WaitMode::Notify, 200_000)
+        })?;
         let mut warnings: Vec<Warning> = reps.iter().flat_map(|r| r.warnings.clone()).collect();
         warnings.extend(doubtful.iter().copied());
         out.push(Point {
             x,
-            regime: m.regime,
-            model: (m.rates.t_ns, m.rates.e_ns),
-            model_median: (mm.rates.t_ns, mm.rates.e_ns),
+            regime,
+            other: m.other.map(|o| {
+                if full {
+                    (m.regime, m.rates.t_ns)
+                } else {
+                    (o.regime, o.t_ns)
+                }
+            }),
+            model: (t_model, e_model),
+            model_median: (t_med, e_med),
             sim: (s.rates.t_ns, s.rates.e_ns),
             model_poll: (g.rates.t_ns, g.rates.e_ns),
             reps,
@@ -552,6 +596,7 @@ pub fn table(points: &[Point]) -> Table {
             Column::ns("wp", "W_P"),
             Column::text("regime", "model regime"),
             Column::text("observed_sleeper", "who slept"),
+            Column::text("other_point", "other operating point"),
             Column::ns("T_model", "T model"),
             Column::ns("E_model", "E model"),
             Column::ns("T_model_medians", "T model (medians)"),
@@ -586,6 +631,9 @@ pub fn table(points: &[Point]) -> Table {
             p.x.into(),
             p.regime.name().into(),
             observed(r).into(),
+            p.other
+                .map_or(String::new(), |(g, t)| format!("{g} at {}", fmt_ns(t)))
+                .into(),
             p.model.0.into(),
             p.model.1.into(),
             p.model_median.0.into(),
@@ -840,6 +888,7 @@ mod tests {
     /// the given warnings (those of a run in every repetition).
     fn point(x: f64, model_t: f64, ts: &[f64], warnings: Vec<Warning>) -> Point {
         Point {
+            other: None,
             x,
             regime: Regime::FC,
             model: (model_t, 2.0 * model_t),
