@@ -308,5 +308,11 @@ pub fn calibrate(
         clock_sync_ns: Some(all.sync_ns),
         clock_drift_ns: Some(all.drift_ns),
         kick_visible: Some(st(&all.kick_visible)),
+        vp: None,
+        vc: None,
+        sp_v: None,
+        sc_v: None,
+        overhead: None,
+        idle_curve: Vec::new(),
     })
 }

@@ -178,5 +178,11 @@ pub fn calibrate(
         clock_sync_ns: None,
         clock_drift_ns: None,
         kick_visible: None,
+        vp: None,
+        vc: None,
+        sp_v: None,
+        sc_v: None,
+        overhead: None,
+        idle_curve: Vec::new(),
     })
 }
