@@ -5,7 +5,7 @@ use std::time::Duration;
 
 use clap::Args;
 use kicklab_model::{fmt_ns, parse_duration_ns};
-use kicklab_testbed::{calibrate_backend, Profile, Stat};
+use kicklab_testbed::{calibrate_backend, Calibration, Profile, Stat};
 use serde_json::json;
 
 use crate::args::BackendArgs;
@@ -77,7 +77,7 @@ pub fn run(a: &CalibrateArgs) -> anyhow::Result<()> {
         a.samples,
         fmt_ns(a.gap.as_secs_f64() * 1e9)
     );
-    let p = calibrate_backend(a.be.get(), a.samples, a.gap, a.rounds)?;
+    let p = calibrate_backend(a.be.get(), &Calibration::new(a.samples, a.gap, a.rounds))?;
     if let Some(path) = &a.save {
         std::fs::write(path, serde_json::to_string_pretty(&p)?)?;
         eprintln!("saved {}", path.display());

@@ -5,7 +5,9 @@
 use std::time::Duration;
 
 use kicklab_model::{predict, Params, Prediction, WaitMode};
-use kicklab_testbed::{calibrate_backend, run_pair, Backend, PairConfig, PairResult, Profile};
+use kicklab_testbed::{
+    calibrate_backend, run_pair, Backend, Calibration, PairConfig, PairResult, Profile,
+};
 
 use crate::{Input, LabError, Progress};
 
@@ -171,7 +173,10 @@ pub fn profile_for(
             backend.name(),
             backend.name()
         ));
-        calibrate_backend(backend, 200, Duration::from_micros(50), 2)?
+        calibrate_backend(
+            backend,
+            &Calibration::new(200, Duration::from_micros(50), 2),
+        )?
     };
     for s in p.negative_starts() {
         progress.note(&format!(

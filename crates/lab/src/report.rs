@@ -135,7 +135,10 @@ fn testbed_sections(a: &ReportOptions, progress: &dyn Progress) -> Result<Vec<Se
     let mut profiles = Vec::new();
     for be in NotifierKind::ALL {
         progress.note(&format!("report: calibrating {} ...", be.name()));
-        let p = kicklab_testbed::calibrate(be, 400, std::time::Duration::from_micros(50), 6)?;
+        let p = kicklab_testbed::calibrate_backend(
+            kicklab_testbed::Backend::Threads(be),
+            &kicklab_testbed::Calibration::new(400, std::time::Duration::from_micros(50), 6),
+        )?;
         let cell = |s: &kicklab_testbed::Stat| {
             format!(
                 "{} ({}; {}-{})",
@@ -216,7 +219,10 @@ fn kvm_sections(a: &ReportOptions, progress: &dyn Progress) -> Result<Vec<Sectio
         guest: kicklab_testbed::kvm::guest::GuestMode::User,
     });
     progress.note("report: calibrating kvm ...");
-    let p = kicklab_testbed::calibrate_backend(be, 400, std::time::Duration::from_micros(50), 6)?;
+    let p = kicklab_testbed::calibrate_backend(
+        be,
+        &kicklab_testbed::Calibration::new(400, std::time::Duration::from_micros(50), 6),
+    )?;
     let mut h = String::from(
         "<p>Measured by <code>kicklab calibrate --backend kvm</code>: the producer P is the guest, the consumer C a host \
          thread. Means (median). Guest and host TSCs related by a ping exchange",
