@@ -63,7 +63,10 @@ pub struct ParamArgs {
     #[arg(long, value_parser = cost, allow_hyphen_values = true, help_heading = "Parameters")]
     pub vc: Option<Cost>,
     /// A calibration profile (`kicklab calibrate --save FILE`): its N_P,
-    /// N_C, S_P, S_C replace the defaults; flags given explicitly still win.
+    /// N_C, S_P, S_C (and V_P, V_C) replace the defaults, and `model` and
+    /// `sim` add its ring cost per message to W_P and W_C; flags
+    /// given explicitly still win (a profile's V above a given N is cut
+    /// to it).
     #[arg(long, allow_hyphen_values = true, help_heading = "Parameters")]
     pub profile: Option<std::path::PathBuf>,
 }
@@ -204,23 +207,32 @@ pub fn mode(s: &str) -> Result<WaitMode, String> {
 }
 
 impl ParamArgs {
-    /// The validated parameters.
+    /// The validated parameters of a real run: L, k and W as the flags say
+    /// (W is what the parties spin; the ring's own cost per message comes
+    /// on top by itself), N, V and S from the profile (means) where a flag
+    /// does not set them.
     ///
     /// # Errors
     ///
     /// A [`Usage`] error naming the flag.
     pub fn params(&self) -> Result<Params, Usage> {
-        self.params_with(false)
+        self.build(|profile, p| profile.apply_costs(p, false))
     }
 
-    /// The validated parameters; with a profile, its costs as distributions
-    /// with the measured spread if `spread` (for the simulator), else as
-    /// their means (for the model).
+    /// The validated parameters for the model (`spread` false: the
+    /// profile's means) or the simulator (`spread`: distributions with the
+    /// measured spread): with a profile, its N, V and S, and W plus the
+    /// ring's cost per message that the profile measured
+    /// (`Profile::apply`).
     ///
     /// # Errors
     ///
     /// A [`Usage`] error naming the flag.
     pub fn params_with(&self, spread: bool) -> Result<Params, Usage> {
+        self.build(|profile, p| profile.apply(p, spread))
+    }
+
+    fn build(&self, apply: impl Fn(&kicklab_model::Profile, &mut Params)) -> Result<Params, Usage> {
         let mut p = Params {
             len: self.len,
             k_p: self.kp,
@@ -230,14 +242,24 @@ impl ParamArgs {
             ..Params::default()
         };
         if let Some(profile) = self.load_profile()? {
-            profile.apply(&mut p, spread);
+            apply(&profile, &mut p);
         }
         p.n_p = self.np.unwrap_or(p.n_p);
         p.n_c = self.nc.unwrap_or(p.n_c);
         p.s_p = self.sp.unwrap_or(p.s_p);
         p.s_c = self.sc.unwrap_or(p.s_c);
-        p.v_p = self.vp.or(p.v_p);
-        p.v_c = self.vc.or(p.v_c);
+        // A profile's V above an N given by flag is cut to it.
+        let cut = |v: Option<Cost>, n: Cost| {
+            v.map(|v| {
+                if v.mean_ns() > n.mean_ns() {
+                    v.with_mean(n.mean_ns())
+                } else {
+                    v
+                }
+            })
+        };
+        p.v_p = self.vp.or(cut(p.v_p, p.n_p));
+        p.v_c = self.vc.or(cut(p.v_c, p.n_c));
         p.validate().map_err(|e| Usage(crate::param_usage(&e)))?;
         Ok(p)
     }

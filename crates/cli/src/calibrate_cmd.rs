@@ -4,8 +4,8 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use clap::Args;
-use kicklab_model::{fmt_ns, parse_duration_ns};
-use kicklab_testbed::{calibrate_backend, Profile, Stat};
+use kicklab_model::{fmt_ns, parse_duration_ns, Party};
+use kicklab_testbed::{calibrate_backend, Calibration, Profile, Stat};
 use serde_json::json;
 
 use crate::args::BackendArgs;
@@ -25,12 +25,47 @@ pub struct CalibrateArgs {
     /// Most rounds before giving up on stable medians (within 5%).
     #[arg(long, default_value_t = 6, allow_hyphen_values = true)]
     rounds: usize,
+    /// The idle gaps of the idle curve (N and S after each; one round of
+    /// --samples each), comma-separated, or `none`.
+    #[arg(long, default_value = "5us,10us,20us,50us,100us,200us,500us", value_parser = gaps, allow_hyphen_values = true)]
+    gaps: Gaps,
+    /// Runs of a polling pair with no work, for the ring's cost per
+    /// message (added to W_P and W_C by the model); 0: not measured.
+    #[arg(long, default_value_t = 5, allow_hyphen_values = true)]
+    overhead_runs: u32,
     /// Write the profile (JSON) here, for --profile.
     #[arg(long, allow_hyphen_values = true)]
     save: Option<PathBuf>,
     /// Print one JSON object: {"backend", "NP_ns", "NC_ns", "SP_ns", "SC_ns", ...}.
     #[arg(long)]
     json: bool,
+}
+
+/// The gaps of `--gaps`.
+#[derive(Debug, Clone)]
+struct Gaps(Vec<Duration>);
+
+fn gaps(s: &str) -> Result<Gaps, String> {
+    if s.trim() == "none" {
+        return Ok(Gaps(Vec::new()));
+    }
+    let v = s
+        .split(',')
+        .map(|g| {
+            let d = gap(g)?;
+            if d.is_zero() {
+                return Err(format!("`{}`: every gap must be longer than 0", g.trim()));
+            }
+            Ok(d)
+        })
+        .collect::<Result<Vec<_>, String>>()?;
+    if v.len() > kicklab_testbed::calibrate::MAX_GAPS {
+        return Err(format!(
+            "at most {} gaps",
+            kicklab_testbed::calibrate::MAX_GAPS
+        ));
+    }
+    Ok(Gaps(v))
 }
 
 fn gap(s: &str) -> Result<Duration, String> {
@@ -41,12 +76,27 @@ fn gap(s: &str) -> Result<Duration, String> {
 
 /// The profile as the JSON object of the contract (plus its full summary).
 pub fn profile_json(p: &Profile) -> serde_json::Value {
+    let mean = |s: Option<&Stat>| s.map(|s| s.mean_ns);
     json!({
         "backend": p.backend,
         "NP_ns": p.np.mean_ns,
         "NC_ns": p.nc.mean_ns,
         "SP_ns": p.sp.mean_ns,
         "SC_ns": p.sc.mean_ns,
+        "VP_ns": mean(p.visibility(Party::P)),
+        "VC_ns": mean(p.visibility(Party::C)),
+        "SP_V_ns": p.start(Party::P).mean_ns,
+        "SC_V_ns": p.start(Party::C).mean_ns,
+        "overhead_ns": mean(p.overhead.as_ref()),
+        "idle_curve": p.idle_curve.iter().map(|q| json!({
+            "gap_ns": q.gap_ns,
+            "NP_ns": q.np.mean_ns,
+            "NC_ns": q.nc.mean_ns,
+            "SP_ns": q.sp.mean_ns,
+            "SC_ns": q.sc.mean_ns,
+            "SP_median_ns": q.sp.median_ns,
+            "SC_median_ns": q.sc.median_ns,
+        })).collect::<Vec<_>>(),
         "direction": p.direction.map(kicklab_model::Direction::name),
         "SP_cpu_ns": p.sp_cpu.mean_ns,
         "SC_cpu_ns": p.sc_cpu.mean_ns,
@@ -68,16 +118,31 @@ pub fn run(a: &CalibrateArgs) -> anyhow::Result<()> {
     if !(1..=100).contains(&a.rounds) {
         return Err(crate::Usage("--rounds: between 1 and 100".into()).into());
     }
+    if a.overhead_runs > kicklab_testbed::calibrate::MAX_OVERHEAD_RUNS {
+        return Err(crate::Usage(format!(
+            "--overhead-runs: at most {}",
+            kicklab_testbed::calibrate::MAX_OVERHEAD_RUNS
+        ))
+        .into());
+    }
     if let Some(path) = &a.save {
         crate::check_out_file(path, "--save")?;
     }
+    let c = Calibration {
+        gaps: a.gaps.0.clone(),
+        overhead_runs: a.overhead_runs,
+        ..Calibration::new(a.samples, a.gap, a.rounds)
+    };
     eprintln!(
-        "calibrating {} ({} notifications per direction per round, {} idle before each) ...",
+        "calibrating {} ({} notifications per direction per round, {} idle before each; then {} more idle gaps, \
+         one round each; then {} runs of a polling pair with no work) ...",
         a.be.get().name(),
         a.samples,
-        fmt_ns(a.gap.as_secs_f64() * 1e9)
+        fmt_ns(a.gap.as_secs_f64() * 1e9),
+        c.gaps.iter().filter(|g| **g != c.gap).count(),
+        c.overhead_runs
     );
-    let p = calibrate_backend(a.be.get(), a.samples, a.gap, a.rounds)?;
+    let p = calibrate_backend(a.be.get(), &c)?;
     if let Some(path) = &a.save {
         std::fs::write(path, serde_json::to_string_pretty(&p)?)?;
         eprintln!("saved {}", path.display());
@@ -132,8 +197,66 @@ pub fn print_profile(p: &Profile) {
         &p.nc_cpu,
         "C's thread CPU time across its notify",
     );
-    row("S_P cpu", &p.sp_cpu, "P's own CPU time across the wake-up");
-    row("S_C cpu", &p.sc_cpu, "C's own CPU time across the wake-up");
+    let (sp_cpu, sc_cpu) = if p.direction.is_some() {
+        (
+            "P's own CPU time across the wait, per wake-up",
+            "C's own CPU time across the wait, per wake-up",
+        )
+    } else {
+        (
+            "P's own CPU time from the start of C's notify to running",
+            "C's own CPU time from the start of P's notify to running",
+        )
+    };
+    row("S_P cpu", &p.sp_cpu, sp_cpu);
+    row("S_C cpu", &p.sc_cpu, sc_cpu);
+    let guest_kick = |party: Party| {
+        let guest = match p.direction {
+            Some(kicklab_model::Direction::Tx) => Some(Party::P),
+            Some(kicklab_model::Direction::Rx) => Some(Party::C),
+            None => None,
+        };
+        guest == Some(party)
+    };
+    for (name, party, n, s) in [
+        ("V_P", Party::P, "N_P", "S_C"),
+        ("V_C", Party::C, "N_C", "S_P"),
+    ] {
+        if let Some(v) = p.visibility(party) {
+            let how = if guest_kick(party) {
+                "a polling host sees the guest's kick".to_string()
+            } else {
+                format!("{n} + {s} - {s} cpu, within [0, {n}], per sample")
+            };
+            row(
+                name,
+                v,
+                &format!("{n} starts -> the peer is runnable: {how}"),
+            );
+        }
+    }
+    for (name, party, r) in [
+        ("S_P|V", Party::P, "N_C + S_P - V_C"),
+        ("S_C|V", Party::C, "N_P + S_C - V_P"),
+    ] {
+        if p.visibility(party.other()).is_some() {
+            row(
+                name,
+                p.start(party),
+                &format!("runnable -> runs, the model's S: {r}"),
+            );
+        }
+    }
+    if let Some(o) = &p.overhead {
+        row(
+            "ring",
+            o,
+            &format!(
+                "per message of a polling pair with no work, {} runs; the model adds it to W_P and W_C",
+                o.n
+            ),
+        );
+    }
     if let (Some(sync), Some(drift)) = (p.clock_sync_ns, p.clock_drift_ns) {
         println!(
             "guest and host clocks related to within {} (half the best ping round trip); offset moved {} during a round",
@@ -161,6 +284,24 @@ pub fn print_profile(p: &Profile) {
             fmt_ns(d.n_c.mean_ns()),
             fmt_ns(d.s_c.mean_ns()),
         );
+    }
+    if !p.idle_curve.is_empty() {
+        println!("after other idle gaps (one round each; S as the model takes it; mean, median in parentheses):");
+        println!(
+            "  {:>8}  {:>21}  {:>21}  {:>21}  {:>21}",
+            "gap", "N_P", "N_C", "S_P", "S_C"
+        );
+        let cell = |s: &Stat| format!("{} ({})", fmt_ns(s.mean_ns), fmt_ns(s.median_ns));
+        for q in &p.idle_curve {
+            println!(
+                "  {:>8}  {:>21}  {:>21}  {:>21}  {:>21}",
+                fmt_ns(q.gap_ns),
+                cell(&q.np),
+                cell(&q.nc),
+                cell(&q.sp),
+                cell(&q.sc)
+            );
+        }
     }
     println!(
         "{} samples per cost in {} round(s); medians {}",

@@ -150,6 +150,8 @@ fn testbed_usage(t: &kicklab_testbed::TestbedError) -> Option<String> {
                 Setting::Spin => "--strategy",
                 Setting::Samples => "--samples",
                 Setting::Gap => "--gap",
+                Setting::Gaps => "--gaps",
+                Setting::Runs => "--overhead-runs",
                 Setting::Idle => "--idle",
                 Setting::HaltPoll => "--halt-poll",
                 Setting::Timeout => return None,

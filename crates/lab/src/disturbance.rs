@@ -311,7 +311,6 @@ pub(crate) mod tests {
     pub(crate) fn profile() -> Profile {
         let s = kicklab_model::Stat::of(vec![500.0; 3]);
         Profile {
-            backend: "futex".into(),
             np: s,
             nc: s,
             sp: s,
@@ -322,13 +321,9 @@ pub(crate) mod tests {
             sc_cpu: s,
             gap_ns: 50_000.0,
             rounds: 2,
-            stable: true,
             tsc_ghz: 2.0,
             cpus: 2,
-            direction: None,
-            clock_sync_ns: None,
-            clock_drift_ns: None,
-            kick_visible: None,
+            ..Profile::of_means("futex", [500.0; 4])
         }
     }
 

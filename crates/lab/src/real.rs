@@ -4,8 +4,10 @@
 
 use std::time::Duration;
 
-use kicklab_model::{predict, Params, Prediction, WaitMode};
-use kicklab_testbed::{calibrate_backend, run_pair, Backend, PairConfig, PairResult, Profile};
+use kicklab_model::{predict, Cost, Params, Party, Prediction, WaitMode};
+use kicklab_testbed::{
+    calibrate_backend, run_pair, Backend, Calibration, PairConfig, PairResult, Profile,
+};
 
 use crate::{Input, LabError, Progress};
 
@@ -111,8 +113,10 @@ pub fn run(spec: &RunSpec) -> Result<PairResult, LabError> {
     Ok(r)
 }
 
-/// The model's prediction for a real run: the pair with the profile's N
-/// and S (their means). `None` for a strategy with no closed form.
+/// The model's prediction for a real run: the pair with the profile's N,
+/// V and S (their means) and the ring's cost per message added to W, the
+/// sleepers' S looked up at how long they sleep ([`predicted_at_idle`]).
+/// `None` for a strategy with no closed form.
 ///
 /// # Errors
 ///
@@ -122,13 +126,125 @@ pub fn predicted(
     profile: &Profile,
     mode: WaitMode,
 ) -> Result<Option<Prediction>, LabError> {
+    Ok(predicted_at_idle(params, profile, mode)?.map(|x| x.prediction))
+}
+
+/// The most predictions [`predicted_at_idle`] makes.
+pub const IDLE_ITERATIONS: u32 = 30;
+
+/// A prediction whose start-ups are the idle curve's at the sleepers' idle
+/// time ([`predicted_at_idle`]).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct IdlePrediction {
+    /// The prediction.
+    pub prediction: Prediction,
+    /// The parameters it was made with.
+    pub params: Params,
+    /// How long P and C idle per sleep before the notification that wakes
+    /// them starts [ns], in the last prediction; `None` for a party that
+    /// does not sleep (or without an idle curve).
+    pub idle_ns: [Option<f64>; 2],
+    /// Predictions made.
+    pub iterations: u32,
+    /// Whether S settled (to 0.1% or 1 ns) within [`IDLE_ITERATIONS`].
+    pub settled: bool,
+}
+
+/// How long each party idles per sleep in `pred` before the notification
+/// that wakes it starts [ns]: its share of the round that is not busy,
+/// divided by its sleeps, less the V of the waking notification (the
+/// sleeper is runnable V into it). `None` for a party that does not sleep.
+#[allow(clippy::cast_precision_loss)]
+pub fn sleeper_idle(pred: &Prediction, params: &Params) -> [Option<f64>; 2] {
+    let r = &pred.rates;
+    let Some(round_ns) = pred.round_ns else {
+        return [None, None];
+    };
+    let messages = r.messages.max(1) as f64;
+    let idle = |sleeps: u64, busy_per_message: f64, v: Cost| {
+        (sleeps > 0).then(|| {
+            ((round_ns - busy_per_message * messages) / sleeps as f64 - v.mean_ns()).max(0.0)
+        })
+    };
+    [
+        idle(r.sleeps_p, r.e_p_ns, params.vis_c()),
+        idle(r.sleeps_c, r.e_c_ns, params.vis_p()),
+    ]
+}
+
+/// The model's prediction for a real run with the start-ups of the
+/// sleepers at their idle time: a fixed point over the sleep length.
+/// Predict with the profile's costs ([`Profile::apply`]); take each
+/// sleeper's idle time per sleep from the prediction's round
+/// ([`sleeper_idle`]); look its S up there ([`Profile::start_at_idle`]);
+/// predict again; until both S move by less than 0.1% (or 1 ns), at most
+/// [`IDLE_ITERATIONS`] predictions, the second half of them damped (S
+/// moves half-way to the looked-up value, so that a pair that flips
+/// between two regimes settles between them). A party that does not sleep
+/// keeps the profile's S; without an idle curve this is one prediction.
+/// `None` for a strategy with no closed form.
+///
+/// # Errors
+///
+/// Invalid parameters.
+pub fn predicted_at_idle(
+    params: &Params,
+    profile: &Profile,
+    mode: WaitMode,
+) -> Result<Option<IdlePrediction>, LabError> {
     let mut p = *params;
     profile.apply(&mut p, false);
-    match predict(&p, mode) {
+    let one = |p: &Params| match predict(p, mode) {
         Ok(x) => Ok(Some(x)),
         Err(kicklab_model::ModelError::NoClosedForm) => Ok(None),
-        Err(e) => Err(e.into()),
+        Err(e) => Err(LabError::from(e)),
+    };
+    let Some(mut pred) = one(&p)? else {
+        return Ok(None);
+    };
+    let mut out = IdlePrediction {
+        prediction: pred,
+        params: p,
+        idle_ns: [None, None],
+        iterations: 1,
+        settled: true,
+    };
+    if profile.idle_curve.is_empty() {
+        return Ok(Some(out));
     }
+    out.settled = false;
+    loop {
+        let idle = sleeper_idle(&pred, &p);
+        let now = [p.s_p.mean_ns(), p.s_c.mean_ns()];
+        let target: [f64; 2] = std::array::from_fn(|i| {
+            let party = [Party::P, Party::C][i];
+            idle[i]
+                .and_then(|g| profile.start_at_idle(party, g))
+                .map_or(now[i], |s| s.max(0.0))
+        });
+        out.idle_ns = idle;
+        if (0..2).all(|i| (target[i] - now[i]).abs() <= (1e-3 * now[i]).max(1.0)) {
+            out.settled = true;
+            break;
+        }
+        if out.iterations >= IDLE_ITERATIONS {
+            break;
+        }
+        let damped = out.iterations > IDLE_ITERATIONS / 2;
+        let next: [f64; 2] = std::array::from_fn(|i| {
+            if damped {
+                0.5 * (now[i] + target[i])
+            } else {
+                target[i]
+            }
+        });
+        (p.s_p, p.s_c) = (Cost::Const(next[0]), Cost::Const(next[1]));
+        pred = one(&p)?.expect("the same mode predicted before");
+        out.iterations += 1;
+    }
+    out.prediction = pred;
+    out.params = p;
+    Ok(Some(out))
 }
 
 /// `given` if it calibrates `backend`, else (none given) a quick
@@ -172,7 +288,10 @@ pub fn profile_for(
             backend.name(),
             backend.name()
         ));
-        calibrate_backend(backend, 200, Duration::from_micros(50), 2)?
+        calibrate_backend(
+            backend,
+            &Calibration::new(200, Duration::from_micros(50), 2),
+        )?
     };
     Ok(p)
 }
@@ -191,6 +310,98 @@ mod tests {
         assert_eq!(
             strategy(WaitMode::Spin { budget_ns: 5000.0 }),
             kicklab_ring::WaitStrategy::SpinThenBlock(Duration::from_micros(5))
+        );
+    }
+
+    /// A futex-like profile whose start-ups grow with the idle gap.
+    fn curved(s_of_gap: impl Fn(f64) -> f64) -> Profile {
+        let mut p = Profile::of_means("futex", [2000.0, 2000.0, 3000.0, 3000.0]);
+        let base = kicklab_model::IdlePoint::of(&p);
+        p.idle_curve = [1e3, 3e3, 10e3, 30e3, 100e3]
+            .into_iter()
+            .map(|g| kicklab_model::IdlePoint {
+                gap_ns: g,
+                sp: kicklab_model::Stat::constant(s_of_gap(g)),
+                sc: kicklab_model::Stat::constant(s_of_gap(g)),
+                ..base
+            })
+            .collect();
+        p
+    }
+
+    #[test]
+    fn without_a_curve_the_prediction_is_the_plain_model() {
+        let p = Profile::of_means("futex", [2000.0, 2000.0, 3000.0, 3000.0]);
+        let params = Params {
+            w_p: Cost::Const(2000.0),
+            ..Params::default()
+        };
+        let x = predicted_at_idle(&params, &p, WaitMode::Notify)
+            .unwrap()
+            .unwrap();
+        let mut q = params;
+        p.apply(&mut q, false);
+        assert_eq!(x.prediction, predict(&q, WaitMode::Notify).unwrap());
+        assert_eq!((x.iterations, x.settled), (1, true));
+        // A flat curve at the profile's S changes nothing either.
+        let flat = curved(|_| 3000.0);
+        let y = predicted_at_idle(&params, &flat, WaitMode::Notify)
+            .unwrap()
+            .unwrap();
+        assert_eq!(y.prediction, x.prediction);
+        assert!(y.settled);
+        assert!(
+            y.idle_ns[1].is_some() && y.idle_ns[0].is_none(),
+            "C sleeps in FC"
+        );
+        // No closed form, no prediction.
+        assert!(predicted(&params, &flat, WaitMode::Spin { budget_ns: 1e3 })
+            .unwrap()
+            .is_none());
+    }
+
+    #[test]
+    fn the_fixed_point_uses_s_at_the_predicted_idle_time() {
+        // S grows with the gap: 1 us after 1 us of idling, 21 us after 100.
+        let p = curved(|g| 1000.0 + 20e3 * (g.ln() - 1e3f64.ln()) / (100f64).ln());
+        for (wp, wc, sleeper) in [(2000.0, 1100.0, 1), (600.0, 1100.0, 0), (3000.0, 1000.0, 1)] {
+            let params = Params {
+                w_p: Cost::Const(wp),
+                w_c: Cost::Const(wc),
+                ..Params::default()
+            };
+            let x = predicted_at_idle(&params, &p, WaitMode::Notify)
+                .unwrap()
+                .unwrap();
+            assert!(x.settled, "W_P {wp}: {x:?}");
+            assert!(x.iterations > 1 && x.iterations <= IDLE_ITERATIONS);
+            // Fixed point: the S used is the curve's at the idle time the
+            // prediction made with it says.
+            let idle = sleeper_idle(&x.prediction, &x.params)[sleeper].expect("sleeps");
+            assert_eq!(x.idle_ns[sleeper], Some(idle));
+            let party = [Party::P, Party::C][sleeper];
+            let want = p.start_at_idle(party, idle).unwrap();
+            let used = [x.params.s_p, x.params.s_c][sleeper].mean_ns();
+            assert!(
+                (used - want).abs() <= (1e-3 * want).max(1.0),
+                "W_P {wp}: S {used} at idle {idle}, the curve says {want}"
+            );
+            // The prediction is the model's with those parameters.
+            assert_eq!(x.prediction, predict(&x.params, WaitMode::Notify).unwrap());
+            // The other party keeps the profile's S.
+            assert_eq!(
+                [x.params.s_p, x.params.s_c][1 - sleeper],
+                Cost::Const(3000.0)
+            );
+        }
+        // Polling: nobody sleeps, nothing to look up.
+        let params = Params::default();
+        let x = predicted_at_idle(&params, &p, WaitMode::Poll)
+            .unwrap()
+            .unwrap();
+        assert_eq!(
+            (x.iterations, x.settled, x.idle_ns),
+            (1, true, [None, None])
         );
     }
 

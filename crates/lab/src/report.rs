@@ -9,8 +9,11 @@
 use std::fmt::Write as _;
 
 use kicklab_model::{fmt_ns, predict, Cost, Params, Regime, WaitMode};
-use kicklab_model::{Profile, Stat};
-use kicklab_report::{html_escape, sweep_charts, sweep_csv, Cell, Column, Page, Section, Table};
+use kicklab_model::{Party, Profile, Stat};
+use kicklab_report::{
+    html_escape, sweep_charts, sweep_csv, Cell, Chart, Column, Mark, Page, Section, Series, Style,
+    Table,
+};
 use kicklab_sim::{simulate, sweep, SimConfig, Vary};
 
 use crate::{Input, LabError, Progress};
@@ -141,6 +144,84 @@ fn costs_row(first: &str, p: &Profile, cell: impl Fn(&Stat) -> String) -> Vec<Ce
     row
 }
 
+/// `mean (median)` of a statistic, or `-`.
+fn mean_median(s: Option<&Stat>) -> String {
+    s.map_or_else(
+        || "-".into(),
+        |s| format!("{} ({})", fmt_ns(s.mean_ns), fmt_ns(s.median_ns)),
+    )
+}
+
+/// The chart of N and S against the idle gap before the notification
+/// (the profile's idle curve): x is log10 of the gap in us, with a dashed
+/// line labelled at each measured gap.
+pub fn idle_chart(p: &Profile, be: &str) -> Chart {
+    let x = |gap_ns: f64| (gap_ns / 1e3).log10();
+    let series =
+        |name: &str, style: Style, value: &dyn Fn(&kicklab_model::IdlePoint) -> f64| Series {
+            name: name.into(),
+            points: p
+                .idle_curve
+                .iter()
+                .map(|q| (x(q.gap_ns), value(q) / 1e3))
+                .collect(),
+            style,
+            ..Series::default()
+        };
+    Chart {
+        title: format!("Start-up and notification costs vs idle time ({be})"),
+        x_label:
+            "idle gap before the notification (log10 of us; dashed lines at the measured gaps)"
+                .into(),
+        y_label: "cost [us]".into(),
+        series: vec![
+            series("S_P (mean)", Style::Thick, &|q| q.start(Party::P).mean_ns),
+            series("S_C (mean)", Style::Thick, &|q| q.start(Party::C).mean_ns),
+            series("S_P (median)", Style::Points, &|q| {
+                q.start(Party::P).median_ns
+            }),
+            series("S_C (median)", Style::Points, &|q| {
+                q.start(Party::C).median_ns
+            }),
+            series("N_P (mean)", Style::Dashed, &|q| q.np.mean_ns),
+            series("N_C (mean)", Style::Dashed, &|q| q.nc.mean_ns),
+        ],
+        marks: p
+            .idle_curve
+            .iter()
+            .map(|q| Mark {
+                x: x(q.gap_ns),
+                label: fmt_ns(q.gap_ns),
+            })
+            .collect(),
+        ..Chart::default()
+    }
+}
+
+/// The idle curve as a table: N and the model's S (mean, median) per gap.
+fn idle_table(p: &Profile, be: &str) -> Table {
+    let mut t = Table::new(
+        &format!("{be}: costs vs idle gap"),
+        vec![
+            Column::ns("gap", "idle gap"),
+            Column::text("NP", "N_P"),
+            Column::text("NC", "N_C"),
+            Column::text("SP", "S_P"),
+            Column::text("SC", "S_C"),
+        ],
+    );
+    for q in &p.idle_curve {
+        t.push(vec![
+            q.gap_ns.into(),
+            mean_median(Some(&q.np)).into(),
+            mean_median(Some(&q.nc)).into(),
+            mean_median(Some(q.start(Party::P))).into(),
+            mean_median(Some(q.start(Party::C))).into(),
+        ]);
+    }
+    t
+}
+
 /// Calibrates every thread backend and validates futex: the testbed
 /// section of the report.
 fn testbed_sections(a: &ReportOptions, progress: &dyn Progress) -> Result<Vec<Section>, LabError> {
@@ -148,17 +229,27 @@ fn testbed_sections(a: &ReportOptions, progress: &dyn Progress) -> Result<Vec<Se
     let mut h = String::from(
         "<p>Measured by <code>kicklab calibrate --backend B</code> (method: <code>docs/calibration.md</code>): N is the \
          notify call with the peer asleep, S the time from the end of that call until the woken thread runs, after 50 us \
-         of idling. Means, with median and p10-p90 in parentheses.</p>\n",
+         of idling; V is when the woken thread became runnable, from the start of the call (N + S less its own CPU time \
+         across the wait, within [0, N]); the overhead is the time per message of a polling pair with no work, which the \
+         model adds to W_P and W_C. Means, with median and p10-p90 in parentheses.</p>\n",
     );
     let mut table = costs_table(
         "calibrated costs",
         Column::text("backend", "backend"),
-        vec![Column::text("stable", "stable")],
+        vec![
+            Column::text("VP", "V_P"),
+            Column::text("VC", "V_C"),
+            Column::text("overhead", "overhead"),
+            Column::text("stable", "stable"),
+        ],
     );
     let mut profiles = Vec::new();
     for be in NotifierKind::ALL {
         progress.note(&format!("report: calibrating {} ...", be.name()));
-        let p = kicklab_testbed::calibrate(be, 400, std::time::Duration::from_micros(50), 6)?;
+        let p = kicklab_testbed::calibrate_backend(
+            kicklab_testbed::Backend::Threads(be),
+            &kicklab_testbed::Calibration::new(400, std::time::Duration::from_micros(50), 6),
+        )?;
         let cell = |s: &kicklab_testbed::Stat| {
             format!(
                 "{} ({}; {}-{})",
@@ -174,6 +265,9 @@ fn testbed_sections(a: &ReportOptions, progress: &dyn Progress) -> Result<Vec<Se
             cell(&p.nc).into(),
             cell(&p.sp).into(),
             cell(&p.sc).into(),
+            mean_median(p.vp.as_ref()).into(),
+            mean_median(p.vc.as_ref()).into(),
+            mean_median(p.overhead.as_ref()).into(),
             format!(
                 "{}, {} rounds",
                 if p.stable { "yes" } else { "no" },
@@ -187,11 +281,29 @@ fn testbed_sections(a: &ReportOptions, progress: &dyn Progress) -> Result<Vec<Se
     h.push_str("<p>The paper's prototype (producer in a QEMU/KVM guest, consumer a host kernel thread) measured \
                 N_P = 2.4, S_P = 3.9, N_C = 0.2, S_C = 0.2 us: asymmetric because a guest's kick is a VM exit. Here both \
                 ends are threads, so the costs are symmetric.</p>");
+    let mut figures = Vec::new();
+    if let Some((be, p)) = profiles.iter().find(|(b, _)| *b == NotifierKind::Futex) {
+        if !p.idle_curve.is_empty() {
+            h.push_str(
+                "<p>S depends on how long the woken party idled: the same calibration after other idle gaps \
+                 (<code>--gaps</code>; one round each). A real run's prediction looks S up at the sleeper's idle time \
+                 (<code>docs/calibration.md</code>, \"Start-up vs idle time\"). S here is the model's: from becoming \
+                 runnable (V into the notification) to running.</p>",
+            );
+            h.push_str(&idle_table(p, be.name()).to_html());
+            let c = idle_chart(p, be.name());
+            figures.push((
+                format!("idle-{}", be.name()),
+                c.to_svg(960, 540)?,
+                c.caption(),
+            ));
+        }
+    }
     let calib = Section {
         id: "calibration".into(),
         heading: "Calibrated costs of this machine".into(),
         html: h,
-        figures: vec![],
+        figures,
     };
     let (be, profile) = profiles
         .into_iter()
@@ -239,7 +351,10 @@ fn kvm_sections(a: &ReportOptions, progress: &dyn Progress) -> Result<Vec<Sectio
         guest: kicklab_testbed::kvm::guest::GuestMode::User,
     });
     progress.note("report: calibrating kvm ...");
-    let p = kicklab_testbed::calibrate_backend(be, 400, std::time::Duration::from_micros(50), 6)?;
+    let p = kicklab_testbed::calibrate_backend(
+        be,
+        &kicklab_testbed::Calibration::new(400, std::time::Duration::from_micros(50), 6),
+    )?;
     let mut h = String::from(
         "<p>Measured by <code>kicklab calibrate --backend kvm</code>: the producer P is the guest, the consumer C a host \
          thread. Means (median). Guest and host TSCs related by a ping exchange",
@@ -261,6 +376,23 @@ fn kvm_sections(a: &ReportOptions, progress: &dyn Progress) -> Result<Vec<Sectio
     ratios.extend(p.means_over_paper().map(|r| Cell::from(format!("{r:.1}x"))));
     table.push(ratios);
     h.push_str(&table.to_html());
+    let _ = write!(
+        h,
+        "<p>What the model takes (<code>docs/calibration.md</code>, \"Visibility\"): V_P {} (a polling host sees the \
+         guest's kick), S_C after V_P {}; V_C {}, S_P after V_C {}; the ring's cost per message (a polling pair with no \
+         work, added to W_P and W_C) {}. Means (median).</p>",
+        mean_median(p.visibility(Party::P)),
+        mean_median(Some(p.start(Party::C))),
+        mean_median(p.visibility(Party::C)),
+        mean_median(Some(p.start(Party::P))),
+        mean_median(p.overhead.as_ref()),
+    );
+    let mut figures = Vec::new();
+    if !p.idle_curve.is_empty() {
+        h.push_str(&idle_table(&p, "kvm").to_html());
+        let c = idle_chart(&p, "kvm");
+        figures.push(("idle-kvm".to_string(), c.to_svg(960, 540)?, c.caption()));
+    }
     h.push_str(
         "<p>Why they differ (<code>docs/kvm.md</code>): this KVM is PVM, nested in a cloud VM without VMX. A guest kick \
          (N_P) is an <code>out</code> that traps into PVM's emulator before the ioeventfd fires; the guest's wake-up \
@@ -272,7 +404,7 @@ fn kvm_sections(a: &ReportOptions, progress: &dyn Progress) -> Result<Vec<Sectio
         id: "kvm-calibration".into(),
         heading: "KVM: calibrated costs vs the paper's".into(),
         html: h,
-        figures: vec![],
+        figures,
     };
     let vary = Vary::parse(crate::validate::FIG4_SWEEP).expect("valid");
     progress.note(&format!(
@@ -749,6 +881,30 @@ mod tests {
                 other => panic!("{bad:?}: {other:?}"),
             }
         }
+    }
+
+    #[test]
+    fn the_idle_chart_draws_the_curve_against_log_gap() {
+        let mut p = Profile::of_means("futex", [2e3, 2e3, 3e3, 3e3]);
+        let base = kicklab_model::IdlePoint::of(&p);
+        p.idle_curve = [5e3, 50e3, 500e3]
+            .into_iter()
+            .map(|g| kicklab_model::IdlePoint {
+                gap_ns: g,
+                sp: Stat::constant(g / 10.0),
+                ..base
+            })
+            .collect();
+        let c = idle_chart(&p, "futex");
+        assert_eq!(c.series.len(), 6);
+        assert_eq!(c.series[0].points.len(), 3);
+        // x is log10 of the gap in us; S in us.
+        assert!((c.series[0].points[1].0 - 50f64.log10()).abs() < 1e-12);
+        assert!((c.series[0].points[1].1 - 5.0).abs() < 1e-12);
+        let labels: Vec<&str> = c.marks.iter().map(|m| m.label.as_str()).collect();
+        assert_eq!(labels, ["5us", "50us", "500us"]);
+        assert!(c.to_svg(960, 540).unwrap().contains("S_P (mean)"));
+        assert_eq!(idle_table(&p, "futex").to_csv().lines().count(), 4);
     }
 
     #[test]

@@ -244,6 +244,24 @@ impl Cost {
     }
 }
 
+impl Cost {
+    /// The same cost plus `ns` on every draw where the distribution allows
+    /// it (a constant, a uniform: shifted), else the same kind of
+    /// distribution with its mean raised by `ns` ([`Cost::with_mean`]):
+    /// either way the mean grows by exactly `ns` (the truncated normal's
+    /// by `ns` as well, through [`Cost::with_mean`]).
+    pub fn plus(&self, ns: f64) -> Cost {
+        match *self {
+            Cost::Const(v) => Cost::Const(v + ns),
+            Cost::Uniform { lo_ns, hi_ns } => Cost::Uniform {
+                lo_ns: lo_ns + ns,
+                hi_ns: hi_ns + ns,
+            },
+            _ => self.with_mean(self.mean_ns() + ns),
+        }
+    }
+}
+
 impl fmt::Display for Cost {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match *self {
@@ -406,6 +424,33 @@ mod tests {
             },
         ] {
             assert_eq!(Cost::parse(&c.spec()).unwrap(), c);
+        }
+    }
+
+    #[test]
+    fn plus_raises_the_mean() {
+        for c in [
+            Cost::Const(100.0),
+            Cost::Uniform {
+                lo_ns: 50.0,
+                hi_ns: 150.0,
+            },
+            Cost::Exp { mean_ns: 100.0 },
+            Cost::Normal {
+                mu_ns: 100.0,
+                sd_ns: 30.0,
+            },
+            Cost::LogNormal {
+                mean_ns: 100.0,
+                sigma: 0.3,
+            },
+        ] {
+            let d = c.plus(25.0);
+            assert!(
+                (d.mean_ns() - c.mean_ns() - 25.0).abs() < 1e-9,
+                "{c} -> {d}"
+            );
+            d.check().unwrap();
         }
     }
 

@@ -17,6 +17,16 @@ pub enum Party {
     C,
 }
 
+impl Party {
+    /// The peer.
+    pub fn other(self) -> Party {
+        match self {
+            Party::P => Party::C,
+            Party::C => Party::P,
+        }
+    }
+}
+
 /// The parameters of the pair (paper, Section 2; `docs/model.md`).
 ///
 /// Costs are [`Cost`]s in nanoseconds; the closed-form model uses their

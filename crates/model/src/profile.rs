@@ -1,12 +1,13 @@
-//! Calibrated costs ([`Profile`], [`Stat`]): what a calibration of a
-//! machine's notification costs N and start-up costs S produced, and how
-//! the model and the simulator use them. Plain data: the measurement itself
-//! lives in the testbed, so the model reads a profile without linking any
-//! hardware code.
+//! Calibrated costs ([`Profile`], [`Stat`], [`IdlePoint`]): what a
+//! calibration of a machine's notification costs N, visibilities V and
+//! start-up costs S produced, the ring's own cost per message, how S grows
+//! with the time a party idled, and how the model and the simulator use
+//! them. Plain data: the measurement itself lives in the testbed, so the
+//! model reads a profile without linking any hardware code.
 
 use serde::{Deserialize, Serialize};
 
-use crate::Cost;
+use crate::{Cost, IdleScale, Party};
 
 /// Which side a guest is, where one party runs in a VM.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
@@ -60,6 +61,18 @@ pub struct Stat {
 }
 
 impl Stat {
+    /// A cost measured as one value: every statistic `ns`, no spread.
+    pub fn constant(ns: f64) -> Stat {
+        Stat {
+            median_ns: ns,
+            mean_ns: ns,
+            p10_ns: ns,
+            p90_ns: ns,
+            sigma_log: 0.0,
+            n: 1,
+        }
+    }
+
     /// Summarizes samples [ns].
     #[allow(
         clippy::cast_precision_loss,
@@ -133,10 +146,14 @@ pub struct Profile {
     /// C's thread CPU time across its notify call.
     #[serde(rename = "NC_cpu")]
     pub nc_cpu: Stat,
-    /// P's own CPU time across its wake-up.
+    /// P's own CPU time in its wake-up: threads, from the start of C's
+    /// notification to P running (P's clock read by C just before it
+    /// notifies; across the whole wait in profiles from before V); kvm,
+    /// the waiter's CPU across its wait (the host thread's, or the guest's
+    /// vCPU thread's per wake-up).
     #[serde(rename = "SP_cpu")]
     pub sp_cpu: Stat,
-    /// C's own CPU time across its wake-up.
+    /// C's own CPU time in its wake-up (as [`Profile::sp_cpu`]).
     #[serde(rename = "SC_cpu")]
     pub sc_cpu: Stat,
     /// Idle time of the waiter before each notification [ns].
@@ -163,32 +180,180 @@ pub struct Profile {
     /// runnable at the end of N" does not hold here (`docs/kvm.md`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub kick_visible: Option<Stat>,
+    /// V_P: from the start of P's notification until C is runnable [ns],
+    /// 0 <= V_P <= N_P (`docs/calibration.md`, "Visibility"). `None` in
+    /// profiles from before V: then V_P = N_P and S_C is [`Profile::sc`].
+    #[serde(rename = "VP", default, skip_serializing_if = "Option::is_none")]
+    pub vp: Option<Stat>,
+    /// V_C: from the start of C's notification until P is runnable [ns].
+    #[serde(rename = "VC", default, skip_serializing_if = "Option::is_none")]
+    pub vc: Option<Stat>,
+    /// S_P as the model takes it with [`Profile::vc`]: from P becoming
+    /// runnable to P running, R - V_C, where R = N_C + S_P (wall) is the
+    /// time from the start of C's notification to P running.
+    #[serde(rename = "SP_V", default, skip_serializing_if = "Option::is_none")]
+    pub sp_v: Option<Stat>,
+    /// S_C as the model takes it with [`Profile::vp`]: R - V_P, R = N_P +
+    /// S_C (wall).
+    #[serde(rename = "SC_V", default, skip_serializing_if = "Option::is_none")]
+    pub sc_v: Option<Stat>,
+    /// The ring's own cost per message [ns]: T of a polling pair with no
+    /// work (W_P = W_C = 0) over the backend's real ring, one sample per
+    /// run. [`Profile::apply`] adds it to W_P and W_C.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub overhead: Option<Stat>,
+    /// N, V and S after other idle gaps, ascending by gap
+    /// ([`Profile::start_at_idle`]).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub idle_curve: Vec<IdlePoint>,
+}
+
+/// N, V and S measured after one idle gap: a point of
+/// [`Profile::idle_curve`].
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct IdlePoint {
+    /// How long the woken party idled before each notification [ns].
+    pub gap_ns: f64,
+    /// N_P.
+    #[serde(rename = "NP")]
+    pub np: Stat,
+    /// N_C.
+    #[serde(rename = "NC")]
+    pub nc: Stat,
+    /// S_P as the model takes it ([`Profile::start`]: after V_C where V was
+    /// derived, else the wall S_P).
+    #[serde(rename = "SP")]
+    pub sp: Stat,
+    /// S_C as the model takes it.
+    #[serde(rename = "SC")]
+    pub sc: Stat,
+    /// V_P, where derived.
+    #[serde(rename = "VP", default, skip_serializing_if = "Option::is_none")]
+    pub vp: Option<Stat>,
+    /// V_C, where derived.
+    #[serde(rename = "VC", default, skip_serializing_if = "Option::is_none")]
+    pub vc: Option<Stat>,
+}
+
+impl IdlePoint {
+    /// The point a calibration at one gap makes.
+    pub fn of(p: &Profile) -> IdlePoint {
+        IdlePoint {
+            gap_ns: p.gap_ns,
+            np: p.np,
+            nc: p.nc,
+            sp: *p.start(Party::P),
+            sc: *p.start(Party::C),
+            vp: p.visibility(Party::P).copied(),
+            vc: p.visibility(Party::C).copied(),
+        }
+    }
+
+    /// The model's start-up of `party` at this gap.
+    pub fn start(&self, party: Party) -> &Stat {
+        match party {
+            Party::P => &self.sp,
+            Party::C => &self.sc,
+        }
+    }
+
+    /// When the notification that wakes `party` makes it runnable, from
+    /// the notification's start: its V where derived, else its N.
+    pub fn wakes_after(&self, party: Party) -> &Stat {
+        match party {
+            Party::P => self.vc.as_ref().unwrap_or(&self.nc),
+            Party::C => self.vp.as_ref().unwrap_or(&self.np),
+        }
+    }
 }
 
 impl Profile {
-    /// The start-up costs whose mean came out negative (the woken party ran
-    /// before the notifier's call returned), by name; the model takes them
-    /// as 0 (`docs/kvm.md`).
+    /// A profile of constant costs (N_P, N_C, S_P, S_C) [ns] and nothing
+    /// else: for tests and for costs known from elsewhere.
+    pub fn of_means(backend: &str, [np, nc, sp, sc]: [f64; 4]) -> Profile {
+        let c = Stat::constant;
+        Profile {
+            backend: backend.into(),
+            np: c(np),
+            nc: c(nc),
+            sp: c(sp),
+            sc: c(sc),
+            np_cpu: c(np),
+            nc_cpu: c(nc),
+            sp_cpu: c(sp),
+            sc_cpu: c(sc),
+            gap_ns: 0.0,
+            rounds: 1,
+            stable: true,
+            tsc_ghz: 0.0,
+            cpus: 0,
+            direction: None,
+            clock_sync_ns: None,
+            clock_drift_ns: None,
+            kick_visible: None,
+            vp: None,
+            vc: None,
+            sp_v: None,
+            sc_v: None,
+            overhead: None,
+            idle_curve: Vec::new(),
+        }
+    }
+
+    /// V of `party`'s notification (V_P for P: when C becomes runnable),
+    /// where the calibration derived one together with the matching S.
+    pub fn visibility(&self, party: Party) -> Option<&Stat> {
+        match party {
+            Party::P => self.vp.as_ref().filter(|_| self.sc_v.is_some()),
+            Party::C => self.vc.as_ref().filter(|_| self.sp_v.is_some()),
+        }
+    }
+
+    /// The start-up of `party` as the model takes it: from becoming
+    /// runnable to running (S_P after V_C where V was derived, else the
+    /// wall S_P, from the end of the notification).
+    pub fn start(&self, party: Party) -> &Stat {
+        match party {
+            Party::P => self
+                .sp_v
+                .as_ref()
+                .filter(|_| self.vc.is_some())
+                .unwrap_or(&self.sp),
+            Party::C => self
+                .sc_v
+                .as_ref()
+                .filter(|_| self.vp.is_some())
+                .unwrap_or(&self.sc),
+        }
+    }
+
+    /// The start-up costs the model cannot take as measured, by name: a
+    /// mean that stays negative after V has absorbed what it can (the
+    /// woken party ran before its notification started, or, in a profile
+    /// without V, before the notifier's call returned). The model takes
+    /// them as 0 (`docs/kvm.md`).
     pub fn negative_starts(&self) -> Vec<&'static str> {
-        [("S_P", &self.sp), ("S_C", &self.sc)]
+        [("S_P", Party::P), ("S_C", Party::C)]
             .into_iter()
-            .filter(|(_, s)| s.mean_ns < 0.0)
+            .filter(|(_, party)| self.start(*party).mean_ns < 0.0)
             .map(|(n, _)| n)
             .collect()
     }
 
-    /// The four costs as (N_P, N_C, S_P, S_C) for the model and simulator.
+    /// The four costs as (N_P, N_C, S_P, S_C) for the model and simulator
+    /// (S as [`Profile::start`]).
     pub fn costs(&self) -> [Cost; 4] {
         [
             self.np.as_cost(),
             self.nc.as_cost(),
-            self.sp.as_cost(),
-            self.sc.as_cost(),
+            self.start(Party::P).as_cost(),
+            self.start(Party::C).as_cost(),
         ]
     }
 
     /// The means of N_P, N_C, S_P, S_C over the paper's (Rizzo et al.'s
-    /// QEMU/KVM prototype, the costs of [`crate::Params::default`]).
+    /// QEMU/KVM prototype, the costs of [`crate::Params::default`]). S is
+    /// the wall start-up (after the notification ends), as in the paper.
     pub fn means_over_paper(&self) -> [f64; 4] {
         let d = crate::Params::default();
         let paper = [d.n_p, d.n_c, d.s_p, d.s_c];
@@ -197,20 +362,121 @@ impl Profile {
     }
 
     /// Puts the calibrated costs into `params` (distributions with the
-    /// measured spread if `spread`, else their means).
+    /// measured spread if `spread`, else their means): N, V and S
+    /// ([`Profile::apply_costs`]), and the ring's cost per message
+    /// ([`Profile::overhead`]) added to W_P and W_C: the model's W is the
+    /// work a real party spins plus what the ring costs it per message.
     pub fn apply(&self, params: &mut crate::Params, spread: bool) {
+        self.apply_costs(params, spread);
+        if let Some(o) = &self.overhead {
+            let o = o.mean_ns.max(0.0);
+            params.w_p = params.w_p.plus(o);
+            params.w_c = params.w_c.plus(o);
+        }
+    }
+
+    /// Puts the calibrated N, V and S into `params`, leaving W alone (a
+    /// real run's parameters: its W is what the parties spin). V is cut to
+    /// N where a profile has it larger (`Params::validate`'s rule).
+    pub fn apply_costs(&self, params: &mut crate::Params, spread: bool) {
         let [np, nc, sp, sc] = self.costs();
         let f = |c: Cost| if spread { c } else { Cost::Const(c.mean_ns()) };
         (params.n_p, params.n_c, params.s_p, params.s_c) = (f(np), f(nc), f(sp), f(sc));
+        let vis = |party: Party, n: Cost| {
+            self.visibility(party).map(|v| {
+                let v = f(v.as_cost());
+                if v.mean_ns() > n.mean_ns() {
+                    v.with_mean(n.mean_ns())
+                } else {
+                    v
+                }
+            })
+        };
+        params.v_p = vis(Party::P, params.n_p);
+        params.v_c = vis(Party::C, params.n_c);
     }
 
     /// Puts the calibrated medians into `params` as constants: the typical
     /// cost, insensitive to the rare very slow wake-ups that dominate the
-    /// means here (`docs/calibration.md`).
+    /// means here (`docs/calibration.md`); the overhead's median is added
+    /// to W_P and W_C as in [`Profile::apply`].
     pub fn apply_medians(&self, params: &mut crate::Params) {
         let c = |s: &Stat| Cost::Const(s.median_ns.max(0.0));
-        (params.n_p, params.n_c, params.s_p, params.s_c) =
-            (c(&self.np), c(&self.nc), c(&self.sp), c(&self.sc));
+        (params.n_p, params.n_c, params.s_p, params.s_c) = (
+            c(&self.np),
+            c(&self.nc),
+            c(self.start(Party::P)),
+            c(self.start(Party::C)),
+        );
+        let vis = |party: Party, n: &Stat| {
+            self.visibility(party)
+                .map(|v| Cost::Const(v.median_ns.clamp(0.0, n.median_ns.max(0.0))))
+        };
+        params.v_p = vis(Party::P, &self.np);
+        params.v_c = vis(Party::C, &self.nc);
+        if let Some(o) = &self.overhead {
+            let o = o.median_ns.max(0.0);
+            params.w_p = params.w_p.plus(o);
+            params.w_c = params.w_c.plus(o);
+        }
+    }
+
+    /// A value of the idle curve at `idle_ns` of idling before the
+    /// notification: `value` of the points, interpolated linearly in
+    /// ln(gap) between the two measured gaps around `idle_ns`, and held
+    /// at the first (last) point's below (above) the measured range.
+    /// `None` without a curve.
+    pub fn at_idle(&self, idle_ns: f64, value: impl Fn(&IdlePoint) -> f64) -> Option<f64> {
+        let mut pts: Vec<&IdlePoint> = self
+            .idle_curve
+            .iter()
+            .filter(|p| p.gap_ns > 0.0 && p.gap_ns.is_finite())
+            .collect();
+        pts.sort_by(|a, b| a.gap_ns.total_cmp(&b.gap_ns));
+        let (first, last) = (pts.first()?, pts.last()?);
+        if idle_ns.is_nan() || idle_ns <= first.gap_ns {
+            return Some(value(first));
+        }
+        if idle_ns >= last.gap_ns {
+            return Some(value(last));
+        }
+        let i = pts.partition_point(|p| p.gap_ns <= idle_ns);
+        let (a, b) = (pts[i - 1], pts[i]);
+        let f = (idle_ns.ln() - a.gap_ns.ln()) / (b.gap_ns.ln() - a.gap_ns.ln());
+        Some(value(a) + f * (value(b) - value(a)))
+    }
+
+    /// The idle curve as the simulator's [`IdleScale`] of `party`'s
+    /// start-up: at each point, the time from falling asleep to becoming
+    /// runnable (the gap plus when the waking notification makes it
+    /// runnable, [`IdlePoint::wakes_after`], means) against the factor of
+    /// its S there over the profile's own S (means). Points that would not
+    /// make a curve (a factor <= 0, an idle time not above the previous
+    /// one) are left out. `None` without a curve or with an S <= 0.
+    pub fn idle_scale(&self, party: Party) -> Option<IdleScale> {
+        let base = self.start(party).mean_ns;
+        if base.is_nan() || base <= 0.0 {
+            return None;
+        }
+        let mut pts: Vec<&IdlePoint> = self.idle_curve.iter().collect();
+        pts.sort_by(|a, b| a.gap_ns.total_cmp(&b.gap_ns));
+        let mut curve: Vec<(f64, f64)> = Vec::new();
+        for q in pts {
+            let idle = q.gap_ns + q.wakes_after(party).mean_ns.max(0.0);
+            let factor = q.start(party).mean_ns / base;
+            if factor > 0.0 && curve.last().is_none_or(|l| idle > l.0) {
+                curve.push((idle, factor));
+            }
+        }
+        curve.truncate(IdleScale::MAX_POINTS);
+        IdleScale::new(&curve).ok()
+    }
+
+    /// The mean start-up of `party` ([`Profile::start`]) after idling
+    /// `idle_ns` before the notification, from the idle curve
+    /// ([`Profile::at_idle`]); `None` without a curve.
+    pub fn start_at_idle(&self, party: Party, idle_ns: f64) -> Option<f64> {
+        self.at_idle(idle_ns, |p| p.start(party).mean_ns)
     }
 }
 
@@ -227,5 +493,112 @@ mod tests {
         assert!(s.p10_ns < s.median_ns && s.median_ns < s.p90_ns);
         let c = Stat::of(vec![7.0; 10]);
         assert_eq!(c.as_cost(), Cost::Const(7.0));
+    }
+
+    /// A profile written before V, the overhead and the idle curve.
+    const OLD: &str = r#"{"backend":"futex",
+        "NP":{"median_ns":1,"mean_ns":2000,"p10_ns":1,"p90_ns":1,"sigma_log":0,"n":1},
+        "NC":{"median_ns":1,"mean_ns":2000,"p10_ns":1,"p90_ns":1,"sigma_log":0,"n":1},
+        "SP":{"median_ns":1,"mean_ns":3000,"p10_ns":1,"p90_ns":1,"sigma_log":0,"n":1},
+        "SC":{"median_ns":1,"mean_ns":-100,"p10_ns":1,"p90_ns":1,"sigma_log":0,"n":1},
+        "NP_cpu":{"median_ns":1,"mean_ns":1,"p10_ns":1,"p90_ns":1,"sigma_log":0,"n":1},
+        "NC_cpu":{"median_ns":1,"mean_ns":1,"p10_ns":1,"p90_ns":1,"sigma_log":0,"n":1},
+        "SP_cpu":{"median_ns":1,"mean_ns":1,"p10_ns":1,"p90_ns":1,"sigma_log":0,"n":1},
+        "SC_cpu":{"median_ns":1,"mean_ns":1,"p10_ns":1,"p90_ns":1,"sigma_log":0,"n":1},
+        "gap_ns":50000,"rounds":2,"stable":true,"tsc_ghz":2.4,"cpus":2}"#;
+
+    #[test]
+    fn old_profiles_load_and_keep_their_meaning() {
+        let p: Profile = serde_json::from_str(OLD).unwrap();
+        assert!(p.vp.is_none() && p.overhead.is_none() && p.idle_curve.is_empty());
+        let mut params = crate::Params::default();
+        p.apply(&mut params, false);
+        assert_eq!(params.w_p, Cost::Const(1000.0), "no overhead, W as given");
+        assert_eq!(params.s_p, Cost::Const(3000.0));
+        assert_eq!(params.s_c, Cost::Const(0.0), "negative S without V: 0");
+        assert_eq!((params.v_p, params.v_c), (None, None), "V = N");
+        assert_eq!(p.negative_starts(), vec!["S_C"]);
+        assert_eq!(p.start_at_idle(Party::P, 1e3), None);
+        // And a new profile round-trips with everything.
+        let mut q = p.clone();
+        q.vp = Some(Stat::constant(500.0));
+        q.sc_v = Some(Stat::constant(1400.0));
+        q.overhead = Some(Stat::constant(50.0));
+        q.idle_curve = vec![IdlePoint::of(&q)];
+        let back: Profile = serde_json::from_str(&serde_json::to_string(&q).unwrap()).unwrap();
+        assert_eq!(back.vp, q.vp);
+        assert_eq!(back.sc_v, q.sc_v);
+        assert_eq!(back.idle_curve, q.idle_curve);
+        assert_eq!(back.overhead, q.overhead);
+    }
+
+    #[test]
+    fn apply_sets_v_with_the_matching_s_and_adds_the_overhead() {
+        // P's kick: N_P 10 us, the wall S_C -1 us (C ran before the kick
+        // returned): R = 9 us; V_P 6 us, so S_C = 3 us.
+        let mut p = Profile::of_means("kvm", [10e3, 2e3, 15e3, -1e3]);
+        p.vp = Some(Stat::constant(6e3));
+        p.sc_v = Some(Stat::constant(3e3));
+        p.overhead = Some(Stat::constant(100.0));
+        assert!(p.negative_starts().is_empty(), "V absorbed the negative S");
+        let mut params = crate::Params::default();
+        p.apply(&mut params, false);
+        assert_eq!(params.v_p, Some(Cost::Const(6e3)));
+        assert_eq!(params.s_c, Cost::Const(3e3));
+        assert_eq!(params.v_c, None, "no V_C: V_C = N_C, S_P the wall one");
+        assert_eq!(params.s_p, Cost::Const(15e3));
+        assert_eq!(params.w_p, Cost::Const(1100.0));
+        assert_eq!(params.w_c, Cost::Const(1200.0));
+        params.validate().unwrap();
+        // A V above N (a profile edited by hand) is cut to N.
+        p.vp = Some(Stat::constant(20e3));
+        p.apply(&mut params, true);
+        assert_eq!(params.v_p.unwrap().mean_ns(), 10e3);
+        params.validate().unwrap();
+        // The costs alone leave W alone.
+        let mut costs = crate::Params::default();
+        p.apply_costs(&mut costs, false);
+        assert_eq!(costs.w_p, Cost::Const(1000.0));
+        let mut med = crate::Params::default();
+        p.apply_medians(&mut med);
+        assert_eq!(med.s_c, Cost::Const(3e3));
+        assert_eq!(med.v_p, Some(Cost::Const(10e3)));
+        assert_eq!(med.w_c, Cost::Const(1200.0));
+    }
+
+    #[test]
+    fn start_at_idle_interpolates_in_log_gap_and_holds_at_the_ends() {
+        let mut p = Profile::of_means("futex", [2e3, 2e3, 3e3, 3e3]);
+        let point = |gap: f64, s: f64| IdlePoint {
+            gap_ns: gap,
+            sp: Stat::constant(s),
+            sc: Stat::constant(2.0 * s),
+            ..IdlePoint::of(&p)
+        };
+        // Out of order on purpose: the lookup sorts by gap.
+        p.idle_curve = vec![point(100e3, 30e3), point(10e3, 3e3), point(1e3, 1e3)];
+        let s = |idle: f64| p.start_at_idle(Party::P, idle).unwrap();
+        assert_eq!(s(10e3), 3e3, "exact at a measured gap");
+        assert_eq!(s(1e3), 1e3);
+        assert_eq!(s(100e3), 30e3);
+        assert_eq!(s(10.0), 1e3, "held below the first gap");
+        assert_eq!(s(0.0), 1e3);
+        assert_eq!(s(-5.0), 1e3);
+        assert_eq!(s(f64::NAN), 1e3);
+        assert_eq!(s(1e9), 30e3, "held above the last");
+        // sqrt(10e3 * 100e3) is half-way in log gap.
+        let mid = (10e3f64 * 100e3).sqrt();
+        assert!((s(mid) - 16.5e3).abs() < 1e-6, "{}", s(mid));
+        assert!((p.start_at_idle(Party::C, mid).unwrap() - 33e3).abs() < 1e-6);
+        // A quarter of the way in log gap is a quarter of the way in S.
+        let q = (10e3f64.ln() + 0.25 * (10f64).ln()).exp();
+        assert!((s(q) - (3e3 + 0.25 * 27e3)).abs() < 1e-6, "{}", s(q));
+        // The simulator's curve: idle from falling asleep (the gap plus
+        // N of the waking notification, no V here), S over the profile's.
+        let sc = p.idle_scale(Party::P).unwrap();
+        assert_eq!(sc.points(), &[(3e3, 1e3 / 3e3), (12e3, 1.0), (102e3, 10.0)]);
+        assert!(Profile::of_means("x", [1.0; 4])
+            .idle_scale(Party::C)
+            .is_none());
     }
 }

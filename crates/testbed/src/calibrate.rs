@@ -13,12 +13,125 @@
 //! - S = from the end of notify to the waiter running again (wall time);
 //! - S_cpu = the waiter's thread CPU time across its wait (the part of S
 //!   that is the waiter's own work; the rest is the CPU waking up).
+//! - V (when the waiter became runnable, from the start of the
+//!   notification) and the model's S = R - V, with R = N + S the time from
+//!   the start of the notification to the waiter running.
+//!
+//! A whole calibration ([`Calibration`], `Backend::calibrate_with`) adds
+//! the same costs after other idle gaps (the idle curve) and the ring's
+//! cost per message (a polling pair with no work).
 
 use std::time::Duration;
 
-pub use kicklab_model::{Profile, Stat};
+pub use kicklab_model::{IdlePoint, Profile, Stat};
 
 use crate::{Setting, TestbedError};
+
+/// The idle gaps of the default idle curve: 5, 10, 20, 50, 100, 200 and
+/// 500 us.
+pub const DEFAULT_GAPS: [Duration; 7] = [
+    Duration::from_micros(5),
+    Duration::from_micros(10),
+    Duration::from_micros(20),
+    Duration::from_micros(50),
+    Duration::from_micros(100),
+    Duration::from_micros(200),
+    Duration::from_micros(500),
+];
+
+/// The most gaps an idle curve takes (what the simulator's curve holds).
+pub const MAX_GAPS: usize = kicklab_model::IdleScale::MAX_POINTS;
+
+/// The most runs of the overhead measurement.
+pub const MAX_OVERHEAD_RUNS: u32 = 100;
+
+/// What a whole calibration measures.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Calibration {
+    /// Notifications per direction per round, for the main costs and for
+    /// each point of the idle curve.
+    pub samples: usize,
+    /// The idle gap of the main costs (N, V, S of the profile).
+    pub gap: Duration,
+    /// Most rounds of the main costs until their medians settle; each
+    /// point of the idle curve is one round.
+    pub max_rounds: usize,
+    /// The idle gaps of the idle curve (empty: none). The main gap, if it
+    /// is one of them, is not measured twice: its point is the main costs.
+    pub gaps: Vec<Duration>,
+    /// Runs of a polling pair with no work, for the ring's cost per
+    /// message (0: not measured).
+    pub overhead_runs: u32,
+    /// Messages per overhead run (after a warm-up of a tenth as many).
+    pub overhead_messages: u64,
+}
+
+impl Calibration {
+    /// The main costs with `samples`, `gap` and `max_rounds`, the default
+    /// idle curve ([`DEFAULT_GAPS`]) and 5 overhead runs of 100 000
+    /// messages.
+    pub fn new(samples: usize, gap: Duration, max_rounds: usize) -> Calibration {
+        Calibration {
+            samples,
+            gap,
+            max_rounds,
+            gaps: DEFAULT_GAPS.to_vec(),
+            overhead_runs: 5,
+            overhead_messages: 100_000,
+        }
+    }
+
+    /// The main costs only (no idle curve, no overhead).
+    pub fn costs_only(samples: usize, gap: Duration, max_rounds: usize) -> Calibration {
+        Calibration {
+            gaps: Vec::new(),
+            overhead_runs: 0,
+            ..Calibration::new(samples, gap, max_rounds)
+        }
+    }
+
+    /// Refuses what [`check_round`] refuses for the main gap and every gap
+    /// of the curve, a zero gap on the curve (it is looked up in log gap),
+    /// more than [`MAX_GAPS`] gaps or [`MAX_OVERHEAD_RUNS`] runs, and no
+    /// messages for a run.
+    pub(crate) fn check(&self) -> Result<(), TestbedError> {
+        check_round(self.samples, self.gap)?;
+        if self.gaps.len() > MAX_GAPS {
+            return Err(TestbedError::limit(
+                Setting::Gaps,
+                format!("at most {MAX_GAPS} gaps ({} asked)", self.gaps.len()),
+            ));
+        }
+        for g in &self.gaps {
+            if g.is_zero() {
+                return Err(TestbedError::invalid(
+                    Setting::Gaps,
+                    "every gap of the curve must be longer than 0",
+                ));
+            }
+            check_round(self.samples, *g).map_err(|e| match e {
+                TestbedError::Limit {
+                    what: Setting::Gap,
+                    reason,
+                } => TestbedError::limit(Setting::Gaps, reason),
+                other => other,
+            })?;
+        }
+        if self.overhead_runs > MAX_OVERHEAD_RUNS {
+            return Err(TestbedError::limit(
+                Setting::Runs,
+                format!("at most {MAX_OVERHEAD_RUNS} ({} asked)", self.overhead_runs),
+            ));
+        }
+        if self.overhead_runs > 0 && self.overhead_messages == 0 {
+            return Err(TestbedError::invalid(
+                Setting::Messages,
+                "an overhead run needs at least 1 message",
+            ));
+        }
+        Ok(())
+    }
+}
 
 /// Whether four medians moved less than 5% since the previous round;
 /// remembers these for the next call.
@@ -30,6 +143,18 @@ pub(crate) fn settled(prev: &mut Option<[f64; 4]>, med: [f64; 4]) -> bool {
     });
     *prev = Some(med);
     done
+}
+
+/// The model's start-up after a visibility measured apart from the
+/// start-ups (not per sample): S = R - V on the statistics, from the
+/// samples `r` of R (start of the notification to the woken party
+/// running). Its mean is R's mean minus V's, its median R's median minus
+/// V's, its percentiles and spread those of R shifted by V's mean.
+pub(crate) fn start_after(r: Vec<f64>, v: &Stat) -> Stat {
+    let median_r = Stat::of(r.clone()).median_ns;
+    let mut s = Stat::of(r.into_iter().map(|x| x - v.mean_ns).collect());
+    s.median_ns = median_r - v.median_ns;
+    s
 }
 
 /// The most samples per round a calibration takes: its buffers stay
@@ -59,6 +184,51 @@ pub(crate) fn check_round(samples: usize, gap: Duration) -> Result<(), TestbedEr
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn start_after_subtracts_v_on_the_statistics() {
+        let v = Stat::of(vec![5.0, 6.0, 10.0]); // mean 7, median 6
+        let s = start_after(vec![10.0, 20.0, 30.0], &v);
+        assert!((s.mean_ns - 13.0).abs() < 1e-9);
+        assert!((s.median_ns - 14.0).abs() < 1e-9);
+        assert_eq!(s.n, 3);
+    }
+
+    #[test]
+    fn whole_calibrations_are_checked_first() {
+        let ok = Calibration::new(10, Duration::from_micros(50), 1);
+        ok.check().unwrap();
+        let mut c = ok.clone();
+        c.gaps.push(Duration::MAX);
+        assert!(matches!(
+            c.check(),
+            Err(TestbedError::Limit {
+                what: Setting::Gaps,
+                ..
+            })
+        ));
+        let mut c = ok.clone();
+        c.gaps.push(Duration::ZERO);
+        assert!(matches!(
+            c.check(),
+            Err(TestbedError::Invalid {
+                what: Setting::Gaps,
+                ..
+            })
+        ));
+        let mut c = ok.clone();
+        c.gaps = vec![Duration::from_micros(1); MAX_GAPS + 1];
+        assert!(c.check().is_err());
+        let mut c = ok;
+        c.overhead_runs = MAX_OVERHEAD_RUNS + 1;
+        assert!(matches!(
+            c.check(),
+            Err(TestbedError::Limit {
+                what: Setting::Runs,
+                ..
+            })
+        ));
+    }
 
     #[test]
     fn huge_calibrations_are_refused() {

@@ -21,6 +21,10 @@ pub enum Setting {
     Samples,
     /// Calibration idle gap.
     Gap,
+    /// The idle gaps of the calibration's idle curve.
+    Gaps,
+    /// Runs of the calibration's overhead measurement.
+    Runs,
     /// The ping-pong responder's idle strategy.
     Idle,
     /// Host halt polling.
@@ -41,6 +45,8 @@ impl Setting {
             Setting::Spin => "spin",
             Setting::Samples => "samples",
             Setting::Gap => "gap",
+            Setting::Gaps => "gaps",
+            Setting::Runs => "runs",
             Setting::Idle => "idle",
             Setting::HaltPoll => "halt_poll",
             Setting::Timeout => "timeout",

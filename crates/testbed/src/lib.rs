@@ -20,22 +20,18 @@ pub mod pingpong;
 pub use backend::kvm;
 pub use backend::threads::calibrate;
 pub use backend::Backend;
-pub use calibrate::{Profile, Stat};
+pub use calibrate::{Calibration, IdlePoint, Profile, Stat};
 pub use error::{Setting, TestbedError};
 pub use pair::{stall_limit, PairConfig, PairResult};
 
-/// Calibrates N and S of `backend` (see [`Backend::calibrate`]).
+/// Calibrates `backend` as `c` says: N, V and S, the idle curve, the
+/// ring's cost per message (see [`Backend::calibrate_with`]).
 ///
 /// # Errors
 ///
-/// As [`Backend::calibrate`].
-pub fn calibrate_backend(
-    backend: Backend,
-    samples: usize,
-    gap: std::time::Duration,
-    max_rounds: usize,
-) -> Result<Profile, TestbedError> {
-    backend.calibrate(samples, gap, max_rounds)
+/// As [`Backend::calibrate_with`].
+pub fn calibrate_backend(backend: Backend, c: &Calibration) -> Result<Profile, TestbedError> {
+    backend.calibrate_with(c)
 }
 
 /// Runs the pair once on `cfg.backend` (see [`Backend::run_pair`]).

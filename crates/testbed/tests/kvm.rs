@@ -238,6 +238,25 @@ fn calibration_measures_all_four_costs() {
             n.median_ns
         );
     }
+    // V of the guest's kick is the polling host's view of it, within
+    // [0, N] per kick; V of the host's wake-up is derived within [0, N].
+    let (vp, vc) = (p.vp.expect("V_P"), p.vc.expect("V_C"));
+    assert!(vp.p10_ns >= 0.0 && vc.p10_ns >= 0.0, "{vp:?} {vc:?}");
+    assert!(vc.mean_ns <= p.nc.mean_ns + 1e-6, "{vc:?}");
+    let kick = p.kick_visible.expect("kick visibility");
+    assert!((vp.median_ns - kick.median_ns.clamp(0.0, p.np.median_ns)).abs() < p.np.median_ns);
+    // The model's start-ups: S = R - V, R = N + S on the statistics.
+    let (sc_v, sp_v) = (p.sc_v.expect("S_C after V"), p.sp_v.expect("S_P after V"));
+    assert!(
+        (sc_v.mean_ns + vp.mean_ns - p.np.mean_ns - p.sc.mean_ns).abs()
+            < 1e-6 * p.np.mean_ns.max(1.0),
+        "R = N_P + S_C = V_P + S_C|V: {sc_v:?}"
+    );
+    assert!(
+        (sp_v.mean_ns + vc.mean_ns - p.nc.mean_ns - p.sp.mean_ns).abs()
+            < 1e-6 * p.sp.mean_ns.max(1.0),
+        "R = N_C + S_P = V_C + S_P|V: {sp_v:?}"
+    );
     // The guest-host clock mapping is good to well under the guest's costs.
     let sync = p.clock_sync_ns.expect("kvm reports its clock sync");
     assert!(

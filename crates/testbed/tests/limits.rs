@@ -9,7 +9,9 @@ use std::time::{Duration, Instant};
 use kicklab_model::{Cost, Params};
 use kicklab_ring::{NotifierKind, WaitStrategy};
 use kicklab_testbed::pingpong::{pingpong, Idle, PingPongConfig};
-use kicklab_testbed::{calibrate_backend, run_pair, Backend, PairConfig, Setting, TestbedError};
+use kicklab_testbed::{
+    calibrate_backend, run_pair, Backend, Calibration, PairConfig, Setting, TestbedError,
+};
 
 const HOUR_NS: f64 = 3.6e12;
 
@@ -139,10 +141,19 @@ fn huge_inputs_are_refused_with_typed_errors() {
 
     let be = Backend::Threads(NotifierKind::Futex);
     limit_on(
-        calibrate_backend(be, 100_000_000_000, Duration::from_micros(50), 1),
+        calibrate_backend(
+            be,
+            &Calibration::new(100_000_000_000, Duration::from_micros(50), 1),
+        ),
         Setting::Samples,
     );
-    limit_on(calibrate_backend(be, 10, Duration::MAX, 1), Setting::Gap);
+    limit_on(
+        calibrate_backend(be, &Calibration::new(10, Duration::MAX, 1)),
+        Setting::Gap,
+    );
+    let mut curve = Calibration::new(10, Duration::from_micros(50), 1);
+    curve.gaps.push(Duration::MAX);
+    limit_on(calibrate_backend(be, &curve), Setting::Gaps);
 
     limit_on(pingpong(&pp(Duration::MAX, 10, stall)), Setting::Work);
     limit_on(
@@ -160,7 +171,7 @@ fn errors_speak_of_parameters_not_flags() {
     let be = Backend::Threads(NotifierKind::Futex);
     let mut errors = vec![
         run_pair(&cfg(100.0, 100.0, 0, stall)).unwrap_err(),
-        calibrate_backend(be, usize::MAX, Duration::ZERO, 1).unwrap_err(),
+        calibrate_backend(be, &Calibration::new(usize::MAX, Duration::ZERO, 1)).unwrap_err(),
         pingpong(&pp(Duration::ZERO, 0, stall)).unwrap_err(),
     ];
     let mut kvm_only = pp(Duration::ZERO, 10, stall);
@@ -196,18 +207,39 @@ fn overlapping_runs_do_not_claim_their_own_cpus() {
     }
 }
 
-/// The thread calibration still measures under its watchdog.
+/// The thread calibration still measures under its watchdog, with V, the
+/// idle curve and the ring's overhead.
 #[test]
 fn thread_calibration_measures_all_four_costs() {
-    let p = calibrate_backend(
-        Backend::Threads(NotifierKind::Futex),
-        50,
-        Duration::from_micros(50),
-        1,
-    )
-    .expect("a calibration");
+    let mut c = Calibration::new(50, Duration::from_micros(50), 1);
+    c.gaps = vec![Duration::from_micros(50), Duration::from_micros(5)];
+    c.overhead_runs = 2;
+    c.overhead_messages = 20_000;
+    let p = calibrate_backend(Backend::Threads(NotifierKind::Futex), &c).expect("a calibration");
     for s in [p.np, p.nc, p.sp, p.sc] {
         assert_eq!(s.n, 50);
         assert!(s.median_ns > 0.0, "{s:?}");
     }
+    // V is within [0, N] per sample, so its mean is within N's.
+    for (v, n) in [(p.vp, p.np), (p.vc, p.nc)] {
+        let v = v.expect("V derived");
+        assert!(
+            v.mean_ns >= 0.0 && v.mean_ns <= n.mean_ns + 1e-6,
+            "{v:?} {n:?}"
+        );
+    }
+    // R = N + S_wall = V + S, sample by sample, so on the means too.
+    for (n, s, v, s_v) in [(p.np, p.sc, p.vp, p.sc_v), (p.nc, p.sp, p.vc, p.sp_v)] {
+        let r = n.mean_ns + s.mean_ns;
+        let r_v = v.unwrap().mean_ns + s_v.unwrap().mean_ns;
+        assert!((r - r_v).abs() < 1e-6 * r.abs().max(1.0), "{r} {r_v}");
+    }
+    // The curve: ascending, the main gap's point the main costs.
+    let gaps: Vec<f64> = p.idle_curve.iter().map(|q| q.gap_ns).collect();
+    assert_eq!(gaps, vec![5e3, 50e3]);
+    assert_eq!(p.idle_curve[1].np, p.np);
+    assert_eq!(p.idle_curve[0].np.n, 50);
+    let o = p.overhead.expect("overhead measured");
+    assert_eq!(o.n, 2);
+    assert!(o.mean_ns > 0.0 && o.mean_ns < 10e3, "{o:?}");
 }

@@ -263,11 +263,32 @@ fn calibrate_saves_a_profile_that_model_and_sim_load() {
         file.to_str().unwrap(),
         "--json",
     ]);
-    for key in ["NP_ns", "NC_ns", "SP_ns", "SC_ns"] {
-        assert!(v[key].as_f64().unwrap() > 0.0, "{key}: {v}");
+    // The wall start-ups are signed (a notifier preempted inside its call
+    // returns after the peer runs); what the model takes is not negative.
+    for key in ["NP_ns", "NC_ns", "SP_V_ns", "SC_V_ns", "VP_ns", "VC_ns"] {
+        assert!(v[key].as_f64().unwrap() >= 0.0, "{key}: {v}");
     }
+    for key in ["SP_ns", "SC_ns"] {
+        assert!(v[key].as_f64().unwrap().is_finite(), "{key}: {v}");
+    }
+    assert!(v["overhead_ns"].as_f64().unwrap() > 0.0, "{v}");
+    let curve = v["idle_curve"].as_array().unwrap();
+    assert_eq!(curve.len(), 7, "the default gaps: {v}");
+    assert_eq!(curve[0]["gap_ns"], 5000.0);
+    assert_eq!(curve[6]["gap_ns"], 500_000.0);
     assert_eq!(v["backend"], "futex");
     let m = json(&["model", "--profile", file.to_str().unwrap(), "--json"]);
+    // The model adds the ring's cost per message to W.
+    let wp = m["params"]["w_p"]
+        .as_str()
+        .unwrap()
+        .trim_end_matches("ns")
+        .parse::<f64>()
+        .unwrap();
+    assert!(
+        (wp - 1000.0 - v["overhead_ns"].as_f64().unwrap()).abs() < 1e-6,
+        "W_P {wp}: 1 us plus the overhead"
+    );
     let np = m["params"]["n_p"]
         .as_str()
         .unwrap()
@@ -582,6 +603,22 @@ fn hostile_inputs_are_refused_naming_the_flag() {
         (
             &["calibrate", "--backend", "futex", "--gap", "1e30s"],
             "--gap",
+        ),
+        (
+            &["calibrate", "--backend", "futex", "--gaps", "5us,1e30s"],
+            "--gaps",
+        ),
+        (
+            &["calibrate", "--backend", "futex", "--gaps", "5us,0us"],
+            "--gaps",
+        ),
+        (
+            &["calibrate", "--backend", "futex", "--gaps", "5us,-1us"],
+            "--gaps",
+        ),
+        (
+            &["calibrate", "--backend", "futex", "--overhead-runs", "1000"],
+            "--overhead-runs",
         ),
         (
             &["pingpong", "--backend", "futex", "--work", "1e30s"],

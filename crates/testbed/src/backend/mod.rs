@@ -15,6 +15,10 @@ use std::time::Duration;
 
 use kicklab_ring::NotifierKind;
 
+use kicklab_model::{Cost, Params};
+use kicklab_ring::WaitStrategy;
+
+use crate::calibrate::{Calibration, IdlePoint, Stat};
 use crate::pingpong::{PingPongConfig, PingPongResult};
 use crate::{PairConfig, PairResult, Profile, TestbedError};
 
@@ -91,6 +95,64 @@ impl Backend {
                 max_rounds,
             ),
         }
+    }
+
+    /// A whole calibration: the main costs ([`Backend::calibrate`]), then
+    /// one round at each gap of the idle curve, then the ring's cost per
+    /// message ([`Backend::overhead`]).
+    ///
+    /// # Errors
+    ///
+    /// Bad settings (checked before anything runs), or as
+    /// [`Backend::calibrate`] and [`Backend::run_pair`].
+    pub fn calibrate_with(self, c: &Calibration) -> Result<Profile, TestbedError> {
+        c.check()?;
+        let mut p = self.calibrate(c.samples, c.gap, c.max_rounds)?;
+        let mut curve = Vec::with_capacity(c.gaps.len());
+        for &gap in &c.gaps {
+            if gap == c.gap {
+                curve.push(IdlePoint::of(&p));
+            } else {
+                curve.push(IdlePoint::of(&self.calibrate(c.samples, gap, 1)?));
+            }
+        }
+        curve.sort_by(|a, b| a.gap_ns.total_cmp(&b.gap_ns));
+        curve.dedup_by(|a, b| a.gap_ns == b.gap_ns);
+        p.idle_curve = curve;
+        if c.overhead_runs > 0 {
+            p.overhead = Some(self.overhead(c.overhead_runs, c.overhead_messages)?);
+        }
+        Ok(p)
+    }
+
+    /// The ring's own cost per message: T of a polling pair with no work
+    /// (W_P = W_C = 0, L = 256, k = 1) over this backend's ring, one sample
+    /// per run of `messages` (after a tenth as many to warm up).
+    ///
+    /// # Errors
+    ///
+    /// As [`Backend::run_pair`].
+    pub fn overhead(self, runs: u32, messages: u64) -> Result<Stat, TestbedError> {
+        let params = Params {
+            w_p: Cost::Const(0.0),
+            w_c: Cost::Const(0.0),
+            ..Params::default()
+        };
+        let cfg = PairConfig {
+            params,
+            strategy_p: WaitStrategy::Poll,
+            strategy_c: WaitStrategy::Poll,
+            backend: self,
+            messages,
+            warmup: messages / 10,
+            seed: 1,
+            timeout: crate::stall_limit(&params),
+            batch: 1,
+        };
+        let t = (0..runs)
+            .map(|_| self.run_pair(&cfg).map(|r| r.rates.t_ns))
+            .collect::<Result<Vec<f64>, TestbedError>>()?;
+        Ok(Stat::of(t))
     }
 
     /// Runs ping-pong with `cfg` (its `backend` field is ignored: `self`

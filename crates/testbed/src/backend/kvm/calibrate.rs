@@ -2,10 +2,15 @@
 //! them (`docs/calibration.md`), with the guest's TSC related to the
 //! host's by a ping exchange.
 //!
-//! - guest kick (ioeventfd): N = the guest's TSC around its `out`; S = from
-//!   the end of the `out` to the host thread running after `read(kick)`.
+//! - guest kick (ioeventfd): N = the guest's TSC around its `out` (the
+//!   host blocked); S = from the end of the `out` to the host thread
+//!   running after `read(kick)`; V (every fourth kick, the host polling
+//!   the eventfd instead) = from the start of the `out` to the host seeing
+//!   it, and the model's S = N + S - V on the statistics.
 //! - host wake-up (doorbell): N = the host's TSC around `write(doorbell)`;
-//!   S = from the end of the write to the guest running after its halt.
+//!   S = from the end of the write to the guest running after its halt; V
+//!   = N + S - the vCPU thread's CPU per wake-up, within [0, N], per
+//!   sample, and the model's S = N + S - V.
 //!
 //! Clocks: KVM runs the guest's TSC at the host's rate with an offset. The
 //! host writes a ping counter, the spinning guest answers with its TSC;
@@ -21,7 +26,8 @@ use super::guest::{calibration_program, ctrl, map, GuestMode};
 use super::session::Session;
 use super::vm::{clock_ns, GuestMemory, Vm, VmOptions};
 use super::Direction;
-use crate::calibrate::{check_round, settled, Profile, Stat};
+use crate::backend::threads::visibility;
+use crate::calibrate::{check_round, settled, start_after, Profile, Stat};
 use crate::clock::{pin, rdtsc, thread_cpu_ns, Tsc};
 use crate::{Setting, TestbedError};
 
@@ -38,6 +44,13 @@ struct Round {
     guest_wake_s: Vec<f64>,
     guest_wake_cpu: Vec<f64>,
     kick_visible: Vec<f64>,
+    /// The guest's kick: V (the polled visibility within [0, N]) and R
+    /// (N + the blocked host's wall S), each from its own samples.
+    kick_v: Vec<f64>,
+    kick_r: Vec<f64>,
+    /// The host's wake-up: V and the model's S per sample.
+    wake_v: Vec<f64>,
+    wake_s_v: Vec<f64>,
     sync_ns: f64,
     drift_ns: f64,
 }
@@ -157,22 +170,33 @@ fn round(mode: GuestMode, samples: u32, gap: Duration) -> Result<Round, TestbedE
         for (j, (polled, w)) in woke.iter().enumerate() {
             let a = base + 16 * j as u32;
             let (g0, g1) = (mem.read_u64(a), mem.read_u64(a + 8));
-            r.guest_kick_n.push(tsc.ns(g1.saturating_sub(g0)));
+            let n = tsc.ns(g1.saturating_sub(g0));
             if *polled {
-                r.kick_visible.push(signed_ns(i128::from(*w), to_host(g0)));
+                let v = signed_ns(i128::from(*w), to_host(g0));
+                r.kick_visible.push(v);
+                r.kick_v.push(v.clamp(0.0, n));
             } else {
-                r.host_wake_s.push(signed_ns(i128::from(*w), to_host(g1)));
+                // N counts the kicks with the host asleep only: what a
+                // kick to a sleeping peer costs (and R = N + S per sample).
+                let s = signed_ns(i128::from(*w), to_host(g1));
+                r.guest_kick_n.push(n);
+                r.host_wake_s.push(s);
+                r.kick_r.push(n + s);
             }
-        }
-        let base = base + 16 * samples;
-        for (j, t1) in sent.iter().enumerate() {
-            let g = mem.read_u64(base + 8 * j as u32);
-            r.guest_wake_s.push(signed_ns(to_host(g), i128::from(*t1)));
         }
         // The vCPU thread's CPU over the wake-up phase, per wake-up:
         // the guest only halts there, so this is its wake-up work.
-        r.guest_wake_cpu
-            .push(v1.saturating_sub(v0) as f64 / f64::from(samples.max(1)));
+        let wake_cpu = v1.saturating_sub(v0) as f64 / f64::from(samples.max(1));
+        r.guest_wake_cpu.push(wake_cpu);
+        let base = base + 16 * samples;
+        for (j, t1) in sent.iter().enumerate() {
+            let g = mem.read_u64(base + 8 * j as u32);
+            let s = signed_ns(to_host(g), i128::from(*t1));
+            r.guest_wake_s.push(s);
+            let (v, s_v) = visibility(r.host_irq_n[j], s, wake_cpu);
+            r.wake_v.push(v);
+            r.wake_s_v.push(s_v);
+        }
         r.sync_ns = tsc.ns(unc0.max(unc1));
         r.drift_ns = tsc.ns(u64::try_from((off1 - off0).abs()).unwrap_or(u64::MAX));
         Ok(r)
@@ -239,6 +263,10 @@ pub fn calibrate(
         all.guest_wake_s.extend(r.guest_wake_s);
         all.guest_wake_cpu.extend(r.guest_wake_cpu);
         all.kick_visible.extend(r.kick_visible);
+        all.kick_v.extend(r.kick_v);
+        all.kick_r.extend(r.kick_r);
+        all.wake_v.extend(r.wake_v);
+        all.wake_s_v.extend(r.wake_s_v);
         all.sync_ns = all.sync_ns.max(r.sync_ns);
         all.drift_ns = all.drift_ns.max(r.drift_ns);
         let med = [
@@ -267,6 +295,16 @@ pub fn calibrate(
     );
     // The guest's kick is all guest CPU time (the vCPU is busy in the exit).
     let guest_n_cpu = guest_n;
+    // V of the guest's kick is measured (a polling host), not paired with
+    // the blocked host's start-ups: S = R - V on the statistics. V of the
+    // host's wake-up is derived per sample from the vCPU thread's CPU.
+    let kick_v = st(&all.kick_v);
+    let kick_s_v = start_after(all.kick_r, &kick_v);
+    let (wake_v, wake_s_v) = (st(&all.wake_v), st(&all.wake_s_v));
+    let (vp, vc, sp_v, sc_v) = match direction {
+        Direction::Tx => (kick_v, wake_v, wake_s_v, kick_s_v),
+        Direction::Rx => (wake_v, kick_v, kick_s_v, wake_s_v),
+    };
     let (np, nc, sp, sc, np_cpu, nc_cpu, sp_cpu, sc_cpu) = match direction {
         Direction::Tx => (
             guest_n,
@@ -308,5 +346,11 @@ pub fn calibrate(
         clock_sync_ns: Some(all.sync_ns),
         clock_drift_ns: Some(all.drift_ns),
         kick_visible: Some(st(&all.kick_visible)),
+        vp: Some(vp),
+        vc: Some(vc),
+        sp_v: Some(sp_v),
+        sc_v: Some(sc_v),
+        overhead: None,
+        idle_curve: Vec::new(),
     })
 }

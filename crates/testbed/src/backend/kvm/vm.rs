@@ -494,29 +494,8 @@ fn halt(
     Ok(())
 }
 
-fn thread_cpu_clock() -> libc::clockid_t {
-    let mut id: libc::clockid_t = 0;
-    // SAFETY: pthread_self is always valid; `id` is a valid out pointer.
-    let r = unsafe { libc::pthread_getcpuclockid(libc::pthread_self(), &mut id) };
-    if r == 0 {
-        id
-    } else {
-        libc::CLOCK_THREAD_CPUTIME_ID
-    }
-}
-
-/// Reads a CPU clock [ns]; 0 once its thread has exited.
-pub fn clock_ns(clock: libc::clockid_t) -> u64 {
-    let mut ts = libc::timespec {
-        tv_sec: 0,
-        tv_nsec: 0,
-    };
-    // SAFETY: a clock id and a valid out pointer; a stale id fails, no UB.
-    if unsafe { libc::clock_gettime(clock, &mut ts) } != 0 {
-        return 0;
-    }
-    u64::try_from(ts.tv_sec).unwrap_or(0) * 1_000_000_000 + u64::try_from(ts.tv_nsec).unwrap_or(0)
-}
+pub use crate::clock::clock_ns;
+use crate::clock::own_cpu_clock as thread_cpu_clock;
 
 /// The signal that interrupts `KVM_RUN`.
 fn kick_signal() -> i32 {

@@ -13,4 +13,5 @@ mod pair;
 pub mod pingpong;
 
 pub use calibrate::calibrate;
+pub(crate) use calibrate::visibility;
 pub use pair::{check_pair, run_pair, MAX_RING_BYTES};
