@@ -247,6 +247,38 @@ pub fn predicted_at_idle(
     Ok(Some(out))
 }
 
+/// E as a real run's CPU time would count it, for a model point: the
+/// model counts every start-up S as busy, but on a real machine part of it
+/// is the woken CPU coming out of idle (not the woken thread's CPU time).
+/// Calibration measures the thread's own CPU in its wake-up (`S cpu`); this
+/// replaces each sleep's S by it (never adding: S cpu above S is taken as
+/// S). `regime` and `round_messages` say who sleeps how often (one sleep
+/// per round for each sleeping side, in every cycle of the model);
+/// `params` are the ones the point was predicted with.
+pub fn cpu_per_message(
+    regime: kicklab_model::Regime,
+    round_messages: Option<u64>,
+    e_ns: f64,
+    params: &Params,
+    profile: &Profile,
+) -> f64 {
+    let Some(n) = round_messages.filter(|&n| n > 0) else {
+        return e_ns;
+    };
+    let sleeper = regime.sleeper();
+    let idle_part = |s: f64, cpu: f64| (s - cpu.clamp(0.0, s.max(0.0))).max(0.0);
+    let mut idle = 0.0;
+    if matches!(sleeper, "P" | "both") {
+        idle += idle_part(params.s_p.mean_ns(), profile.sp_cpu.mean_ns);
+    }
+    if matches!(sleeper, "C" | "both") {
+        idle += idle_part(params.s_c.mean_ns(), profile.sc_cpu.mean_ns);
+    }
+    #[allow(clippy::cast_precision_loss)]
+    let per = idle / n as f64;
+    e_ns - per
+}
+
 /// `given` if it calibrates `backend`, else (none given) a quick
 /// calibration of `backend` now. What is doubtful in it (negative
 /// start-ups, no stable medians) is [`crate::disturbance::check_profile`]'s

@@ -110,6 +110,10 @@ pub struct Point {
     pub model: (f64, f64),
     /// Model T, E [ns] (notify), from the calibrated medians.
     pub model_median: (f64, f64),
+    /// Model T [ns] with the start-ups S as calibrated at the profile's
+    /// one idle gap (not looked up at the sleepers' idle time); `None`
+    /// where the profile has no idle curve (then it is [`Point::model`]).
+    pub model_fixed_s: Option<f64>,
     /// Simulator T, E [ns] (notify, calibrated distributions).
     pub sim: (f64, f64),
     /// Model T, E with polling (T: the floor of a polling run).
@@ -235,6 +239,11 @@ pub struct Errors {
     pub median_err_e: f64,
     /// Median error of the simulator's T against the measurement.
     pub median_err_t_sim: f64,
+    /// Median error of T of the model with S as calibrated at one idle
+    /// gap (NaN without an idle curve, where it is the model itself).
+    pub median_err_t_fixed_s: f64,
+    /// Worst error of E, notify.
+    pub worst_err_e: f64,
     /// Points whose measured sleeper matches the model's regime.
     pub regimes_agree: usize,
     /// Points.
@@ -284,6 +293,16 @@ fn errors<'a>(points: impl Iterator<Item = &'a Point> + Clone) -> Errors {
         median_err_t_poll: median(over(&|p| err(p.t_poll().median, p.model_poll.0))),
         median_err_e: median(over(&|p| err(p.e_real().median, p.model.1))),
         median_err_t_sim: median(over(&|p| err(p.t_real().median, p.sim.0))),
+        median_err_t_fixed_s: median(
+            points
+                .clone()
+                .filter_map(|p| p.model_fixed_s.map(|m| err(p.t_real().median, m)))
+                .collect(),
+        ),
+        worst_err_e: over(&|p| err(p.e_real().median, p.model.1))
+            .into_iter()
+            .reduce(f64::max)
+            .unwrap_or(f64::NAN),
         regimes_agree: points
             .clone()
             .filter(|p| observed(p.median_run()) == sleeper(p.regime))
@@ -424,7 +443,13 @@ pub fn validate(
         profile.apply(&mut mean, false);
         let mut spread = p;
         profile.apply(&mut spread, true);
-        let m = predict(&mean, WaitMode::Notify)?;
+        // The model of a real run: each sleeper's S looked up at its idle
+        // time on the idle curve (a fixed point over the sleep length);
+        // without a curve, the calibrated S.
+        let fixed = predict(&mean, WaitMode::Notify)?;
+        let idle = crate::real::predicted_at_idle(&p, profile, WaitMode::Notify)?
+            .expect("notify has a closed form");
+        let (m, mean) = (idle.prediction, idle.params);
         let mut typical = p;
         profile.apply_medians(&mut typical);
         let mm = predict(&typical, WaitMode::Notify)?;
@@ -452,13 +477,29 @@ pub fn validate(
             None => (pr.regime, pr.rates.t_ns, pr.rates.e_ns),
         };
         let full = at_other(&m).is_some();
-        let (regime, t_model, e_model) = chosen(&m);
+        let (regime, t_model, e_busy) = chosen(&m);
+        let round = match at_other(&m) {
+            Some(o) => o.round_messages,
+            None => m.round_messages,
+        };
+        let e_model = crate::real::cpu_per_message(regime, round, e_busy, &mean, profile);
         let (_, t_med, e_med) = chosen(&mm);
+        let model_fixed_s = (!profile.idle_curve.is_empty()).then(|| chosen(&fixed).1);
         let s = simulate(&SimConfig {
             seed: opts.seed,
             start: if full { Start::Full } else { Start::Empty },
+            idle_scale: [
+                profile.idle_scale(kicklab_model::Party::P),
+                profile.idle_scale(kicklab_model::Party::C),
+            ],
             ..SimConfig::new(spread, WaitMode::Notify, 200_000)
         })?;
+        let e_sim = {
+            // The simulator's E counts S as busy too.
+            let sim_round = s.rates.notifications_p.max(s.rates.notifications_c);
+            let round = (sim_round > 0).then(|| s.rates.messages / sim_round.max(1));
+            crate::real::cpu_per_message(regime, round, s.rates.e_ns, &mean, profile)
+        };
         let mut warnings: Vec<Warning> = reps.iter().flat_map(|r| r.warnings.clone()).collect();
         warnings.extend(doubtful.iter().copied());
         out.push(Point {
@@ -473,7 +514,8 @@ pub fn validate(
             }),
             model: (t_model, e_model),
             model_median: (t_med, e_med),
-            sim: (s.rates.t_ns, s.rates.e_ns),
+            model_fixed_s,
+            sim: (s.rates.t_ns, e_sim),
             model_poll: (g.rates.t_ns, g.rates.e_ns),
             reps,
             tries,
@@ -600,6 +642,7 @@ pub fn table(points: &[Point]) -> Table {
             Column::ns("T_model", "T model"),
             Column::ns("E_model", "E model"),
             Column::ns("T_model_medians", "T model (medians)"),
+            Column::ns("T_model_fixed_s", "T model (S at the calibration's gap)"),
             Column::ns("T_sim", "T sim"),
             Column::ns("E_sim", "E sim"),
             Column::ns("T_real", "T measured"),
@@ -637,6 +680,7 @@ pub fn table(points: &[Point]) -> Table {
             p.model.0.into(),
             p.model.1.into(),
             p.model_median.0.into(),
+            p.model_fixed_s.unwrap_or(f64::NAN).into(),
             p.sim.0.into(),
             p.sim.1.into(),
             tr.median.into(),
@@ -709,19 +753,22 @@ pub fn to_json(
 /// The error lines of a set of points.
 fn errors_text(e: &Errors) -> String {
     format!(
-        "T, notify: median error {:.1}%, worst {:.1}% (model of the calibrated means vs measured)\n\
+        "T, notify: median error {:.1}%, worst {:.1}% (model: calibrated means, S at the sleepers' idle time)\n\
          T, notify: median error {:.1}%, worst {:.1}% (model of the calibrated medians vs measured)\n\
-         T, notify: median error {:.1}% (simulator, calibrated spread, vs measured)\n\
+         T, notify: median error {:.1}% (simulator, calibrated spread and idle curve, vs measured)\n\
+         T, notify: median error {:.1}% (model with S as calibrated at one idle gap, not at the sleepers' idle time)\n\
          T, poll:   median error {:.1}%\n\
-         E, notify: median error {:.1}%\n\
+         E, notify: median error {:.1}%, worst {:.1}% (CPU: S counts its own CPU part, S cpu)\n\
          regimes:   {}/{} points where the side that slept is the one the model's regime says",
         100.0 * e.median_err_t,
         100.0 * e.worst_err_t,
         100.0 * e.median_err_t_medians,
         100.0 * e.worst_err_t_medians,
         100.0 * e.median_err_t_sim,
+        100.0 * e.median_err_t_fixed_s,
         100.0 * e.median_err_t_poll,
         100.0 * e.median_err_e,
+        100.0 * e.worst_err_e,
         e.regimes_agree,
         e.points
     )
@@ -888,6 +935,7 @@ mod tests {
     /// the given warnings (those of a run in every repetition).
     fn point(x: f64, model_t: f64, ts: &[f64], warnings: Vec<Warning>) -> Point {
         Point {
+            model_fixed_s: None,
             other: None,
             x,
             regime: Regime::FC,
