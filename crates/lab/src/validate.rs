@@ -110,10 +110,11 @@ pub struct Point {
     pub model: (f64, f64),
     /// Model T, E [ns] (notify), from the calibrated medians.
     pub model_median: (f64, f64),
-    /// Model T [ns] with the start-ups S as calibrated at the profile's
-    /// one idle gap (not looked up at the sleepers' idle time); `None`
-    /// where the profile has no idle curve (then it is [`Point::model`]).
-    pub model_fixed_s: Option<f64>,
+    /// Model T [ns] with each sleeper's S looked up at its idle time on
+    /// the profile's idle curve (a fixed point over the sleep length;
+    /// [`crate::real::predicted_at_idle`]); `None` where the profile has no
+    /// idle curve (then it is [`Point::model`]).
+    pub model_at_idle: Option<f64>,
     /// Simulator T, E [ns] (notify, calibrated distributions).
     pub sim: (f64, f64),
     /// Model T, E with polling (T: the floor of a polling run).
@@ -239,9 +240,9 @@ pub struct Errors {
     pub median_err_e: f64,
     /// Median error of the simulator's T against the measurement.
     pub median_err_t_sim: f64,
-    /// Median error of T of the model with S as calibrated at one idle
-    /// gap (NaN without an idle curve, where it is the model itself).
-    pub median_err_t_fixed_s: f64,
+    /// Median error of T of the model with S looked up at the sleepers'
+    /// idle time (NaN without an idle curve, where it is the model itself).
+    pub median_err_t_idle: f64,
     /// Worst error of E, notify.
     pub worst_err_e: f64,
     /// Points whose measured sleeper matches the model's regime.
@@ -293,10 +294,10 @@ fn errors<'a>(points: impl Iterator<Item = &'a Point> + Clone) -> Errors {
         median_err_t_poll: median(over(&|p| err(p.t_poll().median, p.model_poll.0))),
         median_err_e: median(over(&|p| err(p.e_real().median, p.model.1))),
         median_err_t_sim: median(over(&|p| err(p.t_real().median, p.sim.0))),
-        median_err_t_fixed_s: median(
+        median_err_t_idle: median(
             points
                 .clone()
-                .filter_map(|p| p.model_fixed_s.map(|m| err(p.t_real().median, m)))
+                .filter_map(|p| p.model_at_idle.map(|m| err(p.t_real().median, m)))
                 .collect(),
         ),
         worst_err_e: over(&|p| err(p.e_real().median, p.model.1))
@@ -443,13 +444,15 @@ pub fn validate(
         profile.apply(&mut mean, false);
         let mut spread = p;
         profile.apply(&mut spread, true);
-        // The model of a real run: each sleeper's S looked up at its idle
-        // time on the idle curve (a fixed point over the sleep length);
-        // without a curve, the calibrated S.
-        let fixed = predict(&mean, WaitMode::Notify)?;
+        // The headline model takes S as calibrated (at the profile's idle
+        // gap). The model with each sleeper's S looked up at its idle time
+        // on the idle curve (a fixed point over the sleep length) is shown
+        // beside it: where S(idle) is steep (KVM here) the fixed point has
+        // more than one solution and can settle on the wrong one
+        // (`docs/calibration.md`).
+        let m = predict(&mean, WaitMode::Notify)?;
         let idle = crate::real::predicted_at_idle(&p, profile, WaitMode::Notify)?
             .expect("notify has a closed form");
-        let (m, mean) = (idle.prediction, idle.params);
         let mut typical = p;
         profile.apply_medians(&mut typical);
         let mm = predict(&typical, WaitMode::Notify)?;
@@ -484,7 +487,7 @@ pub fn validate(
         };
         let e_model = crate::real::cpu_per_message(regime, round, e_busy, &mean, profile);
         let (_, t_med, e_med) = chosen(&mm);
-        let model_fixed_s = (!profile.idle_curve.is_empty()).then(|| chosen(&fixed).1);
+        let model_at_idle = (!profile.idle_curve.is_empty()).then(|| chosen(&idle.prediction).1);
         let s = simulate(&SimConfig {
             seed: opts.seed,
             start: if full { Start::Full } else { Start::Empty },
@@ -514,7 +517,7 @@ pub fn validate(
             }),
             model: (t_model, e_model),
             model_median: (t_med, e_med),
-            model_fixed_s,
+            model_at_idle,
             sim: (s.rates.t_ns, e_sim),
             model_poll: (g.rates.t_ns, g.rates.e_ns),
             reps,
@@ -642,7 +645,7 @@ pub fn table(points: &[Point]) -> Table {
             Column::ns("T_model", "T model"),
             Column::ns("E_model", "E model"),
             Column::ns("T_model_medians", "T model (medians)"),
-            Column::ns("T_model_fixed_s", "T model (S at the calibration's gap)"),
+            Column::ns("T_model_idle", "T model (S at the sleepers' idle time)"),
             Column::ns("T_sim", "T sim"),
             Column::ns("E_sim", "E sim"),
             Column::ns("T_real", "T measured"),
@@ -680,7 +683,7 @@ pub fn table(points: &[Point]) -> Table {
             p.model.0.into(),
             p.model.1.into(),
             p.model_median.0.into(),
-            p.model_fixed_s.unwrap_or(f64::NAN).into(),
+            p.model_at_idle.unwrap_or(f64::NAN).into(),
             p.sim.0.into(),
             p.sim.1.into(),
             tr.median.into(),
@@ -753,10 +756,10 @@ pub fn to_json(
 /// The error lines of a set of points.
 fn errors_text(e: &Errors) -> String {
     format!(
-        "T, notify: median error {:.1}%, worst {:.1}% (model: calibrated means, S at the sleepers' idle time)\n\
+        "T, notify: median error {:.1}%, worst {:.1}% (model of the calibrated means vs measured)\n\
          T, notify: median error {:.1}%, worst {:.1}% (model of the calibrated medians vs measured)\n\
          T, notify: median error {:.1}% (simulator, calibrated spread and idle curve, vs measured)\n\
-         T, notify: median error {:.1}% (model with S as calibrated at one idle gap, not at the sleepers' idle time)\n\
+         T, notify: median error {:.1}% (model with S at the sleepers' idle time, from the idle curve)\n\
          T, poll:   median error {:.1}%\n\
          E, notify: median error {:.1}%, worst {:.1}% (CPU: S counts its own CPU part, S cpu)\n\
          regimes:   {}/{} points where the side that slept is the one the model's regime says",
@@ -765,7 +768,7 @@ fn errors_text(e: &Errors) -> String {
         100.0 * e.median_err_t_medians,
         100.0 * e.worst_err_t_medians,
         100.0 * e.median_err_t_sim,
-        100.0 * e.median_err_t_fixed_s,
+        100.0 * e.median_err_t_idle,
         100.0 * e.median_err_t_poll,
         100.0 * e.median_err_e,
         100.0 * e.worst_err_e,
@@ -843,7 +846,10 @@ pub fn section(
     } else {
         "NOT every run had a CPU per party (see the run's placement fields)"
     };
-    let setup = if be == "kvm" {
+    // `be` is a label: a backend's name, or `kvm tx` / `kvm rx`.
+    let be_flags = be.replacen(' ', " --direction ", 1);
+    let slug = be.replace(' ', "-");
+    let setup = if be.starts_with("kvm") {
         format!(
             "One party inside a tiny KVM guest (its message loop in guest user mode; its kicks are `out`s to an \
              ioeventfd port; it halts by exiting to the VMM, whose vCPU thread sleeps on a doorbell eventfd), the other \
@@ -892,23 +898,44 @@ pub fn section(
     }
     let html = format!(
         "<p>{setup} N and S from \
-         <code>kicklab calibrate --backend {be}</code> (N_P {}, N_C {}, S_P {}, S_C {} means). The model uses the means; \
-         the simulator draws them from lognormals with the measured spread.</p>{disturbed}<pre>{}</pre>\
+         <code>kicklab calibrate --backend {be_flags}</code> (N_P {}, N_C {}, S_P {}, S_C {} means; V_P {}, V_C {}: when \
+         the sleeping party sees the notification, from its start; the ring's own cost per message, {}, is added to W_P \
+         and W_C). The model uses the means; the simulator draws them from lognormals with the measured spread and \
+         scales each S on the idle curve at the sleeper's actual idle time; the model's E counts only the CPU part of a \
+         wake-up (S cpu). A bistable pair is compared at the operating point its runs sat in (who slept).</p>{disturbed}<pre>{}</pre>\
          <p>Reproduce: <code>{}</code>.</p>{table}",
         fmt_ns(profile.np.mean_ns),
         fmt_ns(profile.nc.mean_ns),
         fmt_ns(profile.sp.mean_ns),
         fmt_ns(profile.sc.mean_ns),
+        profile
+            .visibility(kicklab_model::Party::P)
+            .map_or_else(|| "= N_P".to_string(), |v| fmt_ns(v.mean_ns)),
+        profile
+            .visibility(kicklab_model::Party::C)
+            .map_or_else(|| "= N_C".to_string(), |v| fmt_ns(v.mean_ns)),
+        profile
+            .overhead
+            .as_ref()
+            .map_or_else(|| "not measured".to_string(), |o| fmt_ns(o.mean_ns)),
         html_escape(&summary_text(&s)),
         html_escape(cmd)
     );
     Ok(Section {
-        id: format!("validate-{be}"),
+        id: format!("validate-{slug}"),
         heading: format!("Model vs simulator vs measurement ({be})"),
         html,
         figures: vec![
-            (format!("validate-{be}-T"), t.to_svg(960, 540)?, t.caption()),
-            (format!("validate-{be}-E"), e.to_svg(960, 540)?, e.caption()),
+            (
+                format!("validate-{slug}-T"),
+                t.to_svg(960, 540)?,
+                t.caption(),
+            ),
+            (
+                format!("validate-{slug}-E"),
+                e.to_svg(960, 540)?,
+                e.caption(),
+            ),
         ],
     })
 }
@@ -935,7 +962,7 @@ mod tests {
     /// the given warnings (those of a run in every repetition).
     fn point(x: f64, model_t: f64, ts: &[f64], warnings: Vec<Warning>) -> Point {
         Point {
-            model_fixed_s: None,
+            model_at_idle: None,
             other: None,
             x,
             regime: Regime::FC,
