@@ -69,7 +69,15 @@ pub fn run(a: &SimArgs) -> anyhow::Result<()> {
         } else {
             Start::Empty
         },
-        idle_scale: [None, None],
+        // With a profile, each start-up scales with the sleeper's idle
+        // time on the profile's idle curve.
+        idle_scale: match a.params.load_profile()? {
+            Some(p) => [
+                p.idle_scale(kicklab_model::Party::P),
+                p.idle_scale(kicklab_model::Party::C),
+            ],
+            None => [None, None],
+        },
     };
     let r = simulate(&cfg)?;
     // The closed form, where one exists for these modes.

@@ -1252,3 +1252,23 @@ mod tests {
         assert!(page.html.contains("<td class=flag>yes</td>"));
     }
 }
+
+#[cfg(test)]
+mod operating_point_tests {
+    use super::*;
+    use crate::disturbance::tests::run;
+
+    #[test]
+    fn the_operating_point_is_who_slept_in_most_repetitions() {
+        // messages: 1000 in `run`; a side that slept 100 times slept.
+        let rep = |sleeps: [u64; 2]| Rep {
+            notify: run(1000.0, [1000.0, 1000.0], sleeps),
+            poll: run(1000.0, [1000.0, 1000.0], [0, 0]),
+            warnings: vec![],
+        };
+        let (p, c) = (rep([100, 0]), rep([0, 100]));
+        assert_eq!(majority_sleeper(&[p.clone(), c.clone(), p.clone()]), "P");
+        assert_eq!(majority_sleeper(&[c.clone(), c, p]), "C");
+        assert_eq!(majority_sleeper(&[]), "none");
+    }
+}
