@@ -88,6 +88,12 @@ pub fn profile_json(p: &Profile) -> serde_json::Value {
         "SP_V_ns": p.start(Party::P).mean_ns,
         "SC_V_ns": p.start(Party::C).mean_ns,
         "overhead_ns": mean(p.overhead.as_ref()),
+        "in_run": p.in_run.map(|r| json!({
+            "NP_ns": r.np.mean_ns,
+            "NC_ns": r.nc.mean_ns,
+            "RP_ns": r.rp.mean_ns,
+            "RC_ns": r.rc.mean_ns,
+        })),
         "idle_curve": p.idle_curve.iter().map(|q| json!({
             "gap_ns": q.gap_ns,
             "NP_ns": q.np.mean_ns,
@@ -135,12 +141,14 @@ pub fn run(a: &CalibrateArgs) -> anyhow::Result<()> {
     };
     eprintln!(
         "calibrating {} ({} notifications per direction per round, {} idle before each; then {} more idle gaps, \
-         one round each; then {} runs of a polling pair with no work) ...",
+         one round each; then {} runs of a polling pair with no work; then {} runs of two reference pairs \
+         with notifications) ...",
         a.be.get().name(),
         a.samples,
         fmt_ns(a.gap.as_secs_f64() * 1e9),
         c.gaps.iter().filter(|g| **g != c.gap).count(),
-        c.overhead_runs
+        c.overhead_runs,
+        c.reference_runs
     );
     let p = calibrate_backend(a.be.get(), &c)?;
     if let Some(path) = &a.save {
@@ -256,6 +264,36 @@ pub fn print_profile(p: &Profile) {
                 o.n
             ),
         );
+    }
+    if let Some(r) = &p.in_run {
+        for (name, s, what) in [
+            (
+                "N_P run",
+                &r.np,
+                "P's notify inside runs (W_P 2us, W_C 1us: C sleeps)",
+            ),
+            (
+                "N_C run",
+                &r.nc,
+                "C's notify inside runs (the mirror: P sleeps)",
+            ),
+            (
+                "R_P run",
+                &r.rp,
+                "C's notify starts -> P runs, inside runs (V_C + S_P)",
+            ),
+            (
+                "R_C run",
+                &r.rc,
+                "P's notify starts -> C runs, inside runs (V_P + S_C)",
+            ),
+        ] {
+            row(
+                name,
+                s,
+                &format!("{what}; {} runs; the model takes N and S from these", s.n),
+            );
+        }
     }
     if let (Some(sync), Some(drift)) = (p.clock_sync_ns, p.clock_drift_ns) {
         println!(

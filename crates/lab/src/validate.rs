@@ -270,6 +270,12 @@ pub struct Summary {
     pub median_spread_t: f64,
     /// The same, polling.
     pub median_spread_t_poll: f64,
+    /// P's notify call as the runs met it: the median over the points of
+    /// the median run's mean kick [ns] (NaN where P never kicked or its
+    /// kicks are not timed, a guest's); to set beside calibration's N_P.
+    pub kick_p_run_ns: f64,
+    /// C's, the same.
+    pub kick_c_run_ns: f64,
 }
 
 fn median(mut v: Vec<f64>) -> f64 {
@@ -322,6 +328,18 @@ pub fn summarize(points: &[Point]) -> Summary {
         repeat: points.iter().map(|p| p.reps.len()).max().unwrap_or(0),
         median_spread_t: median(points.iter().map(|p| p.t_real().relative()).collect()),
         median_spread_t_poll: median(points.iter().map(|p| p.t_poll().relative()).collect()),
+        kick_p_run_ns: median(
+            points
+                .iter()
+                .filter_map(|p| p.median_run().kick_p_ns)
+                .collect(),
+        ),
+        kick_c_run_ns: median(
+            points
+                .iter()
+                .filter_map(|p| p.median_run().kick_c_ns)
+                .collect(),
+        ),
     }
 }
 
@@ -664,6 +682,8 @@ pub fn table(points: &[Point]) -> Table {
             Column::number("notifications_c", "kicks C"),
             Column::number("sleeps_p", "sleeps P"),
             Column::number("sleeps_c", "sleeps C"),
+            Column::ns("kick_p", "P's kick in the run"),
+            Column::ns("kick_c", "C's kick in the run"),
             Column::number("repetitions", "repetitions"),
             Column::number("tries", "tries"),
             Column::flag("disturbed", "disturbed"),
@@ -702,6 +722,8 @@ pub fn table(points: &[Point]) -> Table {
             r.rates.notifications_c.into(),
             r.rates.sleeps_p.into(),
             r.rates.sleeps_c.into(),
+            r.kick_p_ns.unwrap_or(f64::NAN).into(),
+            r.kick_c_ns.unwrap_or(f64::NAN).into(),
             (p.reps.len() as u64).into(),
             p.tries.into(),
             p.disturbed().into(),
@@ -807,6 +829,22 @@ pub fn summary_text(s: &Summary) -> String {
             t,
             " (every point: the errors below are over all of them)\n{}",
             errors_text(&s.all)
+        );
+    }
+    if !(s.kick_p_run_ns.is_nan() && s.kick_c_run_ns.is_nan()) {
+        let show = |v: f64| {
+            if v.is_nan() {
+                "-".to_string()
+            } else {
+                fmt_ns(v)
+            }
+        };
+        let _ = write!(
+            t,
+            "\nkicks:     a notify call in the runs took {} (P) and {} (C), median over the points (the runs' N, \
+             to set beside the calibrated N)",
+            show(s.kick_p_run_ns),
+            show(s.kick_c_run_ns)
         );
     }
     if s.repeat > 1 {

@@ -206,6 +206,26 @@ pub struct Profile {
     /// ([`Profile::start_at_idle`]).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub idle_curve: Vec<IdlePoint>,
+    /// N and the wake-up as runs meet them, from reference pairs; where
+    /// present, [`Profile::apply`] takes N and S from here (the isolated
+    /// wake-ups above can cost a parked waiter in a way runs do not meet;
+    /// `docs/calibration.md`, "In-run costs").
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub in_run: Option<InRunCosts>,
+}
+
+/// N and the wake-up R = V + S timed inside runs of reference pairs (means
+/// over their kicks and wake-ups, one sample per run) [ns].
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct InRunCosts {
+    /// P's notify call (C asleep), in a pair where C is the faster party.
+    pub np: Stat,
+    /// C's notify call (P asleep), in the mirror pair.
+    pub nc: Stat,
+    /// From the start of C's notify to P running after a sleep.
+    pub rp: Stat,
+    /// From the start of P's notify to C running after a sleep.
+    pub rc: Stat,
 }
 
 /// N, V and S measured after one idle gap: a point of
@@ -297,6 +317,7 @@ impl Profile {
             sc_v: None,
             overhead: None,
             idle_curve: Vec::new(),
+            in_run: None,
         }
     }
 
@@ -394,6 +415,23 @@ impl Profile {
         };
         params.v_p = vis(Party::P, params.n_p);
         params.v_c = vis(Party::C, params.n_c);
+        if let Some(r) = &self.in_run {
+            // N as the runs met it; the wake-up R split as calibration
+            // splits it: V = R - S cpu within [0, N], S = R - V.
+            let split = |n: f64, r: f64, s_cpu: f64| {
+                let v = (r - s_cpu.max(0.0)).clamp(0.0, n);
+                (v, (r - v).max(0.0))
+            };
+            let (n_p, n_c) = (r.np.mean_ns.max(0.0), r.nc.mean_ns.max(0.0));
+            let (v_p, s_c) = split(n_p, r.rc.mean_ns, self.sc_cpu.mean_ns);
+            let (v_c, s_p) = split(n_c, r.rp.mean_ns, self.sp_cpu.mean_ns);
+            params.n_p = params.n_p.with_mean(n_p);
+            params.n_c = params.n_c.with_mean(n_c);
+            params.s_p = params.s_p.with_mean(s_p);
+            params.s_c = params.s_c.with_mean(s_c);
+            params.v_p = Some(Cost::Const(v_p));
+            params.v_c = Some(Cost::Const(v_c));
+        }
     }
 
     /// Puts the calibrated medians into `params` as constants: the typical
@@ -414,6 +452,23 @@ impl Profile {
         };
         params.v_p = vis(Party::P, &self.np);
         params.v_c = vis(Party::C, &self.nc);
+        if let Some(r) = &self.in_run {
+            // As in `apply_costs`, on the medians.
+            let split = |n: f64, r: f64, s_cpu: f64| {
+                let v = (r - s_cpu.max(0.0)).clamp(0.0, n);
+                (v, (r - v).max(0.0))
+            };
+            let (n_p, n_c) = (r.np.median_ns.max(0.0), r.nc.median_ns.max(0.0));
+            let (v_p, s_c) = split(n_p, r.rc.median_ns, self.sc_cpu.median_ns);
+            let (v_c, s_p) = split(n_c, r.rp.median_ns, self.sp_cpu.median_ns);
+            (params.n_p, params.n_c, params.s_p, params.s_c) = (
+                Cost::Const(n_p),
+                Cost::Const(n_c),
+                Cost::Const(s_p),
+                Cost::Const(s_c),
+            );
+            (params.v_p, params.v_c) = (Some(Cost::Const(v_p)), Some(Cost::Const(v_c)));
+        }
         if let Some(o) = &self.overhead {
             let o = o.median_ns.max(0.0);
             params.w_p = params.w_p.plus(o);
@@ -483,6 +538,34 @@ impl Profile {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn in_run_costs_replace_n_and_s_and_split_the_wake_up() {
+        let mut p = Profile::of_means("futex", [10_000.0, 10_000.0, 12_000.0, 12_000.0]);
+        p.sp_cpu = Stat::constant(2000.0);
+        p.sc_cpu = Stat::constant(2000.0);
+        let c = Stat::constant;
+        p.in_run = Some(InRunCosts {
+            np: c(2500.0),
+            nc: c(3000.0),
+            // C wakes 16 us after P's kick starts: past its end, so V = N.
+            rc: c(16_000.0),
+            // P wakes 2.5 us after C's starts, inside it: V = R - S cpu.
+            rp: c(2500.0),
+        });
+        let mut q = crate::Params::default();
+        p.apply(&mut q, false);
+        assert_eq!((q.n_p, q.n_c), (Cost::Const(2500.0), Cost::Const(3000.0)));
+        assert_eq!(q.v_p, Some(Cost::Const(2500.0)));
+        assert_eq!(q.s_c, Cost::Const(13_500.0));
+        assert_eq!(q.v_c, Some(Cost::Const(500.0)));
+        assert_eq!(q.s_p, Cost::Const(2000.0));
+        q.validate().unwrap();
+        // The medians follow the same rule.
+        let mut m = crate::Params::default();
+        p.apply_medians(&mut m);
+        assert_eq!((m.n_p, m.s_c, m.v_c), (q.n_p, q.s_c, q.v_c));
+    }
 
     #[test]
     fn stat_summarizes() {

@@ -64,6 +64,9 @@ pub struct Calibration {
     pub overhead_runs: u32,
     /// Messages per overhead run (after a warm-up of a tenth as many).
     pub overhead_messages: u64,
+    /// Runs of each reference pair that time N and the wake-up as a run
+    /// meets them ([`crate::Backend::in_run`]; 0: not measured).
+    pub reference_runs: u32,
 }
 
 impl Calibration {
@@ -78,6 +81,7 @@ impl Calibration {
             gaps: DEFAULT_GAPS.to_vec(),
             overhead_runs: 5,
             overhead_messages: 100_000,
+            reference_runs: 3,
         }
     }
 
@@ -86,6 +90,7 @@ impl Calibration {
         Calibration {
             gaps: Vec::new(),
             overhead_runs: 0,
+            reference_runs: 0,
             ..Calibration::new(samples, gap, max_rounds)
         }
     }
@@ -121,6 +126,15 @@ impl Calibration {
             return Err(TestbedError::limit(
                 Setting::Runs,
                 format!("at most {MAX_OVERHEAD_RUNS} ({} asked)", self.overhead_runs),
+            ));
+        }
+        if self.reference_runs > MAX_OVERHEAD_RUNS {
+            return Err(TestbedError::limit(
+                Setting::Runs,
+                format!(
+                    "at most {MAX_OVERHEAD_RUNS} reference runs ({} asked)",
+                    self.reference_runs
+                ),
             ));
         }
         if self.overhead_runs > 0 && self.overhead_messages == 0 {

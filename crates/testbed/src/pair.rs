@@ -105,6 +105,18 @@ pub struct PairResult {
     /// Other runs of the pair in this process that overlapped this one in
     /// time (their threads shared these CPUs).
     pub concurrent_runs: u32,
+    /// P's notify call as this run met it: mean wall time of its kicks in
+    /// the window [ns] (the N_P of the run, to set beside calibration's);
+    /// `None` without kicks or where not timed (a guest's).
+    pub kick_p_ns: Option<f64>,
+    /// C's, the same.
+    pub kick_c_ns: Option<f64>,
+    /// P's wake-ups as this run met them: mean time from the start of C's
+    /// kick to P running again [ns] (R_P = V_C + S_P); `None` where not
+    /// timed (a guest on the other side) or P never slept.
+    pub wake_p_ns: Option<f64>,
+    /// C's, from the start of P's kick (R_C = V_P + S_C).
+    pub wake_c_ns: Option<f64>,
 }
 
 /// Runs of the pair in progress in this process.
@@ -171,6 +183,13 @@ pub(crate) struct PartyCounts {
     pub sleeps: u64,
     /// Wake-ups that found nothing to do (whole run).
     pub spurious: u64,
+    /// Wall time inside its notify calls [ns]; `None` where not timed
+    /// (the guest's side).
+    pub kick_ns: Option<f64>,
+    /// Mean time from the start of the peer's kick to this party running
+    /// after a sleep [ns] (R = V + S as the run met it); `None` where not
+    /// timed or it never slept.
+    pub wake: Option<f64>,
 }
 
 impl PairResult {
@@ -204,6 +223,16 @@ impl PairResult {
             duplicated_or_reordered: bad,
             spurious_p: p.spurious,
             spurious_c: c.spurious,
+            kick_p_ns: p
+                .kick_ns
+                .filter(|_| p.kicks > 0)
+                .map(|t| t / p.kicks as f64),
+            kick_c_ns: c
+                .kick_ns
+                .filter(|_| c.kicks > 0)
+                .map(|t| t / c.kicks as f64),
+            wake_p_ns: p.wake,
+            wake_c_ns: c.wake,
             ..PairResult::default()
         }
     }

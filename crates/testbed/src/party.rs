@@ -32,6 +32,15 @@ pub(crate) struct Marks {
     pub extra1: u64,
     pub kicks0: u64,
     pub kicks1: u64,
+    /// TSC ticks spent in notify calls, at the marks.
+    pub kick_ticks0: u64,
+    pub kick_ticks1: u64,
+    /// Wake-ups timed from the peer's kick, and their TSC ticks, at the
+    /// marks.
+    pub wakes0: u64,
+    pub wakes1: u64,
+    pub wake_ticks0: u64,
+    pub wake_ticks1: u64,
     pub sleeps0: u64,
     pub sleeps1: u64,
     /// Wake-ups that found nothing to do (whole run).
@@ -67,6 +76,19 @@ pub(crate) struct HostParty<'a> {
     pub progress: &'a AtomicU64,
     /// An extra CPU clock read with the marks (the vCPU thread's).
     pub extra_clock: Option<&'a (dyn Fn() -> u64 + Sync)>,
+    /// Where this party stamps the TSC at the start of each kick, and
+    /// where the peer stamps its own: a wake-up is timed from the peer's
+    /// last kick. `None` where the peer is no host thread (a guest).
+    pub stamps: Option<(&'a AtomicU64, &'a AtomicU64)>,
+}
+
+/// Kicks and timed wake-ups so far: (kicks, kick ticks, wakes, wake ticks).
+#[derive(Debug, Default, Clone, Copy)]
+struct Timing {
+    kicks: u64,
+    kick_ticks: u64,
+    wakes: u64,
+    wake_ticks: u64,
 }
 
 impl Marks {
@@ -77,19 +99,55 @@ impl Marks {
             kicks: self.kicks1 - self.kicks0,
             sleeps: self.sleeps1 - self.sleeps0,
             spurious: self.spurious,
+            #[allow(clippy::cast_precision_loss)]
+            kick_ns: Some((self.kick_ticks1 - self.kick_ticks0) as f64 / Tsc::get().ticks_per_ns),
+            #[allow(clippy::cast_precision_loss)]
+            wake: (self.wakes1 > self.wakes0).then(|| {
+                (self.wake_ticks1 - self.wake_ticks0) as f64
+                    / Tsc::get().ticks_per_ns
+                    / (self.wakes1 - self.wakes0) as f64
+            }),
         }
     }
 }
 
 impl HostParty<'_> {
-    fn mark(&self, m: &mut Marks, kicks: u64, st: &WaitStats, end: bool) {
+    /// A notify call, timed (and stamped for the peer's wake-up).
+    fn kick(&self, kick: &dyn Notifier, t: &mut Timing) -> Result<(), TestbedError> {
+        let t0 = rdtsc();
+        if let Some((mine, _)) = self.stamps {
+            // Relaxed: the notify's Release publishes it to the woken peer.
+            mine.store(t0, Ordering::Relaxed);
+        }
+        kick.notify()?;
+        t.kick_ticks += rdtsc().wrapping_sub(t0);
+        t.kicks += 1;
+        Ok(())
+    }
+
+    /// After a wait: if it slept, the time from the peer's last kick.
+    fn woke(&self, slept: bool, t: &mut Timing) {
+        if let (true, Some((_, peer))) = (slept, self.stamps) {
+            let (now, at) = (rdtsc(), peer.load(Ordering::Relaxed));
+            if at != 0 && now > at {
+                t.wakes += 1;
+                t.wake_ticks += now - at;
+            }
+        }
+    }
+}
+
+impl HostParty<'_> {
+    fn mark(&self, m: &mut Marks, k: Timing, st: &WaitStats, end: bool) {
         let (t, c) = (rdtsc(), thread_cpu_ns());
         let x = self.extra_clock.map_or(0, |f| f());
         if end {
             (m.t1, m.cpu1, m.extra1, m.kicks1, m.sleeps1, m.spurious) =
-                (t, c, x, kicks, st.sleeps, st.spurious);
+                (t, c, x, k.kicks, st.sleeps, st.spurious);
+            (m.kick_ticks1, m.wakes1, m.wake_ticks1) = (k.kick_ticks, k.wakes, k.wake_ticks);
         } else {
-            (m.t0, m.cpu0, m.extra0, m.kicks0, m.sleeps0) = (t, c, x, kicks, st.sleeps);
+            (m.t0, m.cpu0, m.extra0, m.kicks0, m.sleeps0) = (t, c, x, k.kicks, st.sleeps);
+            (m.kick_ticks0, m.wakes0, m.wake_ticks0) = (k.kick_ticks, k.wakes, k.wake_ticks);
         }
     }
 
@@ -112,15 +170,14 @@ impl HostParty<'_> {
     pub(crate) fn produce(mut self, producer: &mut Producer) -> Result<Marks, TestbedError> {
         let tsc = Tsc::get();
         let mut st = WaitStats::default();
-        let (mut kicks, mut m) = (0u64, Marks::default());
+        let (mut kicks, mut m) = (Timing::default(), Marks::default());
         let batch = self.batch.max(1);
         let mut pending = 0u64;
-        // Publish what is written, with at most one kick.
-        let flush = |producer: &mut Producer, kicks: &mut u64, kick: &dyn Notifier| {
+        // Publish what is written, with at most one kick (counted, timed).
+        let flush = |me: &Self, producer: &mut Producer, kicks: &mut Timing| {
             let pubd = producer.publish();
             if producer.peer_wants_kick(pubd) {
-                kick.notify()?;
-                *kicks += 1;
+                me.kick(me.kick_peer, kicks)?;
             }
             Ok::<(), TestbedError>(())
         };
@@ -131,16 +188,18 @@ impl HostParty<'_> {
             // Send combining: a full ring must not hold unpublished
             // messages while P waits, or C could never free a slot.
             if pending > 0 && producer.free()? == 0 {
-                flush(producer, &mut kicks, self.kick_peer)?;
+                flush(&self, producer, &mut kicks)?;
                 self.progress.fetch_add(pending, Ordering::Relaxed);
                 pending = 0;
             }
+            let sleeps = st.sleeps;
             producer.wait_for_space(self.k, self.strategy, self.wait_on, &mut st)?;
+            self.woke(st.sleeps > sleeps, &mut kicks);
             self.busy(&tsc)?;
             producer.write(seq)?;
             pending += 1;
             if pending == batch || seq + 1 == self.total {
-                flush(producer, &mut kicks, self.kick_peer)?;
+                flush(&self, producer, &mut kicks)?;
                 self.progress.fetch_add(pending, Ordering::Relaxed);
                 pending = 0;
             }
@@ -158,14 +217,16 @@ impl HostParty<'_> {
     pub(crate) fn consume(mut self, consumer: &mut Consumer) -> Result<Marks, TestbedError> {
         let tsc = Tsc::get();
         let mut st = WaitStats::default();
-        let (mut kicks, mut m) = (0u64, Marks::default());
+        let (mut kicks, mut m) = (Timing::default(), Marks::default());
         let mut next = 0u64;
         let mut done = 0u64;
         while done < self.total {
             if done == self.warmup {
                 self.mark(&mut m, kicks, &st, false);
             }
+            let sleeps = st.sleeps;
             consumer.wait_for_messages(self.k, self.strategy, self.wait_on, &mut st)?;
+            self.woke(st.sleeps > sleeps, &mut kicks);
             if self.stop.load(Ordering::Relaxed) {
                 return Err(stopped());
             }
@@ -185,8 +246,7 @@ impl HostParty<'_> {
             done += 1;
             self.progress.store(done, Ordering::Relaxed);
             if consumer.peer_wants_kick(rel) {
-                self.kick_peer.notify()?;
-                kicks += 1;
+                self.kick(self.kick_peer, &mut kicks)?;
             }
         }
         self.mark(&mut m, kicks, &st, true);

@@ -21,6 +21,7 @@ use kicklab_ring::WaitStrategy;
 use crate::calibrate::{Calibration, IdlePoint, Stat};
 use crate::pingpong::{PingPongConfig, PingPongResult};
 use crate::{PairConfig, PairResult, Profile, TestbedError};
+use kicklab_model::InRunCosts;
 
 /// Where the two parties run and how they notify each other.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -122,7 +123,63 @@ impl Backend {
         if c.overhead_runs > 0 {
             p.overhead = Some(self.overhead(c.overhead_runs, c.overhead_messages)?);
         }
+        if c.reference_runs > 0 {
+            p.in_run = self.in_run(c.reference_runs)?;
+        }
         Ok(p)
+    }
+
+    /// N and the wake-up R = V + S as a run meets them: the kicks and
+    /// wake-ups timed inside reference pairs with notifications, one where
+    /// C is the faster party (W_P = 2 us, W_C = 1 us: P kicks, C sleeps)
+    /// and its mirror (P sleeps, C kicks), `runs` runs of 60 000 messages
+    /// each. Calibration's isolated wake-ups can cost a waiter parked in a
+    /// way runs do not meet (`docs/calibration.md`, "In-run costs").
+    /// `None` for KVM, where one side is the guest (not timed from the
+    /// host).
+    ///
+    /// # Errors
+    ///
+    /// As [`Backend::run_pair`].
+    pub fn in_run(self, runs: u32) -> Result<Option<InRunCosts>, TestbedError> {
+        if matches!(self, Backend::Kvm(_)) {
+            return Ok(None);
+        }
+        let pair = |w_p: f64, w_c: f64| {
+            let params = Params {
+                w_p: Cost::Const(w_p),
+                w_c: Cost::Const(w_c),
+                ..Params::default()
+            };
+            PairConfig {
+                params,
+                strategy_p: WaitStrategy::Block,
+                strategy_c: WaitStrategy::Block,
+                backend: self,
+                messages: 60_000,
+                warmup: 6_000,
+                seed: 1,
+                timeout: crate::stall_limit(&params),
+                batch: 1,
+            }
+        };
+        let (fc, fp) = (pair(2000.0, 1000.0), pair(1000.0, 2000.0));
+        let mut v: [Vec<f64>; 4] = Default::default();
+        for _ in 0..runs {
+            let a = self.run_pair(&fc)?;
+            let b = self.run_pair(&fp)?;
+            for (i, x) in [a.kick_p_ns, b.kick_c_ns, b.wake_p_ns, a.wake_c_ns]
+                .into_iter()
+                .enumerate()
+            {
+                v[i].extend(x);
+            }
+        }
+        if v.iter().any(Vec::is_empty) {
+            return Ok(None);
+        }
+        let [np, nc, rp, rc] = v.map(Stat::of);
+        Ok(Some(InRunCosts { np, nc, rp, rc }))
     }
 
     /// The ring's own cost per message: T of a polling pair with no work

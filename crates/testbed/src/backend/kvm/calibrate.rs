@@ -352,5 +352,6 @@ pub fn calibrate(
         sc_v: Some(sc_v),
         overhead: None,
         idle_curve: Vec::new(),
+        in_run: None,
     })
 }

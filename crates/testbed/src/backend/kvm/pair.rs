@@ -243,6 +243,7 @@ pub fn run_pair_with(
             stop,
             progress: &progress_h,
             extra_clock: Some(&vcpu_ns),
+            stamps: None,
         };
         let m = if tx_dir {
             drop(producer);
@@ -286,6 +287,9 @@ pub fn run_pair_with(
         ),
         // Whole run, as the thread backend counts it.
         spurious: u64::from(mem.read_u32(map::CTRL + ctrl::SPURIOUS)),
+        // The guest's kicks and wake-ups are not timed from the host.
+        kick_ns: None,
+        wake: None,
     };
     let (lost, bad) = if tx_dir {
         (m.lost, m.bad)

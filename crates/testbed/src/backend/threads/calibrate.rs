@@ -264,6 +264,7 @@ pub fn calibrate(
         sc_v: Some(st(11)),
         overhead: None,
         idle_curve: Vec::new(),
+        in_run: None,
     })
 }
 

@@ -66,11 +66,14 @@ pub fn run_pair(cfg: &PairConfig, kind: NotifierKind) -> Result<PairResult, Test
     // Which side failed first (1: P, 2: C): its error is the run's.
     let origin = Arc::new(AtomicU8::new(0));
     let progress = [Arc::new(AtomicU64::new(0)), Arc::new(AtomicU64::new(0))];
+    // TSC at the start of each party's last kick (P's, C's).
+    let stamps = Arc::new([AtomicU64::new(0), AtomicU64::new(0)]);
 
     let spawn_side = |producer_side: bool| {
         let (to_c, to_p, stop) = (Arc::clone(&to_c), Arc::clone(&to_p), Arc::clone(&stop));
         let origin = Arc::clone(&origin);
         let progress = Arc::clone(&progress[usize::from(!producer_side)]);
+        let stamps = Arc::clone(&stamps);
         let c = *cfg;
         move |end: Endpoint| -> Result<(Option<usize>, Marks), TestbedError> {
             let pinned = pin_cpu(usize::from(!producer_side));
@@ -104,6 +107,11 @@ pub fn run_pair(cfg: &PairConfig, kind: NotifierKind) -> Result<PairResult, Test
                 stop: &stop,
                 progress: &progress,
                 extra_clock: None,
+                stamps: Some(if producer_side {
+                    (&stamps[0], &stamps[1])
+                } else {
+                    (&stamps[1], &stamps[0])
+                }),
             };
             let m = match end {
                 Endpoint::P(mut pr) => party.produce(&mut pr),
