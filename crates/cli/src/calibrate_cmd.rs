@@ -89,10 +89,10 @@ pub fn profile_json(p: &Profile) -> serde_json::Value {
         "SC_V_ns": p.start(Party::C).mean_ns,
         "overhead_ns": mean(p.overhead.as_ref()),
         "in_run": p.in_run.map(|r| json!({
-            "NP_ns": r.np.mean_ns,
-            "NC_ns": r.nc.mean_ns,
-            "RP_ns": r.rp.mean_ns,
-            "RC_ns": r.rc.mean_ns,
+            "NP_ns": mean(r.np.as_ref()),
+            "NC_ns": mean(r.nc.as_ref()),
+            "RP_ns": mean(r.rp.as_ref()),
+            "RC_ns": mean(r.rc.as_ref()),
         })),
         "idle_curve": p.idle_curve.iter().map(|q| json!({
             "gap_ns": q.gap_ns,
@@ -266,7 +266,7 @@ pub fn print_profile(p: &Profile) {
         );
     }
     if let Some(r) = &p.in_run {
-        for (name, s, what) in [
+        for (name, stat, what) in [
             (
                 "N_P run",
                 &r.np,
@@ -288,10 +288,11 @@ pub fn print_profile(p: &Profile) {
                 "P's notify starts -> C runs, inside runs (V_P + S_C)",
             ),
         ] {
+            let Some(s) = stat else { continue };
             row(
                 name,
                 s,
-                &format!("{what}; {} runs; the model takes N and S from these", s.n),
+                &format!("{what}; {} runs; the model takes these", s.n),
             );
         }
     }

@@ -215,17 +215,22 @@ pub struct Profile {
 }
 
 /// N and the wake-up R = V + S timed inside runs of reference pairs (means
-/// over their kicks and wake-ups, one sample per run) [ns].
+/// over their kicks and wake-ups, one sample per run) [ns]. A part is
+/// `None` where the runs could not time it (a guest's kick or wake-up).
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 pub struct InRunCosts {
     /// P's notify call (C asleep), in a pair where C is the faster party.
-    pub np: Stat,
+    #[serde(default)]
+    pub np: Option<Stat>,
     /// C's notify call (P asleep), in the mirror pair.
-    pub nc: Stat,
+    #[serde(default)]
+    pub nc: Option<Stat>,
     /// From the start of C's notify to P running after a sleep.
-    pub rp: Stat,
+    #[serde(default)]
+    pub rp: Option<Stat>,
     /// From the start of P's notify to C running after a sleep.
-    pub rc: Stat,
+    #[serde(default)]
+    pub rc: Option<Stat>,
 }
 
 /// N, V and S measured after one idle gap: a point of
@@ -416,21 +421,50 @@ impl Profile {
         params.v_p = vis(Party::P, params.n_p);
         params.v_c = vis(Party::C, params.n_c);
         if let Some(r) = &self.in_run {
-            // N as the runs met it; the wake-up R split as calibration
-            // splits it: V = R - S cpu within [0, N], S = R - V.
-            let split = |n: f64, r: f64, s_cpu: f64| {
-                let v = (r - s_cpu.max(0.0)).clamp(0.0, n);
-                (v, (r - v).max(0.0))
-            };
-            let (n_p, n_c) = (r.np.mean_ns.max(0.0), r.nc.mean_ns.max(0.0));
-            let (v_p, s_c) = split(n_p, r.rc.mean_ns, self.sc_cpu.mean_ns);
-            let (v_c, s_p) = split(n_c, r.rp.mean_ns, self.sp_cpu.mean_ns);
-            params.n_p = params.n_p.with_mean(n_p);
-            params.n_c = params.n_c.with_mean(n_c);
-            params.s_p = params.s_p.with_mean(s_p);
-            params.s_c = params.s_c.with_mean(s_c);
-            params.v_p = Some(Cost::Const(v_p));
-            params.v_c = Some(Cost::Const(v_c));
+            let mean = |s: &Option<Stat>| s.map(|s| s.mean_ns);
+            self.apply_in_run(params, r, &mean, |s| s.mean_ns, |c, v| c.with_mean(v));
+        }
+    }
+
+    /// Puts what `r` timed into `params`: N where timed; the wake-up R,
+    /// where timed, split as calibration splits it (V = R - S cpu within
+    /// [0, N], S = R - V). `pick` reads a statistic (mean or median) and
+    /// `set` gives a cost that value.
+    fn apply_in_run(
+        &self,
+        params: &mut crate::Params,
+        r: &InRunCosts,
+        pick: &dyn Fn(&Option<Stat>) -> Option<f64>,
+        cpu: impl Fn(&Stat) -> f64,
+        set: impl Fn(Cost, f64) -> Cost,
+    ) {
+        if let Some(n) = pick(&r.np) {
+            params.n_p = set(params.n_p, n.max(0.0));
+        }
+        if let Some(n) = pick(&r.nc) {
+            params.n_c = set(params.n_c, n.max(0.0));
+        }
+        let split = |n: f64, r: f64, s_cpu: f64| {
+            let v = (r - s_cpu.max(0.0)).clamp(0.0, n);
+            (v, (r - v).max(0.0))
+        };
+        if let Some(rc) = pick(&r.rc) {
+            let (v, s) = split(params.n_p.mean_ns(), rc, cpu(&self.sc_cpu));
+            params.s_c = set(params.s_c, s);
+            params.v_p = Some(Cost::Const(v));
+        }
+        if let Some(rp) = pick(&r.rp) {
+            let (v, s) = split(params.n_c.mean_ns(), rp, cpu(&self.sp_cpu));
+            params.s_p = set(params.s_p, s);
+            params.v_c = Some(Cost::Const(v));
+        }
+        // A V set before from an N that the runs replaced stays within it.
+        for (v, n) in [(&mut params.v_p, params.n_p), (&mut params.v_c, params.n_c)] {
+            if let Some(c) = v {
+                if c.mean_ns() > n.mean_ns() {
+                    *c = c.with_mean(n.mean_ns());
+                }
+            }
         }
     }
 
@@ -454,20 +488,8 @@ impl Profile {
         params.v_c = vis(Party::C, &self.nc);
         if let Some(r) = &self.in_run {
             // As in `apply_costs`, on the medians.
-            let split = |n: f64, r: f64, s_cpu: f64| {
-                let v = (r - s_cpu.max(0.0)).clamp(0.0, n);
-                (v, (r - v).max(0.0))
-            };
-            let (n_p, n_c) = (r.np.median_ns.max(0.0), r.nc.median_ns.max(0.0));
-            let (v_p, s_c) = split(n_p, r.rc.median_ns, self.sc_cpu.median_ns);
-            let (v_c, s_p) = split(n_c, r.rp.median_ns, self.sp_cpu.median_ns);
-            (params.n_p, params.n_c, params.s_p, params.s_c) = (
-                Cost::Const(n_p),
-                Cost::Const(n_c),
-                Cost::Const(s_p),
-                Cost::Const(s_c),
-            );
-            (params.v_p, params.v_c) = (Some(Cost::Const(v_p)), Some(Cost::Const(v_c)));
+            let median = |s: &Option<Stat>| s.map(|s| s.median_ns);
+            self.apply_in_run(params, r, &median, |s| s.median_ns, |_, v| Cost::Const(v));
         }
         if let Some(o) = &self.overhead {
             let o = o.median_ns.max(0.0);
@@ -546,12 +568,12 @@ mod tests {
         p.sc_cpu = Stat::constant(2000.0);
         let c = Stat::constant;
         p.in_run = Some(InRunCosts {
-            np: c(2500.0),
-            nc: c(3000.0),
+            np: Some(c(2500.0)),
+            nc: Some(c(3000.0)),
             // C wakes 16 us after P's kick starts: past its end, so V = N.
-            rc: c(16_000.0),
+            rc: Some(c(16_000.0)),
             // P wakes 2.5 us after C's starts, inside it: V = R - S cpu.
-            rp: c(2500.0),
+            rp: Some(c(2500.0)),
         });
         let mut q = crate::Params::default();
         p.apply(&mut q, false);
@@ -565,6 +587,19 @@ mod tests {
         let mut m = crate::Params::default();
         p.apply_medians(&mut m);
         assert_eq!((m.n_p, m.s_c, m.v_c), (q.n_p, q.s_c, q.v_c));
+        // Only the host's kick timed (a KVM guest on the other side): N_C
+        // from the runs, the rest as calibrated.
+        p.in_run = Some(InRunCosts {
+            np: None,
+            nc: Some(c(400.0)),
+            rp: None,
+            rc: None,
+        });
+        let mut k = crate::Params::default();
+        p.apply(&mut k, false);
+        assert_eq!((k.n_p, k.n_c), (Cost::Const(10_000.0), Cost::Const(400.0)));
+        assert_eq!(k.s_c, Cost::Const(12_000.0));
+        k.validate().unwrap();
     }
 
     #[test]
