@@ -469,8 +469,6 @@ pub fn validate(
         // more than one solution and can settle on the wrong one
         // (`docs/calibration.md`).
         let m = predict(&mean, WaitMode::Notify)?;
-        let idle = crate::real::predicted_at_idle(&p, profile, WaitMode::Notify)?
-            .expect("notify has a closed form");
         let mut typical = p;
         profile.apply_medians(&mut typical);
         let mm = predict(&typical, WaitMode::Notify)?;
@@ -493,19 +491,21 @@ pub fn validate(
             pr.other
                 .filter(|o| o.regime.sleeper() == slept && pr.regime.sleeper() != slept)
         };
+        // (regime, T, E, messages per round) at that point.
         let chosen = |pr: &kicklab_model::Prediction| match at_other(pr) {
-            Some(o) => (o.regime, o.t_ns, o.e_ns),
-            None => (pr.regime, pr.rates.t_ns, pr.rates.e_ns),
+            Some(o) => (o.regime, o.t_ns, o.e_ns, o.round_messages),
+            None => (pr.regime, pr.rates.t_ns, pr.rates.e_ns, pr.round_messages),
         };
         let full = at_other(&m).is_some();
-        let (regime, t_model, e_busy) = chosen(&m);
-        let round = match at_other(&m) {
-            Some(o) => o.round_messages,
-            None => m.round_messages,
-        };
+        let (regime, t_model, e_busy, round) = chosen(&m);
         let e_model = crate::real::cpu_per_message(regime, round, e_busy, &mean, profile);
-        let (_, t_med, e_med) = chosen(&mm);
-        let model_at_idle = (!profile.idle_curve.is_empty()).then(|| chosen(&idle.prediction).1);
+        let (_, t_med, e_med, _) = chosen(&mm);
+        let model_at_idle = if profile.idle_curve.is_empty() {
+            None
+        } else {
+            crate::real::predicted_at_idle(&p, profile, WaitMode::Notify)?
+                .map(|x| chosen(&x.prediction).1)
+        };
         let s = simulate(&SimConfig {
             seed: opts.seed,
             start: if full { Start::Full } else { Start::Empty },
@@ -518,7 +518,7 @@ pub fn validate(
         let e_sim = {
             // The simulator's E counts S as busy too.
             let sim_round = s.rates.notifications_p.max(s.rates.notifications_c);
-            let round = (sim_round > 0).then(|| s.rates.messages / sim_round.max(1));
+            let round = (sim_round > 0).then(|| s.rates.messages / sim_round);
             crate::real::cpu_per_message(regime, round, s.rates.e_ns, &mean, profile)
         };
         let mut warnings: Vec<Warning> = reps.iter().flat_map(|r| r.warnings.clone()).collect();

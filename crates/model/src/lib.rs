@@ -46,7 +46,7 @@ pub use cost::{Cost, CostParseError};
 pub use idle::IdleScale;
 pub use param::{Param, Unit, UnknownParam};
 pub use params::{ParamError, Params, Party};
-pub use profile::{Direction, IdlePoint, InRunCosts, Profile, Stat};
+pub use profile::{split_wake_up, Direction, IdlePoint, InRunCosts, Profile, Stat};
 pub use rates::{Latency, Rates};
 pub use regime::{classify, Predicates, Regime, WaitMode};
 pub use time::{fmt_ns, parse_duration_ns, to_ps, DurationParseError, MAX_DURATION_NS, PS_PER_NS};

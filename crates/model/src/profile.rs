@@ -292,6 +292,19 @@ impl IdlePoint {
     }
 }
 
+/// Splits a wake-up into V and the model's S: `n` is the notification's
+/// duration, `r` the time from its start to the woken party running, and
+/// `s_cpu` the woken party's own CPU time in it. The start-up is the
+/// party's own CPU time and the rest of R is when it became runnable:
+/// V = R - S cpu within [0, N], S = R - V. A party that resumes after the
+/// notification ends with less CPU than that gap gets V = N and S = R - N
+/// (the paper's rule). Returns `(V, S)` [ns]; used for every sample of a
+/// calibration and for the in-run costs.
+pub fn split_wake_up(n: f64, r: f64, s_cpu: f64) -> (f64, f64) {
+    let v = (r - s_cpu).clamp(0.0, n.max(0.0));
+    (v, r - v)
+}
+
 impl Profile {
     /// A profile of constant costs (N_P, N_C, S_P, S_C) [ns] and nothing
     /// else: for tests and for costs known from elsewhere.
@@ -445,8 +458,8 @@ impl Profile {
             params.n_c = set(params.n_c, n.max(0.0));
         }
         let split = |n: f64, r: f64, s_cpu: f64| {
-            let v = (r - s_cpu.max(0.0)).clamp(0.0, n);
-            (v, (r - v).max(0.0))
+            let (v, s) = split_wake_up(n, r, s_cpu);
+            (v, s.max(0.0))
         };
         if let Some(rc) = pick(&r.rc) {
             let (v, s) = split(params.n_p.mean_ns(), rc, cpu(&self.sc_cpu));

@@ -37,16 +37,10 @@ struct Direction {
 
 /// V and the model's S of one notification, from its duration `n`, the
 /// wall start-up `s` (from the end of the notification to the waiter
-/// running, signed) and the waiter's own CPU time across its wait
-/// `s_cpu`: with R = n + s the time from the start of the notification to
-/// the waiter running, the waiter's start-up is its own CPU time and the
-/// rest of R is when it became runnable: V = R - s_cpu, within [0, n],
-/// and S = R - V. A waiter that resumes after the notify returns with
-/// less CPU than that gap gets V = n and S = s (the paper's rule).
+/// running, signed) and the waiter's own CPU time `s_cpu`: the model's
+/// [`kicklab_model::split_wake_up`] of R = n + s.
 pub(crate) fn visibility(n: f64, s: f64, s_cpu: f64) -> (f64, f64) {
-    let r = n + s;
-    let v = (r - s_cpu).clamp(0.0, n.max(0.0));
-    (v, r - v)
+    kicklab_model::split_wake_up(n, n + s, s_cpu)
 }
 
 #[allow(clippy::cast_precision_loss)]
