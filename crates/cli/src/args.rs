@@ -86,7 +86,7 @@ pub fn backend(s: &str) -> Result<kicklab_testbed::Backend, String> {
     Ok(be)
 }
 
-fn duration(s: &str) -> Result<std::time::Duration, String> {
+pub fn duration(s: &str) -> Result<std::time::Duration, String> {
     parse_duration_ns(s)
         .map(|ns| std::time::Duration::from_secs_f64(ns / 1e9))
         .map_err(|e| e.to_string())
@@ -190,20 +190,10 @@ pub fn vary(s: &str) -> Result<kicklab_sim::Vary, String> {
     kicklab_sim::Vary::parse(s).map_err(|e| e.0)
 }
 
-/// Parses `notify`, `poll` or `spin:<duration>`.
+/// Parses a strategy (`WaitMode::parse`: notify, poll, spin:<B>, sleep:<Y>,
+/// halt-poll, haltpoll, hybrid, defer, coalesce:<n>,<t>, adaptive).
 pub fn mode(s: &str) -> Result<WaitMode, String> {
-    match s.trim() {
-        "notify" => Ok(WaitMode::Notify),
-        "poll" => Ok(WaitMode::Poll),
-        other => match other.strip_prefix("spin:") {
-            Some(b) => parse_duration_ns(b)
-                .map(|budget_ns| WaitMode::Spin { budget_ns })
-                .map_err(|e| e.to_string()),
-            None => Err(format!(
-                "unknown mode `{other}` (use notify, poll or spin:<duration>, e.g. spin:5us)"
-            )),
-        },
-    }
+    WaitMode::parse(s)
 }
 
 impl ParamArgs {

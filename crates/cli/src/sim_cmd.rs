@@ -12,7 +12,12 @@ use crate::args::{mode, ParamArgs};
 pub struct SimArgs {
     #[command(flatten)]
     params: ParamArgs,
-    /// How both parties wait: notify, poll, or spin:<budget> (spin, then sleep).
+    /// How both parties wait: notify, poll, spin:<B> (spin, then block),
+    /// sleep:<Y> (timed sleeps), halt-poll[:max=..,grow=..,start=..,shrink=..]
+    /// (KVM), haltpoll[:...] (guest governor), hybrid[:mean|min] (block
+    /// layer / io_uring), defer[:timeout=..,count=..] (NAPI),
+    /// coalesce:<n>,<t> (held kicks), adaptive[:latency=<D>] (kicklab's
+    /// controller). See docs/control.md.
     #[arg(long, default_value = "notify", value_parser = mode, allow_hyphen_values = true)]
     mode: WaitMode,
     /// How P waits (overrides --mode for the producer).
@@ -21,6 +26,10 @@ pub struct SimArgs {
     /// How C waits (overrides --mode for the consumer).
     #[arg(long, value_parser = mode, allow_hyphen_values = true)]
     mode_c: Option<WaitMode>,
+    /// Bound on the p99 message latency that `adaptive` keeps (unless its
+    /// mode gives one) [default: 100us].
+    #[arg(long, value_parser = crate::args::duration, allow_hyphen_values = true)]
+    latency: Option<f64>,
     /// Messages to measure (after the warm-up).
     #[arg(long, default_value_t = 1_000_000, allow_hyphen_values = true)]
     messages: u64,
@@ -53,7 +62,11 @@ pub fn run(a: &SimArgs) -> anyhow::Result<()> {
     }
     // With a profile, the simulator gets the measured spread of N and S.
     let params = a.params.params_with(true)?;
-    let (mode_p, mode_c) = (a.mode_p.unwrap_or(a.mode), a.mode_c.unwrap_or(a.mode));
+    let bound = |m: WaitMode| m.with_latency(a.latency);
+    let (mode_p, mode_c) = (
+        bound(a.mode_p.unwrap_or(a.mode)),
+        bound(a.mode_c.unwrap_or(a.mode)),
+    );
     let cfg = SimConfig {
         params,
         mode_p,
@@ -155,6 +168,7 @@ fn print_result(
         Window::RoundsPc => "whole rounds between P->C notifications",
         Window::RoundsCp => "whole rounds between C->P notifications",
         Window::Messages => "messages (no notification rounds)",
+        Window::Consumed => "messages consumed after the warm-up",
     };
     println!("measured       {} messages over {window}", r.rates.messages);
     if let Some((regime, t_ns, e_ns)) = predicted {

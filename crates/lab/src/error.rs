@@ -27,6 +27,8 @@ pub enum Input {
     Work,
     /// Repetitions of each real run.
     Repeat,
+    /// A wait strategy.
+    Mode,
 }
 
 impl Input {
@@ -42,6 +44,7 @@ impl Input {
             Input::Idle => "idle",
             Input::Work => "work",
             Input::Repeat => "repeat",
+            Input::Mode => "mode",
         }
     }
 }

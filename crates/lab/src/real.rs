@@ -11,14 +11,16 @@ use kicklab_testbed::{
 
 use crate::{Input, LabError, Progress};
 
-/// The ring's wait strategy for the simulator's words.
-pub fn strategy(mode: WaitMode) -> kicklab_ring::WaitStrategy {
+/// The ring's wait strategy for the simulator's words; `None` for the
+/// strategies the real backends do not run yet.
+pub fn strategy(mode: WaitMode) -> Option<kicklab_ring::WaitStrategy> {
     match mode {
-        WaitMode::Notify => kicklab_ring::WaitStrategy::Block,
-        WaitMode::Poll => kicklab_ring::WaitStrategy::Poll,
-        WaitMode::Spin { budget_ns } => kicklab_ring::WaitStrategy::SpinThenBlock(
+        WaitMode::Notify => Some(kicklab_ring::WaitStrategy::Block),
+        WaitMode::Poll => Some(kicklab_ring::WaitStrategy::Poll),
+        WaitMode::Spin { budget_ns } => Some(kicklab_ring::WaitStrategy::SpinThenBlock(
             Duration::from_secs_f64(budget_ns.clamp(0.0, kicklab_model::MAX_DURATION_NS) / 1e9),
-        ),
+        )),
+        _ => None,
     }
 }
 
@@ -76,6 +78,15 @@ pub fn check(spec: &RunSpec) -> Result<(), LabError> {
             "at least 1 message per publish",
         ));
     }
+    if strategy(spec.mode).is_none() {
+        return Err(LabError::input(
+            Input::Mode,
+            format!(
+                "{} runs in the simulator only for now (`kicklab sim --mode {}`); real runs take notify, poll and spin:<B>",
+                spec.mode, spec.mode
+            ),
+        ));
+    }
     spec.backend.check_pair(&config(spec))?;
     Ok(())
 }
@@ -84,8 +95,8 @@ pub fn check(spec: &RunSpec) -> Result<(), LabError> {
 fn config(spec: &RunSpec) -> PairConfig {
     PairConfig {
         params: spec.params,
-        strategy_p: strategy(spec.mode),
-        strategy_c: strategy(spec.mode),
+        strategy_p: strategy(spec.mode).expect("checked"),
+        strategy_c: strategy(spec.mode).expect("checked"),
         backend: spec.backend,
         messages: spec.messages,
         warmup: spec.messages / 10,
@@ -335,12 +346,15 @@ mod tests {
     #[test]
     fn strategies_map_one_to_one() {
         assert_eq!(
-            strategy(WaitMode::Notify),
+            strategy(WaitMode::Notify).unwrap(),
             kicklab_ring::WaitStrategy::Block
         );
-        assert_eq!(strategy(WaitMode::Poll), kicklab_ring::WaitStrategy::Poll);
         assert_eq!(
-            strategy(WaitMode::Spin { budget_ns: 5000.0 }),
+            strategy(WaitMode::Poll),
+            Some(kicklab_ring::WaitStrategy::Poll)
+        );
+        assert_eq!(
+            strategy(WaitMode::Spin { budget_ns: 5000.0 }).unwrap(),
             kicklab_ring::WaitStrategy::SpinThenBlock(Duration::from_micros(5))
         );
     }

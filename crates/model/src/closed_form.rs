@@ -12,7 +12,8 @@ use thiserror::Error;
 
 use crate::params::Params;
 use crate::rates::Rates;
-use crate::regime::{classify, Predicates, Regime, WaitMode};
+use crate::regime::{classify, Predicates, Regime};
+use crate::strategy::WaitMode;
 use crate::time::{to_ps, PS_PER_NS};
 
 /// What the model predicts for a parameter set.

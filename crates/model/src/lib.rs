@@ -32,6 +32,7 @@
 //! way in both.
 
 mod closed_form;
+pub mod control;
 mod cost;
 mod idle;
 mod param;
@@ -39,6 +40,7 @@ mod params;
 mod profile;
 mod rates;
 mod regime;
+mod strategy;
 mod time;
 
 pub use closed_form::{predict, ss_best_case, ss_formula, ModelError, OperatingPoint, Prediction};
@@ -48,5 +50,6 @@ pub use param::{Param, Unit, UnknownParam};
 pub use params::{ParamError, Params, Party};
 pub use profile::{split_wake_up, Direction, IdlePoint, InRunCosts, Profile, Stat};
 pub use rates::{Latency, Rates};
-pub use regime::{classify, Predicates, Regime, WaitMode};
+pub use regime::{classify, Predicates, Regime};
+pub use strategy::{Estimator, WaitMode, Window, DEFAULT_LATENCY_NS};
 pub use time::{fmt_ns, parse_duration_ns, to_ps, DurationParseError, MAX_DURATION_NS, PS_PER_NS};

@@ -7,32 +7,8 @@ use serde::{Deserialize, Serialize};
 
 use crate::closed_form::{Cycle, Ps};
 use crate::params::Params;
+use crate::strategy::WaitMode;
 use crate::time::to_ps;
-
-/// How a party waits when it cannot start (`model-semantics.md`, "Blocking").
-#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum WaitMode {
-    /// Sleep at once and wait for the peer's notification.
-    Notify,
-    /// Spin until the condition holds; spinning is busy time.
-    Poll,
-    /// Spin for at most `budget_ns`, then sleep as in `Notify`.
-    Spin {
-        /// Spin budget B [ns].
-        budget_ns: f64,
-    },
-}
-
-impl fmt::Display for WaitMode {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            WaitMode::Notify => f.write_str("notify"),
-            WaitMode::Poll => f.write_str("poll"),
-            WaitMode::Spin { budget_ns } => write!(f, "spin:{}", crate::time::fmt_ns(*budget_ns)),
-        }
-    }
-}
 
 /// Operating regime of the pair (paper Section 2).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -143,8 +119,9 @@ impl Predicates {
 /// pairs have a second operating point, reached from a full queue
 /// ([`crate::Prediction::other`]).
 ///
-/// Returns `None` for [`WaitMode::Spin`] with a budget > 0, which has no
-/// closed-form regime (the simulator measures it). `Spin` with budget 0 is
+/// Returns `None` for [`WaitMode::Spin`] with a budget > 0 and for the
+/// strategies beyond notify, poll and spin, which have no closed-form
+/// regime (the simulator measures them). `Spin` with budget 0 is
 /// `Notify`. `params` must be valid ([`Params::validate`]).
 ///
 /// # Examples
@@ -159,7 +136,8 @@ pub fn classify(params: &Params, mode: WaitMode) -> Option<Regime> {
     match mode {
         WaitMode::Poll => return Some(Regime::GP),
         WaitMode::Spin { budget_ns } if to_ps(budget_ns) > 0 => return None,
-        _ => {}
+        WaitMode::Notify | WaitMode::Spin { .. } => {}
+        _ => return None,
     }
     let q = Ps::of(params);
     Some(Cycle::reached(&q, false).regime(&q))

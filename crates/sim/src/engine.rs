@@ -19,7 +19,7 @@
 //! What does not live here: sampling (`sampler.rs`), sweeps (`sweep.rs`).
 
 use hdrhistogram::Histogram;
-use kicklab_model::{to_ps, IdleScale, Latency, Params, Party, Rates, WaitMode, MAX_DURATION_NS};
+use kicklab_model::{to_ps, IdleScale, Latency, Params, Party, Rates, WaitMode};
 use serde::{Deserialize, Serialize};
 use thiserror::Error;
 
@@ -119,6 +119,7 @@ impl Side {
                 self.spin_since = now;
                 self.t = now + self.budget;
             }
+            _ => unreachable!("the other strategies run in control.rs"),
         }
     }
 
@@ -216,6 +217,9 @@ pub enum Window {
     /// Between two publishes (no notifications after the warm-up: polling or
     /// lockstep).
     Messages,
+    /// From the free that ends the warm-up to the last free (strategies
+    /// beyond notify, poll and spin, whose rounds need not repeat).
+    Consumed,
 }
 
 /// Raw totals of a whole run (warm-up included), in picoseconds: what two
@@ -360,27 +364,27 @@ fn record(hist: &mut Histogram<u32>, v: u64, n: u32) {
 }
 
 /// Indices of the cost streams (V_P and V_C are drawn only when set).
-const W_P: usize = 0;
-const W_C: usize = 1;
-const N_P: usize = 2;
-const N_C: usize = 3;
-const S_P: usize = 4;
-const S_C: usize = 5;
-const V_P: usize = 6;
-const V_C: usize = 7;
+pub(crate) const W_P: usize = 0;
+pub(crate) const W_C: usize = 1;
+pub(crate) const N_P: usize = 2;
+pub(crate) const N_C: usize = 3;
+pub(crate) const S_P: usize = 4;
+pub(crate) const S_C: usize = 5;
+pub(crate) const V_P: usize = 6;
+pub(crate) const V_C: usize = 7;
 
-struct Costs {
-    samplers: [Sampler; 8],
-    consts: [u64; 8],
+pub(crate) struct Costs {
+    pub(crate) samplers: [Sampler; 8],
+    pub(crate) consts: [u64; 8],
     /// Whether V_P, V_C are set (else they equal the drawn N).
-    vis: [bool; 2],
+    pub(crate) vis: [bool; 2],
     /// How S_P, S_C scale with the sleeper's idle time, where set.
-    idle_scale: [Option<IdleScale>; 2],
+    pub(crate) idle_scale: [Option<IdleScale>; 2],
 }
 
 impl Costs {
     #[inline(always)]
-    fn draw<const CONST: bool>(&mut self, i: usize) -> u64 {
+    pub(crate) fn draw<const CONST: bool>(&mut self, i: usize) -> u64 {
         if CONST {
             self.consts[i]
         } else {
@@ -391,7 +395,7 @@ impl Costs {
     /// A start-up cost (stream `s_i`, S_P or S_C) after `idle_ps` asleep
     /// (from falling asleep to becoming runnable).
     #[inline(always)]
-    fn start_up<const CONST: bool>(&mut self, s_i: usize, idle_ps: u64) -> u64 {
+    pub(crate) fn start_up<const CONST: bool>(&mut self, s_i: usize, idle_ps: u64) -> u64 {
         let s = self.draw::<CONST>(s_i);
         match &self.idle_scale[s_i - S_P] {
             None => s,
@@ -407,7 +411,7 @@ impl Costs {
     /// A notification: its cost `n` (stream `n_i`) and when the peer sees
     /// it, `v <= n` (stream `v_i`, or `n` itself where V is unset).
     #[inline(always)]
-    fn notification<const CONST: bool>(&mut self, n_i: usize, v_i: usize) -> (u64, u64) {
+    pub(crate) fn notification<const CONST: bool>(&mut self, n_i: usize, v_i: usize) -> (u64, u64) {
         let n = self.draw::<CONST>(n_i);
         let v = if self.vis[v_i - V_P] {
             self.draw::<CONST>(v_i).min(n)
@@ -416,6 +420,56 @@ impl Costs {
         };
         (n, v)
     }
+}
+
+/// Checks a run's configuration: parameters, the queue's length, the
+/// message count and the strategies.
+pub(crate) fn check_config(cfg: &SimConfig) -> Result<(), SimError> {
+    cfg.params.validate()?;
+    if cfg.params.len > MAX_LEN {
+        return Err(SimError::Params(kicklab_model::ParamError {
+            param: kicklab_model::Param::Len,
+            reason: format!(
+                "the simulator holds at most {MAX_LEN} slots (it keeps each slot's publish time)"
+            ),
+        }));
+    }
+    if cfg.messages == 0 {
+        return Err(SimError::NoMessages);
+    }
+    let total = u128::from(cfg.messages) + u128::from(cfg.warmup);
+    if total > u128::from(MAX_MESSAGES) {
+        return Err(SimError::TooManyMessages(total));
+    }
+    for (party, mode) in [(Party::P, cfg.mode_p), (Party::C, cfg.mode_c)] {
+        mode.check()
+            .map_err(|reason| SimError::Mode { party, reason })?;
+    }
+    Ok(())
+}
+
+/// The eight cost streams of a run, their constant values (0 where
+/// random), and whether all are constant.
+pub(crate) fn samplers(cfg: &SimConfig) -> ([Sampler; 8], [u64; 8], bool) {
+    let p = &cfg.params;
+    let samplers = [
+        p.w_p,
+        p.w_c,
+        p.n_p,
+        p.n_c,
+        p.s_p,
+        p.s_c,
+        p.vis_p(),
+        p.vis_c(),
+    ]
+    .iter()
+    .zip(0u64..)
+    .map(|(c, i)| Sampler::new(*c, cfg.seed, i))
+    .collect::<Vec<_>>();
+    let samplers: [Sampler; 8] = samplers.try_into().expect("eight costs");
+    let consts = std::array::from_fn(|i| samplers[i].constant_ps().unwrap_or(0));
+    let all_const = samplers.iter().all(|s| s.constant_ps().is_some());
+    (samplers, consts, all_const)
 }
 
 /// Runs one simulation.
@@ -437,52 +491,12 @@ impl Costs {
 /// assert!((sim.rates.t_ns - model.rates.t_ns).abs() / model.rates.t_ns < 1e-9);
 /// ```
 pub fn simulate(cfg: &SimConfig) -> Result<SimResult, SimError> {
-    cfg.params.validate()?;
-    if cfg.params.len > MAX_LEN {
-        return Err(SimError::Params(kicklab_model::ParamError {
-            param: kicklab_model::Param::Len,
-            reason: format!(
-                "the simulator holds at most {MAX_LEN} slots (it keeps each slot's publish time)"
-            ),
-        }));
+    if !(cfg.mode_p.is_basic() && cfg.mode_c.is_basic()) {
+        return crate::control::simulate_control(cfg);
     }
-    if cfg.messages == 0 {
-        return Err(SimError::NoMessages);
-    }
-    let total = u128::from(cfg.messages) + u128::from(cfg.warmup);
-    if total > u128::from(MAX_MESSAGES) {
-        return Err(SimError::TooManyMessages(total));
-    }
-    for (party, mode) in [(Party::P, cfg.mode_p), (Party::C, cfg.mode_c)] {
-        if let WaitMode::Spin { budget_ns } = mode {
-            if !(budget_ns.is_finite() && (0.0..=MAX_DURATION_NS).contains(&budget_ns)) {
-                return Err(SimError::Mode {
-                    party,
-                    reason: format!(
-                        "spin budget {budget_ns} ns must be a duration between 0 and 1h"
-                    ),
-                });
-            }
-        }
-    }
+    check_config(cfg)?;
+    let (samplers, consts, all_const) = samplers(cfg);
     let p = &cfg.params;
-    let samplers = [
-        p.w_p,
-        p.w_c,
-        p.n_p,
-        p.n_c,
-        p.s_p,
-        p.s_c,
-        p.vis_p(),
-        p.vis_c(),
-    ]
-    .iter()
-    .zip(0u64..)
-    .map(|(c, i)| Sampler::new(*c, cfg.seed, i))
-    .collect::<Vec<_>>();
-    let samplers: [Sampler; 8] = samplers.try_into().expect("eight costs");
-    let consts = std::array::from_fn(|i| samplers[i].constant_ps().unwrap_or(0));
-    let all_const = samplers.iter().all(|s| s.constant_ps().is_some());
     let mut costs = Costs {
         samplers,
         consts,

@@ -29,11 +29,13 @@
 //! publish and free happens before any reserve or claim attempt at the same
 //! instant" is decided exactly, never by floating-point luck.
 
+mod control;
 mod engine;
 pub mod reference;
 mod sampler;
 pub mod sweep;
 
+pub use control::simulate_control;
 pub use engine::{
     default_warmup, simulate, SimConfig, SimError, SimResult, Start, Totals, Window, MAX_LEN,
     MAX_MESSAGES,

@@ -62,6 +62,17 @@ pub fn simulate_reference(cfg: &SimConfig) -> Result<Totals, SimError> {
     if cfg.messages == 0 {
         return Err(SimError::NoMessages);
     }
+    for (party, mode) in [
+        (kicklab_model::Party::P, cfg.mode_p),
+        (kicklab_model::Party::C, cfg.mode_c),
+    ] {
+        if !mode.is_basic() {
+            return Err(SimError::Mode {
+                party,
+                reason: format!("the reference loop runs notify, poll and spin only, not {mode}"),
+            });
+        }
+    }
     let prm = &cfg.params;
     // Same streams as the fast loop: W_P, W_C, N_P, N_C, S_P, S_C, V_P, V_C.
     let costs = [
@@ -202,6 +213,7 @@ pub fn simulate_reference(cfg: &SimConfig) -> Result<Totals, SimError> {
                                 Kind::Deadline { gen },
                             );
                         }
+                        _ => unreachable!("checked above"),
                     }
                 }
             }

@@ -241,7 +241,15 @@ fn help_teaches() {
     let out = kicklab(&["sim", "--help"]);
     assert!(out.status.success());
     let text = String::from_utf8(out.stdout).unwrap();
-    for needle in ["--wp", "exp:1us", "spin:<budget>", "--messages", "--bench"] {
+    for needle in [
+        "--wp",
+        "exp:1us",
+        "spin:<B>",
+        "adaptive[:latency=<D>]",
+        "--latency",
+        "--messages",
+        "--bench",
+    ] {
         assert!(text.contains(needle), "sim --help lacks {needle}");
     }
 }

@@ -5,7 +5,7 @@
 
 use kicklab_model::{Cost, IdleScale, Params, WaitMode};
 use kicklab_sim::reference::simulate_reference;
-use kicklab_sim::{simulate, SimConfig, Start};
+use kicklab_sim::{simulate, simulate_control, SimConfig, Start};
 use proptest::prelude::*;
 
 fn cost() -> impl Strategy<Value = Cost> {
@@ -105,6 +105,19 @@ proptest! {
         let fast = simulate(&cfg).unwrap();
         let reference = simulate_reference(&cfg).unwrap();
         prop_assert_eq!(fast.totals, reference);
+    }
+
+    /// The loop that runs every strategy (`control.rs`) draws the same
+    /// costs in the same order for notify, poll and spin: same totals.
+    #[test]
+    fn control_loop_equals_fast_loop(p in params(), mode_p in mode(), mode_c in mode(), seed in any::<u64>(), warmup in 0u64..500, messages in 1u64..3000, full in any::<bool>(), scale in idle_scale()) {
+        let idle_scale = [scale, scale.map(|s| IdleScale::new(&[(s.points()[0].0, 2.0)]).unwrap())];
+        let start = if full { Start::Full } else { Start::Empty };
+        let cfg = SimConfig { params: p, mode_p, mode_c, messages, warmup, seed, latency: true, start, idle_scale };
+        let fast = simulate(&cfg).unwrap();
+        let control = simulate_control(&cfg).unwrap();
+        prop_assert_eq!(fast.totals, control.totals);
+        prop_assert_eq!(fast.rates.latency_ns.map(|l| (l.p50, l.p99, l.max)), control.rates.latency_ns.map(|l| (l.p50, l.p99, l.max)));
     }
 }
 

@@ -1,0 +1,689 @@
+//! The strategies' decisions, one state machine per party: what to do when
+//! the party cannot go on (spin, timed sleep, block), whether to pause
+//! between two messages, and what it learns when a wait ends. Pure logic
+//! over a clock in picoseconds, so the simulator runs exactly what a real
+//! party would (`../shared/design/control.md` for the rules,
+//! `docs/control.md` for kicklab's `adaptive`). What does not live here:
+//! carrying the actions out (the simulator's event loop, the ring's waits).
+
+use crate::params::{Params, Party};
+use crate::strategy::{Estimator, WaitMode, Window, DEFAULT_LATENCY_NS};
+use crate::time::to_ps;
+
+/// What a party can see when it decides: its clock and the ring's indices.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct View {
+    /// Now [ps].
+    pub now: u64,
+    /// Slots in the ring.
+    pub len: u64,
+    /// Messages published so far.
+    pub published: u64,
+    /// Messages consumed (freed) so far.
+    pub consumed: u64,
+}
+
+impl View {
+    /// Messages in the ring, published and not yet freed.
+    pub fn occupancy(&self) -> u64 {
+        self.published - self.consumed
+    }
+}
+
+/// One step of a wait.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Action {
+    /// Spin until the condition holds or until the deadline [ps] (`None`:
+    /// no deadline). Busy all the while; never kicked.
+    Spin(Option<u64>),
+    /// Timed sleep until [ps]; pays S on waking, then re-checks. Never
+    /// kicked.
+    Nap(u64),
+    /// Register for a kick and sleep; pays S when woken.
+    Block,
+}
+
+/// How a wait ended, for the strategies that learn from it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Episode {
+    /// When the party first found it could not go on [ps].
+    pub start: u64,
+    /// When it could go on again [ps].
+    pub end: u64,
+    /// How long it was blocked, from registering to being woken [ps], if
+    /// it blocked.
+    pub blocked: Option<u64>,
+}
+
+/// One party's strategy, running.
+#[derive(Debug, Clone)]
+pub struct Controller {
+    state: State,
+}
+
+#[derive(Debug, Clone)]
+enum State {
+    Notify,
+    Poll,
+    Spin {
+        budget: u64,
+    },
+    Sleep {
+        period: u64,
+    },
+    HaltPoll {
+        w: WindowPs,
+        window: u64,
+    },
+    Haltpoll {
+        w: WindowPs,
+        limit: u64,
+        timed_out: bool,
+        block_next: bool,
+    },
+    Hybrid {
+        est: Estimator,
+        recent: [u64; HYBRID_WINDOW],
+        seen: usize,
+        min: u64,
+    },
+    Defer {
+        timeout: u64,
+        count: u32,
+        left: u32,
+    },
+    Adaptive(Box<Adaptive>),
+}
+
+/// Episodes `hybrid:mean` averages over.
+const HYBRID_WINDOW: usize = 16;
+
+#[derive(Debug, Clone, Copy)]
+struct WindowPs {
+    max: u64,
+    grow: f64,
+    start: u64,
+    shrink: f64,
+}
+
+impl WindowPs {
+    fn of(w: Window) -> WindowPs {
+        WindowPs {
+            max: to_ps(w.max_ns),
+            grow: w.grow,
+            start: to_ps(w.start_ns),
+            shrink: w.shrink,
+        }
+    }
+    #[allow(
+        clippy::cast_precision_loss,
+        clippy::cast_possible_truncation,
+        clippy::cast_sign_loss
+    )]
+    fn times(v: u64, f: f64) -> u64 {
+        (v as f64 * f) as u64
+    }
+    #[allow(
+        clippy::cast_precision_loss,
+        clippy::cast_possible_truncation,
+        clippy::cast_sign_loss
+    )]
+    fn shrunk(&self, v: u64) -> u64 {
+        if self.shrink == 0.0 {
+            0
+        } else {
+            (v as f64 / self.shrink) as u64
+        }
+    }
+}
+
+impl Controller {
+    /// `mode` for `party` of the pair `params` (the strategies that plan
+    /// use the means of its costs, as a calibration profile gives them);
+    /// `latency_ns` is the bound of an `adaptive` without its own.
+    pub fn new(
+        mode: WaitMode,
+        party: Party,
+        params: &Params,
+        latency_ns: Option<f64>,
+    ) -> Controller {
+        let state = match mode {
+            WaitMode::Notify | WaitMode::Coalesce { .. } => State::Notify,
+            WaitMode::Poll => State::Poll,
+            WaitMode::Spin { budget_ns } => State::Spin {
+                budget: to_ps(budget_ns),
+            },
+            WaitMode::Sleep { period_ns } => State::Sleep {
+                period: to_ps(period_ns).max(1),
+            },
+            WaitMode::HaltPoll(w) => State::HaltPoll {
+                w: WindowPs::of(w),
+                window: 0,
+            },
+            WaitMode::Haltpoll(w) => State::Haltpoll {
+                w: WindowPs::of(w),
+                limit: 0,
+                timed_out: false,
+                block_next: false,
+            },
+            WaitMode::Hybrid(est) => State::Hybrid {
+                est,
+                recent: [0; HYBRID_WINDOW],
+                seen: 0,
+                min: u64::MAX,
+            },
+            WaitMode::Defer { timeout_ns, count } => State::Defer {
+                timeout: to_ps(timeout_ns).max(1),
+                count,
+                left: count,
+            },
+            WaitMode::Adaptive { latency_ns: own } => State::Adaptive(Box::new(Adaptive::new(
+                party,
+                params,
+                own.or(latency_ns).unwrap_or(DEFAULT_LATENCY_NS),
+            ))),
+        };
+        Controller { state }
+    }
+
+    /// The party cannot go on at `v.now`: the next step. `first` is true
+    /// when this starts an episode (at `start`), false when a spin ran out
+    /// or a timed sleep ended with the condition still false.
+    pub fn wait(&mut self, v: &View, start: u64, first: bool) -> Action {
+        let now = v.now;
+        match &mut self.state {
+            State::Notify => Action::Block,
+            State::Poll => Action::Spin(None),
+            State::Spin { budget } => {
+                if first {
+                    Action::Spin(Some(start + *budget))
+                } else {
+                    Action::Block
+                }
+            }
+            State::Sleep { period } => Action::Nap(now + *period),
+            State::HaltPoll { window, .. } => {
+                if first && *window > 0 {
+                    Action::Spin(Some(start + *window))
+                } else {
+                    Action::Block
+                }
+            }
+            State::Haltpoll {
+                limit,
+                timed_out,
+                block_next,
+                ..
+            } => {
+                if first && !*block_next && *limit > 0 {
+                    Action::Spin(Some(start + *limit))
+                } else {
+                    if !first {
+                        // The spin ran out: this episode and the next block.
+                        *timed_out = true;
+                    }
+                    Action::Block
+                }
+            }
+            State::Hybrid {
+                est,
+                recent,
+                seen,
+                min,
+            } => {
+                if !first || *seen == 0 {
+                    return Action::Spin(None);
+                }
+                let guess = match est {
+                    Estimator::Mean => {
+                        let n = (*seen).min(HYBRID_WINDOW);
+                        recent[..n].iter().sum::<u64>() / n as u64
+                    }
+                    Estimator::Min => *min,
+                };
+                if guess / 2 == 0 {
+                    Action::Spin(None)
+                } else {
+                    Action::Nap(now + guess / 2)
+                }
+            }
+            State::Defer { timeout, left, .. } => {
+                if !first {
+                    *left = left.saturating_sub(1);
+                }
+                if *left > 0 {
+                    Action::Nap(now + *timeout)
+                } else {
+                    Action::Block
+                }
+            }
+            State::Adaptive(a) => a.wait(v, start, first),
+        }
+    }
+
+    /// The episode `e` ended: learn from it.
+    pub fn done(&mut self, v: &View, e: Episode) {
+        let t = e.end - e.start;
+        match &mut self.state {
+            State::HaltPoll { w, window } => {
+                if t <= *window {
+                } else if t > w.max {
+                    *window = w.shrunk(*window);
+                } else if *window < w.max && t < w.max {
+                    *window = w.max.min(WindowPs::times(*window, w.grow).max(w.start));
+                }
+            }
+            State::Haltpoll {
+                w,
+                limit,
+                timed_out,
+                block_next,
+            } => {
+                *block_next = std::mem::take(timed_out);
+                if let Some(b) = e.blocked {
+                    if *limit < b && b <= w.max {
+                        *limit = w.max.min(w.start.max(WindowPs::times(*limit, w.grow)));
+                    } else if b > w.max {
+                        *limit = w.shrunk(*limit);
+                    }
+                }
+            }
+            State::Hybrid {
+                recent, seen, min, ..
+            } => {
+                recent[*seen % HYBRID_WINDOW] = t;
+                *seen += 1;
+                *min = (*min).min(t);
+            }
+            State::Defer { count, left, .. } => *left = *count,
+            State::Adaptive(a) => a.done(v, e),
+            State::Notify | State::Poll | State::Spin { .. } | State::Sleep { .. } => {}
+        }
+    }
+
+    /// The party finished a message (published or freed) whose work took
+    /// `work` [ps]: a pause before the next one, if any (`Spin` with a
+    /// deadline or `Nap`).
+    pub fn after_work(&mut self, v: &View, work: u64) -> Option<Action> {
+        match &mut self.state {
+            State::Adaptive(a) => a.after_work(v, work),
+            _ => None,
+        }
+    }
+
+    /// Observes the ring at a point where the party is not deciding
+    /// anything (adaptive estimators only).
+    pub fn observe(&mut self, v: &View) {
+        if let State::Adaptive(a) = &mut self.state {
+            a.observe(v);
+        }
+    }
+}
+
+/// Notifier-side coalescing of `mode` as (n, t [ps]), `None` for plain
+/// notifications. A kick is due once `n` messages (or slots) are pending or
+/// `t` has passed since the first pending one; `n` is capped at the ring's
+/// length so that a full ring always kicks.
+pub fn coalescing(mode: WaitMode, len: u32) -> Option<(u64, u64)> {
+    match mode {
+        WaitMode::Coalesce { n, t_ns } if n > 1 => Some((u64::from(n.min(len)), to_ps(t_ns))),
+        _ => None,
+    }
+}
+
+/// kicklab's controller (`docs/control.md`).
+///
+/// The fast party sleeps for as long as the queue lets it, in timed sleeps
+/// that need no kick: a consumer that keeps up sleeps while messages
+/// accumulate (as long as the latency bound allows), a producer that runs
+/// ahead stops publishing once the queue holds a latency bound's worth and
+/// sleeps while the consumer drains it down to a safety margin. The peer's
+/// pace comes from the ring's indices; its own from its clock.
+#[derive(Debug, Clone)]
+struct Adaptive {
+    party: Party,
+    /// Latency budget [ps]: 80% of the bound, for the p99 to keep under it.
+    budget: f64,
+    /// Own start-up cost S [ps] (from the parameters' means).
+    s_own: f64,
+    /// What blocking costs the pair [ps]: own S plus the peer's kick N.
+    block_cost: f64,
+    /// Own work per message [ps], moving average.
+    w_own: Option<f64>,
+    /// The peer's pace [ps per message].
+    peer: PeerPace,
+    /// Last observation: (time, peer's count).
+    last: Option<(u64, u64)>,
+}
+
+/// Windows of at least this many of the peer's messages make one sample
+/// of its pace.
+const WINDOW_MESSAGES: u64 = 16;
+/// Samples a producer keeps (it takes their minimum).
+const KEEP: usize = 4;
+
+/// The peer's pace, estimated from windows of the ring's indices.
+#[derive(Debug, Clone)]
+struct PeerPace {
+    /// Time and messages accumulated toward the next sample.
+    acc_t: u64,
+    acc_n: u64,
+    /// Recent samples [ps per message], newest last.
+    samples: Vec<f64>,
+}
+
+impl PeerPace {
+    fn add(&mut self, dt: u64, dn: u64, guess: Option<f64>) {
+        self.acc_t += dt;
+        self.acc_n += dn;
+        #[allow(clippy::cast_precision_loss)]
+        let long = guess.is_some_and(|g| self.acc_t as f64 > 4.0 * WINDOW_MESSAGES as f64 * g);
+        if self.acc_n >= WINDOW_MESSAGES || (long && self.acc_n > 0) {
+            #[allow(clippy::cast_precision_loss)]
+            let s = self.acc_t as f64 / self.acc_n as f64;
+            if self.samples.len() == KEEP {
+                self.samples.remove(0);
+            }
+            self.samples.push(s);
+            self.acc_t = 0;
+            self.acc_n = 0;
+        }
+    }
+    /// The fastest recent pace: what a producer plans its sleeps with (a
+    /// sleeping consumer only makes windows look slower).
+    fn fastest(&self) -> Option<f64> {
+        self.samples.iter().copied().reduce(f64::min)
+    }
+    /// The recent pace, newest weighted most: the arrival rate a consumer
+    /// plans with.
+    fn recent(&self) -> Option<f64> {
+        self.samples
+            .iter()
+            .copied()
+            .reduce(|avg, s| 0.5 * avg + 0.5 * s)
+    }
+}
+
+impl Adaptive {
+    fn new(party: Party, p: &Params, latency_ns: f64) -> Adaptive {
+        let (s_own, n_peer) = match party {
+            Party::P => (p.s_p.mean_ns(), p.n_c.mean_ns()),
+            Party::C => (p.s_c.mean_ns(), p.n_p.mean_ns()),
+        };
+        Adaptive {
+            party,
+            budget: 0.8 * latency_ns * 1000.0,
+            s_own: s_own * 1000.0,
+            block_cost: (s_own + n_peer) * 1000.0,
+            w_own: None,
+            peer: PeerPace {
+                acc_t: 0,
+                acc_n: 0,
+                samples: Vec::with_capacity(KEEP),
+            },
+            last: None,
+        }
+    }
+
+    fn peer_count(&self, v: &View) -> u64 {
+        match self.party {
+            Party::P => v.consumed,
+            Party::C => v.published,
+        }
+    }
+
+    /// Whether the peer surely worked all the time since the last
+    /// observation as far as the ring shows: a consumer works while
+    /// messages wait, a producer while slots are free.
+    fn observe(&mut self, v: &View) {
+        let count = self.peer_count(v);
+        if let Some((t, c)) = self.last {
+            let guess = self.pace();
+            match self.party {
+                // A consumer that naps makes the window slower; the
+                // producer keeps the fastest window, so such windows count.
+                Party::P => self.peer.add(v.now - t, count - c, guess),
+                Party::C => {
+                    if v.occupancy() < v.len {
+                        self.peer.add(v.now - t, count - c, guess);
+                    } else {
+                        self.peer.acc_t = 0;
+                        self.peer.acc_n = 0;
+                    }
+                }
+            }
+        }
+        self.last = Some((v.now, count));
+    }
+
+    fn pace(&self) -> Option<f64> {
+        match self.party {
+            Party::P => self.peer.fastest(),
+            Party::C => self.peer.recent(),
+        }
+    }
+
+    #[allow(
+        clippy::cast_possible_truncation,
+        clippy::cast_sign_loss,
+        clippy::cast_precision_loss
+    )]
+    fn wait(&mut self, v: &View, start: u64, first: bool) -> Action {
+        self.observe(v);
+        let own = self.w_own.unwrap_or(0.0);
+        let Some(peer) = self.pace() else {
+            // Nothing known yet: spin for what blocking would cost, then
+            // block (never more than twice the best choice).
+            return if first {
+                Action::Spin(Some(start + self.block_cost as u64))
+            } else {
+                Action::Block
+            };
+        };
+        match self.party {
+            Party::C => {
+                // The queue is empty. If the producer is the slower one,
+                // sleep while messages accumulate, as long as the latency
+                // bound and half the ring allow.
+                let len = v.len as f64;
+                let nap = (self.budget - self.s_own - 2.0 * own).min(0.5 * len * peer);
+                if peer > 1.05 * own && nap > 2.0 * self.s_own {
+                    Action::Nap(v.now + nap as u64)
+                } else if first {
+                    Action::Spin(Some(start + (2.0 * peer).max(self.block_cost) as u64))
+                } else {
+                    Action::Block
+                }
+            }
+            Party::P => {
+                // The ring is full: sleep while the consumer drains it
+                // down to the margin.
+                let nap = self.drain_time(v.occupancy(), peer, own);
+                if nap > 0.0 {
+                    Action::Nap(v.now + nap as u64)
+                } else {
+                    Action::Block
+                }
+            }
+        }
+    }
+
+    /// How long a producer may sleep with `queued` messages in the ring
+    /// and the consumer at `peer` per message, so that the ring still holds
+    /// a margin when it has woken (S) and published again (its W): the
+    /// margin absorbs the consumer's jitter, two standard deviations of a
+    /// Poisson count.
+    #[allow(clippy::cast_precision_loss)]
+    fn drain_time(&self, queued: u64, peer: f64, own: f64) -> f64 {
+        let q = queued as f64;
+        let margin = 2.0 + 2.0 * q.sqrt();
+        (q - margin) * peer - self.s_own - own
+    }
+
+    fn done(&mut self, v: &View, _e: Episode) {
+        self.observe(v);
+    }
+
+    #[allow(
+        clippy::cast_possible_truncation,
+        clippy::cast_sign_loss,
+        clippy::cast_precision_loss
+    )]
+    fn after_work(&mut self, v: &View, work: u64) -> Option<Action> {
+        let w = work as f64;
+        self.w_own = Some(self.w_own.map_or(w, |a| a + (w - a) / 8.0));
+        self.observe(v);
+        if self.party == Party::C {
+            return None;
+        }
+        // A producer ahead of its consumer stops once the ring holds what
+        // the latency bound allows, and sleeps while it drains.
+        let peer = self.pace()?;
+        let own = self.w_own.unwrap_or(0.0);
+        // The queue's depth is sized with the consumer's typical pace (a
+        // message waits for those ahead of it), the sleep with its fastest.
+        let typical = self.peer.recent().unwrap_or(peer);
+        let high = ((self.budget / typical) as u64).clamp(2, v.len.saturating_sub(1).max(2));
+        if v.occupancy() < high {
+            return None;
+        }
+        let nap = self.drain_time(v.occupancy(), peer, own);
+        (nap > self.s_own).then(|| Action::Nap(v.now + nap as u64))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn view(now: u64) -> View {
+        View {
+            now,
+            len: 256,
+            published: 0,
+            consumed: 0,
+        }
+    }
+
+    #[test]
+    fn halt_poll_grows_keeps_and_shrinks_its_window() {
+        let p = Params::default();
+        let mut c = Controller::new(WaitMode::parse("halt-poll").unwrap(), Party::C, &p, None);
+        let us = 1_000_000;
+        // Window 0: block at once; a 5 us wait grows it to start (10 us).
+        assert_eq!(c.wait(&view(0), 0, true), Action::Block);
+        let ep = |len: u64| Episode {
+            start: 0,
+            end: len,
+            blocked: Some(len),
+        };
+        c.done(&view(5 * us), ep(5 * us));
+        assert_eq!(c.wait(&view(0), 0, true), Action::Spin(Some(10 * us)));
+        // A wait within the window keeps it; a longer one below max doubles it.
+        c.done(&view(0), ep(8 * us));
+        assert_eq!(c.wait(&view(0), 0, true), Action::Spin(Some(10 * us)));
+        c.done(&view(0), ep(15 * us));
+        assert_eq!(c.wait(&view(0), 0, true), Action::Spin(Some(20 * us)));
+        // One longer than max halves it.
+        c.done(&view(0), ep(300 * us));
+        assert_eq!(c.wait(&view(0), 0, true), Action::Spin(Some(10 * us)));
+        // After the spin runs out it blocks.
+        assert_eq!(c.wait(&view(10 * us), 0, false), Action::Block);
+    }
+
+    #[test]
+    fn haltpoll_blocks_at_once_after_a_timed_out_spin() {
+        let p = Params::default();
+        let mut c = Controller::new(WaitMode::parse("haltpoll").unwrap(), Party::C, &p, None);
+        let us = 1_000_000;
+        assert_eq!(c.wait(&view(0), 0, true), Action::Block);
+        c.done(
+            &view(0),
+            Episode {
+                start: 0,
+                end: 30 * us,
+                blocked: Some(30 * us),
+            },
+        );
+        assert_eq!(c.wait(&view(0), 0, true), Action::Spin(Some(50 * us)));
+        assert_eq!(c.wait(&view(50 * us), 0, false), Action::Block);
+        c.done(
+            &view(0),
+            Episode {
+                start: 0,
+                end: 60 * us,
+                blocked: Some(10 * us),
+            },
+        );
+        // The last spin timed out: block at once, once.
+        assert_eq!(c.wait(&view(0), 0, true), Action::Block);
+        c.done(
+            &view(0),
+            Episode {
+                start: 0,
+                end: us,
+                blocked: Some(us),
+            },
+        );
+        assert_eq!(c.wait(&view(0), 0, true), Action::Spin(Some(50 * us)));
+    }
+
+    #[test]
+    fn defer_naps_count_times_then_blocks_and_resets() {
+        let p = Params::default();
+        let mut c = Controller::new(
+            WaitMode::parse("defer:timeout=5us,count=3").unwrap(),
+            Party::C,
+            &p,
+            None,
+        );
+        let us = 1_000_000;
+        assert_eq!(c.wait(&view(0), 0, true), Action::Nap(5 * us));
+        assert_eq!(c.wait(&view(6 * us), 0, false), Action::Nap(11 * us));
+        assert_eq!(c.wait(&view(12 * us), 0, false), Action::Nap(17 * us));
+        assert_eq!(c.wait(&view(18 * us), 0, false), Action::Block);
+        c.done(
+            &view(0),
+            Episode {
+                start: 0,
+                end: 30 * us,
+                blocked: Some(10 * us),
+            },
+        );
+        assert_eq!(c.wait(&view(40 * us), 40 * us, true), Action::Nap(45 * us));
+    }
+
+    #[test]
+    fn hybrid_sleeps_half_the_estimate() {
+        let p = Params::default();
+        let mut mean = Controller::new(WaitMode::parse("hybrid").unwrap(), Party::C, &p, None);
+        let mut min = Controller::new(WaitMode::parse("hybrid:min").unwrap(), Party::C, &p, None);
+        for c in [&mut mean, &mut min] {
+            assert_eq!(c.wait(&view(0), 0, true), Action::Spin(None));
+            for len in [10_000, 30_000] {
+                c.done(
+                    &view(0),
+                    Episode {
+                        start: 0,
+                        end: len,
+                        blocked: None,
+                    },
+                );
+            }
+        }
+        assert_eq!(mean.wait(&view(100), 100, true), Action::Nap(100 + 10_000));
+        assert_eq!(min.wait(&view(100), 100, true), Action::Nap(100 + 5_000));
+        assert_eq!(min.wait(&view(9_000), 100, false), Action::Spin(None));
+    }
+
+    #[test]
+    fn coalescing_caps_n_at_the_ring() {
+        let m = WaitMode::parse("coalesce:300,10us").unwrap();
+        assert_eq!(coalescing(m, 256), Some((256, 10_000_000)));
+        assert_eq!(coalescing(WaitMode::Notify, 256), None);
+        assert_eq!(
+            coalescing(WaitMode::parse("coalesce:1,1us").unwrap(), 256),
+            None
+        );
+    }
+}

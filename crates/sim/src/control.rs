@@ -1,0 +1,365 @@
+//! The event loop for every strategy (`control.md`): spins with deadlines,
+//! timed sleeps that pay S on waking and are never kicked, blocks, pauses
+//! between messages and coalesced kicks, decided step by step by each
+//! party's [`Controller`]. The rules of `model-semantics.md` otherwise hold
+//! to the letter: with `notify`, `poll` and `spin:<B>` this loop draws the
+//! same costs in the same order as the fast loop (`engine.rs`) and ends with
+//! the same totals, which the tests check.
+//!
+//! Each party has one pending event, keyed `(time << 1) | class` as in the
+//! fast loop (class 0: the end of a work interval; class 1: an attempt or a
+//! spin deadline), so every publish and free at an instant comes before any
+//! attempt at that instant. Unlike the fast loop it never folds an attempt
+//! into the event before it: one event per action, simpler and about half
+//! as fast.
+//!
+//! What does not live here: the decisions ([`kicklab_model::control`]), the
+//! closed forms, sweeps.
+
+use hdrhistogram::Histogram;
+use kicklab_model::control::{coalescing, Action, Controller, Episode, View};
+use kicklab_model::{Latency, Party, Rates};
+
+use crate::engine::{
+    check_config, samplers, Costs, SimConfig, SimError, SimResult, Start, Totals, Window,
+};
+use crate::engine::{N_C, N_P, S_C, S_P, V_C, V_P, W_C, W_P};
+
+const NEVER: u64 = u64::MAX;
+
+/// Time, busy, notifications and sleeps at the free that ends the warm-up.
+type Mark = (u64, [u64; 2], [u64; 2], [u64; 2]);
+const MAX_TIME_PS: u64 = (u64::MAX >> 1) - 1;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Phase {
+    /// In W; the event ends it (class 0).
+    Work,
+    /// An attempt is due (class 1): after a kick and S, after a timed sleep
+    /// and S, after a pause, or at once.
+    Attempt,
+    /// Spinning for the condition with a deadline (class 1 event).
+    SpinUntil,
+    /// Spinning for the condition with no deadline: no event.
+    Spin,
+    /// Blocked, waiting for a kick: no event.
+    Blocked,
+}
+
+struct Side {
+    phase: Phase,
+    t: u64,
+    spin_since: u64,
+    /// When it blocked (for the start-up's idle scaling and `haltpoll`).
+    blocked_since: u64,
+    busy: u64,
+    notifications: u64,
+    sleeps: u64,
+    count: u64,
+    /// The current episode's start, if it is waiting.
+    episode: Option<u64>,
+    /// How long it was blocked in this episode, if it was.
+    blocked_for: Option<u64>,
+    /// The work of the message it is doing [ps].
+    work: u64,
+    /// Since when its kick has been held back (coalescing).
+    pending_since: Option<u64>,
+    ctl: Controller,
+}
+
+impl Side {
+    fn key(&self) -> u64 {
+        if self.t == NEVER {
+            NEVER
+        } else {
+            (self.t << 1) | u64::from(self.phase != Phase::Work)
+        }
+    }
+    fn spinning(&self) -> bool {
+        matches!(self.phase, Phase::Spin | Phase::SpinUntil)
+    }
+    fn block(&mut self, now: u64) {
+        self.phase = Phase::Blocked;
+        self.t = NEVER;
+        self.sleeps += 1;
+        self.blocked_since = now;
+    }
+    fn stop_spinning(&mut self, now: u64) {
+        self.busy += now - self.spin_since;
+        self.phase = Phase::Attempt;
+        self.t = now;
+    }
+}
+
+/// Runs one simulation of any strategies (`notify`, `poll` and `spin` as
+/// well, where [`crate::simulate`] takes the fast loop).
+///
+/// Adaptive strategies without their own latency bound use 100 us; give
+/// the bound in the mode (`adaptive:latency=50us`).
+///
+/// # Errors
+///
+/// As [`crate::simulate`].
+pub fn simulate_control(cfg: &SimConfig) -> Result<SimResult, SimError> {
+    check_config(cfg)?;
+    let (samplers, consts, _) = samplers(cfg);
+    let mut costs = Costs {
+        samplers,
+        consts,
+        vis: [cfg.params.v_p.is_some(), cfg.params.v_c.is_some()],
+        idle_scale: cfg.idle_scale,
+    };
+    run(cfg, &mut costs)
+}
+
+#[allow(clippy::too_many_lines, clippy::cast_precision_loss)]
+fn run(cfg: &SimConfig, costs: &mut Costs) -> Result<SimResult, SimError> {
+    let prm = &cfg.params;
+    let len = u64::from(prm.len);
+    let k = [u64::from(prm.k_p), u64::from(prm.k_c)];
+    let coalesce = [
+        coalescing(cfg.mode_p, prm.len),
+        coalescing(cfg.mode_c, prm.len),
+    ];
+    let stop = cfg.warmup.saturating_add(cfg.messages);
+    let side = |party, mode| Side {
+        phase: Phase::Attempt,
+        t: 0,
+        spin_since: 0,
+        blocked_since: 0,
+        busy: 0,
+        notifications: 0,
+        sleeps: 0,
+        count: 0,
+        episode: None,
+        blocked_for: None,
+        work: 0,
+        pending_since: None,
+        ctl: Controller::new(mode, party, prm, None),
+    };
+    let mut s = [side(Party::P, cfg.mode_p), side(Party::C, cfg.mode_c)];
+    // have[P] = free slots, have[C] = available messages.
+    let mut have = [len, 0u64];
+    if cfg.start == Start::Full {
+        have = [0, len];
+        s[0].count = len;
+        s[0].block(0);
+        s[0].episode = Some(0);
+    }
+    let mut pub_time: Vec<u64> = vec![0; prm.len as usize];
+    let (mut pub_slot, mut con_slot) = (0usize, 0usize);
+    let mut hist = Histogram::<u32>::new(3).expect("3 significant digits");
+    let mut latency_sum = 0u128;
+    // At the free that ends the warm-up: time, busy, notifications, sleeps.
+    let mut mark: Option<Mark> = None;
+    let mut events = 0u64;
+    let (work_i, notify_i, vis_i, start_i) = ([W_P, W_C], [N_P, N_C], [V_P, V_C], [S_P, S_C]);
+
+    let view = |now: u64, s: &[Side; 2]| View {
+        now,
+        len,
+        published: s[0].count,
+        consumed: s[1].count,
+    };
+
+    let final_t;
+    loop {
+        let (kp, kc) = (s[0].key(), s[1].key());
+        if kp == NEVER && kc == NEVER {
+            return Err(SimError::Deadlock {
+                t_ns: 0,
+                free: have[0],
+                avail: have[1],
+            });
+        }
+        events += 1;
+        let me = usize::from(kp > kc);
+        let peer = 1 - me;
+        let now = s[me].t;
+        if now > MAX_TIME_PS {
+            return Err(SimError::TimeOverflow);
+        }
+        match s[me].phase {
+            Phase::Work => {
+                // Publish (P) or free (C): the peer gains one.
+                have[peer] += 1;
+                s[me].count += 1;
+                if me == 0 {
+                    pub_time[pub_slot] = now;
+                    pub_slot = (pub_slot + 1) % pub_time.len();
+                } else {
+                    let lat = now - pub_time[con_slot];
+                    con_slot = (con_slot + 1) % pub_time.len();
+                    if s[1].count > cfg.warmup {
+                        latency_sum += u128::from(lat);
+                        if cfg.latency {
+                            let v = (lat + 500) / 1000;
+                            if hist.record(v).is_err() {
+                                hist.saturating_record(v);
+                            }
+                        }
+                    }
+                    if s[1].count == cfg.warmup {
+                        mark = Some((
+                            now,
+                            [s[0].busy, s[1].busy],
+                            [s[0].notifications, s[1].notifications],
+                            [s[0].sleeps, s[1].sleeps],
+                        ));
+                    }
+                    if s[1].count >= stop {
+                        final_t = now;
+                        break;
+                    }
+                }
+                let mut kicked = false;
+                if s[peer].phase == Phase::Blocked && have[peer] >= k[me] {
+                    let due = match coalesce[me] {
+                        None => true,
+                        Some((n, t)) => {
+                            let since = *s[me].pending_since.get_or_insert(now);
+                            have[peer] >= n || now - since >= t
+                        }
+                    };
+                    if due {
+                        s[me].pending_since = None;
+                        s[me].notifications += 1;
+                        let (n, v) = costs.notification::<false>(notify_i[me], vis_i[me]);
+                        let idle = now + v - s[peer].blocked_since;
+                        let st = costs.start_up::<false>(start_i[peer], idle);
+                        s[me].busy += n;
+                        s[peer].busy += st;
+                        s[peer].blocked_for = Some(idle);
+                        s[peer].phase = Phase::Attempt;
+                        s[peer].t = now + v + st;
+                        s[me].phase = Phase::Attempt;
+                        s[me].t = now + n;
+                        kicked = true;
+                    }
+                } else if s[peer].spinning() {
+                    s[peer].stop_spinning(now);
+                }
+                if !kicked {
+                    s[me].phase = Phase::Attempt;
+                    s[me].t = now;
+                }
+                // A pause before the next message, if the strategy wants one.
+                let v = view(s[me].t, &s);
+                let work = s[me].work;
+                if let Some(a) = s[me].ctl.after_work(&v, work) {
+                    let at = s[me].t;
+                    match a {
+                        Action::Nap(until) => {
+                            let until = until.max(at);
+                            let st = costs.start_up::<false>(start_i[me], until - at);
+                            s[me].sleeps += 1;
+                            s[me].busy += st;
+                            s[me].t = until + st;
+                        }
+                        Action::Spin(Some(until)) => {
+                            let until = until.max(at);
+                            s[me].busy += until - at;
+                            s[me].t = until;
+                        }
+                        Action::Spin(None) | Action::Block => {}
+                    }
+                }
+            }
+            Phase::Attempt | Phase::SpinUntil => {
+                let first = s[me].phase == Phase::Attempt;
+                if first && have[me] >= 1 {
+                    have[me] -= 1;
+                    if let Some(start) = s[me].episode.take() {
+                        let e = Episode {
+                            start,
+                            end: now,
+                            blocked: s[me].blocked_for.take(),
+                        };
+                        let v = view(now, &s);
+                        s[me].ctl.done(&v, e);
+                    }
+                    let w = costs.draw::<false>(work_i[me]);
+                    s[me].work = w;
+                    s[me].busy += w;
+                    s[me].phase = Phase::Work;
+                    s[me].t = now + w;
+                    continue;
+                }
+                if !first {
+                    // A spin deadline passed with the condition still false.
+                    s[me].busy += now - s[me].spin_since;
+                }
+                let new_episode = s[me].episode.is_none();
+                let start = *s[me].episode.get_or_insert(now);
+                let v = view(now, &s);
+                match s[me].ctl.wait(&v, start, new_episode) {
+                    Action::Block => s[me].block(now),
+                    Action::Spin(deadline) => {
+                        s[me].spin_since = now;
+                        match deadline {
+                            Some(d) => {
+                                s[me].phase = Phase::SpinUntil;
+                                s[me].t = d.max(now);
+                            }
+                            None => {
+                                s[me].phase = Phase::Spin;
+                                s[me].t = NEVER;
+                            }
+                        }
+                    }
+                    Action::Nap(until) => {
+                        let until = until.max(now);
+                        let st = costs.start_up::<false>(start_i[me], until - now);
+                        s[me].sleeps += 1;
+                        s[me].busy += st;
+                        s[me].phase = Phase::Attempt;
+                        s[me].t = until + st;
+                    }
+                }
+                // An attempt that follows a nap is not a new episode.
+            }
+            Phase::Spin | Phase::Blocked => unreachable!("no event pending"),
+        }
+    }
+
+    let (t0, busy0, notif0, sleeps0) = mark.unwrap_or((0, [0, 0], [0, 0], [0, 0]));
+    let n = (s[1].count - cfg.warmup.min(s[1].count)).max(1) as f64;
+    let per = |a: u64, b: u64| (b - a) as f64 / n / 1000.0;
+    let e_p_ns = per(busy0[0], s[0].busy);
+    let e_c_ns = per(busy0[1], s[1].busy);
+    let latency_ns = (cfg.latency && !hist.is_empty()).then(|| Latency {
+        p50: hist.value_at_quantile(0.5) as f64,
+        p99: hist.value_at_quantile(0.99) as f64,
+        max: hist.max() as f64,
+        mean: hist.mean(),
+    });
+    Ok(SimResult {
+        rates: Rates {
+            t_ns: per(t0, final_t),
+            e_ns: e_p_ns + e_c_ns,
+            e_p_ns,
+            e_c_ns,
+            messages: s[1].count - cfg.warmup.min(s[1].count),
+            notifications_p: s[0].notifications - notif0[0],
+            notifications_c: s[1].notifications - notif0[1],
+            sleeps_p: s[0].sleeps - sleeps0[0],
+            sleeps_c: s[1].sleeps - sleeps0[1],
+            latency_ns,
+        },
+        window: Window::Consumed,
+        events,
+        sim_time_ns: final_t as f64 / 1000.0,
+        totals: Totals {
+            time_ps: final_t,
+            published: s[0].count,
+            consumed: s[1].count,
+            busy_p_ps: s[0].busy,
+            busy_c_ps: s[1].busy,
+            notifications_p: s[0].notifications,
+            notifications_c: s[1].notifications,
+            sleeps_p: s[0].sleeps,
+            sleeps_c: s[1].sleeps,
+            latency_sum_ps: latency_sum,
+        },
+    })
+}
