@@ -86,6 +86,11 @@ pub fn backend(s: &str) -> Result<kicklab_testbed::Backend, String> {
     Ok(be)
 }
 
+/// Parses a duration to nanoseconds (`100us`).
+pub fn duration_ns(s: &str) -> Result<f64, String> {
+    parse_duration_ns(s).map_err(|e| e.to_string())
+}
+
 pub fn duration(s: &str) -> Result<std::time::Duration, String> {
     parse_duration_ns(s)
         .map(|ns| std::time::Duration::from_secs_f64(ns / 1e9))

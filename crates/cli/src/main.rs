@@ -4,6 +4,7 @@
 mod args;
 mod bench;
 mod calibrate_cmd;
+mod control_cmd;
 mod model_cmd;
 mod pingpong_cmd;
 mod report_cmd;
@@ -62,6 +63,8 @@ enum Cmd {
     Validate(validate_cmd::ValidateArgs),
     /// Request/response rate under the responder's idle strategies (van Riel's message-passing study).
     Pingpong(pingpong_cmd::PingPongArgs),
+    /// Every wait strategy (KVM halt polling, haltpoll, hybrid polling, NAPI deferral, ..., kicklab's adaptive) against polling, simulated (the paper's Fig. 5).
+    Control(control_cmd::ControlArgs),
     /// Reproduce the figures and tables as one HTML page with plots.
     Report(report_cmd::ReportArgs),
 }
@@ -109,6 +112,7 @@ fn main() -> ExitCode {
         Cmd::Run(a) => run_cmd::run(&a),
         Cmd::Validate(a) => validate_cmd::run(&a),
         Cmd::Pingpong(a) => pingpong_cmd::run(&a),
+        Cmd::Control(a) => control_cmd::run(&a),
         Cmd::Report(a) => report_cmd::run(&a),
     };
     match result {

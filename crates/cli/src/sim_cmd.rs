@@ -28,7 +28,7 @@ pub struct SimArgs {
     mode_c: Option<WaitMode>,
     /// Bound on the p99 message latency that `adaptive` keeps (unless its
     /// mode gives one) [default: 100us].
-    #[arg(long, value_parser = crate::args::duration, allow_hyphen_values = true)]
+    #[arg(long, value_parser = crate::args::duration_ns, allow_hyphen_values = true)]
     latency: Option<f64>,
     /// Messages to measure (after the warm-up).
     #[arg(long, default_value_t = 1_000_000, allow_hyphen_values = true)]

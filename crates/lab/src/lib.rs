@@ -12,6 +12,7 @@
 //! the testbeds themselves, rendering (`kicklab-report`).
 
 pub mod bench;
+pub mod control;
 pub mod disturbance;
 pub mod pingpong;
 pub mod real;

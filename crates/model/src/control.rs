@@ -359,6 +359,11 @@ struct Adaptive {
 /// Windows of at least this many of the peer's messages make one sample
 /// of its pace.
 const WINDOW_MESSAGES: u64 = 16;
+/// The moving average of the party's own work weighs each message 1/32:
+/// smooth enough that exponential work (relative spread 1) is known within
+/// about 13%, quick enough to follow a rate step within a few hundred
+/// messages.
+const OWN_WEIGHT: f64 = 32.0;
 /// Samples a producer keeps (it takes their minimum).
 const KEEP: usize = 4;
 
@@ -531,7 +536,7 @@ impl Adaptive {
     )]
     fn after_work(&mut self, v: &View, work: u64) -> Option<Action> {
         let w = work as f64;
-        self.w_own = Some(self.w_own.map_or(w, |a| a + (w - a) / 8.0));
+        self.w_own = Some(self.w_own.map_or(w, |a| a + (w - a) / OWN_WEIGHT));
         self.observe(v);
         if self.party == Party::C {
             return None;
@@ -540,6 +545,11 @@ impl Adaptive {
         // the latency bound allows, and sleeps while it drains.
         let peer = self.pace()?;
         let own = self.w_own.unwrap_or(0.0);
+        if own * 1.05 > peer {
+            // Not the faster party: the queue only builds up while the
+            // consumer sleeps, and it sleeps only as long as that is safe.
+            return None;
+        }
         // The queue's depth is sized with the consumer's typical pace (a
         // message waits for those ahead of it), the sleep with its fastest.
         let typical = self.peer.recent().unwrap_or(peer);

@@ -1,0 +1,167 @@
+//! `kicklab control`: every strategy against polling over the Fig. 4 sweep
+//! and the workloads of `control.md`, in the simulator (the paper's Fig. 5,
+//! extended), with issue 14's targets checked.
+
+use std::path::PathBuf;
+
+use clap::Args;
+use kicklab_lab::control::{charts, control_study, csv, ControlSpec, Workload};
+use kicklab_model::fmt_ns;
+use kicklab_report::{Page, Section};
+
+use crate::args::ParamArgs;
+use crate::Usage;
+
+/// Arguments of `kicklab control`.
+#[derive(Debug, Args)]
+pub struct ControlArgs {
+    #[command(flatten)]
+    params: ParamArgs,
+    /// W_P from..to, swept (the paper's Fig. 4/5: 0.2us..3us).
+    #[arg(long, default_value = "0.2us..3us", value_parser = range, allow_hyphen_values = true)]
+    range: (f64, f64),
+    /// Points of the sweep.
+    #[arg(long, default_value_t = 15, allow_hyphen_values = true)]
+    points: u32,
+    /// Workloads, comma-separated: const (the paper's), exp (exponential
+    /// W_P and W_C), phases (W_P 0.5us <-> 3us every 5000 messages), mix
+    /// (one message in 100 takes 50x longer).
+    #[arg(long, default_value = "const,exp,phases", value_delimiter = ',', value_parser = Workload::parse)]
+    workload: Vec<Workload>,
+    /// Messages per run (after the warm-up).
+    #[arg(long, default_value_t = 200_000, allow_hyphen_values = true)]
+    messages: u64,
+    /// Bound on the p99 message latency that `adaptive` keeps.
+    #[arg(long, default_value = "100us", value_parser = crate::args::duration_ns, allow_hyphen_values = true)]
+    latency: f64,
+    /// Seed of the random cost streams.
+    #[arg(long, default_value_t = 1, allow_hyphen_values = true)]
+    seed: u64,
+    /// Output directory: control.csv, one SVG per chart, index.html.
+    #[arg(long, default_value = "control-out", allow_hyphen_values = true)]
+    out: PathBuf,
+    /// Print the whole study as one JSON object.
+    #[arg(long)]
+    json: bool,
+}
+
+fn range(s: &str) -> Result<(f64, f64), String> {
+    let (a, b) = s
+        .split_once("..")
+        .ok_or_else(|| format!("expected FROM..TO such as 0.2us..3us, got `{s}`"))?;
+    let d = |x: &str| kicklab_model::parse_duration_ns(x).map_err(|e| e.to_string());
+    let (a, b) = (d(a)?, d(b)?);
+    if a <= 0.0 || b < a {
+        return Err(format!("need 0 < FROM <= TO, got {s}"));
+    }
+    Ok((a, b))
+}
+
+pub fn run(a: &ControlArgs) -> anyhow::Result<()> {
+    let params = a.params.params()?;
+    crate::check_out_dir(&a.out, "--out")?;
+    if a.workload.is_empty() {
+        return Err(Usage("--workload: name at least one".into()).into());
+    }
+    let spec = ControlSpec {
+        params,
+        w_p_range: a.range,
+        points: a.points,
+        workloads: a.workload.clone(),
+        messages: a.messages,
+        latency_ns: a.latency,
+        seed: a.seed,
+    };
+    let study = control_study(&spec, &crate::Bars::default())?;
+    let mut figures = Vec::new();
+    for w in &a.workload {
+        let (excess, t) = charts(&study, *w);
+        figures.push((
+            format!("excess-{}", w.name()),
+            excess.to_svg(900, 520)?,
+            format!("Excess CPU per message, {} workload", w.name()),
+        ));
+        figures.push((
+            format!("T-{}", w.name()),
+            t.to_svg(900, 520)?,
+            format!("Time per message, {} workload", w.name()),
+        ));
+    }
+    let page = Page {
+        title: "kicklab control".into(),
+        intro_html: format!(
+            "<p>Every strategy against polling, simulated ({} messages per run, seed {}, latency bound {}). Data: <a href=\"control.csv\">control.csv</a>.</p>",
+            a.messages,
+            a.seed,
+            fmt_ns(a.latency)
+        ),
+        sections: vec![Section {
+            id: "control".into(),
+            heading: "Strategies".into(),
+            html: String::new(),
+            figures,
+        }],
+    };
+    page.write(&a.out)?;
+    kicklab_report::write_atomic(&a.out.join("control.csv"), csv(&study))?;
+    if a.json {
+        return crate::print_json(&serde_json::to_value(&study)?);
+    }
+    println!(
+        "{:<7} {:>8} {:>9} {:>9} {:>8} {:>8} {:>9}  {:<24} {:<12} verdict",
+        "work",
+        "W_P",
+        "T poll",
+        "excess",
+        "T ratio",
+        "excess",
+        "p99",
+        "best anchor (E)",
+        "best sleep"
+    );
+    for p in &study.points {
+        let poll = p.run("poll").expect("poll ran");
+        let adaptive = p
+            .runs
+            .iter()
+            .find(|r| r.strategy.starts_with("adaptive"))
+            .expect("adaptive ran");
+        let anchor = p
+            .best_anchor
+            .as_ref()
+            .and_then(|s| p.run(s))
+            .map_or("-".into(), |r| {
+                format!(
+                    "{} ({})",
+                    r.strategy.split(':').next().unwrap_or(""),
+                    fmt_ns(r.e_ns)
+                )
+            });
+        println!(
+            "{:<7} {:>8} {:>9} {:>9} {:>8.3} {:>8} {:>9}  {:<24} {:<12} {}",
+            p.workload.name(),
+            fmt_ns(p.w_p_ns),
+            fmt_ns(poll.t_ns),
+            fmt_ns(poll.excess_ns),
+            p.t_ratio,
+            p.excess_ratio.map_or("-".into(), |x| format!("{x:.3}")),
+            fmt_ns(adaptive.latency_ns[1]),
+            anchor,
+            p.best_sleep.clone().unwrap_or_else(|| "-".into()),
+            if p.failures.is_empty() {
+                "ok".to_string()
+            } else {
+                p.failures.join("; ")
+            }
+        );
+    }
+    println!(
+        "{}: adaptive against polling, the anchors and the best fixed sleep at every point (T ratio: adaptive/poll; excess: (E - W_P - W_C), adaptive/poll where poll's is >= 0.2us)",
+        if study.passed() { "all targets hold" } else { "some targets missed" }
+    );
+    eprintln!(
+        "wrote control.csv, the charts and index.html in {}",
+        a.out.display()
+    );
+    Ok(())
+}

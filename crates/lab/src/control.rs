@@ -1,0 +1,501 @@
+//! The control study: every strategy of `control.md` against polling over
+//! the paper's Fig. 4 sweep and the workloads that separate them, in the
+//! simulator, with issue 14's targets checked on the spot (the paper's
+//! Fig. 5, reproduced and extended). What does not live here: the
+//! strategies themselves (`kicklab_model::control`), the loop that runs
+//! them (`kicklab_sim::simulate_control`), printing.
+
+use kicklab_model::{Cost, Params, WaitMode};
+use kicklab_report::{Chart, Series, Style};
+use kicklab_sim::{default_warmup, simulate, SimConfig, SimResult};
+use rayon::prelude::*;
+use serde::Serialize;
+
+use crate::{Input, LabError, Progress};
+
+/// A workload: how W_P and W_C are drawn at a point of the sweep.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Workload {
+    /// Constant W_P (the sweep's x), W_C = 1.1 us: the paper's Fig. 4/5.
+    Const,
+    /// Exponential W_P and W_C with those means (Poisson-like arrivals).
+    Exp,
+    /// W_P alternating between 0.5 us and 3 us every 5000 messages (rate
+    /// steps); one point.
+    Phases,
+    /// Rare long messages: W_P at the sweep's x, one in a hundred 50 times
+    /// longer.
+    Mix,
+}
+
+impl Workload {
+    /// All, in the report's order.
+    pub const ALL: [Workload; 4] = [
+        Workload::Const,
+        Workload::Exp,
+        Workload::Phases,
+        Workload::Mix,
+    ];
+
+    /// The name used on the command line.
+    pub fn name(self) -> &'static str {
+        match self {
+            Workload::Const => "const",
+            Workload::Exp => "exp",
+            Workload::Phases => "phases",
+            Workload::Mix => "mix",
+        }
+    }
+
+    /// Parses a name.
+    ///
+    /// # Errors
+    ///
+    /// The accepted names.
+    pub fn parse(s: &str) -> Result<Workload, String> {
+        Workload::ALL
+            .into_iter()
+            .find(|w| w.name() == s)
+            .ok_or_else(|| format!("unknown workload `{s}` (use const, exp, phases or mix)"))
+    }
+
+    /// (W_P, W_C) at a sweep point `x` [ns] (ignored by `phases`).
+    fn costs(self, x: f64, w_c: f64) -> (Cost, Cost) {
+        match self {
+            Workload::Const => (Cost::Const(x), Cost::Const(w_c)),
+            Workload::Exp => (Cost::Exp { mean_ns: x }, Cost::Exp { mean_ns: w_c }),
+            Workload::Phases => (
+                Cost::parse("phases:0.5us@5000+3us@5000").expect("a valid phases cost"),
+                Cost::Const(w_c),
+            ),
+            Workload::Mix => (
+                Cost::parse(&format!("mix:0.01:{x}ns+{}ns", 50.0 * x)).expect("a valid mix cost"),
+                Cost::Const(w_c),
+            ),
+        }
+    }
+
+    /// The targets of issue 14 for this workload: (T ratio, excess ratio)
+    /// at most, against polling.
+    pub fn targets(self) -> (f64, f64) {
+        match self {
+            Workload::Const => (1.05, 0.25),
+            Workload::Exp | Workload::Phases | Workload::Mix => (1.10, 0.35),
+        }
+    }
+}
+
+/// What the study runs.
+#[derive(Debug, Clone)]
+pub struct ControlSpec {
+    /// The pair's L, k, N, S (W comes from the workload).
+    pub params: Params,
+    /// W_P from, to [ns] (the consumer's W_C is `params.w_c`'s mean).
+    pub w_p_range: (f64, f64),
+    /// Points of the sweep.
+    pub points: u32,
+    /// Workloads.
+    pub workloads: Vec<Workload>,
+    /// Messages per run (after the warm-up).
+    pub messages: u64,
+    /// The latency bound [ns] (adaptive keeps it; checked at p99).
+    pub latency_ns: f64,
+    /// Seed.
+    pub seed: u64,
+}
+
+impl Default for ControlSpec {
+    fn default() -> Self {
+        ControlSpec {
+            params: Params::default(),
+            w_p_range: (200.0, 3000.0),
+            points: 15,
+            workloads: vec![Workload::Const, Workload::Exp, Workload::Phases],
+            messages: 200_000,
+            latency_ns: 100_000.0,
+            seed: 1,
+        }
+    }
+}
+
+/// The anchors at their shipped defaults (`control.md`), besides poll,
+/// notify and the fixed sleeps.
+pub fn anchors() -> Vec<WaitMode> {
+    [
+        "spin:50us",
+        "halt-poll",
+        "haltpoll",
+        "hybrid",
+        "hybrid:min",
+        "defer",
+        "coalesce:8,20us",
+    ]
+    .iter()
+    .map(|s| WaitMode::parse(s).expect("a valid anchor"))
+    .collect()
+}
+
+/// The fixed timed sleeps searched for the best one in hindsight [ns].
+pub const SLEEPS_NS: [f64; 9] = [
+    500.0, 1000.0, 2000.0, 5000.0, 10_000.0, 20_000.0, 50_000.0, 100_000.0, 200_000.0,
+];
+
+/// One strategy at one point.
+#[derive(Debug, Clone, Serialize)]
+pub struct Run {
+    /// The strategy (`--mode` form).
+    pub strategy: String,
+    /// T [ns].
+    pub t_ns: f64,
+    /// E [ns].
+    pub e_ns: f64,
+    /// E - W_P - W_C (means) [ns].
+    pub excess_ns: f64,
+    /// Latency p50, p99, max [ns].
+    pub latency_ns: [f64; 3],
+    /// Kicks per message (both directions).
+    pub kicks_per_message: f64,
+    /// Wake-ups (blocks and timed sleeps) per message.
+    pub wakeups_per_message: f64,
+}
+
+impl Run {
+    fn of(strategy: WaitMode, r: &SimResult, w: f64) -> Run {
+        #[allow(clippy::cast_precision_loss)]
+        let m = r.rates.messages.max(1) as f64;
+        #[allow(clippy::cast_precision_loss)]
+        let per = |x: u64| x as f64 / m;
+        let l = r
+            .rates
+            .latency_ns
+            .map_or([f64::NAN; 3], |l| [l.p50, l.p99, l.max]);
+        Run {
+            strategy: strategy.to_string(),
+            t_ns: r.rates.t_ns,
+            e_ns: r.rates.e_ns,
+            excess_ns: r.rates.e_ns - w,
+            latency_ns: l,
+            kicks_per_message: per(r.rates.notifications_p + r.rates.notifications_c),
+            wakeups_per_message: per(r.rates.sleeps_p + r.rates.sleeps_c),
+        }
+    }
+}
+
+/// One point of one workload: every strategy, and the verdicts.
+#[derive(Debug, Clone, Serialize)]
+pub struct Point {
+    /// The workload.
+    pub workload: Workload,
+    /// Mean W_P [ns].
+    pub w_p_ns: f64,
+    /// Mean W_C [ns].
+    pub w_c_ns: f64,
+    /// Polling, notify, the anchors, the fixed sleeps and adaptive.
+    pub runs: Vec<Run>,
+    /// adaptive's T / polling's.
+    pub t_ratio: f64,
+    /// adaptive's excess / polling's (`None` where polling's excess is
+    /// under 0.2 us, where the target does not apply).
+    pub excess_ratio: Option<f64>,
+    /// The fixed sleep with the least E among those within 5% of polling's
+    /// T, if any.
+    pub best_sleep: Option<String>,
+    /// The anchor with the least E within 5% of polling's T, if any.
+    pub best_anchor: Option<String>,
+    /// Targets that failed here, in words (empty: all hold).
+    pub failures: Vec<String>,
+}
+
+impl Point {
+    /// The run of `strategy` (its `--mode` form).
+    pub fn run(&self, strategy: &str) -> Option<&Run> {
+        self.runs.iter().find(|r| r.strategy == strategy)
+    }
+}
+
+/// The whole study.
+#[derive(Debug, Clone, Serialize)]
+pub struct ControlStudy {
+    /// Every point of every workload.
+    pub points: Vec<Point>,
+    /// The latency bound [ns].
+    pub latency_ns: f64,
+    /// Messages per run.
+    pub messages: u64,
+}
+
+impl ControlStudy {
+    /// Whether every target held.
+    pub fn passed(&self) -> bool {
+        self.points.iter().all(|p| p.failures.is_empty())
+    }
+}
+
+/// Runs the study.
+///
+/// # Errors
+///
+/// Bad inputs (no points, no messages, invalid parameters).
+pub fn control_study(
+    spec: &ControlSpec,
+    progress: &dyn Progress,
+) -> Result<ControlStudy, LabError> {
+    if spec.messages == 0 {
+        return Err(LabError::input(
+            Input::Messages,
+            "need at least 1 message per run",
+        ));
+    }
+    if spec.points == 0 {
+        return Err(LabError::input(Input::Points, "need at least 1 point"));
+    }
+    spec.params.validate()?;
+    let latency = Some(spec.latency_ns);
+    let adaptive = WaitMode::Adaptive {
+        latency_ns: Some(spec.latency_ns),
+    };
+    let mut strategies = vec![WaitMode::Poll, WaitMode::Notify];
+    strategies.extend(anchors());
+    strategies.extend(SLEEPS_NS.iter().map(|&y| WaitMode::Sleep { period_ns: y }));
+    strategies.push(adaptive);
+    let w_c = spec.params.w_c.mean_ns();
+    let (lo, hi) = spec.w_p_range;
+    let xs: Vec<f64> = (0..spec.points)
+        .map(|i| {
+            if spec.points == 1 {
+                lo
+            } else {
+                lo + (hi - lo) * f64::from(i) / f64::from(spec.points - 1)
+            }
+        })
+        .collect();
+    let mut jobs = Vec::new();
+    for &w in &spec.workloads {
+        let pts: &[f64] = if w == Workload::Phases { &xs[..1] } else { &xs };
+        for &x in pts {
+            for &m in &strategies {
+                jobs.push((w, x, m));
+            }
+        }
+    }
+    progress.start("control", jobs.len() as u64);
+    let runs: Vec<Result<(Workload, f64, Run), LabError>> = jobs
+        .par_iter()
+        .map(|&(w, x, mode)| {
+            let (w_p, w_c_cost) = w.costs(x, w_c);
+            let params = Params {
+                w_p,
+                w_c: w_c_cost,
+                ..spec.params
+            };
+            let cfg = SimConfig {
+                mode_p: mode.with_latency(latency),
+                mode_c: mode.with_latency(latency),
+                warmup: default_warmup(spec.messages, params.len).max(20_000),
+                seed: spec.seed,
+                ..SimConfig::new(params, mode, spec.messages)
+            };
+            let r = simulate(&cfg)?;
+            progress.step();
+            Ok((w, x, Run::of(mode, &r, w_p.mean_ns() + w_c_cost.mean_ns())))
+        })
+        .collect();
+    progress.finish();
+    let mut points: Vec<Point> = Vec::new();
+    for r in runs {
+        let (w, x, run) = r?;
+        match points
+            .iter_mut()
+            .find(|p| p.workload == w && p.w_p_ns.to_bits() == x.to_bits())
+        {
+            Some(p) => p.runs.push(run),
+            None => points.push(Point {
+                workload: w,
+                w_p_ns: x,
+                w_c_ns: w_c,
+                runs: vec![run],
+                t_ratio: 0.0,
+                excess_ratio: None,
+                best_sleep: None,
+                best_anchor: None,
+                failures: Vec::new(),
+            }),
+        }
+    }
+    let adaptive_name = adaptive.to_string();
+    for p in &mut points {
+        if p.workload != Workload::Const {
+            // The mean W_P of the workload.
+            p.w_p_ns = p.workload.costs(p.w_p_ns, w_c).0.mean_ns();
+        }
+        judge(p, &adaptive_name, spec.latency_ns);
+    }
+    Ok(ControlStudy {
+        points,
+        latency_ns: spec.latency_ns,
+        messages: spec.messages,
+    })
+}
+
+/// Polling's excess under which the excess target does not apply [ns].
+const EXCESS_FLOOR_NS: f64 = 200.0;
+
+fn judge(p: &mut Point, adaptive: &str, latency_ns: f64) {
+    let poll = p.run("poll").expect("poll runs at every point").clone();
+    let a = p
+        .run(adaptive)
+        .expect("adaptive runs at every point")
+        .clone();
+    let (t_max, x_max) = p.workload.targets();
+    p.t_ratio = a.t_ns / poll.t_ns;
+    p.excess_ratio = (poll.excess_ns >= EXCESS_FLOOR_NS).then(|| a.excess_ns / poll.excess_ns);
+    let at_poll_speed = |r: &&Run| r.t_ns <= 1.05 * poll.t_ns;
+    let least_e = |it: &mut dyn Iterator<Item = &Run>| {
+        it.filter(at_poll_speed)
+            .min_by(|a, b| a.e_ns.total_cmp(&b.e_ns))
+            .cloned()
+    };
+    let sleep = least_e(&mut p.runs.iter().filter(|r| r.strategy.starts_with("sleep:")));
+    let anchor_names: Vec<String> = anchors().iter().map(ToString::to_string).collect();
+    let anchor = least_e(
+        &mut p
+            .runs
+            .iter()
+            .filter(|r| anchor_names.contains(&r.strategy) || r.strategy == "notify"),
+    );
+    p.best_sleep = sleep.as_ref().map(|r| r.strategy.clone());
+    p.best_anchor = anchor.as_ref().map(|r| r.strategy.clone());
+    let mut fail = Vec::new();
+    if p.t_ratio > t_max {
+        fail.push(format!("T {:.3}x polling's (target <= {t_max})", p.t_ratio));
+    }
+    if let Some(x) = p.excess_ratio {
+        if x > x_max {
+            fail.push(format!("excess {x:.3}x polling's (target <= {x_max})"));
+        }
+    }
+    if p.workload == Workload::Const && a.latency_ns[1] > latency_ns {
+        fail.push(format!(
+            "p99 latency {:.1} us over the bound {:.1} us",
+            a.latency_ns[1] / 1e3,
+            latency_ns / 1e3
+        ));
+    }
+    if a.t_ns <= 1.05 * poll.t_ns {
+        if let Some(b) = &anchor {
+            if a.e_ns > b.e_ns {
+                fail.push(format!(
+                    "E {:.1} ns above {}'s {:.1} ns at polling's speed",
+                    a.e_ns, b.strategy, b.e_ns
+                ));
+            }
+        }
+        if let Some(s) = &sleep {
+            if a.e_ns > 1.25 * s.e_ns {
+                fail.push(format!(
+                    "E {:.1} ns above 1.25x the best fixed sleep ({} at {:.1} ns)",
+                    a.e_ns, s.strategy, s.e_ns
+                ));
+            }
+        }
+    }
+    p.failures = fail;
+}
+
+/// The strategies drawn in the charts (the best fixed sleep is added per
+/// point as "best sleep:<Y>").
+const CHARTED: [&str; 6] = ["poll", "notify", "halt-poll", "haltpoll", "hybrid", "defer"];
+
+/// Excess cost and T against W_P for one workload: the paper's Fig. 5 and
+/// its anchors.
+pub fn charts(study: &ControlStudy, workload: Workload) -> (Chart, Chart) {
+    let pts: Vec<&Point> = study
+        .points
+        .iter()
+        .filter(|p| p.workload == workload)
+        .collect();
+    let find = |p: &Point, prefix: &str| {
+        p.runs
+            .iter()
+            .find(|r| r.strategy == prefix || r.strategy.starts_with(&format!("{prefix}:")))
+            .cloned()
+    };
+    let mut names: Vec<String> = CHARTED.iter().map(|s| (*s).to_string()).collect();
+    names.push("best sleep".into());
+    names.push("adaptive".into());
+    let run_of = |p: &Point, name: &str| -> Option<Run> {
+        match name {
+            "best sleep" => p.best_sleep.as_ref().and_then(|s| p.run(s)).cloned(),
+            "halt-poll" | "haltpoll" | "defer" | "adaptive" => find(p, name),
+            _ => p.run(name).cloned(),
+        }
+    };
+    let series = |f: &dyn Fn(&Run) -> f64| -> Vec<Series> {
+        names
+            .iter()
+            .map(|n| Series {
+                name: n.clone(),
+                points: pts
+                    .iter()
+                    .filter_map(|p| run_of(p, n).map(|r| (p.w_p_ns / 1e3, f(&r) / 1e3)))
+                    .collect(),
+                style: match n.as_str() {
+                    "adaptive" => Style::Thick,
+                    "poll" => Style::Dashed,
+                    _ => Style::Line,
+                },
+                error_bars: Vec::new(),
+            })
+            .collect()
+    };
+    let title = |what: &str| {
+        format!(
+            "{what}, W_C = {:.2} us, {} W",
+            pts.first().map_or(0.0, |p| p.w_c_ns / 1e3),
+            workload.name()
+        )
+    };
+    let excess = Chart {
+        title: title("Excess CPU per message E - W_P - W_C"),
+        x_label: "W_P [us]".into(),
+        y_label: "excess [us]".into(),
+        series: series(&|r| r.excess_ns.max(0.0)),
+        ..Chart::default()
+    };
+    let t = Chart {
+        title: title("Time per message T"),
+        x_label: "W_P [us]".into(),
+        y_label: "T [us]".into(),
+        series: series(&|r| r.t_ns),
+        ..Chart::default()
+    };
+    (excess, t)
+}
+
+/// The study as CSV, one row per workload, point and strategy.
+pub fn csv(study: &ControlStudy) -> String {
+    let mut out = String::from(
+        "workload,w_p_ns,w_c_ns,strategy,T_ns,E_ns,excess_ns,latency_p50_ns,latency_p99_ns,latency_max_ns,kicks_per_message,wakeups_per_message\n",
+    );
+    for p in &study.points {
+        for r in &p.runs {
+            out.push_str(&format!(
+                "{},{},{},{},{:.3},{:.3},{:.3},{},{},{},{:.6},{:.6}\n",
+                p.workload.name(),
+                p.w_p_ns,
+                p.w_c_ns,
+                r.strategy,
+                r.t_ns,
+                r.e_ns,
+                r.excess_ns,
+                r.latency_ns[0],
+                r.latency_ns[1],
+                r.latency_ns[2],
+                r.kicks_per_message,
+                r.wakeups_per_message
+            ));
+        }
+    }
+    out
+}
