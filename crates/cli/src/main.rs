@@ -1,6 +1,7 @@
 //! `kicklab`: the command-line front end. Thin: parsing, printing and
 //! progress bars; the work is in the `kicklab-*` library crates.
 
+mod advise_cmd;
 mod args;
 mod bench;
 mod calibrate_cmd;
@@ -65,6 +66,8 @@ enum Cmd {
     Pingpong(pingpong_cmd::PingPongArgs),
     /// Every wait strategy (KVM halt polling, haltpoll, hybrid polling, NAPI deferral, ..., kicklab's adaptive) against polling, simulated (the paper's Fig. 5).
     Control(control_cmd::ControlArgs),
+    /// The wait strategy to use for a pair and a workload (paper's costs or a profile), searched with the simulator.
+    Advise(advise_cmd::AdviseArgs),
     /// Reproduce the figures and tables as one HTML page with plots.
     Report(report_cmd::ReportArgs),
 }
@@ -113,6 +116,7 @@ fn main() -> ExitCode {
         Cmd::Validate(a) => validate_cmd::run(&a),
         Cmd::Pingpong(a) => pingpong_cmd::run(&a),
         Cmd::Control(a) => control_cmd::run(&a),
+        Cmd::Advise(a) => advise_cmd::run(&a),
         Cmd::Report(a) => report_cmd::run(&a),
     };
     match result {

@@ -29,6 +29,8 @@ pub enum Input {
     Repeat,
     /// A wait strategy.
     Mode,
+    /// A latency bound.
+    Latency,
 }
 
 impl Input {
@@ -45,6 +47,7 @@ impl Input {
             Input::Work => "work",
             Input::Repeat => "repeat",
             Input::Mode => "mode",
+            Input::Latency => "latency",
         }
     }
 }

@@ -11,6 +11,7 @@
 //! argument parsing and printing (the binary), the model, the simulator and
 //! the testbeds themselves, rendering (`kicklab-report`).
 
+pub mod advise;
 pub mod bench;
 pub mod control;
 pub mod disturbance;

@@ -1,0 +1,76 @@
+//! `kicklab advise`: the strategy to use for a pair and a workload, from
+//! the paper's costs or a calibration profile, searched with the simulator.
+
+use clap::Args;
+use kicklab_lab::advise::{advise, AdviseSpec};
+use kicklab_model::fmt_ns;
+
+use crate::args::ParamArgs;
+
+/// Arguments of `kicklab advise`.
+#[derive(Debug, Args)]
+pub struct AdviseArgs {
+    #[command(flatten)]
+    params: ParamArgs,
+    /// Bound on the p99 message latency (publish to end of consumption).
+    #[arg(long, default_value = "100us", value_parser = crate::args::duration_ns, allow_hyphen_values = true)]
+    latency: f64,
+    /// Messages simulated per candidate.
+    #[arg(long, default_value_t = 200_000, allow_hyphen_values = true)]
+    messages: u64,
+    /// Seed of the random cost streams.
+    #[arg(long, default_value_t = 1, allow_hyphen_values = true)]
+    seed: u64,
+    /// Search every family over a fine grid (slower; what the default
+    /// search is checked against).
+    #[arg(long)]
+    exhaustive: bool,
+    /// Print {"strategy", "predicted": {"T_ns", "E_ns", "latency_p99_ns"}, "alternatives": [...]}.
+    #[arg(long)]
+    json: bool,
+}
+
+pub fn run(a: &AdviseArgs) -> anyhow::Result<()> {
+    let params = a.params.params_with(true)?;
+    let idle_scale = match a.params.load_profile()? {
+        Some(p) => [
+            p.idle_scale(kicklab_model::Party::P),
+            p.idle_scale(kicklab_model::Party::C),
+        ],
+        None => [None, None],
+    };
+    let spec = AdviseSpec {
+        params,
+        idle_scale,
+        latency_ns: a.latency,
+        messages: a.messages,
+        seed: a.seed,
+        exhaustive: a.exhaustive,
+    };
+    let advice = advise(&spec, &crate::Bars::default())?;
+    if a.json {
+        return crate::print_json(&serde_json::to_value(&advice)?);
+    }
+    println!("use            --mode {}", advice.strategy);
+    println!(
+        "predicted      T {}, E {}, p99 latency {}",
+        fmt_ns(advice.predicted.t_ns),
+        fmt_ns(advice.predicted.e_ns),
+        fmt_ns(advice.predicted.latency_p99_ns)
+    );
+    println!("why            {}", advice.reason);
+    println!(
+        "\n{:<48} {:>10} {:>10} {:>12}",
+        "alternatives (best first)", "T", "E", "p99 latency"
+    );
+    for c in &advice.alternatives {
+        println!(
+            "{:<48} {:>10} {:>10} {:>12}",
+            c.strategy,
+            fmt_ns(c.t_ns),
+            fmt_ns(c.e_ns),
+            fmt_ns(c.latency_p99_ns)
+        );
+    }
+    Ok(())
+}

@@ -1,0 +1,179 @@
+//! `advise`: the strategy to use for a pair and a workload, searched with
+//! the simulator. Every family of `control.md` is tried over a grid of its
+//! parameters; the choice is the least CPU per message among those within
+//! 5% of the best throughput found and within the latency bound. What does
+//! not live here: the strategies (`kicklab_model::control`), printing.
+
+use kicklab_model::{IdleScale, Params, WaitMode};
+use kicklab_sim::{default_warmup, simulate, SimConfig};
+use rayon::prelude::*;
+use serde::Serialize;
+
+use crate::{Input, LabError, Progress};
+
+/// What to advise on.
+#[derive(Debug, Clone)]
+pub struct AdviseSpec {
+    /// The pair and its workload (W_P, W_C distributions).
+    pub params: Params,
+    /// How start-ups scale with idle time (from a profile), per party.
+    pub idle_scale: [Option<IdleScale>; 2],
+    /// Bound on the p99 message latency [ns].
+    pub latency_ns: f64,
+    /// Messages simulated per candidate.
+    pub messages: u64,
+    /// Seed.
+    pub seed: u64,
+    /// Search finer grids (what `advise` is checked against).
+    pub exhaustive: bool,
+}
+
+/// One candidate's simulated figures.
+#[derive(Debug, Clone, Serialize)]
+pub struct Candidate {
+    /// The strategy, as `--mode` takes it (both parties).
+    pub strategy: String,
+    /// T [ns].
+    #[serde(rename = "T_ns")]
+    pub t_ns: f64,
+    /// E [ns].
+    #[serde(rename = "E_ns")]
+    pub e_ns: f64,
+    /// p99 message latency [ns].
+    pub latency_p99_ns: f64,
+}
+
+/// The advice.
+#[derive(Debug, Clone, Serialize)]
+pub struct Advice {
+    /// The strategy to use (`--mode` form).
+    pub strategy: String,
+    /// Its simulated T, E and p99 latency.
+    pub predicted: Candidate,
+    /// Why it won, in words.
+    pub reason: String,
+    /// Every candidate compared, best first by the same rule.
+    pub alternatives: Vec<Candidate>,
+}
+
+/// The candidates: every family over a grid of its parameters.
+pub fn candidates(latency_ns: f64, exhaustive: bool) -> Vec<WaitMode> {
+    let us = |v: f64| v * 1000.0;
+    let grid: Vec<f64> = if exhaustive {
+        (0..=24)
+            .map(|i| us(0.5) * 2f64.powf(f64::from(i) / 2.0))
+            .collect()
+    } else {
+        [0.5, 1.0, 2.0, 5.0, 10.0, 20.0, 50.0, 100.0, 200.0]
+            .into_iter()
+            .map(us)
+            .collect()
+    };
+    let mut out = vec![WaitMode::Poll, WaitMode::Notify];
+    out.extend(grid.iter().map(|&b| WaitMode::Spin { budget_ns: b }));
+    out.extend(grid.iter().map(|&y| WaitMode::Sleep { period_ns: y }));
+    let parse = |s: &str| WaitMode::parse(s).expect("a valid candidate");
+    for s in [
+        "halt-poll",
+        "halt-poll:shrink=0",
+        "haltpoll",
+        "hybrid",
+        "hybrid:min",
+        "defer",
+        "defer:timeout=50us,count=4",
+        "coalesce:4,20us",
+        "coalesce:16,50us",
+    ] {
+        out.push(parse(s));
+    }
+    if exhaustive {
+        for t in [5.0, 10.0, 20.0, 50.0, 100.0] {
+            for c in [2, 5, 10, 20] {
+                out.push(WaitMode::Defer {
+                    timeout_ns: us(t),
+                    count: c,
+                });
+            }
+        }
+        for max in [50.0, 100.0, 200.0, 500.0] {
+            out.push(parse(&format!("halt-poll:max={max}us")));
+            out.push(parse(&format!("haltpoll:max={max}us")));
+        }
+    }
+    out.push(WaitMode::Adaptive {
+        latency_ns: Some(latency_ns),
+    });
+    out
+}
+
+/// Searches the candidates with the simulator and picks one.
+///
+/// # Errors
+///
+/// Bad inputs.
+pub fn advise(spec: &AdviseSpec, progress: &dyn Progress) -> Result<Advice, LabError> {
+    if spec.messages == 0 {
+        return Err(LabError::input(
+            Input::Messages,
+            "need at least 1 message per candidate",
+        ));
+    }
+    if !(spec.latency_ns > 0.0) {
+        return Err(LabError::input(
+            Input::Latency,
+            "the latency bound must be > 0",
+        ));
+    }
+    spec.params.validate()?;
+    let modes = candidates(spec.latency_ns, spec.exhaustive);
+    progress.start("advise", modes.len() as u64);
+    let runs: Vec<Result<Candidate, LabError>> = modes
+        .par_iter()
+        .map(|&mode| {
+            let cfg = SimConfig {
+                warmup: default_warmup(spec.messages, spec.params.len).max(20_000),
+                seed: spec.seed,
+                idle_scale: spec.idle_scale,
+                ..SimConfig::new(spec.params, mode, spec.messages)
+            };
+            let r = simulate(&cfg)?;
+            progress.step();
+            Ok(Candidate {
+                strategy: mode.to_string(),
+                t_ns: r.rates.t_ns,
+                e_ns: r.rates.e_ns,
+                latency_p99_ns: r.rates.latency_ns.map_or(f64::NAN, |l| l.p99),
+            })
+        })
+        .collect();
+    progress.finish();
+    let mut all = runs.into_iter().collect::<Result<Vec<_>, _>>()?;
+    let best_t = all.iter().map(|c| c.t_ns).fold(f64::INFINITY, f64::min);
+    let fast = |c: &Candidate| c.t_ns <= 1.05 * best_t;
+    let bounded = |c: &Candidate| c.latency_p99_ns <= spec.latency_ns;
+    // Best first: within 5% of the best T and the latency bound, by E; then
+    // within 5% of the best T, by latency; then the rest by T.
+    let rank = |c: &Candidate| match (fast(c), bounded(c)) {
+        (true, true) => (0, c.e_ns),
+        (true, false) => (1, c.latency_p99_ns),
+        _ => (2, c.t_ns),
+    };
+    all.sort_by(|a, b| {
+        let (ra, rb) = (rank(a), rank(b));
+        ra.0.cmp(&rb.0).then(ra.1.total_cmp(&rb.1))
+    });
+    let best = all[0].clone();
+    let reason = match rank(&best).0 {
+        0 => format!(
+            "the least CPU per message among the strategies within 5% of the best T ({:.1} ns) and under the p99 latency bound",
+            best_t
+        ),
+        _ => "no strategy keeps the latency bound within 5% of the best T: the lowest p99 latency among those that do reach it".into(),
+    };
+    Ok(Advice {
+        strategy: best.strategy.clone(),
+        predicted: best,
+        reason,
+        alternatives: all,
+    })
+}
