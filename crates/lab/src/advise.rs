@@ -118,7 +118,7 @@ pub fn advise(spec: &AdviseSpec, progress: &dyn Progress) -> Result<Advice, LabE
             "need at least 1 message per candidate",
         ));
     }
-    if !(spec.latency_ns > 0.0) {
+    if spec.latency_ns.is_nan() || spec.latency_ns <= 0.0 {
         return Err(LabError::input(
             Input::Latency,
             "the latency bound must be > 0",
