@@ -35,7 +35,10 @@ pub struct ParamArgs {
     pub kc: u32,
     /// W_P: producer work per message. A duration (1us, 250ns; bare = ns) or
     /// a distribution: const:1us, uniform:0.8us,1.2us, exp:1us (mean),
-    /// normal:1us,0.1us (truncated at 0), lognormal:1us,0.2 (mean, sigma).
+    /// normal:1us,0.1us (truncated at 0), lognormal:1us,0.2 (mean, sigma);
+    /// phases:0.5us@5000+3us@5000 (2 to 4 of those in turn, each for its
+    /// count of draws, then over again); mix:0.01:1us+50us (the second with
+    /// probability 0.01, else the first).
     #[arg(long, default_value = "1us", value_parser = cost, allow_hyphen_values = true, help_heading = "Parameters")]
     pub wp: Cost,
     /// W_C: consumer work per message (duration or distribution).

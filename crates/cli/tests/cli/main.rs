@@ -94,6 +94,18 @@ fn sim_json_contract() {
     ]);
     assert_eq!(v["mode_p"], "poll");
     assert_eq!(v["sleeps_p"], 0);
+    // The compound workloads too.
+    let v = json(&[
+        "sim",
+        "--wp",
+        "phases:0.5us@500+exp:3us@500",
+        "--wc",
+        "mix:0.01:1us+50us",
+        "--messages",
+        "5000",
+        "--json",
+    ]);
+    assert!(v["T_ns"].as_f64().unwrap() > 0.0);
 }
 
 #[test]
@@ -142,6 +154,15 @@ fn bad_input_is_one_line_naming_the_flag_and_exit_2() {
         (&["sim", "--sp", "3parsec"], "--sp"),
         (&["sim", "--wc", "gamma:1us"], "--wc"),
         (&["sim", "--sc", "uniform:2us,1us"], "--sc"),
+        (&["sim", "--wp", "phases:1us@1+2us@0"], "--wp"),
+        (&["sim", "--wp", "phases:1us+2us@1"], "--wp"),
+        (
+            &["sim", "--wp", "phases:1us@1+1us@1+1us@1+1us@1+1us@1"],
+            "--wp",
+        ),
+        (&["sim", "--wp", "phases:mix:0.5:1us+2us@1+1us@1"], "--wp"),
+        (&["sim", "--wc", "mix:1.5:1us+2us"], "--wc"),
+        (&["sim", "--wc", "mix:0.5:1us"], "--wc"),
         (&["sim", "--mode", "sometimes"], "--mode"),
         (&["sim", "--messages", "0"], "--messages"),
         (&["model", "--mode", "spin:1us"], "--mode"),
@@ -247,6 +268,8 @@ fn help_teaches() {
         "spin:<B>",
         "adaptive[:latency=<D>]",
         "--latency",
+        "phases:",
+        "mix:",
         "--messages",
         "--bench",
     ] {

@@ -4,6 +4,7 @@ mod exactness;
 mod paper;
 mod reference;
 mod visibility;
+mod workloads;
 
 use kicklab_model::{Cost, Params};
 

@@ -3,12 +3,23 @@
 //! the run must be equal, exactly, for random costs, every wait mode and
 //! mixed modes (P and C waiting differently).
 
-use kicklab_model::{Cost, IdleScale, Params, WaitMode};
+use kicklab_model::{Cost, IdleScale, Mix, Params, Phases, SimpleCost, WaitMode, MAX_PHASES};
 use kicklab_sim::reference::simulate_reference;
 use kicklab_sim::{simulate, simulate_control, SimConfig, Start};
 use proptest::prelude::*;
 
 fn cost() -> impl Strategy<Value = Cost> {
+    let simple = || simple_cost().prop_map(|c| c.simple().unwrap());
+    prop_oneof![
+        4 => simple_cost(),
+        1 => proptest::collection::vec((simple(), 1u64..300), 2..=MAX_PHASES)
+            .prop_map(|v: Vec<(SimpleCost, u64)>| Cost::Phases(Phases::new(&v).unwrap())),
+        1 => (0.0f64..=1.0, simple(), simple())
+            .prop_map(|(p, first, second)| Cost::Mix(Mix { p, first, second })),
+    ]
+}
+
+fn simple_cost() -> impl Strategy<Value = Cost> {
     let ns = 0.0f64..5000.0;
     prop_oneof![
         ns.clone()
@@ -128,6 +139,10 @@ fn agrees_on_the_paper_setup_with_every_distribution() {
         "uniform:0.5us,1.5us",
         "normal:1us,0.5us",
         "lognormal:1us,0.8",
+        "phases:0.5us@5000+3us@5000",
+        "phases:exp:1us@100+uniform:2us,3us@37+0.2us@3",
+        "mix:0.01:1us+50us",
+        "mix:0.3:normal:1us,0.5us+lognormal:2us,0.5",
     ] {
         let p = Params {
             w_p: Cost::parse(c).unwrap(),
