@@ -352,8 +352,8 @@ struct Adaptive {
     w_own: Option<f64>,
     /// The peer's pace [ps per message].
     peer: PeerPace,
-    /// Last observation: (time, peer's count).
-    last: Option<(u64, u64)>,
+    /// Last observation: (time, peer's count, occupancy).
+    last: Option<(u64, u64, u64)>,
 }
 
 /// Windows of at least this many of the peer's messages make one sample
@@ -373,11 +373,39 @@ struct PeerPace {
     /// Time and messages accumulated toward the next sample.
     acc_t: u64,
     acc_n: u64,
+    /// How long the peer's count has not moved [ps].
+    stalled: u64,
+    /// Windows dropped in a row for a stall.
+    dropped: u32,
     /// Recent samples [ps per message], newest last.
     samples: Vec<f64>,
 }
 
 impl PeerPace {
+    /// Adds an interval in which the consumer should have been working
+    /// all along (a producer's view): a window in which its count stalled
+    /// for more than 8 of its messages is dropped, for the consumer was
+    /// asleep, not slow; after 4 such windows in a row the consumer has
+    /// slowed down and the window counts.
+    #[allow(clippy::cast_precision_loss)]
+    fn add_busy(&mut self, dt: u64, dn: u64, guess: Option<f64>) {
+        self.stalled = if dn == 0 { self.stalled + dt } else { 0 };
+        if let Some(g) = guess {
+            if self.stalled as f64 > 8.0 * g && self.dropped < 4 {
+                self.dropped += 1;
+                self.stalled = 0;
+                self.acc_t = 0;
+                self.acc_n = 0;
+                return;
+            }
+        }
+        let before = self.samples.len();
+        self.add(dt, dn, guess);
+        if self.samples.len() != before || dn > 0 && self.acc_n == 0 {
+            self.dropped = 0;
+        }
+    }
+
     fn add(&mut self, dt: u64, dn: u64, guess: Option<f64>) {
         self.acc_t += dt;
         self.acc_n += dn;
@@ -424,6 +452,8 @@ impl Adaptive {
             peer: PeerPace {
                 acc_t: 0,
                 acc_n: 0,
+                stalled: 0,
+                dropped: 0,
                 samples: Vec::with_capacity(KEEP),
             },
             last: None,
@@ -442,12 +472,33 @@ impl Adaptive {
     /// messages wait, a producer while slots are free.
     fn observe(&mut self, v: &View) {
         let count = self.peer_count(v);
-        if let Some((t, c)) = self.last {
+        if let Some((t, c, occupied)) = self.last {
             let guess = self.pace();
             match self.party {
-                // A consumer that naps makes the window slower; the
-                // producer keeps the fastest window, so such windows count.
-                Party::P => self.peer.add(v.now - t, count - c, guess),
+                // The consumer works while messages wait: an interval
+                // counts if it began with two or more in the ring and ends,
+                // just after this producer's publish, with two or more (so
+                // at least one waited all along; an interval that ran dry
+                // shows the producer's pace, not the consumer's), unless
+                // the consumer's count stalled (it slept).
+                // An interval that ran dry still bounds the consumer's
+                // pace from above: it took at most that long per message.
+                Party::P => {
+                    let (dt, dn) = (v.now - t, count - c);
+                    if occupied >= 2 && v.occupancy() >= 2 {
+                        self.peer.add_busy(dt, dn, guess.or(self.w_own));
+                    } else {
+                        self.peer.acc_t = 0;
+                        self.peer.acc_n = 0;
+                        if dn > 0 {
+                            #[allow(clippy::cast_precision_loss)]
+                            let bound = dt as f64 / dn as f64;
+                            for s in &mut self.peer.samples {
+                                *s = s.min(bound);
+                            }
+                        }
+                    }
+                }
                 Party::C => {
                     if v.occupancy() < v.len {
                         self.peer.add(v.now - t, count - c, guess);
@@ -458,7 +509,7 @@ impl Adaptive {
                 }
             }
         }
-        self.last = Some((v.now, count));
+        self.last = Some((v.now, count, v.occupancy()));
     }
 
     fn pace(&self) -> Option<f64> {
@@ -501,11 +552,16 @@ impl Adaptive {
                 }
             }
             Party::P => {
-                // The ring is full: sleep while the consumer drains it
-                // down to the margin.
+                // The ring is full. A producer ahead of its consumer sleeps
+                // while the consumer drains it down to the margin; one that
+                // is not ahead met a passing backlog (the consumer slept,
+                // or random work): a slot frees within about one of the
+                // consumer's messages, so it spins for that, then blocks.
                 let nap = self.drain_time(v.occupancy(), peer, own);
-                if nap > 0.0 {
+                if own * 1.05 <= peer && nap > 0.0 {
                     Action::Nap(v.now + nap as u64)
+                } else if first {
+                    Action::Spin(Some(start + (2.0 * peer).max(self.block_cost) as u64))
                 } else {
                     Action::Block
                 }
@@ -522,7 +578,10 @@ impl Adaptive {
     fn drain_time(&self, queued: u64, peer: f64, own: f64) -> f64 {
         let q = queued as f64;
         let margin = 2.0 + 2.0 * q.sqrt();
-        (q - margin) * peer - self.s_own - own
+        // Never longer than the latency budget: a consumer that looks slow
+        // may only be waiting for this producer (a kick threshold k_P it has
+        // not reached), and no message should wait longer anyway.
+        ((q - margin) * peer - self.s_own - own).min(self.budget)
     }
 
     fn done(&mut self, v: &View, _e: Episode) {

@@ -3,6 +3,7 @@
 mod exactness;
 mod paper;
 mod reference;
+mod strategies;
 mod visibility;
 mod workloads;
 
