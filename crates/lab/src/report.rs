@@ -834,6 +834,17 @@ pub fn build(a: &ReportOptions, progress: &dyn Progress) -> Result<Report, LabEr
         });
         csvs.push((format!("{}.csv", f.id), sweep_csv(&pts, &vary)));
     }
+    // The paper's Fig. 5, extended: every strategy against polling.
+    let spec = crate::control::ControlSpec {
+        points: a.points.min(15),
+        messages: a.messages,
+        workloads: crate::control::Workload::ALL.to_vec(),
+        seed: a.seed,
+        ..crate::control::ControlSpec::default()
+    };
+    let study = crate::control::control_study(&spec, progress)?;
+    sections.push(crate::control::section(&study, &spec)?);
+    csvs.push(("control.csv".into(), crate::control::csv(&study)));
     if a.testbed {
         sections.extend(testbed_sections(a, progress)?);
         sections.extend(kvm_sections(a, progress)?);
