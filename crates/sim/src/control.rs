@@ -27,8 +27,9 @@ use crate::engine::{N_C, N_P, S_C, S_P, V_C, V_P, W_C, W_P};
 
 const NEVER: u64 = u64::MAX;
 
-/// Time, busy, notifications and sleeps at the free that ends the warm-up.
-type Mark = (u64, [u64; 2], [u64; 2], [u64; 2]);
+/// Time, busy, notifications, sleeps and work drawn at the free that ends
+/// the warm-up.
+type Mark = (u64, [u64; 2], [u64; 2], [u64; 2], u64);
 const MAX_TIME_PS: u64 = (u64::MAX >> 1) - 1;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -153,6 +154,8 @@ fn run(cfg: &SimConfig, costs: &mut Costs) -> Result<SimResult, SimError> {
     // At the free that ends the warm-up: time, busy, notifications, sleeps.
     let mut mark: Option<Mark> = None;
     let mut events = 0u64;
+    // Work drawn by both parties so far [ps].
+    let mut work_sum = 0u64;
     let (work_i, notify_i, vis_i, start_i) = ([W_P, W_C], [N_P, N_C], [V_P, V_C], [S_P, S_C]);
 
     let view = |now: u64, s: &[Side; 2]| View {
@@ -205,6 +208,7 @@ fn run(cfg: &SimConfig, costs: &mut Costs) -> Result<SimResult, SimError> {
                             [s[0].busy, s[1].busy],
                             [s[0].notifications, s[1].notifications],
                             [s[0].sleeps, s[1].sleeps],
+                            work_sum,
                         ));
                     }
                     if s[1].count >= stop {
@@ -279,6 +283,7 @@ fn run(cfg: &SimConfig, costs: &mut Costs) -> Result<SimResult, SimError> {
                         s[me].ctl.done(&v, e);
                     }
                     let w = costs.draw::<false>(work_i[me]);
+                    work_sum += w;
                     s[me].work = w;
                     s[me].busy += w;
                     s[me].phase = Phase::Work;
@@ -322,7 +327,7 @@ fn run(cfg: &SimConfig, costs: &mut Costs) -> Result<SimResult, SimError> {
         }
     }
 
-    let (t0, busy0, notif0, sleeps0) = mark.unwrap_or((0, [0, 0], [0, 0], [0, 0]));
+    let (t0, busy0, notif0, sleeps0, work0) = mark.unwrap_or((0, [0, 0], [0, 0], [0, 0], 0));
     let n = (s[1].count - cfg.warmup.min(s[1].count)).max(1) as f64;
     let per = |a: u64, b: u64| (b - a) as f64 / n / 1000.0;
     let e_p_ns = per(busy0[0], s[0].busy);
@@ -361,5 +366,6 @@ fn run(cfg: &SimConfig, costs: &mut Costs) -> Result<SimResult, SimError> {
             sleeps_c: s[1].sleeps,
             latency_sum_ps: latency_sum,
         },
+        work_ns: Some(per(work0, work_sum)),
     })
 }

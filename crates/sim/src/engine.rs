@@ -264,6 +264,12 @@ pub struct SimResult {
     pub sim_time_ns: f64,
     /// Raw totals of the whole run.
     pub totals: Totals,
+    /// The work W_P + W_C actually drawn per message over the window [ns],
+    /// where the run kept it (the loop for every strategy does; the fast
+    /// loop does not): the base of an excess E - W that random work does
+    /// not blur.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub work_ns: Option<f64>,
 }
 
 /// The longest queue the simulator takes: it keeps a publish time per slot
@@ -804,5 +810,6 @@ fn run<const CONST: bool, const LAT: bool>(
             sleeps_c: co.sleeps,
             latency_sum_ps: latency_sum,
         },
+        work_ns: None,
     })
 }
