@@ -915,3 +915,130 @@ fn help_says_only_what_is_true() {
         "{top}"
     );
 }
+
+#[test]
+fn sim_runs_every_strategy_with_the_contract_fields() {
+    for mode in [
+        "sleep:20us",
+        "halt-poll",
+        "haltpoll:max=100us",
+        "hybrid:min",
+        "defer",
+        "coalesce:8,20us",
+        "adaptive",
+    ] {
+        let v = json(&[
+            "sim",
+            "--wp",
+            "0.5us",
+            "--mode",
+            mode,
+            "--messages",
+            "20000",
+            "--json",
+        ]);
+        for key in ["T_ns", "E_ns", "sleeps_p", "sleeps_c", "notifications_p"] {
+            assert!(v[key].is_number(), "{mode}: {key} missing: {v}");
+        }
+        for q in ["p50", "p99", "max"] {
+            assert!(
+                v["latency_ns"][q].is_number(),
+                "{mode}: latency {q} missing: {v}"
+            );
+        }
+        // Printed back in the form --mode takes.
+        let back = v["mode_p"].as_str().unwrap();
+        assert!(json(&["sim", "--mode", back, "--messages", "1000", "--json"])["T_ns"].is_number());
+        // No closed form for these: no prediction.
+        assert!(v["predicted"].is_null(), "{mode}");
+    }
+    // --latency reaches adaptive.
+    let v = json(&[
+        "sim",
+        "--wp",
+        "0.5us",
+        "--mode",
+        "adaptive",
+        "--latency",
+        "30us",
+        "--messages",
+        "50000",
+        "--json",
+    ]);
+    assert_eq!(v["mode_p"], "adaptive:latency=30us");
+    assert!(v["latency_ns"]["p99"].as_f64().unwrap() <= 30_000.0, "{v}");
+}
+
+#[test]
+fn a_bad_strategy_is_one_line_naming_the_flag() {
+    for (mode, want) in [
+        ("halt-poll:grow=0.5", "grow must be >= 1"),
+        ("sleep:0", "must be > 0"),
+        ("busy", "unknown strategy"),
+    ] {
+        let out = kicklab(&["sim", "--mode", mode]);
+        assert_eq!(out.status.code(), Some(2), "{mode}");
+        let err = String::from_utf8(out.stderr).unwrap();
+        assert_eq!(err.trim().lines().count(), 1, "{err}");
+        assert!(
+            err.contains("--mode") && err.contains(want),
+            "{mode}: {err}"
+        );
+    }
+}
+
+#[test]
+fn advise_json_contract() {
+    let v = json(&["advise", "--wp", "3us", "--messages", "50000", "--json"]);
+    let s = v["strategy"].as_str().unwrap();
+    // A string --mode accepts, and what it predicts is the simulator's.
+    let sim = json(&[
+        "sim",
+        "--wp",
+        "3us",
+        "--mode",
+        s,
+        "--messages",
+        "50000",
+        "--warmup",
+        "20000",
+        "--json",
+    ]);
+    for key in ["T_ns", "E_ns"] {
+        let (a, b) = (
+            v["predicted"][key].as_f64().unwrap(),
+            sim[key].as_f64().unwrap(),
+        );
+        assert!((a - b).abs() <= 0.05 * b, "{key}: advise {a}, sim {b}");
+    }
+    assert!(v["predicted"]["latency_p99_ns"].is_number());
+    let alts = v["alternatives"].as_array().unwrap();
+    assert!(alts.len() > 10);
+    for a in alts {
+        for key in ["strategy", "T_ns", "E_ns", "latency_p99_ns"] {
+            assert!(!a[key].is_null(), "{key} missing in {a}");
+        }
+    }
+}
+
+#[test]
+fn control_writes_its_study() {
+    let dir = tmp("control");
+    let v = json(&[
+        "control",
+        "--workload",
+        "const",
+        "--points",
+        "3",
+        "--messages",
+        "20000",
+        "--out",
+        dir.to_str().unwrap(),
+        "--json",
+    ]);
+    assert_eq!(v["points"].as_array().unwrap().len(), 3);
+    let csv = std::fs::read_to_string(dir.join("control.csv")).unwrap();
+    assert!(csv.lines().count() > 3 * 15, "{csv}");
+    assert!(dir.join("excess-const.svg").exists());
+    std::fs::remove_dir_all(&dir).unwrap();
+}
