@@ -7,7 +7,7 @@
 
 use kicklab_model::{Cost, Params, WaitMode};
 use kicklab_report::{Chart, Series, Style};
-use kicklab_sim::{default_warmup, simulate_control, SimConfig, SimResult};
+use kicklab_sim::{default_warmup, simulate_control, simulate_trace, SimConfig, SimResult};
 use rayon::prelude::*;
 use serde::Serialize;
 
@@ -66,7 +66,8 @@ impl Workload {
             Workload::Const => (Cost::Const(x), Cost::Const(w_c)),
             Workload::Exp => (Cost::Exp { mean_ns: x }, Cost::Exp { mean_ns: w_c }),
             Workload::Phases => (
-                Cost::parse("phases:0.5us@5000+3us@5000").expect("a valid phases cost"),
+                Cost::parse(&format!("phases:0.5us@{PHASE}+3us@{PHASE}"))
+                    .expect("a valid phases cost"),
                 Cost::Const(w_c),
             ),
             Workload::Mix => (
@@ -84,6 +85,50 @@ impl Workload {
             Workload::Exp | Workload::Phases | Workload::Mix => (1.10, 0.35),
         }
     }
+}
+
+/// Messages per phase of the `phases` workload.
+const PHASE: usize = 5000;
+
+/// Messages per window when judging whether a rate step has settled.
+const SETTLE_WINDOW: usize = 512;
+
+/// Messages after each rate step (every `phase` messages; the free times
+/// of every message in `trace`) until T over every later 512-message window
+/// of the phase's first half stays within 10% of the phase's own T (over
+/// its second half); the slowest step after the warm-up. Messages count by
+/// their index (the workload switches by message), so a backlog queued
+/// before the step counts as settling.
+#[allow(clippy::cast_precision_loss, clippy::cast_possible_truncation)]
+fn settle(trace: &[u64], warmup: u64, phase: usize) -> Option<f64> {
+    let half = phase / 2;
+    if half <= SETTLE_WINDOW {
+        return None;
+    }
+    let mut out = Vec::new();
+    let mut start = phase;
+    while start + phase <= trace.len() {
+        if start as u64 >= warmup {
+            let at = |i: usize| trace[start + i - 1] as f64;
+            let steady = (at(phase) - at(half)) / half as f64;
+            let mut last_off = None;
+            for j in 0..half.saturating_sub(SETTLE_WINDOW) {
+                // Messages j .. j + 512 of the phase (message 0's window
+                // starts at the step's last free).
+                let w = (trace[start + j + SETTLE_WINDOW - 1] - trace[start + j - 1]) as f64
+                    / SETTLE_WINDOW as f64;
+                if (w - steady).abs() > 0.1 * steady {
+                    last_off = Some(j);
+                }
+            }
+            out.push(last_off.map_or(0.0, |j| (j + 1) as f64));
+        }
+        start += phase;
+    }
+    if out.is_empty() {
+        return None;
+    }
+    out.into_iter().reduce(f64::max)
 }
 
 /// What the study runs.
@@ -158,6 +203,10 @@ pub struct Run {
     pub kicks_per_message: f64,
     /// Wake-ups (blocks and timed sleeps) per message.
     pub wakeups_per_message: f64,
+    /// Rate steps only (`phases`): messages after a step until T over
+    /// every 512-message window stays within 10% of the new phase's own
+    /// (its second half's), at the slowest step.
+    pub settle_messages: Option<f64>,
 }
 
 impl Run {
@@ -178,6 +227,7 @@ impl Run {
             latency_ns: l,
             kicks_per_message: per(r.rates.notifications_p + r.rates.notifications_c),
             wakeups_per_message: per(r.rates.sleeps_p + r.rates.sleeps_c),
+            settle_messages: None,
         }
     }
 }
@@ -299,9 +349,16 @@ pub fn control_study(
             // The loop for every strategy (equal to the fast one on poll,
             // notify and spin) also counts the work drawn, the base of
             // the excess.
-            let r = simulate_control(&cfg)?;
+            let (r, settle) = if w == Workload::Phases {
+                let (r, trace) = simulate_trace(&cfg)?;
+                (r, settle(&trace, cfg.warmup, PHASE))
+            } else {
+                (simulate_control(&cfg)?, None)
+            };
             progress.step();
-            Ok((w, x, Run::of(mode, &r, w_p.mean_ns() + w_c_cost.mean_ns())))
+            let mut run = Run::of(mode, &r, w_p.mean_ns() + w_c_cost.mean_ns());
+            run.settle_messages = settle;
+            Ok((w, x, run))
         })
         .collect();
     progress.finish();
@@ -485,12 +542,12 @@ pub fn charts(study: &ControlStudy, workload: Workload) -> (Chart, Chart) {
 /// The study as CSV, one row per workload, point and strategy.
 pub fn csv(study: &ControlStudy) -> String {
     let mut out = String::from(
-        "workload,w_p_ns,w_c_ns,strategy,T_ns,E_ns,excess_ns,latency_p50_ns,latency_p99_ns,latency_max_ns,kicks_per_message,wakeups_per_message\n",
+        "workload,w_p_ns,w_c_ns,strategy,T_ns,E_ns,excess_ns,latency_p50_ns,latency_p99_ns,latency_max_ns,kicks_per_message,wakeups_per_message,settle_messages\n",
     );
     for p in &study.points {
         for r in &p.runs {
             out.push_str(&format!(
-                "{},{},{},{},{:.3},{:.3},{:.3},{},{},{},{:.6},{:.6}\n",
+                "{},{},{},\"{}\",{:.3},{:.3},{:.3},{},{},{},{:.6},{:.6},{}\n",
                 p.workload.name(),
                 p.w_p_ns,
                 p.w_c_ns,
@@ -502,7 +559,8 @@ pub fn csv(study: &ControlStudy) -> String {
                 r.latency_ns[1],
                 r.latency_ns[2],
                 r.kicks_per_message,
-                r.wakeups_per_message
+                r.wakeups_per_message,
+                r.settle_messages.map_or(String::new(), |v| v.to_string())
             ));
         }
     }
@@ -582,6 +640,7 @@ pub fn section(
             Column::text("best_anchor", "best anchor at poll's T"),
             Column::ns("e_anchor", "its E"),
             Column::ns("e_adaptive", "E adaptive"),
+            Column::number("settle", "settle after a rate step [messages]"),
             Column::text("verdict", "verdict"),
         ],
     );
@@ -606,6 +665,7 @@ pub fn section(
             anchor.map(|r| r.strategy.clone()).into(),
             anchor.map(|r| r.e_ns).into(),
             a.e_ns.into(),
+            a.settle_messages.into(),
             if p.failures.is_empty() {
                 "ok".to_string()
             } else {
@@ -616,4 +676,54 @@ pub fn section(
     }
     s.push_table(&table);
     Ok(s)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn settle_counts_the_messages_until_the_new_pace_holds() {
+        // 4 phases of 2000 messages: 1 ns each, then 3 ns each; in the
+        // second phase the first 100 messages still come at 1 ns.
+        let phase = 2000;
+        let mut trace = Vec::new();
+        let mut t = 0u64;
+        for k in 0..4 {
+            for j in 0..phase {
+                t += if k % 2 == 0 || j < 100 { 1000 } else { 3000 };
+                trace.push(t);
+            }
+        }
+        // Steps at 2000 (to 3 ns: a 512-message window holding f of the
+        // 100 fast ones takes 3 - 2f/512 ns a message, off by more than 10%
+        // while f > 76.8, that is up to j = 23: settled after 24), 4000 (to
+        // 1 ns: at once) and 6000 (like the first).
+        let s = settle(&trace, 0, phase).unwrap();
+        assert_eq!(s, 24.0);
+        // No step after the warm-up: nothing to report.
+        assert_eq!(settle(&trace, 8000, phase), None);
+        // Phases too short for a window: nothing either, no panic.
+        assert_eq!(settle(&trace, 0, 1000), None);
+    }
+
+    #[test]
+    fn the_csv_quotes_strategies_with_commas() {
+        let spec = ControlSpec {
+            points: 1,
+            messages: 2000,
+            workloads: vec![Workload::Const],
+            ..ControlSpec::default()
+        };
+        let study = control_study(&spec, &crate::Silent).unwrap();
+        let text = csv(&study);
+        let columns = text.lines().next().unwrap().split(',').count();
+        let row = text.lines().find(|l| l.contains("halt-poll")).unwrap();
+        assert!(
+            row.contains("\"halt-poll:max=200us,grow=2,start=10us,shrink=2\""),
+            "{row}"
+        );
+        let unquoted = row.split('"').step_by(2).collect::<String>();
+        assert_eq!(unquoted.split(',').count(), columns, "{row}");
+    }
 }

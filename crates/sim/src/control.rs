@@ -110,11 +110,35 @@ pub fn simulate_control(cfg: &SimConfig) -> Result<SimResult, SimError> {
         vis: [cfg.params.v_p.is_some(), cfg.params.v_c.is_some()],
         idle_scale: cfg.idle_scale,
     };
-    run(cfg, &mut costs)
+    run(cfg, &mut costs, None)
+}
+
+/// As [`simulate_control`], and the time [ps] each message was freed, in
+/// order, warm-up included: how fast a strategy follows a rate step.
+///
+/// # Errors
+///
+/// As [`crate::simulate`].
+pub fn simulate_trace(cfg: &SimConfig) -> Result<(SimResult, Vec<u64>), SimError> {
+    check_config(cfg)?;
+    let (samplers, consts, _) = samplers(cfg);
+    let mut costs = Costs {
+        samplers,
+        consts,
+        vis: [cfg.params.v_p.is_some(), cfg.params.v_c.is_some()],
+        idle_scale: cfg.idle_scale,
+    };
+    let mut trace = Vec::with_capacity(usize::try_from(cfg.messages + cfg.warmup).unwrap_or(0));
+    let r = run(cfg, &mut costs, Some(&mut trace))?;
+    Ok((r, trace))
 }
 
 #[allow(clippy::too_many_lines, clippy::cast_precision_loss)]
-fn run(cfg: &SimConfig, costs: &mut Costs) -> Result<SimResult, SimError> {
+fn run(
+    cfg: &SimConfig,
+    costs: &mut Costs,
+    mut trace: Option<&mut Vec<u64>>,
+) -> Result<SimResult, SimError> {
     let prm = &cfg.params;
     let len = u64::from(prm.len);
     let k = [u64::from(prm.k_p), u64::from(prm.k_c)];
@@ -191,6 +215,9 @@ fn run(cfg: &SimConfig, costs: &mut Costs) -> Result<SimResult, SimError> {
                     pub_time[pub_slot] = now;
                     pub_slot = (pub_slot + 1) % pub_time.len();
                 } else {
+                    if let Some(t) = trace.as_deref_mut() {
+                        t.push(now);
+                    }
                     let lat = now - pub_time[con_slot];
                     con_slot = (con_slot + 1) % pub_time.len();
                     if s[1].count > cfg.warmup {

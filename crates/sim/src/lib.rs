@@ -35,7 +35,7 @@ pub mod reference;
 mod sampler;
 pub mod sweep;
 
-pub use control::simulate_control;
+pub use control::{simulate_control, simulate_trace};
 pub use engine::{
     default_warmup, simulate, SimConfig, SimError, SimResult, Start, Totals, Window, MAX_LEN,
     MAX_MESSAGES,
