@@ -8,6 +8,7 @@ mod calibrate_cmd;
 mod control_cmd;
 mod model_cmd;
 mod pingpong_cmd;
+mod qos_cmd;
 mod report_cmd;
 mod run_cmd;
 mod sim_cmd;
@@ -68,6 +69,8 @@ enum Cmd {
     Control(control_cmd::ControlArgs),
     /// The wait strategy to use for a pair and a workload (paper's costs or a profile), searched with the simulator.
     Advise(advise_cmd::AdviseArgs),
+    /// Several VMs sharing one device: shared vs direct path, rate limits at the device or after receive (Lakshmi and Nandy).
+    Qos(qos_cmd::QosArgs),
     /// Reproduce the figures and tables as one HTML page with plots.
     Report(report_cmd::ReportArgs),
 }
@@ -117,6 +120,7 @@ fn main() -> ExitCode {
         Cmd::Pingpong(a) => pingpong_cmd::run(&a),
         Cmd::Control(a) => control_cmd::run(&a),
         Cmd::Advise(a) => advise_cmd::run(&a),
+        Cmd::Qos(a) => qos_cmd::run(&a),
         Cmd::Report(a) => report_cmd::run(&a),
     };
     match result {

@@ -16,6 +16,7 @@ pub mod bench;
 pub mod control;
 pub mod disturbance;
 pub mod pingpong;
+pub mod qos;
 pub mod real;
 pub mod report;
 pub mod validate;

@@ -733,6 +733,9 @@ fn closed_forms_section() -> Section {
     }
 }
 
+/// Simulated seconds per point of the multi-VM figures.
+const QOS_SECONDS: f64 = 5.0;
+
 /// Runs everything the report shows and assembles the page.
 ///
 /// # Errors
@@ -845,6 +848,11 @@ pub fn build(a: &ReportOptions, progress: &dyn Progress) -> Result<Report, LabEr
     let study = crate::control::control_study(&spec, progress)?;
     sections.push(crate::control::section(&study, &spec)?);
     csvs.push(("control.csv".into(), crate::control::csv(&study)));
+    // Several VMs, one device (Lakshmi and Nandy), simulated and solved.
+    progress.note("report: several VMs, one device");
+    let qos = crate::qos::figures(QOS_SECONDS, a.seed)?;
+    sections.push(crate::qos::section(&qos, QOS_SECONDS, a.seed)?);
+    csvs.push(("qos.csv".into(), crate::qos::csv(&qos)));
     if a.testbed {
         sections.extend(testbed_sections(a, progress)?);
         sections.extend(kvm_sections(a, progress)?);

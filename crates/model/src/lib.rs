@@ -38,6 +38,7 @@ mod idle;
 mod param;
 mod params;
 mod profile;
+pub mod qos;
 mod rates;
 mod regime;
 mod strategy;

@@ -31,6 +31,7 @@
 
 mod control;
 mod engine;
+pub mod qos;
 pub mod reference;
 mod sampler;
 pub mod sweep;

@@ -1042,3 +1042,48 @@ fn control_writes_its_study() {
     assert!(dir.join("excess-const.svg").exists());
     std::fs::remove_dir_all(&dir).unwrap();
 }
+
+#[test]
+fn qos_json_contract() {
+    let v = json(&[
+        "qos",
+        "--path",
+        "shared",
+        "--limit",
+        "2=300",
+        "--police",
+        "ingress",
+        "--offered",
+        "1500",
+        "--seconds",
+        "2",
+        "--json",
+    ]);
+    assert_eq!(v["path"], "shared");
+    assert_eq!(v["police"], "ingress");
+    let vms = v["vms"].as_array().unwrap();
+    assert_eq!(vms.len(), 2);
+    for (i, vm) in vms.iter().enumerate() {
+        assert_eq!(vm["id"], i + 1);
+        for key in ["offered_per_s", "throughput_per_s", "dropped_per_s"] {
+            assert!(vm[key].is_number(), "{key}: {vm}");
+        }
+        assert!(vm["latency_ns"]["p50"].is_number() && vm["latency_ns"]["p99"].is_number());
+    }
+    // VM2 is held to its limit.
+    assert!(vms[1]["throughput_per_s"].as_f64().unwrap() <= 300.0 * 1.01);
+    let stages = v["stages"].as_array().unwrap();
+    assert_eq!(stages[0]["name"], "backend");
+    assert!(stages[0]["utilization"].as_f64().unwrap() <= 1.0 + 1e-9);
+    assert_eq!(v["model"]["vms"].as_array().unwrap().len(), 2);
+    assert!(v["model"]["vms"][0]["throughput_per_s"].is_number());
+    // The model alone, and the backends not built yet refused in one line.
+    let m = json(&["qos", "--backend", "model", "--path", "direct", "--json"]);
+    assert_eq!(m["stages"][0]["name"], "hypervisor");
+    let out = kicklab(&["qos", "--backend", "futex"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("not built yet"));
+    let out = kicklab(&["qos", "--limit", "3=100"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("no VM 3"));
+}
