@@ -11,6 +11,7 @@ mod pingpong_cmd;
 mod qos_cmd;
 mod report_cmd;
 mod run_cmd;
+mod scale_cmd;
 mod sim_cmd;
 mod sweep_cmd;
 mod validate_cmd;
@@ -71,6 +72,8 @@ enum Cmd {
     Advise(advise_cmd::AdviseArgs),
     /// Several VMs sharing one device: shared vs direct path, rate limits at the device or after receive (Lakshmi and Nandy).
     Qos(qos_cmd::QosArgs),
+    /// Idle-with-timeout at scale (Denali): N guests time-sharing the CPUs, idling by spinning or with a timeout.
+    Scale(scale_cmd::ScaleArgs),
     /// Reproduce the figures and tables as one HTML page with plots.
     Report(report_cmd::ReportArgs),
 }
@@ -121,6 +124,7 @@ fn main() -> ExitCode {
         Cmd::Control(a) => control_cmd::run(&a),
         Cmd::Advise(a) => advise_cmd::run(&a),
         Cmd::Qos(a) => qos_cmd::run(&a),
+        Cmd::Scale(a) => scale_cmd::run(&a),
         Cmd::Report(a) => report_cmd::run(&a),
     };
     match result {
@@ -166,6 +170,7 @@ fn testbed_usage(t: &kicklab_testbed::TestbedError) -> Option<String> {
                 Setting::Runs => "--overhead-runs",
                 Setting::Idle => "--idle",
                 Setting::HaltPoll => "--halt-poll",
+                Setting::Vms => "--vms",
                 Setting::Timeout => return None,
             };
             Some(format!("{f}: {reason}"))

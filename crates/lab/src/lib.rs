@@ -19,6 +19,7 @@ pub mod pingpong;
 pub mod qos;
 pub mod real;
 pub mod report;
+pub mod scale;
 pub mod validate;
 
 mod error;

@@ -736,6 +736,9 @@ fn closed_forms_section() -> Section {
 /// Simulated seconds per point of the multi-VM figures.
 const QOS_SECONDS: f64 = 5.0;
 
+/// Seconds per run of the idle-with-timeout sweep (10 runs).
+const SCALE_SECONDS: f64 = 0.5;
+
 /// Runs everything the report shows and assembles the page.
 ///
 /// # Errors
@@ -855,6 +858,8 @@ pub fn build(a: &ReportOptions, progress: &dyn Progress) -> Result<Report, LabEr
     csvs.push(("qos.csv".into(), crate::qos::csv(&qos)));
     if a.testbed {
         sections.extend(testbed_sections(a, progress)?);
+        let runs = crate::scale::sweep(SCALE_SECONDS, progress)?;
+        sections.push(crate::scale::section(&runs, SCALE_SECONDS)?);
         sections.extend(kvm_sections(a, progress)?);
     } else {
         progress.note("report: no real runs (testbed off)");

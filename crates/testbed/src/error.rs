@@ -31,6 +31,8 @@ pub enum Setting {
     HaltPoll,
     /// The stall limit of the watchdog.
     Timeout,
+    /// Guests of a scale run, and their load.
+    Vms,
 }
 
 impl Setting {
@@ -50,6 +52,7 @@ impl Setting {
             Setting::Idle => "idle",
             Setting::HaltPoll => "halt_poll",
             Setting::Timeout => "timeout",
+            Setting::Vms => "vms",
         }
     }
 }

@@ -16,6 +16,7 @@ mod error;
 mod pair;
 mod party;
 pub mod pingpong;
+pub mod scale;
 
 pub use backend::kvm;
 pub use backend::threads::calibrate;

@@ -1087,3 +1087,39 @@ fn qos_json_contract() {
     assert_eq!(out.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&out.stderr).contains("no VM 3"));
 }
+
+#[test]
+fn scale_json_contract() {
+    let v = json(&[
+        "scale",
+        "--vms",
+        "3",
+        "--idle",
+        "timeout",
+        "--seconds",
+        "0.1",
+        "--json",
+    ]);
+    assert_eq!(v["vms"], 3);
+    assert_eq!(v["idle"], "timeout");
+    assert!(v["cpus"].as_u64().unwrap() >= 1);
+    assert!(v["throughput_per_s"].as_f64().unwrap() > 0.0, "{v}");
+    let cpu = v["cpu_util"].as_f64().unwrap();
+    assert!((0.0..=1.05).contains(&cpu), "{v}");
+    let both = json(&[
+        "scale",
+        "--vms",
+        "1,2",
+        "--idle",
+        "spin,timeout",
+        "--seconds",
+        "0.05",
+        "--json",
+    ]);
+    assert_eq!(both["runs"].as_array().unwrap().len(), 4);
+    let out = kicklab(&["scale", "--vms", "0"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("--vms"));
+    let out = kicklab(&["scale", "--backend", "kvm"]);
+    assert_eq!(out.status.code(), Some(2));
+}
