@@ -6,6 +6,7 @@ mod args;
 mod bench;
 mod calibrate_cmd;
 mod control_cmd;
+mod flags_cmd;
 mod model_cmd;
 mod pingpong_cmd;
 mod qos_cmd;
@@ -74,6 +75,8 @@ enum Cmd {
     Qos(qos_cmd::QosArgs),
     /// Idle-with-timeout at scale (Denali): N guests time-sharing the CPUs, idling by spinning or with a timeout.
     Scale(scale_cmd::ScaleArgs),
+    /// One consumer watching many sources: a system call over an eventfd each, or a shared-memory bit vector (VMware).
+    Flags(flags_cmd::FlagsArgs),
     /// Reproduce the figures and tables as one HTML page with plots.
     Report(report_cmd::ReportArgs),
 }
@@ -125,6 +128,7 @@ fn main() -> ExitCode {
         Cmd::Advise(a) => advise_cmd::run(&a),
         Cmd::Qos(a) => qos_cmd::run(&a),
         Cmd::Scale(a) => scale_cmd::run(&a),
+        Cmd::Flags(a) => flags_cmd::run(&a),
         Cmd::Report(a) => report_cmd::run(&a),
     };
     match result {

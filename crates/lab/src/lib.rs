@@ -15,6 +15,7 @@ pub mod advise;
 pub mod bench;
 pub mod control;
 pub mod disturbance;
+pub mod flags;
 pub mod pingpong;
 pub mod qos;
 pub mod real;

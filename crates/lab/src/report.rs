@@ -739,6 +739,10 @@ const QOS_SECONDS: f64 = 5.0;
 /// Seconds per run of the idle-with-timeout sweep (10 runs).
 const SCALE_SECONDS: f64 = 0.5;
 
+/// Signals per run of the notification-flags sweep (63 runs of about
+/// 0.2 s).
+const FLAG_SIGNALS: u64 = 10_000;
+
 /// Runs everything the report shows and assembles the page.
 ///
 /// # Errors
@@ -860,6 +864,8 @@ pub fn build(a: &ReportOptions, progress: &dyn Progress) -> Result<Report, LabEr
         sections.extend(testbed_sections(a, progress)?);
         let runs = crate::scale::sweep(SCALE_SECONDS, progress)?;
         sections.push(crate::scale::section(&runs, SCALE_SECONDS)?);
+        let flags = crate::flags::sweep(FLAG_SIGNALS, progress)?;
+        sections.push(crate::flags::section(&flags, FLAG_SIGNALS)?);
         sections.extend(kvm_sections(a, progress)?);
     } else {
         progress.note("report: no real runs (testbed off)");

@@ -13,6 +13,7 @@ pub mod backend;
 pub mod calibrate;
 pub mod clock;
 mod error;
+pub mod flags;
 mod pair;
 mod party;
 pub mod pingpong;

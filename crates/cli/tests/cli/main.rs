@@ -1123,3 +1123,40 @@ fn scale_json_contract() {
     let out = kicklab(&["scale", "--backend", "kvm"]);
     assert_eq!(out.status.code(), Some(2));
 }
+
+#[test]
+fn flags_json_contract() {
+    let v = json(&[
+        "flags",
+        "--sources",
+        "1,64",
+        "--path",
+        "poll,bitmap",
+        "--signals",
+        "500",
+        "--repeat",
+        "1",
+        "--json",
+    ]);
+    let runs = v["runs"].as_array().unwrap();
+    assert_eq!(runs.len(), 4);
+    for r in runs {
+        for key in [
+            "sources",
+            "notify_ns",
+            "wake_ns",
+            "wakeups",
+            "signals",
+            "received",
+        ] {
+            assert!(r[key].is_number(), "{key}: {r}");
+        }
+        assert_eq!(
+            r["received"], r["signals"],
+            "every signal counted once: {r}"
+        );
+    }
+    assert_eq!(runs[1]["path"], "bitmap");
+    let out = kicklab(&["flags", "--sources", "0"]);
+    assert_eq!(out.status.code(), Some(2));
+}
