@@ -253,7 +253,7 @@ def model(
     ('FC', 4400.0)
     """
     if any(_is_array(v) for v in params.values()):
-        return model_array(mode=mode, profile=profile, **params)  # type: ignore[misc]
+        return model_array(mode=mode, profile=profile, **params)
     text = _kicklab.model_json(_params("model", params), mode, _profile(profile))
     result: dict[str, Any] = json.loads(text)
     return result
@@ -298,7 +298,7 @@ def model_array(
     --------
     >>> r = kicklab.model_array(wp=np.linspace(100, 3000, 5))
     >>> r["regime"]
-    array(['FP', 'FP', 'FP', 'FC', 'FC'], dtype='<U8')
+    array(['FP', 'FP', 'FC', 'FC', 'FC'], dtype='<U8')
     """
     if errors not in ("raise", "nan"):
         raise ValueError(f"errors: invalid value '{errors}': use 'raise' or 'nan'")

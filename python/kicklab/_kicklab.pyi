@@ -8,6 +8,7 @@ their results to dicts and DataFrames.
 from typing import Dict, List, Optional, Tuple
 
 __version__: str
+__all__: List[str]
 
 #: A profile as (JSON text, where it came from, for error messages).
 _Profile = Optional[Tuple[str, str]]
