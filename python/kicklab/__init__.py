@@ -430,6 +430,8 @@ def sweep(
     messages: int = 50_000,
     seed: int = 1,
     profile: ProfileLike = None,
+    client: Any = None,
+    chunks: int | None = None,
     **params: Unpack[PairParams],
 ) -> _pd.DataFrame:
     """Vary one parameter; model and simulator at every point:
@@ -448,6 +450,14 @@ def sweep(
         Seed of the random cost streams.
     profile:
         A calibration profile: its N, S, V (means) where not given.
+    client:
+        A ``dask.distributed.Client``: the points are split into chunks
+        computed on its workers (which need ``kicklab`` installed); the
+        result is the local run's, to the bit, for the same arguments and
+        seed. Every input is checked before anything is submitted.
+    chunks:
+        With ``client``: how many chunks (default: twice the workers'
+        threads; at most one per point).
     **params:
         The pair (:data:`PARAMS`).
 
@@ -471,7 +481,12 @@ def sweep(
     args = _params("sweep", params)
     messages = _whole("messages", messages)
     seed = _whole("seed", seed)
-    return _frame(_kicklab.sweep_csv(args, vary, mode, messages, seed, _profile(profile)))
+    prof = _profile(profile)
+    if client is None:
+        return _frame(_kicklab.sweep_csv(args, vary, mode, messages, seed, prof))
+    from ._dask import sweep_csv_on
+
+    return _frame(sweep_csv_on(client, chunks, args, vary, mode, messages, seed, prof))
 
 
 def advise(
