@@ -1,0 +1,744 @@
+"""kicklab from Python: the closed-form model, the exact event simulator,
+sweeps, strategy advice, the control study and real runs of a
+producer/consumer pair that synchronises with notifications.
+
+Every function is the ``kicklab`` command of the same name, with the
+command's flags as keyword arguments (``--mode-p`` is ``mode_p=``) and
+the same defaults: the paper's Fig. 4 set-up, ``len=256, kp=1, kc=1,
+wp="1us", wc="1.1us", np="2.4us", nc="0.2us", sp="3.9us", sc="0.2us"``.
+Results are what the command's ``--json`` prints, as a dict, or what its
+CSV holds, as a pandas DataFrame: the same fields and the same numbers,
+to the last bit, for the same arguments and seed.
+
+Parameters of the pair (keyword arguments of every function):
+
+``len``, ``kp``, ``kc``
+    Whole numbers: the queue's slots L, and the thresholds k_P, k_C.
+``wp``, ``wc``, ``np``, ``nc``, ``sp``, ``sc``, ``vp``, ``vc``
+    Costs W, N, S, V of P and C: a string as the command line takes it
+    (``"1.1us"``, ``"250ns"``, ``"exp:2us"``, ``"uniform:0.8us,1.2us"``,
+    ``"phases:0.5us@5000+3us@5000"``, ``"mix:0.01:1us+50us"``) or a
+    number of nanoseconds.
+
+Wait strategies (``mode=``, ``strategy=``) are strings as the command
+line takes them: ``notify``, ``poll``, ``spin:5us``, ``sleep:20us``,
+``halt-poll``, ``haltpoll``, ``hybrid``, ``defer``, ``coalesce:8,20us``,
+``adaptive``, ... (``docs/control.md``).
+
+Bad input raises ``ValueError`` naming the keyword, in the command
+line's words (``kp (k_P): 300 must be between 1 and L = 256``); a failure
+that is not the input's raises ``RuntimeError``.
+
+Example::
+
+    >>> import kicklab
+    >>> kicklab.model(wp="2us")["regime"]
+    'FC'
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import math
+import numbers
+import os
+import warnings
+from typing import TYPE_CHECKING, Any, Iterable, Mapping, Sequence, Tuple, TypedDict, Union
+
+import numpy as _np
+import pandas as _pd
+
+from . import _kicklab
+
+if TYPE_CHECKING:
+    from typing_extensions import Unpack
+
+__version__: str = _kicklab.__version__
+
+__all__ = [
+    "PARAMS",
+    "KicklabWarning",
+    "PairParams",
+    "ArrayParams",
+    "model",
+    "model_array",
+    "sim",
+    "sweep",
+    "advise",
+    "control",
+    "calibrate",
+    "run",
+    "__version__",
+]
+
+#: The pair's parameters, in the order L, k_P, k_C, W_P, W_C, N_P, N_C,
+#: S_P, S_C, V_P, V_C.
+PARAMS: Tuple[str, ...] = ("len", "kp", "kc", "wp", "wc", "np", "nc", "sp", "sc", "vp", "vc")
+
+_COUNTS = frozenset(("len", "kp", "kc"))
+
+#: A duration or a cost: a string the command line takes, or nanoseconds.
+Duration = Union[str, float, int]
+
+#: A whole number (or its text).
+Count = Union[int, str]
+
+#: A calibration profile: a path to ``kicklab calibrate --save``'s file, or
+#: the dict :func:`calibrate` returns (or its ``"profile"`` entry).
+ProfileLike = Union[str, "os.PathLike[str]", Mapping[str, Any], None]
+
+
+class PairParams(TypedDict, total=False):
+    """The pair's parameters as keyword arguments (all optional; defaults:
+    the paper's Fig. 4 set-up)."""
+
+    len: Count
+    kp: Count
+    kc: Count
+    wp: Duration
+    wc: Duration
+    np: Duration
+    nc: Duration
+    sp: Duration
+    sc: Duration
+    vp: Duration
+    vc: Duration
+
+
+class ArrayParams(TypedDict, total=False):
+    """The pair's parameters for :func:`model_array`: each a scalar as in
+    :class:`PairParams` or an array of numbers (ns for costs)."""
+
+    len: Any
+    kp: Any
+    kc: Any
+    wp: Any
+    wc: Any
+    np: Any
+    nc: Any
+    sp: Any
+    sc: Any
+    vp: Any
+    vc: Any
+
+
+class KicklabWarning(UserWarning):
+    """What the command line prints as ``warning:`` lines on stderr: a
+    simulation over a partial round, a disturbed real run."""
+
+
+# --- turning Python values into the command line's text -----------------
+
+
+def _duration_text(name: str, value: Any) -> str:
+    """A duration or cost keyword as the command line's text (numbers are
+    nanoseconds, written so that they parse back to the same float)."""
+    if isinstance(value, str):
+        return value
+    if isinstance(value, bool) or not isinstance(value, numbers.Real):
+        raise TypeError(
+            f"{name}: expected a duration or cost as a string ('1.1us', 'exp:2us') "
+            f"or a number of nanoseconds, got {type(value).__name__}"
+        )
+    return repr(float(value))
+
+
+def _count_text(name: str, value: Any) -> str:
+    """A whole-number keyword as text (the Rust side checks the range)."""
+    if isinstance(value, str):
+        return value
+    if isinstance(value, bool) or not isinstance(value, numbers.Real):
+        raise TypeError(f"{name}: expected a whole number, got {type(value).__name__}")
+    if isinstance(value, numbers.Integral):
+        return str(int(value))
+    return repr(float(value))
+
+
+_U64 = 2**64 - 1
+_U32 = 2**32 - 1
+
+
+def _whole(name: str, value: Any, high: int = _U64) -> int:
+    """A whole-number argument such as ``messages`` or ``seed``, in
+    ``0..=high`` (the command line's range for it)."""
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral):
+        raise TypeError(f"{name}: expected a whole number, got {type(value).__name__}")
+    v = int(value)
+    if not 0 <= v <= high:
+        raise ValueError(f"{name}: invalid value '{v}': {v} is not in 0..={high}")
+    return v
+
+
+def _params(function: str, params: Mapping[str, Any]) -> dict[str, str]:
+    """The pair's keyword arguments as text; ``None`` is left out (the
+    default, or the profile's)."""
+    out: dict[str, str] = {}
+    for name, value in params.items():
+        if name not in PARAMS:
+            raise TypeError(
+                f"{function}() got an unexpected keyword argument '{name}' "
+                f"(the pair's parameters are {', '.join(PARAMS)})"
+            )
+        if value is None:
+            continue
+        out[name] = _count_text(name, value) if name in _COUNTS else _duration_text(name, value)
+    return out
+
+
+def _profile(profile: ProfileLike) -> tuple[str, str] | None:
+    """A profile as (JSON text, where it came from) for the Rust side."""
+    if profile is None:
+        return None
+    if isinstance(profile, Mapping):
+        inner = profile.get("profile")
+        data = inner if isinstance(inner, Mapping) else profile
+        return json.dumps(data), "the dict given"
+    if isinstance(profile, (str, os.PathLike)):
+        path = os.fspath(profile)
+        try:
+            with open(path, encoding="utf-8") as f:
+                return f.read(), path
+        except OSError as e:
+            raise ValueError(f"profile: cannot read {path}: {e}") from None
+    raise TypeError(
+        f"profile: expected a path or a dict (kicklab.calibrate()'s), got {type(profile).__name__}"
+    )
+
+
+def _warn(lines: Iterable[str]) -> None:
+    for line in lines:
+        warnings.warn(line, KicklabWarning, stacklevel=3)
+
+
+def _is_array(value: Any) -> bool:
+    return isinstance(value, (_np.ndarray, _pd.Series, list, tuple))
+
+
+# --- the commands ---------------------------------------------------------
+
+
+def model(
+    mode: str = "notify", profile: ProfileLike = None, **params: Unpack[PairParams]
+) -> dict[str, Any]:
+    """The closed forms: ``kicklab model --json``.
+
+    Parameters
+    ----------
+    mode:
+        ``"notify"`` (sleep and be woken) or ``"poll"`` (spin: regime GP);
+        other strategies have no closed form (use :func:`sim`).
+    profile:
+        A calibration profile (:func:`calibrate`'s dict or a saved file):
+        its N, S and V replace the defaults and its ring cost per message
+        is added to W, as ``--profile`` does. Keywords given still win.
+    **params:
+        The pair (:data:`PARAMS`). Costs that are distributions enter by
+        their means. Given any as arrays (numpy, pandas, lists), this is
+        :func:`model_array`.
+
+    Returns
+    -------
+    dict
+        ``regime``, ``T_ns``, ``E_ns``, ``E_p_ns``, ``E_c_ns``, ``m``,
+        ``round_messages``, ``round_ns``, the counts over one round
+        (``messages``, ``notifications_p``, ...), ``predicates``,
+        ``throughput_per_s``, ``mode``, ``params`` (and ``other``, a
+        bistable pair's other operating point).
+
+    Examples
+    --------
+    >>> p = kicklab.model(wp="2us")
+    >>> p["regime"], p["T_ns"]
+    ('FC', 4400.0)
+    """
+    if any(_is_array(v) for v in params.values()):
+        return model_array(mode=mode, profile=profile, **params)
+    text = _kicklab.model_json(_params("model", params), mode, _profile(profile))
+    result: dict[str, Any] = json.loads(text)
+    return result
+
+
+def model_array(
+    mode: str = "notify",
+    profile: ProfileLike = None,
+    errors: str = "raise",
+    **params: Unpack[ArrayParams],
+) -> dict[str, Any]:
+    """The closed forms over arrays of parameters, vectorised: the model at
+    every point of the broadcast of the array arguments (numpy rules).
+
+    Parameters
+    ----------
+    mode:
+        ``"notify"`` or ``"poll"``.
+    profile:
+        As for :func:`model`.
+    errors:
+        ``"raise"``: a point whose parameters make no pair raises
+        ``ValueError`` naming the parameter and the point's flat index;
+        ``"nan"``: that point is NaN in every array and ``""`` in
+        ``regime``.
+    **params:
+        The pair: arrays of numbers (costs in ns; ``len``, ``kp``, ``kc``
+        whole numbers) broadcast together, and scalars as for
+        :func:`model` (strings too, a distribution by its mean).
+
+    Returns
+    -------
+    dict of numpy arrays, all of the broadcast shape
+        ``T_ns``, ``E_ns``, ``E_p_ns``, ``E_c_ns``, ``throughput_per_s``
+        and ``m`` (float64, ``m`` NaN where the regime defines none), and
+        ``regime`` (strings).
+
+    The loop runs in Rust without the GIL: a million points take a fraction
+    of a second.
+
+    Examples
+    --------
+    >>> r = kicklab.model_array(wp=np.linspace(100, 3000, 5))
+    >>> r["regime"]
+    array(['FP', 'FP', 'FC', 'FC', 'FC'], dtype='<U8')
+    """
+    if errors not in ("raise", "nan"):
+        raise ValueError(f"errors: invalid value '{errors}': use 'raise' or 'nan'")
+    scalars: dict[str, Any] = {}
+    arrays: dict[str, Any] = {}
+    for name, value in params.items():
+        if _is_array(value):
+            if name not in PARAMS:
+                _params("model_array", {name: value})
+            try:
+                arrays[name] = _np.asarray(value, dtype=_np.float64)
+            except (TypeError, ValueError):
+                raise TypeError(
+                    f"{name}: arrays take numbers (ns for costs); give a distribution as a scalar string"
+                ) from None
+        else:
+            scalars[name] = value
+    try:
+        shape = _np.broadcast_shapes(*(a.shape for a in arrays.values()))
+    except ValueError as e:
+        shapes = ", ".join(f"{k} {a.shape}" for k, a in arrays.items())
+        raise ValueError(f"the arrays do not broadcast together ({shapes}): {e}") from None
+    n = math.prod(shape)
+    flat = {
+        k: _np.ascontiguousarray(_np.broadcast_to(a, shape), dtype=_np.float64).tobytes()
+        for k, a in arrays.items()
+    }
+    columns, names = _kicklab.model_arrays(
+        _params("model_array", scalars), mode, flat, n, errors == "nan", _profile(profile)
+    )
+
+    def f64(b: bytes) -> Any:
+        return _np.frombuffer(b, dtype=_np.float64).reshape(shape).copy()
+
+    t = f64(columns[0])
+    lut = _np.full(256, "", dtype="<U8")
+    lut[: len(names)] = names
+    codes = _np.frombuffer(columns[5], dtype=_np.uint8).reshape(shape)
+    with _np.errstate(divide="ignore", invalid="ignore"):
+        throughput = 1e9 / t
+    return {
+        "regime": lut[codes],
+        "T_ns": t,
+        "E_ns": f64(columns[1]),
+        "E_p_ns": f64(columns[2]),
+        "E_c_ns": f64(columns[3]),
+        "m": f64(columns[4]),
+        "throughput_per_s": throughput,
+    }
+
+
+def sim(
+    mode: str = "notify",
+    mode_p: str | None = None,
+    mode_c: str | None = None,
+    messages: int = 1_000_000,
+    seed: int = 1,
+    latency: Duration | None = None,
+    warmup: int | None = None,
+    record_latency: bool = True,
+    start: str = "empty",
+    profile: ProfileLike = None,
+    **params: Unpack[PairParams],
+) -> dict[str, Any]:
+    """One simulation run: ``kicklab sim --json``.
+
+    Parameters
+    ----------
+    mode:
+        How both parties wait (any strategy).
+    mode_p, mode_c:
+        How P (C) waits, overriding ``mode`` for that party.
+    messages:
+        Messages measured after the warm-up.
+    seed:
+        Seed of the random cost streams (one stream per cost).
+    latency:
+        Bound on the p99 message latency that ``adaptive`` keeps unless
+        its mode gives one (default 100us).
+    warmup:
+        Messages consumed before measuring (default ``messages // 10 + 4 * len``).
+    record_latency:
+        Record per-message latency (``False`` is ``--no-latency``: faster).
+    start:
+        ``"empty"`` (the model's start) or ``"full"`` (a full queue, P
+        asleep).
+    profile:
+        A calibration profile: its N, S, V with their measured spread, its
+        ring cost added to W, start-ups scaled by idle time.
+    **params:
+        The pair (:data:`PARAMS`); costs may be distributions.
+
+    Returns
+    -------
+    dict
+        ``T_ns``, ``E_ns``, ``E_p_ns``, ``E_c_ns``, ``messages``,
+        ``notifications_p``/``_c``, ``sleeps_p``/``_c``, ``latency_ns``
+        (``p50``, ``p99``, ``max``, ``mean``), ``window``, ``events``,
+        ``sim_time_ns``, ``totals``, ``mode_p``, ``mode_c``, ``seed``,
+        ``start`` and ``predicted`` (the model's point, or ``None``).
+        A run over a partial round warns (:class:`KicklabWarning`).
+    """
+    text, notes = _kicklab.sim_json(
+        _params("sim", params),
+        mode,
+        mode_p,
+        mode_c,
+        None if latency is None else _duration_text("latency", latency),
+        _whole("messages", messages),
+        None if warmup is None else _whole("warmup", warmup),
+        _whole("seed", seed),
+        bool(record_latency),
+        start,
+        _profile(profile),
+    )
+    _warn(notes)
+    result: dict[str, Any] = json.loads(text)
+    return result
+
+
+def _frame(csv: str) -> _pd.DataFrame:
+    """A CSV text as the DataFrame ``pandas.read_csv`` makes of the file."""
+    return _pd.read_csv(io.StringIO(csv))
+
+
+def sweep(
+    vary: str = "wp=0.1us..3us:100",
+    mode: str = "notify",
+    messages: int = 50_000,
+    seed: int = 1,
+    profile: ProfileLike = None,
+    client: Any = None,
+    chunks: int | None = None,
+    **params: Unpack[PairParams],
+) -> _pd.DataFrame:
+    """Vary one parameter; model and simulator at every point:
+    ``kicklab sweep``'s ``sweep.csv`` as a DataFrame.
+
+    Parameters
+    ----------
+    vary:
+        ``NAME=FROM..TO:POINTS``, NAME one of len, kp, kc, wp, wc, np, nc,
+        sp, sc (``"wp=0.1us..3us:100"``, ``"kc=1..64:64"``).
+    mode:
+        How both parties wait (polling is always run alongside).
+    messages:
+        Messages simulated per point (after the warm-up).
+    seed:
+        Seed of the random cost streams.
+    profile:
+        A calibration profile: its N, S, V (means) where not given.
+    client:
+        A ``dask.distributed.Client``: the points are split into chunks
+        computed on its workers (which need ``kicklab`` installed); the
+        result is the local run's, to the bit, for the same arguments and
+        seed. Every input is checked before anything is submitted.
+    chunks:
+        With ``client``: how many chunks (default: twice the workers'
+        threads; at most one per point).
+    **params:
+        The pair (:data:`PARAMS`).
+
+    Returns
+    -------
+    pandas.DataFrame
+        One row per point: the swept value (column named after it, ns for
+        durations), ``regime``, ``m``, ``T_model``, ``E_model``,
+        ``T_sim``, ``E_sim``, ``T_gp``, ``E_gp``, ``T_sim_poll``,
+        ``E_sim_poll``, ``T_ss_formula``, ``E_ss_formula``, ``T_ss_best``,
+        ``E_ss_best``, ``notifications_p``, ``notifications_c``,
+        ``sim_messages``, ``latency_p50``, ``latency_p99``: equal to
+        ``pandas.read_csv("sweep.csv")`` of ``kicklab sweep`` with the same
+        arguments.
+
+    Examples
+    --------
+    >>> df = kicklab.sweep("wp=0.1us..3us:30", messages=20_000)
+    >>> df.plot(x="wp", y=["T_model", "T_sim"])  # doctest: +SKIP
+    """
+    args = _params("sweep", params)
+    messages = _whole("messages", messages)
+    seed = _whole("seed", seed)
+    prof = _profile(profile)
+    if client is None:
+        return _frame(_kicklab.sweep_csv(args, vary, mode, messages, seed, prof))
+    from ._dask import sweep_csv_on
+
+    return _frame(sweep_csv_on(client, chunks, args, vary, mode, messages, seed, prof))
+
+
+def advise(
+    latency: Duration = "100us",
+    messages: int = 200_000,
+    seed: int = 1,
+    exhaustive: bool = False,
+    profile: ProfileLike = None,
+    **params: Unpack[PairParams],
+) -> dict[str, Any]:
+    """The wait strategy to use for a pair and a workload, searched with the
+    simulator: ``kicklab advise --json``.
+
+    Parameters
+    ----------
+    latency:
+        Bound on the p99 message latency (publish to end of consumption).
+    messages:
+        Messages simulated per candidate.
+    seed:
+        Seed of the random cost streams.
+    exhaustive:
+        Search every family over a fine grid (slower).
+    profile:
+        A calibration profile (as for :func:`sim`).
+    **params:
+        The pair and its workload (W_P, W_C may be distributions).
+
+    Returns
+    -------
+    dict
+        ``strategy`` (a ``mode=`` string), ``predicted`` (its ``T_ns``,
+        ``E_ns``, ``latency_p99_ns``), ``reason``, ``alternatives`` (every
+        candidate, best first).
+    """
+    text = _kicklab.advise_json(
+        _params("advise", params),
+        _duration_text("latency", latency),
+        _whole("messages", messages),
+        _whole("seed", seed),
+        bool(exhaustive),
+        _profile(profile),
+    )
+    result: dict[str, Any] = json.loads(text)
+    return result
+
+
+def control(
+    range: str | Tuple[Duration, Duration] = "0.2us..3us",
+    points: int = 15,
+    workloads: str | Sequence[str] = ("const", "exp", "phases"),
+    messages: int = 200_000,
+    latency: Duration = "100us",
+    seed: int = 1,
+    profile: ProfileLike = None,
+    **params: Unpack[PairParams],
+) -> _pd.DataFrame:
+    """Every wait strategy against polling over the Fig. 4 sweep, simulated
+    (the paper's Fig. 5, extended): ``kicklab control``'s ``control.csv``
+    as a DataFrame.
+
+    Parameters
+    ----------
+    range:
+        W_P from..to: ``"0.2us..3us"`` or a pair ``("0.2us", 3000)``.
+    points:
+        Points of the sweep.
+    workloads:
+        Any of ``const`` (the paper's), ``exp`` (exponential W_P and W_C),
+        ``phases`` (W_P 0.5us <-> 3us every 5000 messages), ``mix`` (one
+        message in 100 takes 50x longer), as a list or comma-separated.
+    messages:
+        Messages per run (after the warm-up).
+    latency:
+        Bound on the p99 message latency that ``adaptive`` keeps.
+    seed:
+        Seed of the random cost streams.
+    profile:
+        A calibration profile: its N, S, V (means) where not given.
+    **params:
+        The pair's L, k, N, S (W comes from the workload; W_C's mean is
+        the consumer's).
+
+    Returns
+    -------
+    pandas.DataFrame
+        One row per workload, W_P and strategy: ``workload``, ``w_p_ns``,
+        ``w_c_ns``, ``strategy``, ``T_ns``, ``E_ns``, ``excess_ns``,
+        ``latency_p50_ns``, ``latency_p99_ns``, ``latency_max_ns``,
+        ``kicks_per_message``, ``wakeups_per_message``,
+        ``settle_messages``. ``df.attrs["passed"]`` says whether every
+        target of the study held.
+    """
+    if isinstance(range, str):
+        range_text = range
+    else:
+        lo, hi = range
+        range_text = f"{_duration_text('range', lo)}..{_duration_text('range', hi)}"
+    names = workloads.split(",") if isinstance(workloads, str) else list(workloads)
+    csv, passed = _kicklab.control_csv(
+        _params("control", params),
+        range_text,
+        _whole("points", points, _U32),
+        [w.strip() for w in names],
+        _whole("messages", messages),
+        _duration_text("latency", latency),
+        _whole("seed", seed),
+        _profile(profile),
+    )
+    df = _frame(csv)
+    df.attrs["passed"] = passed
+    return df
+
+
+_DEFAULT_GAPS = ("5us", "10us", "20us", "50us", "100us", "200us", "500us")
+
+
+def calibrate(
+    backend: str = "futex",
+    samples: int = 400,
+    gap: Duration = "50us",
+    rounds: int = 6,
+    gaps: str | Sequence[Duration] | None = _DEFAULT_GAPS,
+    overhead_runs: int = 5,
+    reference_runs: int = 3,
+    save: str | os.PathLike[str] | None = None,
+    direction: str = "tx",
+    halt_poll: Duration = 0,
+    guest: str = "user",
+) -> dict[str, Any]:
+    """Measure this machine's notification costs N and start-up costs S for a
+    backend: ``kicklab calibrate --json``. Runs real threads (or a KVM
+    guest) for seconds; the result is a profile for ``profile=``.
+
+    Parameters
+    ----------
+    backend:
+        ``futex``, ``eventfd``, ``pipe`` (two host threads with that
+        notifier) or ``kvm`` (one party in a tiny KVM guest).
+    samples:
+        Notifications per direction per round (10 to 1 000 000).
+    gap:
+        How long the woken party idles before each notification.
+    rounds:
+        Most rounds before giving up on stable medians (within 5%).
+    gaps:
+        The idle gaps of the idle curve (one round each); ``None``,
+        ``()`` or ``"none"`` for none.
+    overhead_runs:
+        Runs of a polling pair with no work, for the ring's cost per
+        message (0: not measured).
+    reference_runs:
+        Runs of the two reference pairs that time N and the wake-up inside
+        runs (0: none; the command line always does 3).
+    save:
+        Write the profile (JSON) here, as ``--save`` does.
+    direction, halt_poll, guest:
+        kvm only: which side the guest is (``tx``: it produces), host halt
+        polling, ``user`` or ``emulated`` guest.
+
+    Returns
+    -------
+    dict
+        ``backend``, ``NP_ns``, ``NC_ns``, ``SP_ns``, ``SC_ns``, ``VP_ns``,
+        ``VC_ns``, ``overhead_ns``, ``idle_curve``, ``stable``, ... and
+        ``profile`` (the whole profile, what ``profile=`` takes).
+    """
+    if gaps is None or (isinstance(gaps, str) and gaps.strip() == "none"):
+        gap_list: list[str] = []
+    elif isinstance(gaps, str):
+        gap_list = [g.strip() for g in gaps.split(",")]
+    else:
+        gap_list = [_duration_text("gaps", g) for g in gaps]
+    text = _kicklab.calibrate_json(
+        backend,
+        direction,
+        _duration_text("halt_poll", halt_poll),
+        guest,
+        _whole("samples", samples),
+        _duration_text("gap", gap),
+        _whole("rounds", rounds),
+        gap_list,
+        _whole("overhead_runs", overhead_runs, _U32),
+        _whole("reference_runs", reference_runs, _U32),
+        None if save is None else os.fspath(save),
+    )
+    result: dict[str, Any] = json.loads(text)
+    return result
+
+
+def run(
+    backend: str = "futex",
+    strategy: str = "notify",
+    messages: int = 200_000,
+    seed: int = 1,
+    batch: int = 1,
+    profile: ProfileLike = None,
+    direction: str = "tx",
+    halt_poll: Duration = 0,
+    guest: str = "user",
+    **params: Unpack[PairParams],
+) -> dict[str, Any]:
+    """Run the pair for real: two pinned threads (or a thread and a KVM guest)
+    over a shared-memory ring: ``kicklab run --json``.
+
+    Parameters
+    ----------
+    backend:
+        ``futex``, ``eventfd``, ``pipe`` or ``kvm`` (as :func:`calibrate`).
+    strategy:
+        How both threads wait: ``notify`` (block), ``poll`` (spin) or
+        ``spin:<budget>``.
+    messages:
+        Messages measured (after a warm-up of a tenth as many).
+    seed:
+        Seed for random W_P / W_C.
+    batch:
+        Send combining: the producer publishes (and kicks at most once)
+        every ``batch`` messages, or sooner when the ring fills.
+    profile:
+        The backend's calibration profile (:func:`calibrate`'s dict or a
+        saved file), for the prediction; without one the backend is
+        calibrated quickly first (seconds).
+    direction, halt_poll, guest:
+        kvm only, as for :func:`calibrate`.
+    **params:
+        The pair: L, k and W (the work the threads spin; may be
+        distributions); N, S and V are the machine's.
+
+    Returns
+    -------
+    dict
+        The measured ``T_ns``, ``E_ns``, counts, ``lost``,
+        ``duplicated_or_reordered``, ``pinned``, CPUs, ``warnings`` and
+        ``disturbed``, ``backend``, ``strategy``, ``batch``,
+        ``predicted`` (the model with the profile's costs) and
+        ``profile``. A disturbed run also warns (:class:`KicklabWarning`).
+    """
+    text, notes = _kicklab.run_json(
+        _params("run", params),
+        backend,
+        direction,
+        _duration_text("halt_poll", halt_poll),
+        guest,
+        strategy,
+        _whole("messages", messages),
+        _whole("seed", seed),
+        _whole("batch", batch, _U32),
+        _profile(profile),
+    )
+    if notes:
+        notes.append("this measurement is disturbed: its numbers are not the pair's alone")
+    _warn(notes)
+    result: dict[str, Any] = json.loads(text)
+    return result

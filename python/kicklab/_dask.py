@@ -1,0 +1,65 @@
+"""Sweeps spread over a ``dask.distributed`` cluster.
+
+The points of a sweep are independent: each is simulated with the sweep's
+seed and its own parameters alone, so a chunk of points computed on a
+worker is exactly what the whole sweep computes on those rows
+(``_kicklab.sweep_chunk_csv``), and the chunks' CSV rows, in order, make
+the whole sweep's CSV text. Every input is checked here, before anything is
+submitted.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from . import _kicklab
+
+
+def chunk_rows(
+    args: dict[str, str],
+    vary: str,
+    mode: str,
+    messages: int,
+    seed: int,
+    start: int,
+    stop: int,
+    profile: tuple[str, str] | None,
+) -> str:
+    """Rows ``start..stop`` of the sweep's CSV, without the header (what a
+    worker runs)."""
+    return _kicklab.sweep_chunk_csv(args, vary, mode, messages, seed, start, stop, False, profile)
+
+
+def bounds(points: int, chunks: int) -> list[tuple[int, int]]:
+    """``points`` split into ``chunks`` contiguous ranges of nearly equal
+    size (none empty)."""
+    chunks = max(1, min(chunks, points))
+    return [(points * i // chunks, points * (i + 1) // chunks) for i in range(chunks)]
+
+
+def sweep_csv_on(
+    client: Any,
+    chunks: int | None,
+    args: dict[str, str],
+    vary: str,
+    mode: str,
+    messages: int,
+    seed: int,
+    profile: tuple[str, str] | None,
+) -> str:
+    """The sweep's CSV text, its points computed in chunks on ``client``'s
+    workers."""
+    # Checks every input and every point, and gives the header line.
+    header = _kicklab.sweep_chunk_csv(args, vary, mode, messages, seed, 0, 0, True, profile)
+    points = _kicklab.sweep_len(vary)
+    if chunks is None:
+        threads = sum(client.nthreads().values()) or 1
+        chunks = 2 * threads
+    elif isinstance(chunks, bool) or not isinstance(chunks, int) or chunks < 1:
+        raise ValueError(f"chunks: invalid value '{chunks}': need a whole number >= 1")
+    futures = [
+        client.submit(chunk_rows, args, vary, mode, messages, seed, a, b, profile, pure=False)
+        for a, b in bounds(points, chunks)
+    ]
+    rows: list[str] = client.gather(futures)
+    return header + "".join(rows)

@@ -1,0 +1,1035 @@
+//! `kicklab._kicklab`: the Rust half of the `kicklab` Python package.
+//!
+//! Thin, like the command line: every function parses its inputs the way
+//! the `kicklab` binary does (the same `Cost::parse`, `WaitMode::parse`,
+//! `Vary::parse`), calls the library crates, and hands back what the
+//! binary prints (the same JSON objects, the same CSV text), so that the
+//! Python package and the command line agree to the last bit. The Python
+//! half (`kicklab/__init__.py`) turns JSON into dicts and CSV into
+//! DataFrames. Parameters arrive as strings (numbers already written as
+//! nanoseconds by the Python half); input errors leave as `ValueError`s
+//! naming the keyword argument, as the binary's name the flag.
+//!
+//! Long work runs with the GIL released.
+
+use std::collections::HashMap;
+use std::time::Duration;
+
+use kicklab_lab::{Input, LabError, Silent};
+use kicklab_model::{
+    parse_duration_ns, predict, ss_best_case, ss_formula, Cost, ModelError, Param, ParamError,
+    Params, Party, Prediction, Profile, Regime, UnknownParam, WaitMode,
+};
+use kicklab_sim::{default_warmup, simulate, SimConfig, SimError, Start, SweepPoint, Vary};
+use kicklab_testbed::{Setting, Stat, TestbedError};
+use pyo3::exceptions::{PyRuntimeError, PyValueError};
+use pyo3::prelude::*;
+use pyo3::types::PyBytes;
+use rayon::prelude::*;
+use serde_json::{json, Value};
+
+/// Keyword arguments as the Python half passes them: name -> text.
+type Args = HashMap<String, String>;
+
+/// A profile as `(JSON text, where it came from)`.
+type ProfileText = Option<(String, String)>;
+
+/// Why a call failed, without the GIL (so that it can cross
+/// `Python::detach`): bad input (`ValueError`) or a failure
+/// (`RuntimeError`).
+#[derive(Debug)]
+enum Fail {
+    Value(String),
+    Runtime(String),
+}
+
+impl From<Fail> for PyErr {
+    fn from(f: Fail) -> PyErr {
+        match f {
+            Fail::Value(m) => PyValueError::new_err(m),
+            Fail::Runtime(m) => PyRuntimeError::new_err(m),
+        }
+    }
+}
+
+type Res<T> = Result<T, Fail>;
+
+/// A `ValueError` with this message.
+fn bad(msg: impl Into<String>) -> Fail {
+    Fail::Value(msg.into())
+}
+
+/// A parameter error as Python says it: `kp (k_P): ...` (the binary:
+/// `--kp (k_P): ...`).
+fn param_err(e: &ParamError) -> Fail {
+    bad(format!(
+        "{} ({}): {}",
+        e.param.name(),
+        e.param.symbol(),
+        e.reason
+    ))
+}
+
+/// `name: invalid value 'text': why`, as clap says it, the keyword for
+/// the flag.
+fn invalid(name: &str, text: &str, why: impl std::fmt::Display) -> Fail {
+    bad(format!("{name}: invalid value '{text}': {why}"))
+}
+
+fn model_err(e: &ModelError) -> Fail {
+    match e {
+        ModelError::Params(p) => param_err(p),
+        ModelError::NoClosedForm => bad(format!("mode: {e}: use kicklab.sim()")),
+    }
+}
+
+fn sim_err(e: &SimError) -> Fail {
+    match e {
+        SimError::Params(p) => param_err(p),
+        // "messages: ..." names the input; its keyword is the same word.
+        SimError::NoMessages | SimError::TooManyMessages(_) => bad(e.to_string()),
+        SimError::Mode { .. } => bad(format!("mode: {e}")),
+        SimError::SweepPoint { .. } => bad(format!("vary: {e}")),
+        SimError::TimeOverflow => bad(format!(
+            "messages: {e}: the simulated time of this many messages at these costs exceeds the clock's 213 days"
+        )),
+        SimError::Deadlock { .. } => Fail::Runtime(e.to_string()),
+    }
+}
+
+fn testbed_err(e: &TestbedError) -> Fail {
+    match e {
+        TestbedError::Params(p) => param_err(p),
+        TestbedError::Invalid { what, reason } | TestbedError::Limit { what, reason } => {
+            let name = match what {
+                Setting::Len => "len",
+                Setting::Messages | Setting::Warmup => "messages",
+                Setting::Batch => "batch",
+                Setting::Work => "work",
+                Setting::Spin => "strategy",
+                Setting::Samples => "samples",
+                Setting::Gap => "gap",
+                Setting::Gaps => "gaps",
+                Setting::Runs => "overhead_runs",
+                Setting::Idle => "idle",
+                Setting::HaltPoll => "halt_poll",
+                Setting::Timeout => return Fail::Runtime(e.to_string()),
+            };
+            bad(format!("{name}: {reason}"))
+        }
+        _ => Fail::Runtime(e.to_string()),
+    }
+}
+
+fn lab_err(e: &LabError) -> Fail {
+    match e {
+        LabError::Input { input, reason } => {
+            // A real run's strategy is `strategy=`, as on the command
+            // line (`--strategy`).
+            let name = match input {
+                Input::Mode => "strategy",
+                other => other.name(),
+            };
+            bad(format!("{name}: {reason}"))
+        }
+        LabError::Param(p) => param_err(p),
+        LabError::Model(m) => model_err(m),
+        LabError::Sim(s) => sim_err(s),
+        LabError::Testbed(t) => testbed_err(t),
+        _ => Fail::Runtime(e.to_string()),
+    }
+}
+
+/// A JSON value as text (what the Python half `json.loads`).
+fn text(v: &Value) -> Res<String> {
+    serde_json::to_string(v).map_err(|e| Fail::Runtime(e.to_string()))
+}
+
+fn to_value<T: serde::Serialize>(x: &T) -> Res<Value> {
+    serde_json::to_value(x).map_err(|e| Fail::Runtime(e.to_string()))
+}
+
+/// Parses a duration keyword (`latency`, `gap`, ...) to nanoseconds.
+fn duration_ns(name: &str, s: &str) -> Res<f64> {
+    parse_duration_ns(s).map_err(|e| invalid(name, s, e))
+}
+
+/// Parses a wait strategy keyword (`mode`, `mode_p`, `strategy`, ...).
+fn wait_mode(name: &str, s: &str) -> Res<WaitMode> {
+    WaitMode::parse(s).map_err(|e| invalid(name, s, e))
+}
+
+fn param_named(name: &str) -> Res<Param> {
+    Param::ALL
+        .into_iter()
+        .find(|p| p.name() == name)
+        .ok_or_else(|| bad(UnknownParam(name.to_string()).to_string()))
+}
+
+fn parse_profile(profile: ProfileText) -> Res<Option<Profile>> {
+    profile
+        .map(|(text, from)| {
+            serde_json::from_str(&text)
+                .map_err(|e| bad(format!("profile: {from} is not a kicklab profile: {e}")))
+        })
+        .transpose()
+}
+
+/// Parses a whole-number keyword (`len`, `kp`, `kc`) as clap parses a
+/// `u32` flag, with its words.
+fn count(name: &str, value: &str) -> Res<u32> {
+    let t = value.trim();
+    t.parse()
+        .map_err(|e: std::num::ParseIntError| match t.parse::<i128>() {
+            Ok(n) => invalid(name, value, format!("{n} is not in 0..={}", u32::MAX)),
+            Err(_) => invalid(name, value, e),
+        })
+}
+
+/// The pair's parameters as given, before defaults and a profile.
+#[derive(Debug, Clone, Copy)]
+struct Given {
+    len: u32,
+    kp: u32,
+    kc: u32,
+    wp: Cost,
+    wc: Cost,
+    np: Option<Cost>,
+    nc: Option<Cost>,
+    sp: Option<Cost>,
+    sc: Option<Cost>,
+    vp: Option<Cost>,
+    vc: Option<Cost>,
+}
+
+impl Given {
+    /// Parses the keywords (defaults: the paper's Fig. 4 set-up, as the
+    /// binary's).
+    fn parse(args: &Args) -> Res<Given> {
+        let d = Params::default();
+        let mut g = Given {
+            len: d.len,
+            kp: d.k_p,
+            kc: d.k_c,
+            wp: d.w_p,
+            wc: d.w_c,
+            np: None,
+            nc: None,
+            sp: None,
+            sc: None,
+            vp: None,
+            vc: None,
+        };
+        // In the order of `Param::ALL`, so that the first bad one is the
+        // same whatever the dict's order.
+        for param in Param::ALL {
+            let Some(value) = args.get(param.name()) else {
+                continue;
+            };
+            let name = param.name();
+            if param.is_count() {
+                g.set_count(param, count(name, value)?);
+            } else {
+                let c = Cost::parse(value).map_err(|e| invalid(name, value, e))?;
+                g.set_cost(param, c);
+            }
+        }
+        if let Some(name) = args.keys().find(|k| param_named(k).is_err()) {
+            return Err(bad(UnknownParam(name.clone()).to_string()));
+        }
+        Ok(g)
+    }
+
+    fn set_count(&mut self, param: Param, n: u32) {
+        match param {
+            Param::Len => self.len = n,
+            Param::Kp => self.kp = n,
+            _ => self.kc = n,
+        }
+    }
+
+    fn set_cost(&mut self, param: Param, c: Cost) {
+        match param {
+            Param::Wp => self.wp = c,
+            Param::Wc => self.wc = c,
+            Param::Np => self.np = Some(c),
+            Param::Nc => self.nc = Some(c),
+            Param::Sp => self.sp = Some(c),
+            Param::Sc => self.sc = Some(c),
+            Param::Vp => self.vp = Some(c),
+            _ => self.vc = Some(c),
+        }
+    }
+
+    /// The validated parameters (the binary's `ParamArgs::build`): with a
+    /// profile, what `apply` puts in, then the costs given by keyword.
+    fn build(
+        &self,
+        profile: Option<&Profile>,
+        apply: impl Fn(&Profile, &mut Params),
+    ) -> Res<Params> {
+        let mut p = Params {
+            len: self.len,
+            k_p: self.kp,
+            k_c: self.kc,
+            w_p: self.wp,
+            w_c: self.wc,
+            ..Params::default()
+        };
+        if let Some(profile) = profile {
+            apply(profile, &mut p);
+        }
+        p.n_p = self.np.unwrap_or(p.n_p);
+        p.n_c = self.nc.unwrap_or(p.n_c);
+        p.s_p = self.sp.unwrap_or(p.s_p);
+        p.s_c = self.sc.unwrap_or(p.s_c);
+        // A profile's V above an N given by keyword is cut to it.
+        let cut = |v: Option<Cost>, n: Cost| {
+            v.map(|v| {
+                if v.mean_ns() > n.mean_ns() {
+                    v.with_mean(n.mean_ns())
+                } else {
+                    v
+                }
+            })
+        };
+        p.v_p = self.vp.or(cut(p.v_p, p.n_p));
+        p.v_c = self.vc.or(cut(p.v_c, p.n_c));
+        p.validate().map_err(|e| param_err(&e))?;
+        Ok(p)
+    }
+}
+
+/// The pair and its profile, parsed.
+struct Pair {
+    given: Given,
+    profile: Option<Profile>,
+}
+
+impl Pair {
+    fn parse(args: &Args, profile: ProfileText) -> Res<Pair> {
+        Ok(Pair {
+            given: Given::parse(args)?,
+            profile: parse_profile(profile)?,
+        })
+    }
+
+    /// A real run's, a sweep's or the control study's parameters (the
+    /// binary's `ParamArgs::params`): a profile's N, V and S (means)
+    /// where not given; W as given.
+    fn params(&self) -> Res<Params> {
+        self.given
+            .build(self.profile.as_ref(), |pr, p| pr.apply_costs(p, false))
+    }
+
+    /// The model's (`spread` false) or the simulator's (`spread`)
+    /// parameters (the binary's `ParamArgs::params_with`): with a
+    /// profile, its N, V and S and W plus the ring's cost per message.
+    fn params_with(&self, spread: bool) -> Res<Params> {
+        self.given
+            .build(self.profile.as_ref(), |pr, p| pr.apply(p, spread))
+    }
+
+    /// How start-ups scale with idle time, from the profile.
+    fn idle_scale(&self) -> [Option<kicklab_model::IdleScale>; 2] {
+        match &self.profile {
+            Some(p) => [p.idle_scale(Party::P), p.idle_scale(Party::C)],
+            None => [None, None],
+        }
+    }
+}
+
+/// The prediction as `kicklab model --json` has it: the serialized
+/// [`Prediction`] plus the throughput (the binary's `prediction_json`).
+fn prediction_json(p: &Prediction) -> Value {
+    let mut v = serde_json::to_value(p).unwrap_or_default();
+    v["throughput_per_s"] = json!(p.rates.per_second());
+    v
+}
+
+/// The model's mode: notify, poll, or a strategy with no closed form.
+fn model_mode(mode: &str) -> Res<WaitMode> {
+    let m = wait_mode("mode", mode)?;
+    if let WaitMode::Spin { .. } = m {
+        return Err(bad(
+            "mode: the model covers notify and poll; simulate spin:<budget> with kicklab.sim()",
+        ));
+    }
+    Ok(m)
+}
+
+/// `kicklab model --json`: the JSON object's text.
+#[pyfunction]
+#[pyo3(signature = (params, mode, profile=None))]
+fn model_json(params: Args, mode: &str, profile: ProfileText) -> PyResult<String> {
+    let pair = Pair::parse(&params, profile)?;
+    let params = pair.params_with(false)?;
+    let m = model_mode(mode)?;
+    let p = predict(&params, m).map_err(|e| model_err(&e))?;
+    let mut v = prediction_json(&p);
+    v["mode"] = json!(m.to_string());
+    v["params"] = to_value(&params)?;
+    Ok(text(&v)?)
+}
+
+/// Reads `n` native-endian `f64`s.
+fn floats(name: &str, b: &[u8], n: usize) -> Res<Vec<f64>> {
+    if b.len() != 8 * n {
+        return Err(bad(format!(
+            "{name}: expected {n} float64 values, got {} bytes",
+            b.len()
+        )));
+    }
+    Ok(b.chunks_exact(8)
+        .map(|c| f64::from_ne_bytes(c.try_into().expect("8 bytes")))
+        .collect())
+}
+
+fn bytes_of(v: &[f64]) -> Vec<u8> {
+    v.iter().flat_map(|x| x.to_ne_bytes()).collect()
+}
+
+/// The regimes by their codes in [`model_arrays`].
+const REGIMES: [Regime; 9] = [
+    Regime::GP,
+    Regime::FC,
+    Regime::FP,
+    Regime::SCS,
+    Regime::SPS,
+    Regime::SS,
+    Regime::EWC,
+    Regime::EWP,
+    Regime::Lockstep,
+];
+
+/// The code of an invalid point in [`model_arrays`].
+const INVALID: u8 = 255;
+
+/// One point of [`model_arrays`]: `given` with the arrays' values at `i`.
+fn array_point(
+    given: &Given,
+    profile: Option<&Profile>,
+    columns: &[(Param, Vec<f64>)],
+    i: usize,
+    mode: WaitMode,
+) -> Res<Prediction> {
+    let mut g = *given;
+    for (param, v) in columns {
+        let x = v[i];
+        let name = param.name();
+        if param.is_count() {
+            if !(x.is_finite() && x >= 0.0 && x.fract() == 0.0 && x <= f64::from(u32::MAX)) {
+                return Err(invalid(name, &x.to_string(), "not a whole number >= 0"));
+            }
+            #[allow(clippy::cast_possible_truncation, clippy::cast_sign_loss)]
+            g.set_count(*param, x as u32);
+        } else {
+            let c = Cost::Const(x);
+            c.check().map_err(|reason| {
+                param_err(&ParamError {
+                    param: *param,
+                    reason,
+                })
+            })?;
+            g.set_cost(*param, c);
+        }
+    }
+    let p = g.build(profile, |pr, p| pr.apply(p, false))?;
+    predict(&p, mode).map_err(|e| model_err(&e))
+}
+
+/// What [`model_arrays`] computes, before it becomes bytes.
+struct Columns {
+    t: Vec<f64>,
+    e: Vec<f64>,
+    e_p: Vec<f64>,
+    e_c: Vec<f64>,
+    m: Vec<f64>,
+    regime: Vec<u8>,
+}
+
+/// The closed forms over arrays: `arrays` maps parameter names to `n`
+/// float64 values each (already broadcast and flat, durations in ns), the
+/// rest of the pair as in [`model_json`]. Returns the bytes of T, E, E_P,
+/// E_C and m (float64, NaN where undefined), of the regime codes (uint8,
+/// 255 for an invalid point when `nan_on_error`), and the regime names
+/// by code. The loop runs without the GIL.
+#[allow(clippy::too_many_arguments)]
+#[pyfunction]
+#[pyo3(signature = (params, mode, arrays, n, nan_on_error, profile=None))]
+fn model_arrays<'py>(
+    py: Python<'py>,
+    params: Args,
+    mode: &str,
+    arrays: HashMap<String, Bound<'py, PyBytes>>,
+    n: usize,
+    nan_on_error: bool,
+    profile: ProfileText,
+) -> PyResult<(Vec<Bound<'py, PyBytes>>, Vec<String>)> {
+    let pair = Pair::parse(&params, profile)?;
+    let m = model_mode(mode)?;
+    let mut columns: Vec<(Param, Vec<f64>)> = Vec::new();
+    for param in Param::ALL {
+        if let Some(b) = arrays.get(param.name()) {
+            columns.push((param, floats(param.name(), b.as_bytes(), n)?));
+        }
+    }
+    if let Some(name) = arrays.keys().find(|k| param_named(k).is_err()) {
+        return Err(bad(UnknownParam(name.clone()).to_string()).into());
+    }
+    let out: Res<Columns> = py.detach(|| {
+        let mut c = Columns {
+            t: Vec::with_capacity(n),
+            e: Vec::with_capacity(n),
+            e_p: Vec::with_capacity(n),
+            e_c: Vec::with_capacity(n),
+            m: Vec::with_capacity(n),
+            regime: Vec::with_capacity(n),
+        };
+        for i in 0..n {
+            match array_point(&pair.given, pair.profile.as_ref(), &columns, i, m) {
+                Ok(p) => {
+                    c.t.push(p.rates.t_ns);
+                    c.e.push(p.rates.e_ns);
+                    c.e_p.push(p.rates.e_p_ns);
+                    c.e_c.push(p.rates.e_c_ns);
+                    #[allow(clippy::cast_precision_loss)]
+                    c.m.push(p.m.map_or(f64::NAN, |m| m as f64));
+                    #[allow(clippy::cast_possible_truncation)]
+                    c.regime.push(
+                        REGIMES
+                            .iter()
+                            .position(|r| *r == p.regime)
+                            .expect("every regime has a code") as u8,
+                    );
+                }
+                Err(_) if nan_on_error => {
+                    for v in [&mut c.t, &mut c.e, &mut c.e_p, &mut c.e_c, &mut c.m] {
+                        v.push(f64::NAN);
+                    }
+                    c.regime.push(INVALID);
+                }
+                Err(Fail::Value(msg)) => {
+                    return Err(Fail::Value(format!("{msg} (at flat index {i})")))
+                }
+                Err(f) => return Err(f),
+            }
+        }
+        Ok(c)
+    });
+    let c = out?;
+    let b = |v: &[u8]| PyBytes::new(py, v);
+    Ok((
+        vec![
+            b(&bytes_of(&c.t)),
+            b(&bytes_of(&c.e)),
+            b(&bytes_of(&c.e_p)),
+            b(&bytes_of(&c.e_c)),
+            b(&bytes_of(&c.m)),
+            b(&c.regime),
+        ],
+        REGIMES.iter().map(|r| r.name().to_string()).collect(),
+    ))
+}
+
+/// `kicklab sim --json`: the JSON object's text and the warnings the
+/// binary prints on stderr.
+#[allow(clippy::too_many_arguments)]
+#[pyfunction]
+#[pyo3(signature = (params, mode, mode_p, mode_c, latency, messages, warmup, seed, record_latency, start, profile=None))]
+fn sim_json(
+    py: Python<'_>,
+    params: Args,
+    mode: &str,
+    mode_p: Option<&str>,
+    mode_c: Option<&str>,
+    latency: Option<&str>,
+    messages: u64,
+    warmup: Option<u64>,
+    seed: u64,
+    record_latency: bool,
+    start: &str,
+    profile: ProfileText,
+) -> PyResult<(String, Vec<String>)> {
+    let pair = Pair::parse(&params, profile)?;
+    // With a profile, the simulator gets the measured spread of N and S.
+    let params = pair.params_with(true)?;
+    let mode = wait_mode("mode", mode)?;
+    let mode_p = mode_p.map(|m| wait_mode("mode_p", m)).transpose()?;
+    let mode_c = mode_c.map(|m| wait_mode("mode_c", m)).transpose()?;
+    let latency = latency.map(|l| duration_ns("latency", l)).transpose()?;
+    let start = match start {
+        "empty" => Start::Empty,
+        "full" => Start::Full,
+        other => {
+            return Err(invalid("start", other, "[possible values: empty, full]").into());
+        }
+    };
+    let bound = |m: WaitMode| m.with_latency(latency);
+    let (mode_p, mode_c) = (bound(mode_p.unwrap_or(mode)), bound(mode_c.unwrap_or(mode)));
+    let cfg = SimConfig {
+        params,
+        mode_p,
+        mode_c,
+        messages,
+        warmup: warmup.unwrap_or_else(|| default_warmup(messages, params.len)),
+        seed,
+        latency: record_latency,
+        start,
+        // With a profile, each start-up scales with the sleeper's idle
+        // time on the profile's idle curve.
+        idle_scale: pair.idle_scale(),
+    };
+    let r = py.detach(|| simulate(&cfg)).map_err(|e| sim_err(&e))?;
+    let predicted = (mode_p == mode_c)
+        .then(|| predict(&params, mode_p).ok())
+        .flatten();
+    let mut warnings = Vec::new();
+    if let Some(p) = predicted {
+        if let Some(n) = p.round_messages {
+            if r.window == kicklab_sim::Window::Messages && n > 1 && params.all_const() {
+                warnings.push(format!(
+                    "a round is {n} messages, more than the run can measure whole; \
+                     T and E are over a partial round (raise messages to at least {})",
+                    4 * n
+                ));
+            }
+        }
+    }
+    let mut v = to_value(&r)?;
+    v["mode_p"] = json!(mode_p.to_string());
+    v["mode_c"] = json!(mode_c.to_string());
+    v["seed"] = json!(seed);
+    v["start"] = json!(if start == Start::Full {
+        "full"
+    } else {
+        "empty"
+    });
+    // The model's point for this start: from a full queue, a bistable
+    // pair's other operating point.
+    v["predicted"] = match predicted {
+        Some(p) if start == Start::Full && p.other.is_some() => to_value(&p.other)?,
+        Some(p) => prediction_json(&p),
+        None => Value::Null,
+    };
+    Ok((text(&v)?, warnings))
+}
+
+fn parse_vary(vary: &str) -> Res<Vary> {
+    Vary::parse(vary).map_err(|e| bad(format!("vary: {e}")))
+}
+
+/// The inputs of a sweep, checked as `kicklab sweep` checks them.
+fn sweep_inputs(
+    params: &Args,
+    vary: &str,
+    mode: &str,
+    messages: u64,
+    profile: ProfileText,
+) -> Res<(Params, Vary, WaitMode)> {
+    let pair = Pair::parse(params, profile)?;
+    let params = pair.params()?;
+    let vary = parse_vary(vary)?;
+    let mode = wait_mode("mode", mode)?;
+    if messages == 0 {
+        return Err(bad("messages: need at least 1 message per point"));
+    }
+    Ok((params, vary, mode))
+}
+
+/// `kicklab sweep`'s sweep.csv, as text: `kicklab_sim::sweep` and
+/// `kicklab_report::sweep_csv`, as the binary calls them.
+#[pyfunction]
+#[pyo3(signature = (params, vary, mode, messages, seed, profile=None))]
+fn sweep_csv(
+    py: Python<'_>,
+    params: Args,
+    vary: &str,
+    mode: &str,
+    messages: u64,
+    seed: u64,
+    profile: ProfileText,
+) -> PyResult<String> {
+    let (params, vary, mode) = sweep_inputs(&params, vary, mode, messages, profile)?;
+    let points = py
+        .detach(|| kicklab_sim::sweep(&params, &vary, mode, messages, seed, &|| {}))
+        .map_err(|e| sim_err(&e))?;
+    Ok(kicklab_report::sweep_csv(&points, &vary))
+}
+
+/// The number of points of a sweep (`vary`'s POINTS), checked.
+#[pyfunction]
+fn sweep_len(vary: &str) -> PyResult<u32> {
+    Ok(parse_vary(vary)?.points)
+}
+
+/// Points `start..stop` of a sweep as CSV rows (with the header line when
+/// `header`): what [`sweep_csv`] has on those rows, computed point by
+/// point as `kicklab_sim::sweep` computes each (a chunk of a sweep
+/// spread over workers). Every point of the sweep is validated first, as
+/// the whole sweep does.
+#[allow(clippy::too_many_arguments)]
+#[pyfunction]
+#[pyo3(signature = (params, vary, mode, messages, seed, start, stop, header, profile=None))]
+fn sweep_chunk_csv(
+    py: Python<'_>,
+    params: Args,
+    vary: &str,
+    mode: &str,
+    messages: u64,
+    seed: u64,
+    start: usize,
+    stop: usize,
+    header: bool,
+    profile: ProfileText,
+) -> PyResult<String> {
+    let (base, vary, mode) = sweep_inputs(&params, vary, mode, messages, profile)?;
+    let points: Vec<(f64, Params)> = vary
+        .values()
+        .into_iter()
+        .map(|x| (x, vary.apply(&base, x)))
+        .collect();
+    for (x, p) in &points {
+        p.validate().map_err(|source| {
+            sim_err(&SimError::SweepPoint {
+                at: format!("{}={x}", vary.param.name()),
+                source,
+            })
+        })?;
+    }
+    if start > stop || stop > points.len() {
+        return Err(bad(format!(
+            "chunk {start}..{stop} is not within the sweep's {} points",
+            points.len()
+        ))
+        .into());
+    }
+    let run = |&(x, params): &(f64, Params)| -> Result<SweepPoint, SimError> {
+        let cfg = |mode| SimConfig {
+            params,
+            mode_p: mode,
+            mode_c: mode,
+            messages,
+            warmup: default_warmup(messages, params.len),
+            seed,
+            latency: true,
+            start: Start::Empty,
+            idle_scale: [None, None],
+        };
+        Ok(SweepPoint {
+            x,
+            params,
+            model: predict(&params, mode).ok(),
+            model_poll: predict(&params, WaitMode::Poll).expect("validated"),
+            ss_formula: ss_formula(&params),
+            ss_best: ss_best_case(&params),
+            sim: simulate(&cfg(mode))?,
+            sim_poll: simulate(&cfg(WaitMode::Poll))?,
+        })
+    };
+    let chunk = py
+        .detach(|| {
+            points[start..stop]
+                .par_iter()
+                .map(run)
+                .collect::<Result<Vec<_>, _>>()
+        })
+        .map_err(|e| sim_err(&e))?;
+    let csv = kicklab_report::sweep_csv(&chunk, &vary);
+    Ok(if header {
+        csv
+    } else {
+        csv.split_once('\n')
+            .map_or(String::new(), |(_, rows)| rows.to_string())
+    })
+}
+
+/// `kicklab advise --json`: the JSON object's text.
+#[allow(clippy::too_many_arguments)]
+#[pyfunction]
+#[pyo3(signature = (params, latency, messages, seed, exhaustive, profile=None))]
+fn advise_json(
+    py: Python<'_>,
+    params: Args,
+    latency: &str,
+    messages: u64,
+    seed: u64,
+    exhaustive: bool,
+    profile: ProfileText,
+) -> PyResult<String> {
+    let pair = Pair::parse(&params, profile)?;
+    let params = pair.params_with(true)?;
+    let spec = kicklab_lab::advise::AdviseSpec {
+        params,
+        idle_scale: pair.idle_scale(),
+        latency_ns: duration_ns("latency", latency)?,
+        messages,
+        seed,
+        exhaustive,
+    };
+    let advice = py
+        .detach(|| kicklab_lab::advise::advise(&spec, &Silent))
+        .map_err(|e| lab_err(&e))?;
+    Ok(text(&to_value(&advice)?)?)
+}
+
+/// Parses `FROM..TO` (W_P's range of the control study), as the binary.
+fn w_p_range(s: &str) -> Res<(f64, f64)> {
+    let (a, b) = s
+        .split_once("..")
+        .ok_or_else(|| invalid("range", s, "expected FROM..TO such as 0.2us..3us"))?;
+    let d = |x: &str| parse_duration_ns(x).map_err(|e| invalid("range", s, e));
+    let (a, b) = (d(a)?, d(b)?);
+    if a <= 0.0 || b < a {
+        return Err(invalid("range", s, "need 0 < FROM <= TO"));
+    }
+    Ok((a, b))
+}
+
+/// `kicklab control`: control.csv as text, and whether every target held.
+#[allow(clippy::too_many_arguments)]
+#[pyfunction]
+#[pyo3(signature = (params, range, points, workloads, messages, latency, seed, profile=None))]
+fn control_csv(
+    py: Python<'_>,
+    params: Args,
+    range: &str,
+    points: u32,
+    workloads: Vec<String>,
+    messages: u64,
+    latency: &str,
+    seed: u64,
+    profile: ProfileText,
+) -> PyResult<(String, bool)> {
+    use kicklab_lab::control::{control_study, csv, ControlSpec, Workload};
+    let pair = Pair::parse(&params, profile)?;
+    let params = pair.params()?;
+    let workloads = workloads
+        .iter()
+        .map(|w| Workload::parse(w).map_err(|e| invalid("workloads", w, e)))
+        .collect::<Res<Vec<_>>>()?;
+    if workloads.is_empty() {
+        return Err(bad("workloads: name at least one").into());
+    }
+    let spec = ControlSpec {
+        params,
+        w_p_range: w_p_range(range)?,
+        points,
+        workloads,
+        messages,
+        latency_ns: duration_ns("latency", latency)?,
+        seed,
+    };
+    let study = py
+        .detach(|| control_study(&spec, &Silent))
+        .map_err(|e| lab_err(&e))?;
+    Ok((csv(&study), study.passed()))
+}
+
+/// The backend a keyword names, with the kvm options (the binary's
+/// `BackendArgs::get`); kvm is refused, with the reason, where this
+/// machine has no usable KVM.
+fn backend(
+    name: &str,
+    direction: &str,
+    halt_poll: &str,
+    guest: &str,
+) -> Res<kicklab_testbed::Backend> {
+    use kicklab_testbed::{kvm, Backend};
+    let be: Backend = name
+        .parse()
+        .map_err(|e: String| invalid("backend", name, e))?;
+    let Backend::Kvm(_) = be else {
+        return Ok(be);
+    };
+    kvm::available()
+        .map_err(|why| invalid("backend", name, format!("kvm is not usable here: {why}")))?;
+    let halt = duration_ns("halt_poll", halt_poll)?;
+    #[allow(clippy::cast_possible_truncation, clippy::cast_sign_loss)]
+    Ok(Backend::Kvm(kvm::KvmOptions {
+        direction: direction
+            .parse()
+            .map_err(|e: String| invalid("direction", direction, e))?,
+        halt_poll_ns: halt.min(f64::from(u32::MAX)) as u32,
+        guest: guest
+            .parse()
+            .map_err(|e: String| invalid("guest", guest, e))?,
+    }))
+}
+
+/// The profile as `kicklab calibrate --json` has it (the binary's
+/// `profile_json`).
+fn profile_json(p: &Profile) -> Value {
+    let mean = |s: Option<&Stat>| s.map(|s| s.mean_ns);
+    json!({
+        "backend": p.backend,
+        "NP_ns": p.np.mean_ns,
+        "NC_ns": p.nc.mean_ns,
+        "SP_ns": p.sp.mean_ns,
+        "SC_ns": p.sc.mean_ns,
+        "VP_ns": mean(p.visibility(Party::P)),
+        "VC_ns": mean(p.visibility(Party::C)),
+        "SP_V_ns": p.start(Party::P).mean_ns,
+        "SC_V_ns": p.start(Party::C).mean_ns,
+        "overhead_ns": mean(p.overhead.as_ref()),
+        "in_run": p.in_run.map(|r| json!({
+            "NP_ns": mean(r.np.as_ref()),
+            "NC_ns": mean(r.nc.as_ref()),
+            "RP_ns": mean(r.rp.as_ref()),
+            "RC_ns": mean(r.rc.as_ref()),
+        })),
+        "idle_curve": p.idle_curve.iter().map(|q| json!({
+            "gap_ns": q.gap_ns,
+            "NP_ns": q.np.mean_ns,
+            "NC_ns": q.nc.mean_ns,
+            "SP_ns": q.sp.mean_ns,
+            "SC_ns": q.sc.mean_ns,
+            "SP_median_ns": q.sp.median_ns,
+            "SC_median_ns": q.sc.median_ns,
+        })).collect::<Vec<_>>(),
+        "direction": p.direction.map(kicklab_model::Direction::name),
+        "SP_cpu_ns": p.sp_cpu.mean_ns,
+        "SC_cpu_ns": p.sc_cpu.mean_ns,
+        "gap_ns": p.gap_ns,
+        "rounds": p.rounds,
+        "stable": p.stable,
+        "profile": p,
+    })
+}
+
+/// The most notifications per direction per round (the binary's bound).
+const MAX_SAMPLES: usize = 1_000_000;
+
+fn gap(name: &str, s: &str) -> Res<Duration> {
+    duration_ns(name, s).map(|ns| Duration::from_secs_f64(ns / 1e9))
+}
+
+/// `kicklab calibrate --json` (and `--save`): the JSON object's text.
+#[allow(clippy::too_many_arguments)]
+#[pyfunction]
+#[pyo3(signature = (backend, direction, halt_poll, guest, samples, gap, rounds, gaps, overhead_runs, reference_runs, save=None))]
+fn calibrate_json(
+    py: Python<'_>,
+    backend: &str,
+    direction: &str,
+    halt_poll: &str,
+    guest: &str,
+    samples: usize,
+    gap: &str,
+    rounds: usize,
+    gaps: Vec<String>,
+    overhead_runs: u32,
+    reference_runs: u32,
+    save: Option<std::path::PathBuf>,
+) -> PyResult<String> {
+    use kicklab_testbed::calibrate::{MAX_GAPS, MAX_OVERHEAD_RUNS};
+    let be = self::backend(backend, direction, halt_poll, guest)?;
+    if !(10..=MAX_SAMPLES).contains(&samples) {
+        return Err(bad(format!("samples: between 10 and {MAX_SAMPLES}")).into());
+    }
+    if !(1..=100).contains(&rounds) {
+        return Err(bad("rounds: between 1 and 100").into());
+    }
+    if overhead_runs > MAX_OVERHEAD_RUNS {
+        return Err(bad(format!("overhead_runs: at most {MAX_OVERHEAD_RUNS}")).into());
+    }
+    let main_gap = self::gap("gap", gap)?;
+    let gaps = gaps
+        .iter()
+        .map(|g| {
+            let d = self::gap("gaps", g)?;
+            if d.is_zero() {
+                return Err(bad(format!(
+                    "gaps: `{}`: every gap must be longer than 0",
+                    g.trim()
+                )));
+            }
+            Ok(d)
+        })
+        .collect::<Res<Vec<_>>>()?;
+    if gaps.len() > MAX_GAPS {
+        return Err(bad(format!("gaps: at most {MAX_GAPS} gaps")).into());
+    }
+    let c = kicklab_testbed::Calibration {
+        gaps,
+        overhead_runs,
+        reference_runs,
+        ..kicklab_testbed::Calibration::new(samples, main_gap, rounds)
+    };
+    let p = py
+        .detach(|| kicklab_testbed::calibrate_backend(be, &c))
+        .map_err(|e| testbed_err(&e))?;
+    if let Some(path) = &save {
+        let pretty = serde_json::to_string_pretty(&p).map_err(|e| Fail::Runtime(e.to_string()))?;
+        std::fs::write(path, pretty)
+            .map_err(|e| bad(format!("save: cannot write {}: {e}", path.display())))?;
+    }
+    Ok(text(&profile_json(&p))?)
+}
+
+/// `kicklab run --json`: the JSON object's text and the warnings (the
+/// binary prints them on stderr).
+#[allow(clippy::too_many_arguments)]
+#[pyfunction]
+#[pyo3(signature = (params, backend, direction, halt_poll, guest, strategy, messages, seed, batch, profile=None))]
+fn run_json(
+    py: Python<'_>,
+    params: Args,
+    backend: &str,
+    direction: &str,
+    halt_poll: &str,
+    guest: &str,
+    strategy: &str,
+    messages: u64,
+    seed: u64,
+    batch: u32,
+    profile: ProfileText,
+) -> PyResult<(String, Vec<String>)> {
+    use kicklab_lab::real::{predicted, profile_for, RunSpec};
+    let pair = Pair::parse(&params, profile)?;
+    let params = pair.params()?;
+    let be = self::backend(backend, direction, halt_poll, guest)?;
+    let strategy = wait_mode("strategy", strategy)?;
+    let spec = RunSpec {
+        batch,
+        ..RunSpec::new(params, be, strategy, messages, seed)
+    };
+    kicklab_lab::real::check(&spec).map_err(|e| lab_err(&e))?;
+    let given = pair.profile;
+    let out = py.detach(|| -> Result<_, LabError> {
+        let profile = profile_for(be, given, &Silent)?;
+        let r = kicklab_lab::real::run(&spec)?;
+        // The prediction: the model with this machine's N and S.
+        let predicted = predicted(&params, &profile, strategy)?;
+        let warnings = kicklab_lab::disturbance::check(&r, &params, strategy, &profile)?;
+        Ok((profile, r, predicted, warnings))
+    });
+    let (profile, r, predicted, warnings) = out.map_err(|e| lab_err(&e))?;
+    let mut v = to_value(&r)?;
+    v["warnings"] = to_value(&warnings)?;
+    v["disturbed"] = json!(!warnings.is_empty());
+    v["backend"] = json!(be.name());
+    v["strategy"] = json!(strategy.to_string());
+    v["batch"] = json!(batch);
+    v["predicted"] = predicted.map_or(Value::Null, |p| prediction_json(&p));
+    v["profile"] = profile_json(&profile);
+    let lines = warnings.iter().map(ToString::to_string).collect();
+    Ok((text(&v)?, lines))
+}
+
+/// The Rust half of `kicklab`.
+#[pymodule]
+fn _kicklab(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add_function(wrap_pyfunction!(model_json, m)?)?;
+    m.add_function(wrap_pyfunction!(model_arrays, m)?)?;
+    m.add_function(wrap_pyfunction!(sim_json, m)?)?;
+    m.add_function(wrap_pyfunction!(sweep_csv, m)?)?;
+    m.add_function(wrap_pyfunction!(sweep_len, m)?)?;
+    m.add_function(wrap_pyfunction!(sweep_chunk_csv, m)?)?;
+    m.add_function(wrap_pyfunction!(advise_json, m)?)?;
+    m.add_function(wrap_pyfunction!(control_csv, m)?)?;
+    m.add_function(wrap_pyfunction!(calibrate_json, m)?)?;
+    m.add_function(wrap_pyfunction!(run_json, m)?)?;
+    m.add("__version__", env!("CARGO_PKG_VERSION"))?;
+    Ok(())
+}

@@ -1,0 +1,52 @@
+"""kicklab.sweep(..., client=...) on a distributed.LocalCluster: the points
+computed in chunks on worker processes give the local run's DataFrame, to
+the bit, for the same seed."""
+
+from __future__ import annotations
+
+import pandas as pd
+import pytest
+
+import kicklab
+from kicklab._dask import bounds
+
+distributed = pytest.importorskip("distributed")
+
+
+@pytest.fixture(scope="module")
+def client():
+    with distributed.LocalCluster(
+        n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None
+    ) as cluster, distributed.Client(cluster) as c:
+        yield c
+
+
+@pytest.mark.parametrize(
+    "kwargs",
+    [
+        {"vary": "wp=0.1us..3us:40", "wp": "exp:1us", "wc": "exp:1.1us", "messages": 20_000, "seed": 5},
+        {"vary": "kc=1..64:9", "mode": "spin:2us", "len": 64, "np": "exp:2.4us", "messages": 10_000},
+        {"vary": "wc=0.5us..2us:3", "mode": "adaptive", "messages": 10_000},
+    ],
+)
+def test_cluster_sweep_is_the_local_sweep(client, kwargs):
+    local = kicklab.sweep(**kwargs)
+    for chunks in (None, 1, 4, 1000):
+        spread = kicklab.sweep(client=client, chunks=chunks, **kwargs)
+        pd.testing.assert_frame_equal(spread, local, check_exact=True)
+
+
+def test_cluster_sweep_checks_inputs_before_submitting(client):
+    with pytest.raises(ValueError, match=r"^vary: at kp=300: k_P"):
+        kicklab.sweep("kp=1..300:3", client=client)
+    with pytest.raises(ValueError, match="^chunks: invalid value '0'"):
+        kicklab.sweep("wp=1us..2us:2", client=client, chunks=0)
+
+
+def test_bounds_cover_every_point_once():
+    for points in (1, 2, 7, 100):
+        for chunks in (1, 3, 8, 500):
+            b = bounds(points, chunks)
+            assert b[0][0] == 0 and b[-1][1] == points
+            assert all(a < z for a, z in b)
+            assert all(b[i][1] == b[i + 1][0] for i in range(len(b) - 1))

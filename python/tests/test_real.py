@@ -1,0 +1,91 @@
+"""kicklab.calibrate and kicklab.run: real threads, kept short (a quick
+calibration, a run of 20 000 messages). Their numbers depend on the
+machine, so these check the shape of the results against the binary's
+JSON, the message check, and the errors."""
+
+from __future__ import annotations
+
+import json
+import math
+import warnings
+
+import pytest
+
+import kicklab
+
+def _close(a, b) -> bool:
+    """Equal, floats within a relative 1e-15."""
+    if isinstance(a, dict):
+        return isinstance(b, dict) and a.keys() == b.keys() and all(_close(a[k], b[k]) for k in a)
+    if isinstance(a, list):
+        return isinstance(b, list) and len(a) == len(b) and all(_close(x, y) for x, y in zip(a, b))
+    if isinstance(a, float) and isinstance(b, float):
+        return math.isclose(a, b, rel_tol=1e-15)
+    return a == b
+
+
+QUICK = {"samples": 20, "rounds": 1, "gaps": None, "overhead_runs": 0, "reference_runs": 0}
+
+
+@pytest.fixture(scope="module")
+def profile(tmp_path_factory):
+    """A quick futex calibration, also saved as a file."""
+    path = tmp_path_factory.mktemp("profile") / "futex.json"
+    p = kicklab.calibrate("futex", save=path, **QUICK)
+    p["path"] = path
+    return p
+
+
+def test_calibrate_has_the_cli_fields(cli, profile):
+    want = cli.json(
+        "calibrate", "--backend", "futex", "--samples", "20", "--rounds", "1", "--gaps", "none", "--overhead-runs", "0"
+    )
+    got = {k: v for k, v in profile.items() if k != "path"}
+    assert set(got) == set(want)
+    assert got["backend"] == "futex" and got["idle_curve"] == [] and got["overhead_ns"] is None
+    for k in ("NP_ns", "NC_ns", "SP_ns", "SC_ns"):
+        assert got[k] > 0
+    # The saved file is the profile.
+    assert json.loads(profile["path"].read_text()) == got["profile"]
+
+
+def test_run_has_the_cli_fields_and_checks_every_message(cli, profile):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", kicklab.KicklabWarning)  # a busy machine disturbs runs
+        r = kicklab.run("futex", messages=20_000, profile=profile, wp="2us")
+        by_file = kicklab.run("futex", strategy="spin:2us", messages=5_000, profile=profile["path"])
+    want = cli.json("run", "--backend", "futex", "--messages", "5000", "--profile", str(profile["path"]))
+    assert set(r) == set(want) == set(by_file)
+    assert (r["lost"], r["duplicated_or_reordered"]) == (0, 0)
+    assert r["backend"] == "futex" and r["strategy"] == "notify" and r["batch"] == 1
+    assert r["T_ns"] >= 2000 * 0.9
+    assert r["predicted"]["regime"] in ("FC", "SCS", "SS", "FP", "SPS")
+    assert r["disturbed"] == bool(r["warnings"])
+    # Through JSON text and serde_json's parser (as a --profile file goes
+    # to the binary): equal up to the last bit of a float.
+    assert _close(r["profile"]["profile"], profile["profile"])
+    assert by_file["strategy"] == "spin:2us"
+
+
+def test_run_errors(profile):
+    with pytest.raises(ValueError, match="^backend: invalid value 'bogus': unknown backend"):
+        kicklab.run("bogus")
+    with pytest.raises(ValueError, match="^strategy: sleep:20us runs in the simulator only"):
+        kicklab.run(strategy="sleep:20us", profile=profile)
+    with pytest.raises(ValueError, match="^batch: at least 1 message per publish"):
+        kicklab.run(batch=0, profile=profile)
+    with pytest.raises(ValueError, match="^profile: it calibrates futex, not eventfd"):
+        kicklab.run("eventfd", messages=100, profile=profile)
+    with pytest.raises(ValueError, match=r"^kp \(k_P\)"):
+        kicklab.run(kp=0, profile=profile)
+
+
+def test_calibrate_errors():
+    with pytest.raises(ValueError, match="^samples: between 10 and 1000000"):
+        kicklab.calibrate(samples=5)
+    with pytest.raises(ValueError, match="^rounds: between 1 and 100"):
+        kicklab.calibrate(rounds=0)
+    with pytest.raises(ValueError, match="^gaps: `0us`: every gap must be longer than 0"):
+        kicklab.calibrate(gaps="10us,0us")
+    with pytest.raises(ValueError, match="^gap: invalid value 'soon'"):
+        kicklab.calibrate(gap="soon")
