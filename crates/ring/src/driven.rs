@@ -581,6 +581,7 @@ mod tests {
     }
 
     #[test]
+    #[cfg_attr(miri, ignore = "system calls")]
     fn the_controller_runs_every_strategy_through_a_wait() {
         for s in [
             "notify",
