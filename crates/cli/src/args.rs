@@ -217,6 +217,17 @@ impl ParamArgs {
         self.build(|profile, p| profile.apply_costs(p, false))
     }
 
+    /// [`ParamArgs::params`] with `profile`'s N, V and S (means) where no
+    /// flag sets them, whether or not `--profile` gave it (a real run
+    /// calibrates when none is given).
+    ///
+    /// # Errors
+    ///
+    /// A [`Usage`] error naming the flag.
+    pub fn params_from(&self, profile: &kicklab_model::Profile) -> Result<Params, Usage> {
+        self.build_with(Some(profile), |profile, p| profile.apply_costs(p, false))
+    }
+
     /// The validated parameters for the model (`spread` false: the
     /// profile's means) or the simulator (`spread`: distributions with the
     /// measured spread): with a profile, its N, V and S, and W plus the
@@ -231,6 +242,14 @@ impl ParamArgs {
     }
 
     fn build(&self, apply: impl Fn(&kicklab_model::Profile, &mut Params)) -> Result<Params, Usage> {
+        self.build_with(self.load_profile()?.as_ref(), apply)
+    }
+
+    fn build_with(
+        &self,
+        profile: Option<&kicklab_model::Profile>,
+        apply: impl Fn(&kicklab_model::Profile, &mut Params),
+    ) -> Result<Params, Usage> {
         let mut p = Params {
             len: self.len,
             k_p: self.kp,
@@ -239,8 +258,8 @@ impl ParamArgs {
             w_c: self.wc,
             ..Params::default()
         };
-        if let Some(profile) = self.load_profile()? {
-            apply(&profile, &mut p);
+        if let Some(profile) = profile {
+            apply(profile, &mut p);
         }
         p.n_p = self.np.unwrap_or(p.n_p);
         p.n_c = self.nc.unwrap_or(p.n_c);

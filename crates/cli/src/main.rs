@@ -167,7 +167,7 @@ fn testbed_usage(t: &kicklab_testbed::TestbedError) -> Option<String> {
                 Setting::Messages | Setting::Warmup => "--messages",
                 Setting::Batch => "--batch",
                 Setting::Work => "--work",
-                Setting::Spin => "--strategy",
+                Setting::Spin | Setting::Strategy => "--strategy",
                 Setting::Samples => "--samples",
                 Setting::Gap => "--gap",
                 Setting::Gaps => "--gaps",

@@ -1,7 +1,7 @@
 //! `kicklab run`: parses, calls `kicklab_lab::real`, prints.
 
 use clap::Args;
-use kicklab_lab::real::{predicted, profile_for, RunSpec};
+use kicklab_lab::real::{expected, profile_for, Expected, RunSpec};
 use kicklab_model::{fmt_ns, WaitMode};
 use serde_json::json;
 
@@ -14,9 +14,24 @@ pub struct RunArgs {
     params: ParamArgs,
     #[command(flatten)]
     be: BackendArgs,
-    /// How both threads wait: notify (block), poll (spin), spin:<budget>.
+    /// How both parties wait: notify (block), poll (spin), spin:<B> (spin,
+    /// then block), sleep:<Y> (timed sleeps), halt-poll[:...] (KVM),
+    /// haltpoll[:...] (guest governor), hybrid[:mean|min], defer[:...]
+    /// (NAPI), coalesce:<n>,<t> (held kicks), adaptive[:latency=<D>]
+    /// (kicklab's controller). A kvm guest side takes notify, poll and
+    /// spin:<B> only; its host side takes any.
     #[arg(long, default_value = "notify", value_parser = mode, allow_hyphen_values = true)]
     strategy: WaitMode,
+    /// How P waits (overrides --strategy for the producer).
+    #[arg(long, value_parser = mode, allow_hyphen_values = true)]
+    strategy_p: Option<WaitMode>,
+    /// How C waits (overrides --strategy for the consumer).
+    #[arg(long, value_parser = mode, allow_hyphen_values = true)]
+    strategy_c: Option<WaitMode>,
+    /// Bound on the p99 message latency that `adaptive` keeps (unless its
+    /// strategy gives one) [default: 100us].
+    #[arg(long, value_parser = crate::args::duration_ns, allow_hyphen_values = true)]
+    latency: Option<f64>,
     /// Messages measured (after a warm-up of a tenth as many).
     #[arg(long, default_value_t = 200_000, allow_hyphen_values = true)]
     messages: u64,
@@ -34,8 +49,17 @@ pub struct RunArgs {
 
 pub fn run(a: &RunArgs) -> anyhow::Result<()> {
     let params = a.params.params()?;
-    let spec = RunSpec {
+    let (mode_p, mode_c) = (
+        a.strategy_p.unwrap_or(a.strategy),
+        a.strategy_c.unwrap_or(a.strategy),
+    );
+    let mut spec = RunSpec {
         batch: a.batch,
+        mode_p,
+        mode_c,
+        // Explicit, so that the JSON names the bound adaptive kept.
+        latency_bound_ns: Some(a.latency.unwrap_or(kicklab_model::DEFAULT_LATENCY_NS)),
+        latency: true,
         ..RunSpec::new(params, a.be.get(), a.strategy, a.messages, a.seed)
     };
     kicklab_lab::real::check(&spec)?;
@@ -44,24 +68,45 @@ pub fn run(a: &RunArgs) -> anyhow::Result<()> {
         a.params.load_profile()?,
         &crate::Bars::default(),
     )?;
+    // A planning strategy (adaptive) estimates with this machine's costs.
+    spec.params = a.params.params_from(&profile)?;
     let r = kicklab_lab::real::run(&spec)?;
-    // The prediction: the model with this machine's N and S.
-    let predicted = predicted(&params, &profile, a.strategy)?;
-    let warnings = kicklab_lab::disturbance::check(&r, &params, a.strategy, &profile)?;
+    // The prediction: the model (or, where it has no closed form, the
+    // simulator) with this machine's N and S.
+    let expected = expected(&spec, &profile)?;
+    let warnings = kicklab_lab::disturbance::check_modes(&r, &params, [mode_p, mode_c], &profile)?;
     crate::print_warnings("", &warnings);
+    let [shown_p, shown_c] = spec.modes();
     if a.json {
         let mut v = serde_json::to_value(r)?;
         v["warnings"] = serde_json::to_value(&warnings)?;
         v["disturbed"] = json!(!warnings.is_empty());
         v["backend"] = json!(a.be.get().name());
         v["strategy"] = json!(a.strategy.to_string());
+        v["strategy_p"] = json!(shown_p.to_string());
+        v["strategy_c"] = json!(shown_c.to_string());
         v["batch"] = json!(a.batch);
-        v["predicted"] = predicted.map_or(serde_json::Value::Null, |p| {
-            crate::model_cmd::prediction_json(&p)
-        });
+        v["predicted"] = match &expected {
+            Expected::Model(p) => {
+                let mut m = crate::model_cmd::prediction_json(p);
+                m["source"] = json!("model");
+                m
+            }
+            Expected::Sim(rates) => {
+                let mut m = serde_json::to_value(rates)?;
+                m["source"] = json!("sim");
+                m["throughput_per_s"] = json!(rates.per_second());
+                m
+            }
+        };
         v["profile"] = crate::calibrate_cmd::profile_json(&profile);
         return crate::print_json(&v);
     }
+    let strategy = if shown_p == shown_c {
+        shown_p.to_string()
+    } else {
+        format!("P {shown_p}, C {shown_c}")
+    };
     let cpu = |c: Option<usize>| c.map_or("unpinned".to_string(), |c| format!("CPU {c}"));
     let pinned = if r.pinned {
         format!(
@@ -87,7 +132,7 @@ pub fn run(a: &RunArgs) -> anyhow::Result<()> {
         kicklab_testbed::Backend::Kvm(o) => {
             println!(
             "backend        kvm ({}), direction {}: {} in the guest, {} in a host thread, {pinned}",
-            a.strategy,
+            strategy,
             o.direction.name(),
             if o.direction == kicklab_testbed::kvm::Direction::Tx { "P" } else { "C" },
             if o.direction == kicklab_testbed::kvm::Direction::Tx { "C" } else { "P" },
@@ -96,7 +141,7 @@ pub fn run(a: &RunArgs) -> anyhow::Result<()> {
         be => println!(
             "backend        {} ({}), both threads {pinned}",
             be.name(),
-            a.strategy
+            strategy
         ),
     }
     crate::RateLines {
@@ -107,6 +152,21 @@ pub fn run(a: &RunArgs) -> anyhow::Result<()> {
         messages: r.rates.messages,
     }
     .print();
+    if r.naps_p + r.naps_c > 0 {
+        println!(
+            "of the sleeps  timed (never kicked): P {}, C {}",
+            r.naps_p, r.naps_c
+        );
+    }
+    match r.rates.latency_ns {
+        Some(l) => println!(
+            "latency        p50 {}  p99 {}  max {}  (publish to release)",
+            fmt_ns(l.p50),
+            fmt_ns(l.p99),
+            fmt_ns(l.max)
+        ),
+        None => println!("latency        not measured (a guest on one end)"),
+    }
     println!(
         "checked        {} messages: {} lost, {} duplicated or reordered",
         r.rates.messages, r.lost, r.duplicated_or_reordered
@@ -118,15 +178,25 @@ pub fn run(a: &RunArgs) -> anyhow::Result<()> {
         fmt_ns(profile.sp.mean_ns),
         fmt_ns(profile.sc.mean_ns)
     );
-    if let Some(p) = predicted {
-        println!(
+    match expected {
+        Expected::Model(p) => println!(
             "model          {}: T {} (measured/model {:.3}), E {} (measured/model {:.3})",
             p.regime,
             fmt_ns(p.rates.t_ns),
             r.rates.t_ns / p.rates.t_ns,
             fmt_ns(p.rates.e_ns),
             r.rates.e_ns / p.rates.e_ns
-        );
+        ),
+        Expected::Sim(s) => println!(
+            "simulated      T {} (measured/sim {:.3}), E {} (measured/sim {:.3}){}",
+            fmt_ns(s.t_ns),
+            r.rates.t_ns / s.t_ns,
+            fmt_ns(s.e_ns),
+            r.rates.e_ns / s.e_ns,
+            s.latency_ns
+                .map(|l| format!(", p99 latency {}", fmt_ns(l.p99)))
+                .unwrap_or_default()
+        ),
     }
     Ok(())
 }

@@ -276,11 +276,29 @@ pub fn check(
     mode: WaitMode,
     profile: &Profile,
 ) -> Result<Vec<Warning>, LabError> {
-    let floor = match mode {
-        WaitMode::Poll => Some(poll_floor_ns(params, profile)?),
-        _ => None,
+    check_modes(r, params, [mode, mode], profile)
+}
+
+/// [`check`] for a run whose P and C waited by `modes` (the polling floor
+/// only where both polled). A party that napped (a timed sleep) counts as
+/// sleeping, as one that blocked: its sleeps include its naps.
+///
+/// # Errors
+///
+/// Invalid parameters.
+pub fn check_modes(
+    r: &PairResult,
+    params: &Params,
+    modes: [WaitMode; 2],
+    profile: &Profile,
+) -> Result<Vec<Warning>, LabError> {
+    let both_poll = modes == [WaitMode::Poll, WaitMode::Poll];
+    let floor = if both_poll {
+        Some(poll_floor_ns(params, profile)?)
+    } else {
+        None
     };
-    let mut w = check_run(r, mode, floor);
+    let mut w = check_run(r, if both_poll { WaitMode::Poll } else { modes[0] }, floor);
     w.extend(check_profile(profile));
     Ok(w)
 }

@@ -1,39 +1,46 @@
-//! The pair run for real, checked and set against the model: the wait
-//! strategy a [`WaitMode`] names on the ring, one checked run, and the
-//! calibration profile a run is predicted with.
+//! The pair run for real, checked and set against the model: one checked
+//! run of any strategies (every [`WaitMode`] runs on the real backends:
+//! `notify`, `poll` and `spin:<B>` by the ring's fixed strategies, the
+//! others by `kicklab_model::Controller` step by step; a kvm guest side
+//! only by the fixed ones), the calibration profile a run is predicted
+//! with, and the prediction: the closed form where there is one, else the
+//! simulator ([`simulated`]).
 
 use std::time::Duration;
 
-use kicklab_model::{predict, Cost, Params, Party, Prediction, WaitMode};
+use kicklab_model::{predict, Cost, Params, Party, Prediction, Rates, WaitMode};
+use kicklab_sim::{simulate, SimConfig};
 use kicklab_testbed::{
     calibrate_backend, run_pair, Backend, Calibration, PairConfig, PairResult, Profile,
 };
 
 use crate::{Input, LabError, Progress};
 
-/// The ring's wait strategy for the simulator's words; `None` for the
-/// strategies the real backends do not run yet.
+/// The ring's fixed wait strategy for `notify`, `poll` and `spin:<B>`;
+/// `None` for the strategies a controller runs step by step (which the
+/// real backends run too, see [`run`]).
 pub fn strategy(mode: WaitMode) -> Option<kicklab_ring::WaitStrategy> {
-    match mode {
-        WaitMode::Notify => Some(kicklab_ring::WaitStrategy::Block),
-        WaitMode::Poll => Some(kicklab_ring::WaitStrategy::Poll),
-        WaitMode::Spin { budget_ns } => Some(kicklab_ring::WaitStrategy::SpinThenBlock(
-            Duration::from_secs_f64(budget_ns.clamp(0.0, kicklab_model::MAX_DURATION_NS) / 1e9),
-        )),
-        _ => None,
-    }
+    kicklab_testbed::basic_strategy(mode)
 }
 
 /// What one real run asks for.
 #[derive(Debug, Clone, Copy)]
 pub struct RunSpec {
-    /// The pair (its N and S are what the machine has; only L, k and W
-    /// are used).
+    /// The pair. L, k and W run it; N, V and S are what the machine has,
+    /// and only `adaptive` reads their means, as estimates (put a
+    /// calibration's in: `Profile::apply_costs`).
     pub params: Params,
     /// Where it runs.
     pub backend: Backend,
-    /// How both parties wait.
-    pub mode: WaitMode,
+    /// How P waits (and, for `coalesce`, kicks).
+    pub mode_p: WaitMode,
+    /// How C waits (and kicks).
+    pub mode_c: WaitMode,
+    /// The latency bound of an `adaptive` without its own [ns]; `None`:
+    /// 100 us.
+    pub latency_bound_ns: Option<f64>,
+    /// Measure each message's latency (threads backends).
+    pub latency: bool,
     /// Messages measured (after a warm-up of a tenth as many).
     pub messages: u64,
     /// Seed of random W_P / W_C.
@@ -43,7 +50,8 @@ pub struct RunSpec {
 }
 
 impl RunSpec {
-    /// One message per publish.
+    /// Both parties waiting by `mode`, one message per publish, latency
+    /// not measured.
     pub fn new(
         params: Params,
         backend: Backend,
@@ -54,11 +62,19 @@ impl RunSpec {
         RunSpec {
             params,
             backend,
-            mode,
+            mode_p: mode,
+            mode_c: mode,
+            latency_bound_ns: None,
+            latency: false,
             messages,
             seed,
             batch: 1,
         }
+    }
+
+    /// P's and C's modes with the run's latency bound in `adaptive`.
+    pub fn modes(&self) -> [WaitMode; 2] {
+        [self.mode_p, self.mode_c].map(|m| m.with_latency(self.latency_bound_ns))
     }
 }
 
@@ -78,31 +94,33 @@ pub fn check(spec: &RunSpec) -> Result<(), LabError> {
             "at least 1 message per publish",
         ));
     }
-    if strategy(spec.mode).is_none() {
-        return Err(LabError::input(
-            Input::Mode,
-            format!(
-                "{} runs in the simulator only for now (`kicklab sim --mode {}`); real runs take notify, poll and spin:<B>",
-                spec.mode, spec.mode
-            ),
-        ));
+    if let Some(l) = spec.latency_bound_ns {
+        if !(l.is_finite() && l > 0.0 && l <= kicklab_model::MAX_DURATION_NS) {
+            return Err(LabError::input(
+                Input::Latency,
+                "the bound must be a duration above 0 and at most 1h",
+            ));
+        }
     }
+    // The testbed checks the strategies (ranges, what a guest side runs).
     spec.backend.check_pair(&config(spec))?;
     Ok(())
 }
 
 /// The testbed's configuration of a run.
 fn config(spec: &RunSpec) -> PairConfig {
+    let [mode_p, mode_c] = spec.modes();
     PairConfig {
         params: spec.params,
-        strategy_p: strategy(spec.mode).expect("checked"),
-        strategy_c: strategy(spec.mode).expect("checked"),
+        mode_p,
+        mode_c,
         backend: spec.backend,
         messages: spec.messages,
         warmup: spec.messages / 10,
         seed: spec.seed,
         timeout: kicklab_testbed::stall_limit(&spec.params),
         batch: spec.batch,
+        latency: spec.latency,
     }
 }
 
@@ -138,6 +156,67 @@ pub fn predicted(
     mode: WaitMode,
 ) -> Result<Option<Prediction>, LabError> {
     Ok(predicted_at_idle(params, profile, mode)?.map(|x| x.prediction))
+}
+
+/// The simulator's prediction for a real run of `spec`, for the strategies
+/// with no closed form (or with P and C waiting differently): the pair
+/// with the profile's N, V and S as distributions and the ring's cost per
+/// message added to W ([`Profile::apply`]), start-ups scaled by the idle
+/// curve, the same strategies (latency bound included), as many messages
+/// as the run (at most a million), message latency recorded.
+///
+/// # Errors
+///
+/// Invalid parameters, or a failed simulation.
+pub fn simulated(spec: &RunSpec, profile: &Profile) -> Result<Rates, LabError> {
+    let mut p = spec.params;
+    profile.apply(&mut p, true);
+    let [mode_p, mode_c] = spec.modes();
+    let s = simulate(&SimConfig {
+        mode_p,
+        mode_c,
+        seed: spec.seed,
+        idle_scale: [profile.idle_scale(Party::P), profile.idle_scale(Party::C)],
+        ..SimConfig::new(p, mode_p, spec.messages.min(1_000_000))
+    })?;
+    Ok(s.rates)
+}
+
+/// What a run is set against: the closed form where it covers the run
+/// (both parties `notify` or both `poll`), else the simulator.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Expected {
+    /// The model's prediction ([`predicted`]).
+    Model(Prediction),
+    /// The simulator's ([`simulated`]).
+    Sim(Rates),
+}
+
+impl Expected {
+    /// T, E and the counts.
+    pub fn rates(&self) -> &Rates {
+        match self {
+            Expected::Model(p) => &p.rates,
+            Expected::Sim(r) => r,
+        }
+    }
+}
+
+/// The prediction for a real run of `spec` with `profile`'s costs: the
+/// model's where it has a closed form for the run's strategies, else the
+/// simulator's.
+///
+/// # Errors
+///
+/// Invalid parameters, or a failed simulation.
+pub fn expected(spec: &RunSpec, profile: &Profile) -> Result<Expected, LabError> {
+    let [mode_p, mode_c] = spec.modes();
+    if mode_p == mode_c {
+        if let Some(p) = predicted(&spec.params, profile, mode_p)? {
+            return Ok(Expected::Model(p));
+        }
+    }
+    simulated(spec, profile).map(Expected::Sim)
 }
 
 /// The most predictions [`predicted_at_idle`] makes.
@@ -344,6 +423,73 @@ mod tests {
     use super::*;
 
     #[test]
+    fn every_strategy_runs_for_real_and_the_guest_side_is_refused_by_name() {
+        let be = Backend::Threads(kicklab_ring::NotifierKind::Futex);
+        for s in [
+            "notify",
+            "sleep:20us",
+            "halt-poll",
+            "haltpoll",
+            "hybrid",
+            "defer",
+            "coalesce:8,20us",
+            "adaptive",
+        ] {
+            let m = WaitMode::parse(s).unwrap();
+            check(&RunSpec::new(Params::default(), be, m, 10, 1)).unwrap();
+        }
+        let kvm = Backend::Kvm(kicklab_testbed::kvm::KvmOptions::default());
+        let mut spec = RunSpec::new(
+            Params::default(),
+            kvm,
+            WaitMode::parse("adaptive").unwrap(),
+            10,
+            1,
+        );
+        let e = check(&spec).unwrap_err().to_string();
+        assert!(e.contains("guest side (P, direction tx)"), "{e}");
+        // The host side (C in tx) takes any strategy.
+        spec.mode_p = WaitMode::Notify;
+        check(&spec).unwrap();
+        spec.latency_bound_ns = Some(0.0);
+        assert!(matches!(
+            check(&spec),
+            Err(LabError::Input {
+                input: Input::Latency,
+                ..
+            })
+        ));
+    }
+
+    #[test]
+    fn the_expectation_is_the_model_where_it_can_else_the_simulator() {
+        let profile = Profile::of_means("futex", [2000.0, 2000.0, 3000.0, 3000.0]);
+        let be = Backend::Threads(kicklab_ring::NotifierKind::Futex);
+        let spec = |m: &str| {
+            RunSpec::new(
+                Params::default(),
+                be,
+                WaitMode::parse(m).unwrap(),
+                20_000,
+                1,
+            )
+        };
+        assert!(matches!(
+            expected(&spec("notify"), &profile).unwrap(),
+            Expected::Model(_)
+        ));
+        let a = expected(&spec("adaptive"), &profile).unwrap();
+        let Expected::Sim(r) = a else { panic!("{a:?}") };
+        assert!(r.t_ns >= 1000.0 && r.latency_ns.is_some(), "{r:?}");
+        let mut mixed = spec("notify");
+        mixed.mode_c = WaitMode::Poll;
+        assert!(matches!(
+            expected(&mixed, &profile).unwrap(),
+            Expected::Sim(_)
+        ));
+    }
+
+    #[test]
     fn strategies_map_one_to_one() {
         assert_eq!(
             strategy(WaitMode::Notify).unwrap(),
@@ -357,6 +503,7 @@ mod tests {
             strategy(WaitMode::Spin { budget_ns: 5000.0 }).unwrap(),
             kicklab_ring::WaitStrategy::SpinThenBlock(Duration::from_micros(5))
         );
+        assert_eq!(strategy(WaitMode::parse("adaptive").unwrap()), None);
     }
 
     /// A futex-like profile whose start-ups grow with the idle gap.

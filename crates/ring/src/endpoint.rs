@@ -272,6 +272,12 @@ impl Producer {
         self.tail
     }
 
+    /// Own index (`tail`) and the messages published and not yet freed as
+    /// last seen (from the cached `head`).
+    pub(crate) fn seen_indices(&self) -> (u32, u32) {
+        (self.tail, self.tail.wrapping_sub(self.head_cache))
+    }
+
     fn free_cached(&self) -> u32 {
         self.len
             - self
@@ -464,6 +470,12 @@ impl Consumer {
     /// Freed count so far (the shared `head`).
     pub fn head(&self) -> u32 {
         self.head
+    }
+
+    /// Own index (`head`) and the messages published and not yet freed as
+    /// last seen (from the cached `tail`; claimed ones count until freed).
+    pub(crate) fn seen_indices(&self) -> (u32, u32) {
+        (self.head, self.tail_cache.wrapping_sub(self.head))
     }
 
     fn available_cached(&self) -> u32 {

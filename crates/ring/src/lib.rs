@@ -7,9 +7,12 @@
 //! that index, so a busy peer is never notified.
 //!
 //! What lives here: the memory layout ([`RingHeader`]), the two endpoints
-//! ([`Producer`], [`Consumer`]), the wait protocol ([`WaitStrategy`]), and
+//! ([`Producer`], [`Consumer`]), the wait protocol ([`WaitStrategy`]; and
+//! every strategy of `kicklab_model::WaitMode`, decided step by step by a
+//! [`Controller`] or any [`Policy`]: [`Driven`], [`Coalescer`]), and
 //! notifiers ([`Notifier`]: futex, eventfd, pipe). What does not: busy
-//! work, threads, timing, KVM (see `kicklab-testbed`).
+//! work, threads, KVM (see `kicklab-testbed`), the strategies' decisions
+//! (`kicklab-model`).
 //!
 //! ```text
 //!   Producer (P)                     shared region                    Consumer (C)
@@ -48,6 +51,7 @@
 //! are validated: a peer that writes garbage gets [`RingError::Corrupt`],
 //! never an out-of-bounds access.
 
+mod driven;
 mod endpoint;
 mod layout;
 #[cfg(not(loom))]
@@ -57,6 +61,9 @@ pub mod sync;
 pub mod untrusted;
 mod wait;
 
+pub use driven::{
+    Action, Clock, Coalescer, Controller, Driven, Episode, MonotonicClock, Policy, View,
+};
 #[cfg(not(loom))]
 pub use endpoint::on_raw;
 pub use endpoint::{ring, Consumer, Producer, Published, Released};

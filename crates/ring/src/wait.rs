@@ -1,5 +1,8 @@
 //! Waiting: spin, block, or spin then block, in crossbeam `Backoff`'s
 //! vocabulary: spin -> register need-kick -> fence -> re-check -> block.
+//! The fixed strategies live here ([`WaitStrategy`]); waits decided step
+//! by step by a policy (timed sleeps, spins with deadlines, blocks) are in
+//! `driven.rs` and share the block protocol below.
 
 use std::time::{Duration, Instant};
 
@@ -47,12 +50,23 @@ pub enum WaitStrategy {
 /// What waiting cost one side.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct WaitStats {
-    /// Times it blocked on its notifier.
+    /// Times it slept: blocked on its notifier, or a timed sleep (the
+    /// naps, counted here too, as the simulator counts them).
     pub sleeps: u64,
+    /// Of the sleeps, the timed ones: never registered, never kicked.
+    pub naps: u64,
     /// Times it registered but the re-check found the condition true.
     pub averted: u64,
-    /// Wake-ups that found the condition still false (spurious or stale).
+    /// Wake-ups from a block that found the condition still false
+    /// (spurious or stale kicks; a nap that finds nothing is not one).
     pub spurious: u64,
+}
+
+impl WaitStats {
+    /// Times it blocked on its notifier (the sleeps that were not naps).
+    pub fn blocks(&self) -> u64 {
+        self.sleeps - self.naps
+    }
 }
 
 /// An error while waiting.
@@ -70,16 +84,34 @@ pub enum WaitError {
 }
 
 /// The side-specific parts of a wait.
-trait Side {
+pub(crate) trait Side {
     /// How much of the resource (free slots / available messages) there is.
     fn have(&mut self) -> Result<u32, RingError>;
     fn prepare_sleep(&mut self, k: u32) -> Result<bool, RingError>;
     fn finish_sleep(&self);
+    /// This side's own index and the messages in the ring (published, not
+    /// yet freed) as it last saw them; `fresh`: re-read the peer's index
+    /// first.
+    fn seen(&mut self, fresh: bool) -> Result<(u32, u32), RingError>;
+    /// The ring's length L.
+    fn len(&self) -> u32;
+    /// Whether this is the producer.
+    const PRODUCER: bool;
 }
 
 impl Side for Producer {
+    const PRODUCER: bool = true;
     fn have(&mut self) -> Result<u32, RingError> {
         self.free()
+    }
+    fn seen(&mut self, fresh: bool) -> Result<(u32, u32), RingError> {
+        if fresh {
+            self.free_now()?;
+        }
+        Ok(self.seen_indices())
+    }
+    fn len(&self) -> u32 {
+        self.len()
     }
     fn prepare_sleep(&mut self, k: u32) -> Result<bool, RingError> {
         Producer::prepare_sleep(self, k)
@@ -90,8 +122,18 @@ impl Side for Producer {
 }
 
 impl Side for Consumer {
+    const PRODUCER: bool = false;
     fn have(&mut self) -> Result<u32, RingError> {
         self.available()
+    }
+    fn seen(&mut self, fresh: bool) -> Result<(u32, u32), RingError> {
+        if fresh {
+            self.available_now()?;
+        }
+        Ok(self.seen_indices())
+    }
+    fn len(&self) -> u32 {
+        self.len()
     }
     fn prepare_sleep(&mut self, k: u32) -> Result<bool, RingError> {
         Consumer::prepare_sleep(self, k)
@@ -143,6 +185,17 @@ fn wait_for<S: Side>(
         }
         WaitStrategy::Block | WaitStrategy::SpinThenBlock(_) => {}
     }
+    block(side, k, notifier, stats)
+}
+
+/// Register need-kick -> fence -> re-check -> block, until the condition
+/// holds: a wake-up that finds nothing (a stale kick) blocks again.
+pub(crate) fn block<S: Side>(
+    side: &mut S,
+    k: u32,
+    notifier: &dyn Notifier,
+    stats: &mut WaitStats,
+) -> Result<(), WaitError> {
     loop {
         if side.prepare_sleep(k)? {
             stats.sleeps += 1;

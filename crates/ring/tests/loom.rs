@@ -4,12 +4,23 @@
 //! thresholds above 1. A lost wake-up shows as a deadlock, which loom
 //! reports; a lost, duplicated or reordered message fails the assertion.
 //!
-//! Run: `RUSTFLAGS="--cfg loom" cargo test -p kicklab-ring --test loom --release`.
+//! The waits driven by a policy (`driven.rs`) are checked with scripted
+//! policies that walk through every kind of step a strategy takes (timed
+//! sleeps, spins with and without deadlines, blocks), on both sides, with
+//! notifier-side coalescing too: under loom a nap is a yield and a spin
+//! with a deadline runs out after two rounds, so every interleaving of
+//! "woke from a nap / gave up a spin just as the peer moved" is explored.
+//!
+//! Run: `RUSTFLAGS="--cfg loom" cargo test -p kicklab-ring --test loom --release`
+//! (with `CARGO_TARGET_DIR=target/loom` to keep the normal build).
 #![cfg(loom)]
 
 use std::time::Duration;
 
-use kicklab_ring::{ring, Notifier, WaitStats, WaitStrategy};
+use kicklab_ring::{
+    ring, Action, Clock, Coalescer, Driven, Episode, Notifier, Policy, View, WaitStats,
+    WaitStrategy,
+};
 use loom::sync::{Arc, Condvar, Mutex};
 
 /// A token notifier on loom's primitives.
@@ -147,4 +158,179 @@ fn send_combining_two_per_publish() {
 #[test]
 fn send_combining_batch_longer_than_the_ring() {
     transfer_batched(2, 4, 1, 1, BLOCK, BLOCK, 3);
+}
+
+/// No clock under loom: always 0 (naps yield, deadline spins run out after
+/// two rounds, coalescing's time limit never passes).
+struct NoClock;
+
+impl Clock for NoClock {
+    fn now_ps(&self) -> u64 {
+        0
+    }
+}
+
+/// Plays `script` from its start in every episode; after its end, repeats
+/// its last step.
+struct Scripted {
+    script: &'static [Action],
+    step: usize,
+}
+
+impl Policy for Scripted {
+    fn wait(&mut self, _v: &View, _start: u64, first: bool) -> Action {
+        if first {
+            self.step = 0;
+        }
+        let a = self.script[self.step.min(self.script.len() - 1)];
+        self.step += 1;
+        a
+    }
+    fn done(&mut self, v: &View, e: Episode) {
+        assert!(e.end >= e.start);
+        assert!(v.occupancy() <= v.len);
+    }
+}
+
+/// Nap, spin to a deadline, then block.
+const NAP_SPIN_BLOCK: &[Action] = &[Action::Nap(0), Action::Spin(Some(0)), Action::Block];
+/// `defer`: nap, nap, block.
+const DEFER: &[Action] = &[Action::Nap(0), Action::Nap(0), Action::Block];
+/// `sleep:<Y>`: naps only, never registers.
+const SLEEP: &[Action] = &[Action::Nap(0)];
+/// `hybrid`: a nap, then spin with no deadline.
+const HYBRID: &[Action] = &[Action::Nap(0), Action::Spin(None)];
+/// `notify`.
+const BLOCK_NOW: &[Action] = &[Action::Block];
+
+/// One side of a driven transfer: its script, and coalescing of its own
+/// kicks (hold until `n` are pending; the time limit never passes).
+#[derive(Clone, Copy)]
+struct Side {
+    script: &'static [Action],
+    coalesce: Option<u64>,
+}
+
+const fn side(script: &'static [Action]) -> Side {
+    Side {
+        script,
+        coalesce: None,
+    }
+}
+
+/// Sends a held kick or a wanted one as the coalescer says.
+fn kick_now(co: &mut Option<Coalescer>, wanted: bool, pending: impl FnOnce() -> u64) -> bool {
+    match co {
+        None => wanted,
+        Some(c) if wanted || c.holding() => c.kick_now(wanted, 0, pending()),
+        Some(_) => false,
+    }
+}
+
+fn transfer_driven(len: u32, messages: u64, k_p: u32, k_c: u32, sp: Side, sc: Side) {
+    let mut b = loom::model::Builder::new();
+    b.preemption_bound = Some(3);
+    b.check(move || {
+        let (mut p, mut c) = ring(len);
+        let to_c = Arc::new(LoomNotifier::default());
+        let to_p = Arc::new(LoomNotifier::default());
+        let (to_c2, to_p2) = (Arc::clone(&to_c), Arc::clone(&to_p));
+        let producer = loom::thread::spawn(move || {
+            let mut st = WaitStats::default();
+            let mut by = Driven::new(
+                Scripted {
+                    script: sp.script,
+                    step: 0,
+                },
+                NoClock,
+            );
+            let mut co = sp.coalesce.map(|n| Coalescer::new(n, u64::MAX));
+            for i in 0..messages {
+                // A held kick goes before this side waits.
+                if p.free().unwrap() == 0 && co.as_mut().is_some_and(Coalescer::flush) {
+                    to_c2.notify().unwrap();
+                }
+                p.wait_for_space_by(k_c, &mut by, &*to_p2, &mut st).unwrap();
+                assert!(p.write(i).unwrap());
+                let pubd = p.publish();
+                let wanted = p.peer_wants_kick(pubd);
+                if kick_now(&mut co, wanted, || u64::from(len - p.free_now().unwrap())) {
+                    to_c2.notify().unwrap();
+                }
+            }
+            // ... and before it finishes; end of stream: fewer than k_P
+            // messages may be left, so kick anyway.
+            if co.as_mut().is_some_and(Coalescer::flush) || k_p > 1 {
+                to_c2.notify().unwrap();
+            }
+        });
+        let mut st = WaitStats::default();
+        let mut by = Driven::new(
+            Scripted {
+                script: sc.script,
+                step: 0,
+            },
+            NoClock,
+        );
+        let mut co = sc.coalesce.map(|n| Coalescer::new(n, u64::MAX));
+        for want in 0..messages {
+            if c.available().unwrap() == 0 && co.as_mut().is_some_and(Coalescer::flush) {
+                to_p.notify().unwrap();
+            }
+            c.wait_for_messages_by(k_p, &mut by, &*to_c, &mut st)
+                .unwrap();
+            assert_eq!(
+                c.claim().unwrap(),
+                Some(want),
+                "lost, duplicated or reordered"
+            );
+            let r = c.release();
+            let wanted = c.peer_wants_kick(r);
+            if kick_now(&mut co, wanted, || {
+                u64::from(len - c.available_now().unwrap())
+            }) {
+                to_p.notify().unwrap();
+            }
+        }
+        if co.as_mut().is_some_and(Coalescer::flush) {
+            to_p.notify().unwrap();
+        }
+        producer.join().unwrap();
+    });
+}
+
+#[test]
+fn driven_nap_spin_block_both_sides() {
+    transfer_driven(2, 3, 1, 1, side(NAP_SPIN_BLOCK), side(NAP_SPIN_BLOCK));
+}
+
+#[test]
+fn driven_defer_both_sides_thresholds_above_one() {
+    transfer_driven(2, 3, 2, 2, side(DEFER), side(DEFER));
+}
+
+#[test]
+fn driven_one_slot() {
+    transfer_driven(1, 3, 1, 1, side(NAP_SPIN_BLOCK), side(DEFER));
+}
+
+#[test]
+fn driven_timed_sleeps_against_blocks() {
+    // A side that never registers is never kicked, and never needs to be.
+    transfer_driven(2, 3, 1, 1, side(SLEEP), side(BLOCK_NOW));
+    transfer_driven(2, 3, 1, 1, side(BLOCK_NOW), side(SLEEP));
+    transfer_driven(2, 3, 1, 1, side(HYBRID), side(DEFER));
+}
+
+#[test]
+fn driven_coalesced_kicks_are_flushed_before_waiting() {
+    // P holds its kicks until 2 messages are pending (or it waits, or
+    // ends); C holds its own until 2 slots are free.
+    let hold = |script| Side {
+        script,
+        coalesce: Some(2),
+    };
+    transfer_driven(3, 4, 1, 1, hold(BLOCK_NOW), side(BLOCK_NOW));
+    transfer_driven(2, 3, 1, 1, side(BLOCK_NOW), hold(BLOCK_NOW));
+    transfer_driven(3, 3, 1, 2, hold(BLOCK_NOW), side(NAP_SPIN_BLOCK));
 }

@@ -102,6 +102,42 @@ impl Tsc {
     }
 }
 
+/// The TSC as the clock of a strategy's decisions (`kicklab_ring::Clock`):
+/// picoseconds since it was made, a TSC read and a multiply.
+#[derive(Debug, Clone, Copy)]
+pub struct TscClock {
+    epoch: u64,
+    ps_per_tick: f64,
+}
+
+impl TscClock {
+    /// A clock that reads 0 now.
+    pub fn new() -> TscClock {
+        TscClock {
+            epoch: rdtsc(),
+            ps_per_tick: 1000.0 / Tsc::get().ticks_per_ns,
+        }
+    }
+}
+
+impl Default for TscClock {
+    fn default() -> TscClock {
+        TscClock::new()
+    }
+}
+
+impl kicklab_ring::Clock for TscClock {
+    #[inline]
+    #[allow(
+        clippy::cast_possible_truncation,
+        clippy::cast_sign_loss,
+        clippy::cast_precision_loss
+    )]
+    fn now_ps(&self) -> u64 {
+        (rdtsc().saturating_sub(self.epoch) as f64 * self.ps_per_tick) as u64
+    }
+}
+
 /// Busy work checks its stop flag at least this often [ns].
 pub const SPIN_CHUNK_NS: f64 = 100_000.0;
 

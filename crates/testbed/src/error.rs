@@ -17,6 +17,8 @@ pub enum Setting {
     Work,
     /// A wait strategy's spin budget.
     Spin,
+    /// A party's wait strategy.
+    Strategy,
     /// Calibration samples per round.
     Samples,
     /// Calibration idle gap.
@@ -45,6 +47,7 @@ impl Setting {
             Setting::Batch => "batch",
             Setting::Work => "work",
             Setting::Spin => "spin",
+            Setting::Strategy => "strategy",
             Setting::Samples => "samples",
             Setting::Gap => "gap",
             Setting::Gaps => "gaps",

@@ -6,7 +6,7 @@
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::Duration;
 
-use kicklab_model::Params;
+use kicklab_model::{Params, WaitMode, MAX_DURATION_NS};
 use kicklab_ring::WaitStrategy;
 use serde::Serialize;
 
@@ -16,12 +16,19 @@ use crate::{Setting, TestbedError};
 /// One real run.
 #[derive(Debug, Clone, Copy)]
 pub struct PairConfig {
-    /// L, k_P, k_C, W_P, W_C (N and S are the machine's own).
+    /// L, k_P, k_C, W_P, W_C run the pair. N, V and S are the machine's
+    /// own; only the strategies that plan (`adaptive`) read their means,
+    /// as estimates (give them a calibration's: `Profile::apply_costs`).
     pub params: Params,
-    /// How P waits for space.
-    pub strategy_p: WaitStrategy,
-    /// How C waits for messages.
-    pub strategy_c: WaitStrategy,
+    /// How P waits for space (and, for `coalesce`, kicks): any strategy.
+    /// `notify`, `poll` and `spin:<B>` run the ring's fixed
+    /// [`WaitStrategy`] ([`basic_strategy`]); the others a
+    /// `kicklab_model::Controller` step by step (`kicklab_ring::Driven`).
+    /// An `adaptive` without its own latency bound keeps 100 us
+    /// (`WaitMode::with_latency` sets one).
+    pub mode_p: WaitMode,
+    /// How C waits for messages (and kicks), as `mode_p`.
+    pub mode_c: WaitMode,
     /// Where the parties run and how they notify each other.
     pub backend: crate::Backend,
     /// Messages measured after the warm-up.
@@ -37,6 +44,30 @@ pub struct PairConfig {
     /// Send combining: P publishes (and kicks at most once) every `batch`
     /// messages, or earlier when the ring is full. 1: every message.
     pub batch: u32,
+    /// Measure each message's latency, from its publish to the end of its
+    /// consumption (the consumer's release), where both ends are host
+    /// threads: a TSC read per publish and per release, and a store and a
+    /// load of the stamp (see [`PairResult`]'s `latency_ns`).
+    pub latency: bool,
+}
+
+/// The ring's fixed strategy for `notify`, `poll` and `spin:<B>`; `None`
+/// for the strategies a controller runs step by step.
+pub fn basic_strategy(mode: WaitMode) -> Option<WaitStrategy> {
+    match mode {
+        WaitMode::Notify => Some(WaitStrategy::Block),
+        WaitMode::Poll => Some(WaitStrategy::Poll),
+        WaitMode::Spin { budget_ns } => Some(WaitStrategy::SpinThenBlock(Duration::from_secs_f64(
+            budget_ns.clamp(0.0, MAX_DURATION_NS) / 1e9,
+        ))),
+        _ => None,
+    }
+}
+
+/// Whether a party waiting by `mode` keeps its CPU busy while it waits
+/// (`poll`, and `hybrid`'s spin after its nap).
+pub(crate) fn busy_waits(mode: WaitMode) -> bool {
+    matches!(mode, WaitMode::Poll | WaitMode::Hybrid(_))
 }
 
 /// A default stall limit for `params`: the larger of 2 s and 1000 times
@@ -63,8 +94,10 @@ impl PairConfig {
                 "need at least 1 message",
             ));
         }
-        for s in [self.strategy_p, self.strategy_c] {
-            if let WaitStrategy::SpinThenBlock(d) = s {
+        for (who, m) in [("P", self.mode_p), ("C", self.mode_c)] {
+            m.check()
+                .map_err(|e| TestbedError::limit(Setting::Strategy, format!("{who}'s {m}: {e}")))?;
+            if let Some(WaitStrategy::SpinThenBlock(d)) = basic_strategy(m) {
                 check_duration(d, Setting::Spin)?;
             }
         }
@@ -79,13 +112,21 @@ impl PairConfig {
 #[derive(Debug, Clone, Copy, Default, Serialize)]
 pub struct PairResult {
     /// T (wall time), E (CPU time of both threads), per party, and the
-    /// messages, kicks and sleeps in the window.
+    /// messages, kicks and sleeps (blocks and naps) in the window; the
+    /// messages' latency from publish to release (`latency_ns`: p50, p99,
+    /// max, mean) where measured ([`PairConfig::latency`], both ends host
+    /// threads), else `None`.
     #[serde(flatten)]
     pub rates: kicklab_model::Rates,
     /// Messages the consumer never saw.
     pub lost: u64,
     /// Messages seen twice or out of order.
     pub duplicated_or_reordered: u64,
+    /// Of P's sleeps (`sleeps_p`), the timed ones: naps that were never
+    /// kicked.
+    pub naps_p: u64,
+    /// Of C's sleeps, the timed ones.
+    pub naps_c: u64,
     /// Wake-ups that found nothing to do (P, whole run).
     pub spurious_p: u64,
     /// Wake-ups that found nothing to do (C, whole run).
@@ -179,8 +220,10 @@ pub(crate) struct PartyCounts {
     pub cpu_ns: u64,
     /// Notifications it sent.
     pub kicks: u64,
-    /// Times it blocked.
+    /// Times it slept (blocked, or a timed sleep).
     pub sleeps: u64,
+    /// Of those, the timed sleeps.
+    pub naps: u64,
     /// Wake-ups that found nothing to do (whole run).
     pub spurious: u64,
     /// Wall time inside its notify calls [ns]; `None` where not timed
@@ -194,15 +237,16 @@ pub(crate) struct PartyCounts {
 
 impl PairResult {
     /// The result of a window of `messages` that took `wall_ns`, from what
-    /// each party did and the consumer's sequence check; placement is
-    /// filled in by [`placement`].
+    /// each party did, the consumer's sequence check and the messages'
+    /// latency where it was measured; placement is filled in by
+    /// [`placement`].
     #[allow(clippy::cast_precision_loss)]
     pub(crate) fn of_window(
         messages: u64,
         wall_ns: f64,
         [p, c]: [PartyCounts; 2],
-        lost: u64,
-        bad: u64,
+        (lost, bad): (u64, u64),
+        latency_ns: Option<kicklab_model::Latency>,
     ) -> PairResult {
         let n = messages as f64;
         let (e_p_ns, e_c_ns) = (p.cpu_ns as f64 / n, c.cpu_ns as f64 / n);
@@ -217,10 +261,12 @@ impl PairResult {
                 notifications_c: c.kicks,
                 sleeps_p: p.sleeps,
                 sleeps_c: c.sleeps,
-                latency_ns: None,
+                latency_ns,
             },
             lost,
             duplicated_or_reordered: bad,
+            naps_p: p.naps,
+            naps_c: c.naps,
             spurious_p: p.spurious,
             spurious_c: c.spurious,
             kick_p_ns: p

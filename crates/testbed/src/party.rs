@@ -1,23 +1,41 @@
 //! The one host party loop both backends run: a producer or a consumer
 //! over a `kicklab-ring` endpoint, with busy work drawn from the sampler,
-//! sequence checks, window marks and a progress counter; and the pieces
-//! of a watchdog that measures progress ([`Stall`], [`join_within`],
-//! [`Stoppable`]). What does not live here: spawning the parties (each
-//! backend does), the guest's half (`backend::kvm::guest`).
+//! sequence checks, window marks, a progress counter and (where both ends
+//! are host threads) each message's latency; and the pieces of a watchdog
+//! that measures progress ([`Stall`], [`join_within`], [`Stoppable`]).
+//! What does not live here: spawning the parties (each backend does), the
+//! guest's half (`backend::kvm::guest`), the strategies' decisions
+//! (`kicklab_model::Controller`, carried out by `kicklab_ring::Driven`).
 //!
 //! ```text
-//!   producer: [wait_for_space(k)] -> busy W -> write seq -> publish (every batch) -> maybe kick
-//!   consumer: wait_for_messages(k) -> claim, check seq -> busy W -> release -> maybe kick
+//!   producer: [flush held kick] [wait for space] -> busy W -> write seq
+//!             -> (every batch) stamp, publish, kick / hold / send held -> [pause]
+//!   consumer: [flush held kick] wait for messages -> claim, check seq, read stamp
+//!             -> busy W -> release, latency -> kick / hold / send held -> [pause]
 //! ```
+//!
+//! A party waits by its [`WaitMode`]: `notify`, `poll` and `spin:<B>` by
+//! the ring's fixed [`WaitStrategy`] (exactly as before controllers
+//! existed); every other mode by a [`Controller`] on the TSC
+//! ([`TscClock`]): it decides each step of a wait, learns when a wait ends,
+//! and (`adaptive`) pauses between messages. `coalesce:<n>,<t>` holds the
+//! party's kicks ([`Coalescer`]) and always sends a held one before the
+//! party waits or finishes, else the pair could deadlock.
 
+use std::num::NonZeroU64;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
-use kicklab_ring::{Consumer, Notifier, Producer, WaitStats, WaitStrategy};
+use hdrhistogram::Histogram;
+use kicklab_model::{Latency, Params, Party, WaitMode};
+use kicklab_ring::{
+    Coalescer, Consumer, Controller, Driven, Notifier, Producer, WaitStats, WaitStrategy,
+};
 use kicklab_sim::Sampler;
 
-use crate::clock::{rdtsc, thread_cpu_ns, Tsc};
+use crate::clock::{rdtsc, thread_cpu_ns, Tsc, TscClock};
+use crate::pair::basic_strategy;
 use crate::TestbedError;
 
 /// What one host party saw at the start and the end of the window.
@@ -43,12 +61,16 @@ pub(crate) struct Marks {
     pub wake_ticks1: u64,
     pub sleeps0: u64,
     pub sleeps1: u64,
+    pub naps0: u64,
+    pub naps1: u64,
     /// Wake-ups that found nothing to do (whole run).
     pub spurious: u64,
     /// Consumer: messages never seen.
     pub lost: u64,
     /// Consumer: messages seen twice or out of order.
     pub bad: u64,
+    /// Consumer: the window's message latency, where measured.
+    pub latency: Option<Latency>,
 }
 
 /// One host party: everything its loop needs.
@@ -60,8 +82,11 @@ pub(crate) struct HostParty<'a> {
     /// The threshold this party registers with when it blocks (a producer
     /// waits for k_C free slots, a consumer for k_P messages).
     pub k: u32,
-    /// How it waits.
-    pub strategy: WaitStrategy,
+    /// How it waits (and, for `coalesce`, kicks).
+    pub mode: WaitMode,
+    /// The pair's parameters: the means of N and S are what a planning
+    /// strategy (`adaptive`) estimates with.
+    pub params: Params,
     /// Its per-message work.
     pub work: Sampler,
     /// Producer: publish every `batch` messages (or when the ring is full).
@@ -80,6 +105,11 @@ pub(crate) struct HostParty<'a> {
     /// where the peer stamps its own: a wake-up is timed from the peer's
     /// last kick. `None` where the peer is no host thread (a guest).
     pub stamps: Option<(&'a AtomicU64, &'a AtomicU64)>,
+    /// Publish times (TSC), one per slot, indexed by sequence number
+    /// modulo L: the producer stores each message's before publishing it
+    /// (the publish's Release store of `tail` makes it visible), the
+    /// consumer loads it after claiming. `None`: latency not measured.
+    pub publish_times: Option<&'a [AtomicU64]>,
 }
 
 /// Kicks and timed wake-ups so far: (kicks, kick ticks, wakes, wake ticks).
@@ -91,6 +121,54 @@ struct Timing {
     wake_ticks: u64,
 }
 
+/// How a party waits.
+enum Waits {
+    /// The ring's fixed strategies (`notify`, `poll`, `spin:<B>`).
+    Fixed(WaitStrategy),
+    /// A controller, step by step.
+    Driven {
+        by: Box<Driven<Controller, TscClock>>,
+        /// Whether it may pause between messages (only `adaptive` does:
+        /// the others skip the clock reads and the peer-index read a
+        /// pause's decision needs).
+        pauses: bool,
+    },
+}
+
+impl Waits {
+    fn new(mode: WaitMode, party: Party, params: &Params) -> Waits {
+        if let Some(s) = basic_strategy(mode) {
+            return Waits::Fixed(s);
+        }
+        // Timed sleeps must not be stretched by the kernel's timer slack
+        // (50 us for normal threads): 1 ns for this party's thread.
+        let _ = rustix::thread::set_current_timer_slack(NonZeroU64::new(1));
+        Waits::Driven {
+            by: Box::new(Driven::new(
+                Controller::new(mode, party, params, None),
+                TscClock::new(),
+            )),
+            pauses: matches!(mode, WaitMode::Adaptive { .. }),
+        }
+    }
+
+    /// The clock, if this party pauses (the start of a message's work).
+    fn work_start(&mut self) -> Option<u64> {
+        match self {
+            Waits::Driven { by, pauses: true } => Some(by.now()),
+            _ => None,
+        }
+    }
+}
+
+/// What a party's loop keeps: its waits, its held kick, its counters.
+struct Loop {
+    waits: Waits,
+    coalesce: Option<Coalescer>,
+    stats: WaitStats,
+    timing: Timing,
+}
+
 impl Marks {
     /// What this party did over the window.
     pub(crate) fn side(&self) -> crate::pair::PartyCounts {
@@ -98,6 +176,7 @@ impl Marks {
             cpu_ns: self.cpu1 - self.cpu0,
             kicks: self.kicks1 - self.kicks0,
             sleeps: self.sleeps1 - self.sleeps0,
+            naps: self.naps1 - self.naps0,
             spurious: self.spurious,
             #[allow(clippy::cast_precision_loss)]
             kick_ns: Some((self.kick_ticks1 - self.kick_ticks0) as f64 / Tsc::get().ticks_per_ns),
@@ -125,15 +204,110 @@ impl HostParty<'_> {
         Ok(())
     }
 
-    /// After a wait: if it slept, the time from the peer's last kick.
-    fn woke(&self, slept: bool, t: &mut Timing) {
-        if let (true, Some((_, peer))) = (slept, self.stamps) {
+    /// After a wait: if it blocked, the time from the peer's last kick.
+    fn woke(&self, blocked: bool, t: &mut Timing) {
+        if let (true, Some((_, peer))) = (blocked, self.stamps) {
             let (now, at) = (rdtsc(), peer.load(Ordering::Relaxed));
             if at != 0 && now > at {
                 t.wakes += 1;
                 t.wake_ticks += now - at;
             }
         }
+    }
+
+    fn start(&self, party: Party, len: u32) -> Loop {
+        Loop {
+            waits: Waits::new(self.mode, party, &self.params),
+            coalesce: Coalescer::of(self.mode, len),
+            stats: WaitStats::default(),
+            timing: Timing::default(),
+        }
+    }
+
+    /// After a publish or free: kicks if the peer asked and coalescing
+    /// (if any) says it is due; `pending` (the items the peer has now) is
+    /// asked only while coalescing holds a kick.
+    fn kick_or_hold(
+        &self,
+        l: &mut Loop,
+        wanted: bool,
+        pending: impl FnOnce() -> Result<u64, kicklab_ring::RingError>,
+    ) -> Result<(), TestbedError> {
+        let go = match (&mut l.coalesce, &mut l.waits) {
+            (None, _) => wanted,
+            (Some(c), Waits::Driven { by, .. }) if wanted || c.holding() => {
+                let now = by.now();
+                c.kick_now(wanted, now, pending()?)
+            }
+            (Some(c), _) if wanted || c.holding() => c.kick_now(wanted, 0, pending()?),
+            (Some(_), _) => false,
+        };
+        if go {
+            self.kick(self.kick_peer, &mut l.timing)?;
+        }
+        Ok(())
+    }
+
+    /// Sends a held kick: before this party waits or finishes.
+    fn flush_held(&self, l: &mut Loop) -> Result<(), TestbedError> {
+        if l.coalesce.as_mut().is_some_and(Coalescer::flush) {
+            self.kick(self.kick_peer, &mut l.timing)?;
+        }
+        Ok(())
+    }
+
+    /// After a message: the pause the controller asks for, if it pauses
+    /// (`adaptive`; never with a kick held: coalescing waits as `notify`).
+    fn pause<E: PauseBy>(
+        &self,
+        l: &mut Loop,
+        end: &mut E,
+        work_start: Option<u64>,
+    ) -> Result<(), TestbedError> {
+        let Some(t0) = work_start else {
+            return Ok(());
+        };
+        self.flush_held(l)?;
+        if let Waits::Driven { by, .. } = &mut l.waits {
+            let work = by.now().saturating_sub(t0);
+            end.pause_by(work, by, self.wait_on, &mut l.stats)?;
+        }
+        Ok(())
+    }
+}
+
+/// A pause after work on either endpoint.
+trait PauseBy {
+    fn pause_by(
+        &mut self,
+        work_ps: u64,
+        by: &mut Driven<Controller, TscClock>,
+        notifier: &dyn Notifier,
+        stats: &mut WaitStats,
+    ) -> Result<bool, kicklab_ring::WaitError>;
+}
+
+impl PauseBy for Producer {
+    fn pause_by(
+        &mut self,
+        work_ps: u64,
+        by: &mut Driven<Controller, TscClock>,
+        notifier: &dyn Notifier,
+        stats: &mut WaitStats,
+    ) -> Result<bool, kicklab_ring::WaitError> {
+        Producer::pause_by(self, work_ps, by, notifier, stats)
+    }
+}
+
+impl PauseBy for Consumer {
+    fn pause_by(
+        &mut self,
+        work_ps: u64,
+        by: &mut Driven<Controller, TscClock>,
+        notifier: &dyn Notifier,
+        stats: &mut WaitStats,
+    ) -> Result<bool, kicklab_ring::WaitError> {
+        Consumer::pause_by(self, work_ps, by, notifier, stats)
     }
 }
 
@@ -144,10 +318,12 @@ impl HostParty<'_> {
         if end {
             (m.t1, m.cpu1, m.extra1, m.kicks1, m.sleeps1, m.spurious) =
                 (t, c, x, k.kicks, st.sleeps, st.spurious);
-            (m.kick_ticks1, m.wakes1, m.wake_ticks1) = (k.kick_ticks, k.wakes, k.wake_ticks);
+            (m.kick_ticks1, m.wakes1, m.wake_ticks1, m.naps1) =
+                (k.kick_ticks, k.wakes, k.wake_ticks, st.naps);
         } else {
             (m.t0, m.cpu0, m.extra0, m.kicks0, m.sleeps0) = (t, c, x, k.kicks, st.sleeps);
-            (m.kick_ticks0, m.wakes0, m.wake_ticks0) = (k.kick_ticks, k.wakes, k.wake_ticks);
+            (m.kick_ticks0, m.wakes0, m.wake_ticks0, m.naps0) =
+                (k.kick_ticks, k.wakes, k.wake_ticks, st.naps);
         }
     }
 
@@ -166,48 +342,80 @@ impl HostParty<'_> {
         }
     }
 
+    /// Publishes what is written (the `count` messages before `next`),
+    /// stamping their publish time first; kicks, holds or sends a held
+    /// kick.
+    fn publish(
+        &self,
+        producer: &mut Producer,
+        l: &mut Loop,
+        next: u64,
+        count: u64,
+    ) -> Result<(), TestbedError> {
+        if let Some(times) = self.publish_times {
+            let t = rdtsc();
+            let len = times.len() as u64;
+            for seq in next - count..next {
+                #[allow(clippy::cast_possible_truncation)] // < len, a usize
+                let i = (seq % len) as usize;
+                // Relaxed: the publish's Release store of `tail` below makes
+                // it visible to the consumer that claims the message.
+                times[i].store(t, Ordering::Relaxed);
+            }
+        }
+        let pubd = producer.publish();
+        let wanted = producer.peer_wants_kick(pubd);
+        let len = u64::from(producer.len());
+        self.kick_or_hold(l, wanted, || Ok(len - u64::from(producer.free_now()?)))?;
+        self.progress.fetch_add(count, Ordering::Relaxed);
+        Ok(())
+    }
+
     /// Produces sequence numbers 0..total.
     pub(crate) fn produce(mut self, producer: &mut Producer) -> Result<Marks, TestbedError> {
         let tsc = Tsc::get();
-        let mut st = WaitStats::default();
-        let (mut kicks, mut m) = (Timing::default(), Marks::default());
+        let mut l = self.start(Party::P, producer.len());
+        let mut m = Marks::default();
         let batch = self.batch.max(1);
         let mut pending = 0u64;
-        // Publish what is written, with at most one kick (counted, timed).
-        let flush = |me: &Self, producer: &mut Producer, kicks: &mut Timing| {
-            let pubd = producer.publish();
-            if producer.peer_wants_kick(pubd) {
-                me.kick(me.kick_peer, kicks)?;
-            }
-            Ok::<(), TestbedError>(())
-        };
         for seq in 0..self.total {
             if seq == self.warmup {
-                self.mark(&mut m, kicks, &st, false);
+                self.mark(&mut m, l.timing, &l.stats, false);
             }
             // Send combining: a full ring must not hold unpublished
             // messages while P waits, or C could never free a slot.
             if pending > 0 && producer.free()? == 0 {
-                flush(&self, producer, &mut kicks)?;
-                self.progress.fetch_add(pending, Ordering::Relaxed);
+                self.publish(producer, &mut l, seq, pending)?;
                 pending = 0;
             }
-            let sleeps = st.sleeps;
-            producer.wait_for_space(self.k, self.strategy, self.wait_on, &mut st)?;
-            self.woke(st.sleeps > sleeps, &mut kicks);
+            if producer.free()? == 0 {
+                self.flush_held(&mut l)?;
+                let blocks = l.stats.blocks();
+                match &mut l.waits {
+                    Waits::Fixed(s) => {
+                        producer.wait_for_space(self.k, *s, self.wait_on, &mut l.stats)?;
+                    }
+                    Waits::Driven { by, .. } => {
+                        producer.wait_for_space_by(self.k, by, self.wait_on, &mut l.stats)?;
+                    }
+                }
+                self.woke(l.stats.blocks() > blocks, &mut l.timing);
+            }
+            let work_start = l.waits.work_start();
             self.busy(&tsc)?;
             producer.write(seq)?;
             pending += 1;
             if pending == batch || seq + 1 == self.total {
-                flush(&self, producer, &mut kicks)?;
-                self.progress.fetch_add(pending, Ordering::Relaxed);
+                self.publish(producer, &mut l, seq + 1, pending)?;
                 pending = 0;
+                self.pause(&mut l, producer, work_start)?;
             }
             if self.stop.load(Ordering::Relaxed) {
                 return Err(stopped());
             }
         }
-        self.mark(&mut m, kicks, &st, true);
+        self.flush_held(&mut l)?;
+        self.mark(&mut m, l.timing, &l.stats, true);
         // End of stream: fewer than k_P messages may wait for a kick.
         self.kick_peer.notify()?;
         Ok(m)
@@ -216,17 +424,30 @@ impl HostParty<'_> {
     /// Consumes `total` messages, checking their sequence numbers.
     pub(crate) fn consume(mut self, consumer: &mut Consumer) -> Result<Marks, TestbedError> {
         let tsc = Tsc::get();
-        let mut st = WaitStats::default();
-        let (mut kicks, mut m) = (Timing::default(), Marks::default());
+        let mut l = self.start(Party::C, consumer.len());
+        let mut m = Marks::default();
+        let mut hist = self
+            .publish_times
+            .map(|_| Histogram::<u64>::new(3).expect("3 significant digits"));
         let mut next = 0u64;
         let mut done = 0u64;
         while done < self.total {
             if done == self.warmup {
-                self.mark(&mut m, kicks, &st, false);
+                self.mark(&mut m, l.timing, &l.stats, false);
             }
-            let sleeps = st.sleeps;
-            consumer.wait_for_messages(self.k, self.strategy, self.wait_on, &mut st)?;
-            self.woke(st.sleeps > sleeps, &mut kicks);
+            if consumer.available()? == 0 {
+                self.flush_held(&mut l)?;
+                let blocks = l.stats.blocks();
+                match &mut l.waits {
+                    Waits::Fixed(s) => {
+                        consumer.wait_for_messages(self.k, *s, self.wait_on, &mut l.stats)?;
+                    }
+                    Waits::Driven { by, .. } => {
+                        consumer.wait_for_messages_by(self.k, by, self.wait_on, &mut l.stats)?;
+                    }
+                }
+                self.woke(l.stats.blocks() > blocks, &mut l.timing);
+            }
             if self.stop.load(Ordering::Relaxed) {
                 return Err(stopped());
             }
@@ -241,17 +462,52 @@ impl HostParty<'_> {
                 }
                 std::cmp::Ordering::Less => m.bad += 1,
             }
+            // The message's publish time: the Acquire load of `tail` that
+            // let this claim see the message made its stamp visible.
+            let published = self.publish_times.map(|times| {
+                #[allow(clippy::cast_possible_truncation)] // < len, a usize
+                let i = (seq % times.len() as u64) as usize;
+                times[i].load(Ordering::Relaxed)
+            });
+            let work_start = l.waits.work_start();
             self.busy(&tsc)?;
             let rel = consumer.release();
+            if let (Some(h), Some(at)) = (hist.as_mut(), published) {
+                if done >= self.warmup {
+                    #[allow(clippy::cast_possible_truncation, clippy::cast_sign_loss)]
+                    let ns = tsc.ns(rdtsc().saturating_sub(at)).round() as u64;
+                    // `record` grows the histogram; `saturating_record`
+                    // alone would clamp to its current range.
+                    if h.record(ns).is_err() {
+                        h.saturating_record(ns);
+                    }
+                }
+            }
             done += 1;
             self.progress.store(done, Ordering::Relaxed);
-            if consumer.peer_wants_kick(rel) {
-                self.kick(self.kick_peer, &mut kicks)?;
-            }
+            let wanted = consumer.peer_wants_kick(rel);
+            let len = u64::from(consumer.len());
+            self.kick_or_hold(&mut l, wanted, || {
+                Ok(len - u64::from(consumer.available_now()?))
+            })?;
+            self.pause(&mut l, consumer, work_start)?;
         }
-        self.mark(&mut m, kicks, &st, true);
+        self.flush_held(&mut l)?;
+        self.mark(&mut m, l.timing, &l.stats, true);
         m.lost = m.lost.saturating_add(self.total.saturating_sub(next));
+        m.latency = hist.filter(|h| !h.is_empty()).map(|h| latency_of(&h));
         Ok(m)
+    }
+}
+
+/// p50, p99, max and mean of a histogram of latencies [ns].
+#[allow(clippy::cast_precision_loss)]
+fn latency_of(h: &Histogram<u64>) -> Latency {
+    Latency {
+        p50: h.value_at_quantile(0.5) as f64,
+        p99: h.value_at_quantile(0.99) as f64,
+        max: h.max() as f64,
+        mean: h.mean(),
     }
 }
 

@@ -5,8 +5,7 @@
 
 use std::time::{Duration, Instant};
 
-use kicklab_model::{Cost, Params};
-use kicklab_ring::WaitStrategy;
+use kicklab_model::{Cost, Params, WaitMode};
 use kicklab_testbed::kvm::guest::{GuestMode, Misbehavior};
 use kicklab_testbed::kvm::{self, Direction, KvmOptions};
 use kicklab_testbed::pingpong::{pingpong, Idle, PingPongConfig};
@@ -34,7 +33,7 @@ fn kvm_here() -> bool {
 
 fn cfg(
     direction: Direction,
-    strategy: WaitStrategy,
+    strategy: WaitMode,
     wp_ns: f64,
     wc_ns: f64,
     messages: u64,
@@ -48,8 +47,8 @@ fn cfg(
             w_c: Cost::Const(wc_ns),
             ..Params::default()
         },
-        strategy_p: strategy,
-        strategy_c: strategy,
+        mode_p: strategy,
+        mode_c: strategy,
         backend: Backend::Kvm(KvmOptions {
             direction,
             ..KvmOptions::default()
@@ -59,6 +58,7 @@ fn cfg(
         seed: 1,
         timeout: Duration::from_secs(2),
         batch: 1,
+        latency: false,
     }
 }
 
@@ -70,9 +70,9 @@ fn both_directions_deliver_every_message_with_every_strategy() {
     }
     for direction in [Direction::Tx, Direction::Rx] {
         for strategy in [
-            WaitStrategy::Block,
-            WaitStrategy::Poll,
-            WaitStrategy::SpinThenBlock(Duration::from_micros(5)),
+            WaitMode::Notify,
+            WaitMode::Poll,
+            WaitMode::Spin { budget_ns: 5000.0 },
         ] {
             // Both speed orders: the guest faster, then the host faster.
             for (wp, wc) in [(500.0, 1500.0), (1500.0, 500.0)] {
@@ -97,6 +97,86 @@ fn both_directions_deliver_every_message_with_every_strategy() {
     }
 }
 
+/// The host side runs any strategy (a controller step by step); the
+/// guest side only the fixed ones, and says so, naming the guest side.
+#[test]
+fn the_host_side_runs_adaptive_and_timed_sleeps_the_guest_side_is_refused() {
+    let _one = serial();
+    let adaptive = WaitMode::parse("adaptive").unwrap();
+    for direction in [Direction::Tx, Direction::Rx] {
+        // Refused before anything runs, with or without KVM.
+        let mut c = cfg(direction, adaptive, 500.0, 500.0, 100);
+        let e = kvm::check_pair(&c, direction).unwrap_err();
+        let guest = if direction == Direction::Tx { "P" } else { "C" };
+        assert!(
+            e.to_string().contains(&format!(
+                "kvm guest side ({guest}, direction {})",
+                direction.name()
+            )),
+            "{e}"
+        );
+        assert_eq!(e.param(), Some(kicklab_testbed::Setting::Strategy));
+        if direction == Direction::Tx {
+            c.mode_p = WaitMode::Notify;
+        } else {
+            c.mode_c = WaitMode::Notify;
+        }
+        kvm::check_pair(&c, direction).unwrap();
+    }
+    if !kvm_here() {
+        return;
+    }
+    for direction in [Direction::Tx, Direction::Rx] {
+        for host in ["adaptive", "sleep:20us"] {
+            let host_mode = WaitMode::parse(host).unwrap();
+            // The host party the faster one: it is the one that waits.
+            let (wp, wc) = match direction {
+                Direction::Tx => (1500.0, 500.0),
+                Direction::Rx => (500.0, 1500.0),
+            };
+            let mut c = cfg(direction, WaitMode::Notify, wp, wc, 20_000);
+            if direction == Direction::Tx {
+                c.mode_c = host_mode;
+            } else {
+                c.mode_p = host_mode;
+            }
+            let r = run_pair(&c).unwrap_or_else(|e| panic!("{direction:?} host {host}: {e}"));
+            eprintln!(
+                "{direction:?} host {host}: T {:.0} ns, E {:.0} ns, kicks {}/{}, sleeps {}/{} (naps {}/{})",
+                r.rates.t_ns,
+                r.rates.e_ns,
+                r.rates.notifications_p,
+                r.rates.notifications_c,
+                r.rates.sleeps_p,
+                r.rates.sleeps_c,
+                r.naps_p,
+                r.naps_c
+            );
+            assert_eq!((r.lost, r.duplicated_or_reordered), (0, 0), "{host}");
+            assert!(r.rates.t_ns >= 1400.0, "{host}: T {}", r.rates.t_ns);
+            assert!(r.rates.latency_ns.is_none(), "a guest end: not measured");
+            let host_naps = if direction == Direction::Tx {
+                r.naps_c
+            } else {
+                r.naps_p
+            };
+            if host == "sleep:20us" {
+                assert!(host_naps > 0, "the faster host naps");
+                let guest_kicks = if direction == Direction::Tx {
+                    r.rates.notifications_p
+                } else {
+                    r.rates.notifications_c
+                };
+                // Only the guest's end-of-stream kick (as with polling).
+                assert!(
+                    guest_kicks <= 1,
+                    "a napping host is never kicked: {guest_kicks}"
+                );
+            }
+        }
+    }
+}
+
 /// Open file descriptors, threads and memory mappings of this process.
 fn resources() -> (usize, usize, usize) {
     let count = |dir: &str| std::fs::read_dir(dir).map(Iterator::count).unwrap_or(0);
@@ -113,7 +193,7 @@ fn broken(direction: Direction, host_sleeps: bool, how: Misbehavior) -> (Testbed
         (Direction::Tx, true) | (Direction::Rx, false) => (1500.0, 300.0),
         (Direction::Tx, false) | (Direction::Rx, true) => (300.0, 1500.0),
     };
-    let c = cfg(direction, WaitStrategy::Block, wp, wc, 5_000);
+    let c = cfg(direction, WaitMode::Notify, wp, wc, 5_000);
     let opts = KvmOptions {
         direction,
         ..KvmOptions::default()
@@ -130,7 +210,7 @@ fn broken_guests_are_stopped_with_a_clear_error_and_nothing_leaks() {
         return;
     }
     // Warm up whatever the first VM allocates for good (signal handler).
-    run_pair(&cfg(Direction::Tx, WaitStrategy::Block, 500.0, 500.0, 1000)).unwrap();
+    run_pair(&cfg(Direction::Tx, WaitMode::Notify, 500.0, 500.0, 1000)).unwrap();
     let before = resources();
     let limit = Duration::from_secs(8); // the stall timeout is 2 s
     let cases: [(Direction, bool, Misbehavior, &str); 10] = [
@@ -199,7 +279,7 @@ fn broken_guests_are_stopped_with_a_clear_error_and_nothing_leaks() {
     let after = resources();
     assert_eq!(before, after, "(fds, threads, mappings) before and after");
     // And the host is fine: a correct guest still runs.
-    let r = run_pair(&cfg(Direction::Rx, WaitStrategy::Block, 500.0, 500.0, 2000)).unwrap();
+    let r = run_pair(&cfg(Direction::Rx, WaitMode::Notify, 500.0, 500.0, 2000)).unwrap();
     assert_eq!(r.lost, 0);
 }
 
@@ -364,15 +444,38 @@ fn randomized_guest_pairs_lose_nothing_and_never_hang() {
         };
         let (w_p, w_c) = (work(&mut rng), work(&mut rng));
         let strategy = |rng: &mut Rng| match rng.below(3) {
-            0 => WaitStrategy::Poll,
-            1 => WaitStrategy::Block,
-            _ => WaitStrategy::SpinThenBlock(Duration::from_nanos(rng.below(20_000))),
+            0 => WaitMode::Poll,
+            1 => WaitMode::Notify,
+            _ => WaitMode::Spin {
+                budget_ns: rng.below(20_000) as f64,
+            },
         };
-        let (strategy_p, strategy_c) = (strategy(&mut rng), strategy(&mut rng));
         let direction = if rng.below(2) == 0 {
             Direction::Tx
         } else {
             Direction::Rx
+        };
+        // The guest side waits by a fixed strategy; the host side half the
+        // time by one a controller runs.
+        let host = if rng.below(2) == 0 {
+            strategy(&mut rng)
+        } else {
+            let s = [
+                "sleep:20us",
+                "halt-poll",
+                "haltpoll",
+                "hybrid",
+                "defer",
+                "coalesce:8,20us",
+                "adaptive",
+            ][usize::try_from(rng.below(7)).unwrap()];
+            WaitMode::parse(s).unwrap()
+        };
+        let guest = strategy(&mut rng);
+        let (strategy_p, strategy_c) = if direction == Direction::Tx {
+            (guest, host)
+        } else {
+            (host, guest)
         };
         let messages = 1_000 + rng.below(20_000);
         let (k_p, k_c) = (
@@ -390,8 +493,8 @@ fn randomized_guest_pairs_lose_nothing_and_never_hang() {
                 w_c,
                 ..Params::default()
             },
-            strategy_p,
-            strategy_c,
+            mode_p: strategy_p,
+            mode_c: strategy_c,
             backend: Backend::Kvm(KvmOptions {
                 direction,
                 halt_poll_ns,
@@ -402,6 +505,7 @@ fn randomized_guest_pairs_lose_nothing_and_never_hang() {
             seed,
             timeout: Duration::from_secs(5),
             batch: 1,
+            latency: false,
         };
         let r = run_pair(&cfg).unwrap_or_else(|e| panic!("{e} with {cfg:?}"));
         assert_eq!(r.lost, 0, "lost messages with {cfg:?}");
@@ -429,7 +533,7 @@ fn the_emulated_guest_is_woken_by_irqfd_interrupts() {
         return;
     }
     for direction in [Direction::Tx, Direction::Rx] {
-        for strategy in [WaitStrategy::Block, WaitStrategy::Poll] {
+        for strategy in [WaitMode::Notify, WaitMode::Poll] {
             // The guest the faster party: it fills (tx) or drains (rx) the
             // ring, then halts until the host's interrupt.
             let (wp, wc) = match direction {
@@ -464,7 +568,7 @@ fn the_emulated_guest_is_woken_by_irqfd_interrupts() {
             } else {
                 r.rates.notifications_p
             };
-            if strategy == WaitStrategy::Block {
+            if strategy == WaitMode::Notify {
                 assert!(guest_sleeps > 0, "the faster guest halts");
                 assert!(host_kicks > 0, "and is woken by the host's interrupts");
             } else {
@@ -505,7 +609,7 @@ fn an_hour_of_host_work_ends_in_a_hang_error() {
         (Direction::Tx, 1000.0, HOUR_NS),
         (Direction::Rx, HOUR_NS, 1000.0),
     ] {
-        let mut c = cfg(direction, WaitStrategy::Block, wp, wc, 100);
+        let mut c = cfg(direction, WaitMode::Notify, wp, wc, 100);
         c.timeout = Duration::from_millis(300);
         let t = Instant::now();
         let e = run_pair(&c).expect_err("an hour per message cannot finish");
@@ -539,7 +643,7 @@ fn a_kvm_run_longer_than_the_stall_limit_succeeds() {
     if !kvm_here() {
         return;
     }
-    let mut c = cfg(Direction::Tx, WaitStrategy::Block, 300e3, 300e3, 4000);
+    let mut c = cfg(Direction::Tx, WaitMode::Notify, 300e3, 300e3, 4000);
     c.timeout = Duration::from_millis(250);
     let t = Instant::now();
     let r = run_pair(&c).expect("a healthy run");
@@ -552,7 +656,7 @@ fn a_kvm_run_longer_than_the_stall_limit_succeeds() {
 #[test]
 fn kvm_limits_are_typed_and_name_the_parameter() {
     use kicklab_testbed::Setting;
-    let base = cfg(Direction::Tx, WaitStrategy::Block, 100.0, 100.0, 100);
+    let base = cfg(Direction::Tx, WaitMode::Notify, 100.0, 100.0, 100);
     let opts = KvmOptions::default();
     let mut too_long = base;
     too_long.params.len = kvm::guest::map::MAX_LEN + 1;

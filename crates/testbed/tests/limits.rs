@@ -6,8 +6,8 @@
 
 use std::time::{Duration, Instant};
 
-use kicklab_model::{Cost, Params};
-use kicklab_ring::{NotifierKind, WaitStrategy};
+use kicklab_model::{Cost, Params, WaitMode};
+use kicklab_ring::NotifierKind;
 use kicklab_testbed::pingpong::{pingpong, Idle, PingPongConfig};
 use kicklab_testbed::{
     calibrate_backend, run_pair, Backend, Calibration, PairConfig, Setting, TestbedError,
@@ -25,14 +25,15 @@ fn cfg(wp_ns: f64, wc_ns: f64, messages: u64, stall: Duration) -> PairConfig {
             w_c: Cost::Const(wc_ns),
             ..Params::default()
         },
-        strategy_p: WaitStrategy::Block,
-        strategy_c: WaitStrategy::Block,
+        mode_p: WaitMode::Notify,
+        mode_c: WaitMode::Notify,
         backend: Backend::Threads(NotifierKind::Futex),
         messages,
         warmup: 0,
         seed: 1,
         timeout: stall,
         batch: 1,
+        latency: false,
     }
 }
 
@@ -70,7 +71,7 @@ fn an_hour_of_producer_work_ends_in_a_hang_error() {
 #[test]
 fn polling_parties_are_stopped_too() {
     let mut c = cfg(HOUR_NS, 100.0, 100, Duration::from_millis(300));
-    (c.strategy_p, c.strategy_c) = (WaitStrategy::Poll, WaitStrategy::Poll);
+    (c.mode_p, c.mode_c) = (WaitMode::Poll, WaitMode::Poll);
     let t = Instant::now();
     assert_hang(run_pair(&c), t.elapsed());
 }
@@ -132,8 +133,12 @@ fn huge_inputs_are_refused_with_typed_errors() {
     limit_on(run_pair(&c), Setting::Messages);
 
     let mut c = cfg(100.0, 100.0, 100, stall);
-    c.strategy_p = WaitStrategy::SpinThenBlock(Duration::MAX);
-    limit_on(run_pair(&c), Setting::Spin);
+    c.mode_p = WaitMode::Spin { budget_ns: 1e30 };
+    limit_on(run_pair(&c), Setting::Strategy);
+    c.mode_p = WaitMode::Sleep {
+        period_ns: f64::NAN,
+    };
+    limit_on(run_pair(&c), Setting::Strategy);
 
     let mut c = cfg(100.0, 100.0, 100, stall);
     c.timeout = Duration::MAX;

@@ -577,6 +577,81 @@ fn pingpong_prints_the_contract_fields() {
     assert!(String::from_utf8_lossy(&out.stderr).contains("--idle"));
 }
 
+/// Every strategy runs for real: `adaptive` on both threads, and one per
+/// party; the run says how often each party slept (naps included) and the
+/// messages' latency, and sets itself against the simulator where the
+/// model has no closed form.
+#[test]
+fn run_takes_every_strategy_and_reports_sleeps_and_latency() {
+    let v = json(&[
+        "run",
+        "--backend",
+        "futex",
+        "--strategy",
+        "adaptive",
+        "--messages",
+        "20000",
+        "--json",
+    ]);
+    assert_eq!(v["lost"], 0, "{v}");
+    assert_eq!(v["duplicated_or_reordered"], 0, "{v}");
+    assert_eq!(v["strategy"], "adaptive", "{v}");
+    assert_eq!(v["strategy_p"], "adaptive:latency=100us", "{v}");
+    for k in ["sleeps_p", "sleeps_c", "naps_p", "naps_c"] {
+        assert!(v[k].is_u64(), "{k}: {v}");
+    }
+    let l = &v["latency_ns"];
+    let (p50, p99, max) = (
+        l["p50"].as_f64().unwrap(),
+        l["p99"].as_f64().unwrap(),
+        l["max"].as_f64().unwrap(),
+    );
+    // Publish to release: at least C's work (W_C = 1.1 us).
+    assert!(1000.0 < p50 && p50 <= p99 && p99 <= max, "{l}");
+    assert_eq!(v["predicted"]["source"], "sim", "{v}");
+    assert!(v["predicted"]["T_ns"].as_f64().unwrap() > 0.0, "{v}");
+    assert!(
+        v["predicted"]["latency_ns"]["p99"].as_f64().unwrap() > 0.0,
+        "{v}"
+    );
+
+    let v = json(&[
+        "run",
+        "--backend",
+        "futex",
+        "--strategy-p",
+        "notify",
+        "--strategy-c",
+        "sleep:20us",
+        "--latency",
+        "50us",
+        "--wp",
+        "3us",
+        "--messages",
+        "5000",
+        "--json",
+    ]);
+    assert_eq!(v["lost"], 0, "{v}");
+    assert_eq!(v["strategy_c"], "sleep:20us", "{v}");
+    // The consumer only naps (the faster one, it waits): never kicked.
+    assert!(v["naps_c"].as_u64().unwrap() > 0, "{v}");
+    assert_eq!(v["naps_c"], v["sleeps_c"], "{v}");
+    assert_eq!(v["notifications_p"], 0, "{v}");
+    // The closed form covers notify and poll alike: the model then.
+    let v = json(&[
+        "run",
+        "--backend",
+        "futex",
+        "--strategy",
+        "notify",
+        "--messages",
+        "5000",
+        "--json",
+    ]);
+    assert_eq!(v["predicted"]["source"], "model", "{v}");
+    assert!(v["latency_ns"]["p99"].as_f64().is_some(), "{v}");
+}
+
 #[test]
 fn kvm_runs_in_both_directions_where_there_is_kvm() {
     if let Err(why) = kicklab_testbed::kvm::available() {
@@ -865,6 +940,19 @@ fn kvm_limits_exit_2_naming_the_flag() {
                 "100",
             ],
             "--batch",
+        ),
+        // The guest side (P in tx) waits by notify, poll or spin only.
+        (
+            &[
+                "run",
+                "--backend",
+                "kvm",
+                "--strategy",
+                "adaptive",
+                "--messages",
+                "100",
+            ],
+            "--strategy: the kvm guest side (P, direction tx)",
         ),
     ];
     for (args, flag) in cases {

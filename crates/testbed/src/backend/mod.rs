@@ -15,8 +15,7 @@ use std::time::Duration;
 
 use kicklab_ring::NotifierKind;
 
-use kicklab_model::{Cost, Params};
-use kicklab_ring::WaitStrategy;
+use kicklab_model::{Cost, Params, WaitMode};
 
 use crate::calibrate::{Calibration, IdlePoint, Stat};
 use crate::pingpong::{PingPongConfig, PingPongResult};
@@ -67,7 +66,7 @@ impl Backend {
     pub fn check_pair(self, cfg: &PairConfig) -> Result<(), TestbedError> {
         match self {
             Backend::Threads(_) => threads::check_pair(cfg).map(drop),
-            Backend::Kvm(_) => kvm::check_pair(cfg).map(drop),
+            Backend::Kvm(o) => kvm::check_pair(cfg, o.direction).map(drop),
         }
     }
 
@@ -150,14 +149,15 @@ impl Backend {
             };
             PairConfig {
                 params,
-                strategy_p: WaitStrategy::Block,
-                strategy_c: WaitStrategy::Block,
+                mode_p: WaitMode::Notify,
+                mode_c: WaitMode::Notify,
                 backend: self,
                 messages: 60_000,
                 warmup: 6_000,
                 seed: 1,
                 timeout: crate::stall_limit(&params),
                 batch: 1,
+                latency: false,
             }
         };
         let (fc, fp) = (pair(2000.0, 1000.0), pair(1000.0, 2000.0));
@@ -194,14 +194,15 @@ impl Backend {
         };
         let cfg = PairConfig {
             params,
-            strategy_p: WaitStrategy::Poll,
-            strategy_c: WaitStrategy::Poll,
+            mode_p: WaitMode::Poll,
+            mode_c: WaitMode::Poll,
             backend: self,
             messages,
             warmup: messages / 10,
             seed: 1,
             timeout: crate::stall_limit(&params),
             batch: 1,
+            latency: false,
         };
         let t = (0..runs)
             .map(|_| self.run_pair(&cfg).map(|r| r.rates.t_ns))

@@ -3,7 +3,9 @@
 //! consumes), over a `kicklab-ring` in guest memory.
 //!
 //! The host side is the host party loop both backends share
-//! (`crate::party`); its notifier is the VM's doorbell or irqfd (to the
+//! (`crate::party`), waiting by any strategy; the guest side, our own
+//! assembly, waits by `notify`, `poll` or `spin:<B>` only (others are
+//! refused, naming the guest side); its notifier is the VM's doorbell or irqfd (to the
 //! guest) and kick ioeventfd (from the guest), and every wait can be
 //! stopped (`Notifier::stopped`), so a guest that misbehaves is stopped
 //! with an error instead of hanging the host (the session, `super::session`). The host treats
@@ -14,6 +16,7 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
+use kicklab_model::WaitMode;
 use kicklab_ring::{on_raw, Notifier, RawRing, WaitStrategy};
 use kicklab_sim::Sampler;
 use vmm_sys_util::eventfd::EventFd;
@@ -23,7 +26,7 @@ use super::session::Session;
 use super::vm::{clock_ns, Vm, VmOptions};
 use super::{Direction, KvmOptions};
 use crate::clock::Tsc;
-use crate::pair::{placement, PartyCounts, RunGuard};
+use crate::pair::{basic_strategy, busy_waits, placement, PartyCounts, RunGuard};
 use crate::party::HostParty;
 use crate::{PairConfig, PairResult, Setting, TestbedError};
 
@@ -78,15 +81,43 @@ pub(crate) fn guest_wait(s: WaitStrategy, ticks_per_ns: f64) -> GuestWait {
     }
 }
 
-/// Checks what the guest can hold before anything runs; returns the
-/// messages in all (warm-up included).
+/// The guest's side and the host's: (guest's mode, host's mode, the
+/// guest's party).
+fn guest_and_host(cfg: &PairConfig, direction: Direction) -> (WaitMode, WaitMode, &'static str) {
+    match direction {
+        Direction::Tx => (cfg.mode_p, cfg.mode_c, "P"),
+        Direction::Rx => (cfg.mode_c, cfg.mode_p, "C"),
+    }
+}
+
+/// The guest's fixed strategy: it waits by `notify`, `poll` or `spin:<B>`
+/// only (its loop is our own assembly); the host side takes any.
+fn guest_strategy(cfg: &PairConfig, direction: Direction) -> Result<WaitStrategy, TestbedError> {
+    let (guest, _, party) = guest_and_host(cfg, direction);
+    basic_strategy(guest).ok_or_else(|| {
+        TestbedError::invalid(
+            Setting::Strategy,
+            format!(
+                "the kvm guest side ({party}, direction {}) waits by notify, poll or spin:<B> only, not {guest}; \
+                 the host side takes any strategy",
+                direction.name()
+            ),
+        )
+    })
+}
+
+/// Checks what the guest on `direction`'s side can hold before anything
+/// runs; returns the messages in all (warm-up included).
 ///
 /// # Errors
 ///
-/// Bad parameters, or a limit of the guest (its ring's length, one message
-/// per publish, fewer than 2^31 messages).
-pub fn check_pair(cfg: &PairConfig) -> Result<u32, TestbedError> {
+/// Bad parameters, a strategy the guest side does not run (it takes
+/// `notify`, `poll` and `spin:<B>`; the host side takes any), or a limit
+/// of the guest (its ring's length, one message per publish, fewer than
+/// 2^31 messages).
+pub fn check_pair(cfg: &PairConfig, direction: Direction) -> Result<u32, TestbedError> {
     let total = cfg.check()?;
+    guest_strategy(cfg, direction)?;
     if cfg.params.len > map::MAX_LEN {
         return Err(TestbedError::limit(
             Setting::Len,
@@ -129,7 +160,7 @@ pub fn run_pair_with(
     opts: KvmOptions,
     misbehavior: Misbehavior,
 ) -> Result<PairResult, TestbedError> {
-    let total32 = check_pair(cfg)?;
+    let total32 = check_pair(cfg, opts.direction)?;
     let total = u64::from(total32);
     let p = &cfg.params;
     let mut guard = RunGuard::enter();
@@ -141,11 +172,10 @@ pub fn run_pair_with(
     })?;
     let mem = Arc::clone(&vm.mem);
     let tx_dir = opts.direction == Direction::Tx;
-    let (guest_strategy, host_strategy) = if tx_dir {
-        (cfg.strategy_p, cfg.strategy_c)
-    } else {
-        (cfg.strategy_c, cfg.strategy_p)
-    };
+    let (guest_wait_by, host_mode) = (
+        guest_strategy(cfg, opts.direction)?,
+        guest_and_host(cfg, opts.direction).1,
+    );
     // Guest work table: the guest party's W, drawn as the thread backend
     // draws it (stream 0 for P, 1 for C), cycled every TABLE_LEN messages.
     let guest_cost = if tx_dir { p.w_p } else { p.w_c };
@@ -169,7 +199,7 @@ pub fn run_pair_with(
         } else {
             GuestRole::Consumer
         },
-        wait: guest_wait(guest_strategy, tsc.ticks_per_ns),
+        wait: guest_wait(guest_wait_by, tsc.ticks_per_ns),
         len: p.len,
         k: if tx_dir { p.k_c } else { p.k_p },
         total: total32,
@@ -231,7 +261,8 @@ pub fn run_pair_with(
             total,
             warmup: host_cfg.warmup,
             k: if tx_dir { p.k_p } else { p.k_c },
-            strategy: host_strategy,
+            mode: host_mode,
+            params: p,
             work: Sampler::new(
                 if tx_dir { p.w_c } else { p.w_p },
                 host_cfg.seed,
@@ -244,6 +275,7 @@ pub fn run_pair_with(
             progress: &progress_h,
             extra_clock: Some(&vcpu_ns),
             stamps: None,
+            publish_times: None,
         };
         let m = if tx_dir {
             drop(producer);
@@ -285,6 +317,8 @@ pub fn run_pair_with(
             mem.read_u32(map::CTRL + ctrl::SLEEPS)
                 .wrapping_sub(mem.read_u32(map::CTRL + ctrl::SLEEPS0)),
         ),
+        // The guest never naps (it halts or spins).
+        naps: 0,
         // Whole run, as the thread backend counts it.
         spurious: u64::from(mem.read_u32(map::CTRL + ctrl::SPURIOUS)),
         // The guest's kicks and wake-ups are not timed from the host.
@@ -307,7 +341,8 @@ pub fn run_pair_with(
         [m.side(), guest]
     };
     drop(vm);
-    let mut r = PairResult::of_window(cfg.messages, tsc.ns(m.t1 - m.t0), sides, lost, bad);
+    // Latency is not measured: one end of each message is the guest.
+    let mut r = PairResult::of_window(cfg.messages, tsc.ns(m.t1 - m.t0), sides, (lost, bad), None);
     let guest_cpu = guest_pinned.then_some(guest_cpu);
     let (cpu_p, cpu_c) = if tx_dir {
         (guest_cpu, host_pinned)
@@ -320,7 +355,7 @@ pub fn run_pair_with(
         cpu_p,
         cpu_c,
         others,
-        cfg.strategy_p == WaitStrategy::Poll || cfg.strategy_c == WaitStrategy::Poll,
+        busy_waits(cfg.mode_p) || busy_waits(cfg.mode_c),
     );
     Ok(r)
 }

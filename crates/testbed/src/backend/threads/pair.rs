@@ -12,11 +12,11 @@ use std::sync::atomic::{AtomicBool, AtomicU64, AtomicU8, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
-use kicklab_ring::{ring, Notifier, NotifierKind, RawRing, WaitStrategy};
+use kicklab_ring::{ring, Notifier, NotifierKind, RawRing};
 use kicklab_sim::Sampler;
 
 use crate::clock::{pin_cpu, Tsc};
-use crate::pair::{placement, RunGuard};
+use crate::pair::{busy_waits, placement, RunGuard};
 use crate::party::{join_within, HostParty, Marks, Stall, Stoppable, TICK};
 use crate::{PairConfig, PairResult, Setting, TestbedError};
 
@@ -68,12 +68,17 @@ pub fn run_pair(cfg: &PairConfig, kind: NotifierKind) -> Result<PairResult, Test
     let progress = [Arc::new(AtomicU64::new(0)), Arc::new(AtomicU64::new(0))];
     // TSC at the start of each party's last kick (P's, C's).
     let stamps = Arc::new([AtomicU64::new(0), AtomicU64::new(0)]);
+    // Each slot's message's publish time (TSC), for its latency.
+    let publish_times: Option<Arc<[AtomicU64]>> = cfg
+        .latency
+        .then(|| (0..cfg.params.len).map(|_| AtomicU64::new(0)).collect());
 
     let spawn_side = |producer_side: bool| {
         let (to_c, to_p, stop) = (Arc::clone(&to_c), Arc::clone(&to_p), Arc::clone(&stop));
         let origin = Arc::clone(&origin);
         let progress = Arc::clone(&progress[usize::from(!producer_side)]);
         let stamps = Arc::clone(&stamps);
+        let publish_times = publish_times.clone();
         let c = *cfg;
         move |end: Endpoint| -> Result<(Option<usize>, Marks), TestbedError> {
             let pinned = pin_cpu(usize::from(!producer_side));
@@ -91,11 +96,8 @@ pub fn run_pair(cfg: &PairConfig, kind: NotifierKind) -> Result<PairResult, Test
                 total,
                 warmup: c.warmup,
                 k: if producer_side { p.k_c } else { p.k_p },
-                strategy: if producer_side {
-                    c.strategy_p
-                } else {
-                    c.strategy_c
-                },
+                mode: if producer_side { c.mode_p } else { c.mode_c },
+                params: p,
                 work: Sampler::new(
                     if producer_side { p.w_p } else { p.w_c },
                     c.seed,
@@ -112,6 +114,7 @@ pub fn run_pair(cfg: &PairConfig, kind: NotifierKind) -> Result<PairResult, Test
                 } else {
                     (&stamps[1], &stamps[0])
                 }),
+                publish_times: publish_times.as_deref(),
             };
             let m = match end {
                 Endpoint::P(mut pr) => party.produce(&mut pr),
@@ -188,13 +191,12 @@ pub fn run_pair(cfg: &PairConfig, kind: NotifierKind) -> Result<PairResult, Test
     } else {
         (rp?, rc?)
     };
-    let polls = |s: WaitStrategy| s == WaitStrategy::Poll;
     let mut r = PairResult::of_window(
         cfg.messages,
         tsc.ns(cm.t1 - cm.t0),
         [pm.side(), cm.side()],
-        cm.lost,
-        cm.bad,
+        (cm.lost, cm.bad),
+        cm.latency,
     );
     let others = guard.others();
     placement(
@@ -202,7 +204,7 @@ pub fn run_pair(cfg: &PairConfig, kind: NotifierKind) -> Result<PairResult, Test
         cpu_p,
         cpu_c,
         others,
-        polls(cfg.strategy_p) || polls(cfg.strategy_c),
+        busy_waits(cfg.mode_p) || busy_waits(cfg.mode_c),
     );
     Ok(r)
 }
