@@ -21,7 +21,7 @@ use kicklab_model::{
     Params, Party, Prediction, Profile, Regime, UnknownParam, WaitMode,
 };
 use kicklab_sim::{default_warmup, simulate, SimConfig, SimError, Start, SweepPoint, Vary};
-use kicklab_testbed::{Setting, Stat, TestbedError};
+use kicklab_testbed::{Setting, TestbedError};
 use pyo3::exceptions::{PyRuntimeError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::PyBytes;
@@ -106,7 +106,8 @@ fn testbed_err(e: &TestbedError) -> Fail {
                 Setting::Messages | Setting::Warmup => "messages",
                 Setting::Batch => "batch",
                 Setting::Work => "work",
-                Setting::Spin => "strategy",
+                Setting::Spin | Setting::Strategy => "strategy",
+                Setting::Vms => "vms",
                 Setting::Samples => "samples",
                 Setting::Gap => "gap",
                 Setting::Gaps => "gaps",
@@ -279,22 +280,15 @@ impl Given {
         if let Some(profile) = profile {
             apply(profile, &mut p);
         }
-        p.n_p = self.np.unwrap_or(p.n_p);
-        p.n_c = self.nc.unwrap_or(p.n_c);
-        p.s_p = self.sp.unwrap_or(p.s_p);
-        p.s_c = self.sc.unwrap_or(p.s_c);
-        // A profile's V above an N given by keyword is cut to it.
-        let cut = |v: Option<Cost>, n: Cost| {
-            v.map(|v| {
-                if v.mean_ns() > n.mean_ns() {
-                    v.with_mean(n.mean_ns())
-                } else {
-                    v
-                }
-            })
-        };
-        p.v_p = self.vp.or(cut(p.v_p, p.n_p));
-        p.v_c = self.vc.or(cut(p.v_c, p.n_c));
+        kicklab_model::CostOverrides {
+            n_p: self.np,
+            n_c: self.nc,
+            s_p: self.sp,
+            s_c: self.sc,
+            v_p: self.vp,
+            v_c: self.vc,
+        }
+        .apply(&mut p);
         p.validate().map_err(|e| param_err(&e))?;
         Ok(p)
     }
@@ -857,46 +851,6 @@ fn backend(
     }))
 }
 
-/// The profile as `kicklab calibrate --json` has it (the binary's
-/// `profile_json`).
-fn profile_json(p: &Profile) -> Value {
-    let mean = |s: Option<&Stat>| s.map(|s| s.mean_ns);
-    json!({
-        "backend": p.backend,
-        "NP_ns": p.np.mean_ns,
-        "NC_ns": p.nc.mean_ns,
-        "SP_ns": p.sp.mean_ns,
-        "SC_ns": p.sc.mean_ns,
-        "VP_ns": mean(p.visibility(Party::P)),
-        "VC_ns": mean(p.visibility(Party::C)),
-        "SP_V_ns": p.start(Party::P).mean_ns,
-        "SC_V_ns": p.start(Party::C).mean_ns,
-        "overhead_ns": mean(p.overhead.as_ref()),
-        "in_run": p.in_run.map(|r| json!({
-            "NP_ns": mean(r.np.as_ref()),
-            "NC_ns": mean(r.nc.as_ref()),
-            "RP_ns": mean(r.rp.as_ref()),
-            "RC_ns": mean(r.rc.as_ref()),
-        })),
-        "idle_curve": p.idle_curve.iter().map(|q| json!({
-            "gap_ns": q.gap_ns,
-            "NP_ns": q.np.mean_ns,
-            "NC_ns": q.nc.mean_ns,
-            "SP_ns": q.sp.mean_ns,
-            "SC_ns": q.sc.mean_ns,
-            "SP_median_ns": q.sp.median_ns,
-            "SC_median_ns": q.sc.median_ns,
-        })).collect::<Vec<_>>(),
-        "direction": p.direction.map(kicklab_model::Direction::name),
-        "SP_cpu_ns": p.sp_cpu.mean_ns,
-        "SC_cpu_ns": p.sc_cpu.mean_ns,
-        "gap_ns": p.gap_ns,
-        "rounds": p.rounds,
-        "stable": p.stable,
-        "profile": p,
-    })
-}
-
 /// The most notifications per direction per round (the binary's bound).
 const MAX_SAMPLES: usize = 1_000_000;
 
@@ -964,7 +918,7 @@ fn calibrate_json(
         std::fs::write(path, pretty)
             .map_err(|e| bad(format!("save: cannot write {}: {e}", path.display())))?;
     }
-    Ok(text(&profile_json(&p))?)
+    Ok(text(&kicklab_lab::real::profile_json(&p))?)
 }
 
 /// `kicklab run --json`: the JSON object's text and the warnings (the
@@ -1012,7 +966,7 @@ fn run_json(
     v["strategy"] = json!(strategy.to_string());
     v["batch"] = json!(batch);
     v["predicted"] = predicted.map_or(Value::Null, |p| prediction_json(&p));
-    v["profile"] = profile_json(&profile);
+    v["profile"] = kicklab_lab::real::profile_json(&profile);
     let lines = warnings.iter().map(ToString::to_string).collect();
     Ok((text(&v)?, lines))
 }

@@ -261,22 +261,15 @@ impl ParamArgs {
         if let Some(profile) = profile {
             apply(profile, &mut p);
         }
-        p.n_p = self.np.unwrap_or(p.n_p);
-        p.n_c = self.nc.unwrap_or(p.n_c);
-        p.s_p = self.sp.unwrap_or(p.s_p);
-        p.s_c = self.sc.unwrap_or(p.s_c);
-        // A profile's V above an N given by flag is cut to it.
-        let cut = |v: Option<Cost>, n: Cost| {
-            v.map(|v| {
-                if v.mean_ns() > n.mean_ns() {
-                    v.with_mean(n.mean_ns())
-                } else {
-                    v
-                }
-            })
-        };
-        p.v_p = self.vp.or(cut(p.v_p, p.n_p));
-        p.v_c = self.vc.or(cut(p.v_c, p.n_c));
+        kicklab_model::CostOverrides {
+            n_p: self.np,
+            n_c: self.nc,
+            s_p: self.sp,
+            s_c: self.sc,
+            v_p: self.vp,
+            v_c: self.vc,
+        }
+        .apply(&mut p);
         p.validate().map_err(|e| Usage(crate::param_usage(&e)))?;
         Ok(p)
     }

@@ -6,7 +6,6 @@ use std::time::Duration;
 use clap::Args;
 use kicklab_model::{fmt_ns, parse_duration_ns, Party};
 use kicklab_testbed::{calibrate_backend, Calibration, Profile, Stat};
-use serde_json::json;
 
 use crate::args::BackendArgs;
 
@@ -74,45 +73,6 @@ fn gap(s: &str) -> Result<Duration, String> {
         .map_err(|e| e.to_string())
 }
 
-/// The profile as the JSON object of the contract (plus its full summary).
-pub fn profile_json(p: &Profile) -> serde_json::Value {
-    let mean = |s: Option<&Stat>| s.map(|s| s.mean_ns);
-    json!({
-        "backend": p.backend,
-        "NP_ns": p.np.mean_ns,
-        "NC_ns": p.nc.mean_ns,
-        "SP_ns": p.sp.mean_ns,
-        "SC_ns": p.sc.mean_ns,
-        "VP_ns": mean(p.visibility(Party::P)),
-        "VC_ns": mean(p.visibility(Party::C)),
-        "SP_V_ns": p.start(Party::P).mean_ns,
-        "SC_V_ns": p.start(Party::C).mean_ns,
-        "overhead_ns": mean(p.overhead.as_ref()),
-        "in_run": p.in_run.map(|r| json!({
-            "NP_ns": mean(r.np.as_ref()),
-            "NC_ns": mean(r.nc.as_ref()),
-            "RP_ns": mean(r.rp.as_ref()),
-            "RC_ns": mean(r.rc.as_ref()),
-        })),
-        "idle_curve": p.idle_curve.iter().map(|q| json!({
-            "gap_ns": q.gap_ns,
-            "NP_ns": q.np.mean_ns,
-            "NC_ns": q.nc.mean_ns,
-            "SP_ns": q.sp.mean_ns,
-            "SC_ns": q.sc.mean_ns,
-            "SP_median_ns": q.sp.median_ns,
-            "SC_median_ns": q.sc.median_ns,
-        })).collect::<Vec<_>>(),
-        "direction": p.direction.map(kicklab_model::Direction::name),
-        "SP_cpu_ns": p.sp_cpu.mean_ns,
-        "SC_cpu_ns": p.sc_cpu.mean_ns,
-        "gap_ns": p.gap_ns,
-        "rounds": p.rounds,
-        "stable": p.stable,
-        "profile": p,
-    })
-}
-
 /// The most notifications per direction per round (each is a sample of
 /// four costs; a million take minutes).
 const MAX_SAMPLES: usize = 1_000_000;
@@ -156,7 +116,7 @@ pub fn run(a: &CalibrateArgs) -> anyhow::Result<()> {
         eprintln!("saved {}", path.display());
     }
     if a.json {
-        return crate::print_json(&profile_json(&p));
+        return crate::print_json(&kicklab_lab::real::profile_json(&p));
     }
     print_profile(&p);
     Ok(())

@@ -99,7 +99,7 @@ pub fn run(a: &RunArgs) -> anyhow::Result<()> {
                 m
             }
         };
-        v["profile"] = crate::calibrate_cmd::profile_json(&profile);
+        v["profile"] = kicklab_lab::real::profile_json(&profile);
         return crate::print_json(&v);
     }
     let strategy = if shown_p == shown_c {

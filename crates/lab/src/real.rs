@@ -418,6 +418,46 @@ pub fn profile_for(
     Ok(p)
 }
 
+/// The profile as `kicklab calibrate --json` prints it: the contract's
+/// fields, then the full profile.
+pub fn profile_json(p: &Profile) -> serde_json::Value {
+    let mean = |s: Option<&kicklab_model::Stat>| s.map(|s| s.mean_ns);
+    serde_json::json!({
+        "backend": p.backend,
+        "NP_ns": p.np.mean_ns,
+        "NC_ns": p.nc.mean_ns,
+        "SP_ns": p.sp.mean_ns,
+        "SC_ns": p.sc.mean_ns,
+        "VP_ns": mean(p.visibility(Party::P)),
+        "VC_ns": mean(p.visibility(Party::C)),
+        "SP_V_ns": p.start(Party::P).mean_ns,
+        "SC_V_ns": p.start(Party::C).mean_ns,
+        "overhead_ns": mean(p.overhead.as_ref()),
+        "in_run": p.in_run.map(|r| serde_json::json!({
+            "NP_ns": mean(r.np.as_ref()),
+            "NC_ns": mean(r.nc.as_ref()),
+            "RP_ns": mean(r.rp.as_ref()),
+            "RC_ns": mean(r.rc.as_ref()),
+        })),
+        "idle_curve": p.idle_curve.iter().map(|q| serde_json::json!({
+            "gap_ns": q.gap_ns,
+            "NP_ns": q.np.mean_ns,
+            "NC_ns": q.nc.mean_ns,
+            "SP_ns": q.sp.mean_ns,
+            "SC_ns": q.sc.mean_ns,
+            "SP_median_ns": q.sp.median_ns,
+            "SC_median_ns": q.sc.median_ns,
+        })).collect::<Vec<_>>(),
+        "direction": p.direction.map(kicklab_model::Direction::name),
+        "SP_cpu_ns": p.sp_cpu.mean_ns,
+        "SC_cpu_ns": p.sc_cpu.mean_ns,
+        "gap_ns": p.gap_ns,
+        "rounds": p.rounds,
+        "stable": p.stable,
+        "profile": p,
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

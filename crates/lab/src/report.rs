@@ -984,16 +984,27 @@ mod tests {
                 "fig3",
                 "visibility",
                 "random",
+                "control",
+                "qos",
                 "closed-forms"
             ]
         );
-        assert_eq!(r.csvs.len(), 5);
+        assert_eq!(r.csvs.len(), 7);
         for (name, csv) in &r.csvs {
+            if name == "control.csv" || name == "qos.csv" {
+                continue;
+            }
             assert_eq!(
                 csv.lines().count(),
                 1 + 3,
                 "{name}: a header and a row per point"
             );
         }
+        // The control study: 3 points of const, exp and mix, one of phases,
+        // every strategy at each.
+        let control = &r.csvs.iter().find(|(n, _)| n == "control.csv").unwrap().1;
+        assert_eq!(control.lines().count(), 1 + 10 * (2 + 7 + 9 + 1));
+        let qos = &r.csvs.iter().find(|(n, _)| n == "qos.csv").unwrap().1;
+        assert_eq!(qos.lines().count(), 1 + 2 * 2 * (25 + 9));
     }
 }

@@ -217,6 +217,46 @@ impl Params {
     }
 }
 
+/// Costs given explicitly (command-line flags, keyword arguments), laid
+/// over what a calibration profile put in: each given cost wins, and a
+/// profile's V above an N given here is cut to it (V <= N).
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct CostOverrides {
+    /// N_P.
+    pub n_p: Option<Cost>,
+    /// N_C.
+    pub n_c: Option<Cost>,
+    /// S_P.
+    pub s_p: Option<Cost>,
+    /// S_C.
+    pub s_c: Option<Cost>,
+    /// V_P.
+    pub v_p: Option<Cost>,
+    /// V_C.
+    pub v_c: Option<Cost>,
+}
+
+impl CostOverrides {
+    /// Lays these costs over `p`.
+    pub fn apply(&self, p: &mut Params) {
+        p.n_p = self.n_p.unwrap_or(p.n_p);
+        p.n_c = self.n_c.unwrap_or(p.n_c);
+        p.s_p = self.s_p.unwrap_or(p.s_p);
+        p.s_c = self.s_c.unwrap_or(p.s_c);
+        let cut = |v: Option<Cost>, n: Cost| {
+            v.map(|v| {
+                if v.mean_ns() > n.mean_ns() {
+                    v.with_mean(n.mean_ns())
+                } else {
+                    v
+                }
+            })
+        };
+        p.v_p = self.v_p.or(cut(p.v_p, p.n_p));
+        p.v_c = self.v_c.or(cut(p.v_c, p.n_c));
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -103,14 +103,18 @@ impl Side {
 /// As [`crate::simulate`].
 pub fn simulate_control(cfg: &SimConfig) -> Result<SimResult, SimError> {
     check_config(cfg)?;
+    run(cfg, &mut costs_of(cfg), None)
+}
+
+/// The run's cost streams.
+fn costs_of(cfg: &SimConfig) -> Costs {
     let (samplers, consts, _) = samplers(cfg);
-    let mut costs = Costs {
+    Costs {
         samplers,
         consts,
         vis: [cfg.params.v_p.is_some(), cfg.params.v_c.is_some()],
         idle_scale: cfg.idle_scale,
-    };
-    run(cfg, &mut costs, None)
+    }
 }
 
 /// As [`simulate_control`], and the time [ps] each message was freed, in
@@ -121,13 +125,7 @@ pub fn simulate_control(cfg: &SimConfig) -> Result<SimResult, SimError> {
 /// As [`crate::simulate`].
 pub fn simulate_trace(cfg: &SimConfig) -> Result<(SimResult, Vec<u64>), SimError> {
     check_config(cfg)?;
-    let (samplers, consts, _) = samplers(cfg);
-    let mut costs = Costs {
-        samplers,
-        consts,
-        vis: [cfg.params.v_p.is_some(), cfg.params.v_c.is_some()],
-        idle_scale: cfg.idle_scale,
-    };
+    let mut costs = costs_of(cfg);
     let mut trace = Vec::with_capacity(usize::try_from(cfg.messages + cfg.warmup).unwrap_or(0));
     let r = run(cfg, &mut costs, Some(&mut trace))?;
     Ok((r, trace))
