@@ -44,7 +44,7 @@ import math
 import numbers
 import os
 import warnings
-from typing import TYPE_CHECKING, Any, Iterable, Mapping, Sequence, Tuple, TypedDict, Union
+from typing import TYPE_CHECKING, Any, Iterable, Mapping, Optional, Sequence, Tuple, TypedDict, Union
 
 import numpy as _np
 import pandas as _pd
@@ -687,6 +687,9 @@ def run(
     direction: str = "tx",
     halt_poll: Duration = 0,
     guest: str = "user",
+    strategy_p: Optional[str] = None,
+    strategy_c: Optional[str] = None,
+    latency: Optional[Duration] = None,
     **params: Unpack[PairParams],
 ) -> dict[str, Any]:
     """Run the pair for real: two pinned threads (or a thread and a KVM guest)
@@ -697,8 +700,13 @@ def run(
     backend:
         ``futex``, ``eventfd``, ``pipe`` or ``kvm`` (as :func:`calibrate`).
     strategy:
-        How both threads wait: ``notify`` (block), ``poll`` (spin) or
-        ``spin:<budget>``.
+        How both threads wait, any strategy :func:`sim` takes (``notify``,
+        ``poll``, ``spin:5us``, ``sleep:20us``, ``halt-poll``, ``adaptive``,
+        ...); a KVM guest's side takes notify, poll and spin only.
+    strategy_p, strategy_c:
+        One party's strategy, over ``strategy``.
+    latency:
+        The p99 latency bound an ``adaptive`` without one keeps (100us).
     messages:
         Messages measured (after a warm-up of a tenth as many).
     seed:
@@ -721,9 +729,10 @@ def run(
     dict
         The measured ``T_ns``, ``E_ns``, counts, ``lost``,
         ``duplicated_or_reordered``, ``pinned``, CPUs, ``warnings`` and
-        ``disturbed``, ``backend``, ``strategy``, ``batch``,
-        ``predicted`` (the model with the profile's costs) and
-        ``profile``. A disturbed run also warns (:class:`KicklabWarning`).
+        ``disturbed``, ``backend``, ``strategy``, ``strategy_p``,
+        ``strategy_c``, ``batch``, ``latency_ns`` (threads), ``predicted``
+        (the model with the profile's costs, or the simulator where there is
+        no closed form: ``predicted["source"]``) and ``profile``. A disturbed run also warns (:class:`KicklabWarning`).
     """
     text, notes = _kicklab.run_json(
         _params("run", params),
@@ -736,6 +745,9 @@ def run(
         _whole("seed", seed),
         _whole("batch", batch, _U32),
         _profile(profile),
+        strategy_p,
+        strategy_c,
+        None if latency is None else _duration_text("latency", latency),
     )
     if notes:
         notes.append("this measurement is disturbed: its numbers are not the pair's alone")

@@ -120,5 +120,8 @@ def run_json(
     seed: int,
     batch: int,
     profile: _Profile = None,
+    strategy_p: Optional[str] = None,
+    strategy_c: Optional[str] = None,
+    latency: Optional[str] = None,
 ) -> Tuple[str, List[str]]:
     """``kicklab run --json``: the JSON object's text and the warnings."""

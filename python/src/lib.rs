@@ -922,10 +922,10 @@ fn calibrate_json(
 }
 
 /// `kicklab run --json`: the JSON object's text and the warnings (the
-/// binary prints them on stderr).
+/// binary prints them on stderr). The same steps as the binary's `run`.
 #[allow(clippy::too_many_arguments)]
 #[pyfunction]
-#[pyo3(signature = (params, backend, direction, halt_poll, guest, strategy, messages, seed, batch, profile=None))]
+#[pyo3(signature = (params, backend, direction, halt_poll, guest, strategy, messages, seed, batch, profile=None, strategy_p=None, strategy_c=None, latency=None))]
 fn run_json(
     py: Python<'_>,
     params: Args,
@@ -938,34 +938,71 @@ fn run_json(
     seed: u64,
     batch: u32,
     profile: ProfileText,
+    strategy_p: Option<&str>,
+    strategy_c: Option<&str>,
+    latency: Option<&str>,
 ) -> PyResult<(String, Vec<String>)> {
-    use kicklab_lab::real::{predicted, profile_for, RunSpec};
+    use kicklab_lab::real::{expected, profile_for, Expected, RunSpec};
     let pair = Pair::parse(&params, profile)?;
     let params = pair.params()?;
     let be = self::backend(backend, direction, halt_poll, guest)?;
     let strategy = wait_mode("strategy", strategy)?;
-    let spec = RunSpec {
+    let mode_p = strategy_p.map(|s| wait_mode("strategy_p", s)).transpose()?;
+    let mode_c = strategy_c.map(|s| wait_mode("strategy_c", s)).transpose()?;
+    let (mode_p, mode_c) = (mode_p.unwrap_or(strategy), mode_c.unwrap_or(strategy));
+    let latency_ns = latency.map(|l| duration_ns("latency", l)).transpose()?;
+    let mut spec = RunSpec {
         batch,
+        mode_p,
+        mode_c,
+        // Explicit, so that the JSON names the bound adaptive kept.
+        latency_bound_ns: Some(latency_ns.unwrap_or(kicklab_model::DEFAULT_LATENCY_NS)),
+        latency: true,
         ..RunSpec::new(params, be, strategy, messages, seed)
     };
     kicklab_lab::real::check(&spec).map_err(|e| lab_err(&e))?;
-    let given = pair.profile;
+    let given = pair.profile.clone();
     let out = py.detach(|| -> Result<_, LabError> {
         let profile = profile_for(be, given, &Silent)?;
-        let r = kicklab_lab::real::run(&spec)?;
-        // The prediction: the model with this machine's N and S.
-        let predicted = predicted(&params, &profile, strategy)?;
-        let warnings = kicklab_lab::disturbance::check(&r, &params, strategy, &profile)?;
-        Ok((profile, r, predicted, warnings))
+        Ok(profile)
     });
-    let (profile, r, predicted, warnings) = out.map_err(|e| lab_err(&e))?;
+    let profile = out.map_err(|e| lab_err(&e))?;
+    // A planning strategy (adaptive) estimates with this machine's costs.
+    spec.params = pair
+        .given
+        .build(Some(&profile), |pr, p| pr.apply_costs(p, false))?;
+    let out = py.detach(|| -> Result<_, LabError> {
+        let r = kicklab_lab::real::run(&spec)?;
+        // The model (or, with no closed form, the simulator) with this
+        // machine's N and S.
+        let expected = expected(&spec, &profile)?;
+        let warnings =
+            kicklab_lab::disturbance::check_modes(&r, &params, [mode_p, mode_c], &profile)?;
+        Ok((r, expected, warnings))
+    });
+    let (r, expected, warnings) = out.map_err(|e| lab_err(&e))?;
+    let [shown_p, shown_c] = spec.modes();
     let mut v = to_value(&r)?;
     v["warnings"] = to_value(&warnings)?;
     v["disturbed"] = json!(!warnings.is_empty());
     v["backend"] = json!(be.name());
     v["strategy"] = json!(strategy.to_string());
+    v["strategy_p"] = json!(shown_p.to_string());
+    v["strategy_c"] = json!(shown_c.to_string());
     v["batch"] = json!(batch);
-    v["predicted"] = predicted.map_or(Value::Null, |p| prediction_json(&p));
+    v["predicted"] = match &expected {
+        Expected::Model(p) => {
+            let mut m = prediction_json(p);
+            m["source"] = json!("model");
+            m
+        }
+        Expected::Sim(rates) => {
+            let mut m = to_value(rates)?;
+            m["source"] = json!("sim");
+            m["throughput_per_s"] = json!(rates.per_second());
+            m
+        }
+    };
     v["profile"] = kicklab_lab::real::profile_json(&profile);
     let lines = warnings.iter().map(ToString::to_string).collect();
     Ok((text(&v)?, lines))

@@ -70,8 +70,8 @@ def test_run_has_the_cli_fields_and_checks_every_message(cli, profile):
 def test_run_errors(profile):
     with pytest.raises(ValueError, match="^backend: invalid value 'bogus': unknown backend"):
         kicklab.run("bogus")
-    with pytest.raises(ValueError, match="^strategy: sleep:20us runs in the simulator only"):
-        kicklab.run(strategy="sleep:20us", profile=profile)
+    with pytest.raises(ValueError, match="^strategy: invalid value 'busy': unknown strategy `busy`"):
+        kicklab.run(strategy="busy", profile=profile)
     with pytest.raises(ValueError, match="^batch: at least 1 message per publish"):
         kicklab.run(batch=0, profile=profile)
     with pytest.raises(ValueError, match="^profile: it calibrates futex, not eventfd"):
@@ -89,3 +89,13 @@ def test_calibrate_errors():
         kicklab.calibrate(gaps="10us,0us")
     with pytest.raises(ValueError, match="^gap: invalid value 'soon'"):
         kicklab.calibrate(gap="soon")
+
+
+def test_run_takes_every_strategy_per_party(cli, profile):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", kicklab.KicklabWarning)
+        r = kicklab.run("futex", messages=5_000, profile=profile, wp="3us", strategy="notify", strategy_c="sleep:20us", latency="50us")
+    assert (r["lost"], r["duplicated_or_reordered"]) == (0, 0)
+    assert r["strategy_p"] == "notify" and r["strategy_c"] == "sleep:20us"
+    assert r["naps_c"] > 0 and r["latency_ns"]["p99"] > 0
+    assert r["predicted"]["source"] == "sim"
