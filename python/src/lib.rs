@@ -87,7 +87,9 @@ fn sim_err(e: &SimError) -> Fail {
     match e {
         SimError::Params(p) => param_err(p),
         // "messages: ..." names the input; its keyword is the same word.
-        SimError::NoMessages | SimError::TooManyMessages(_) => bad(e.to_string()),
+        SimError::NoMessages | SimError::TooManyMessages(_) | SimError::Combine(_) => {
+            bad(e.to_string())
+        }
         SimError::Mode { .. } => bad(format!("mode: {e}")),
         SimError::SweepPoint { .. } => bad(format!("vary: {e}")),
         SimError::TimeOverflow => bad(format!(
@@ -573,6 +575,7 @@ fn sim_json(
         // With a profile, each start-up scales with the sleeper's idle
         // time on the profile's idle curve.
         idle_scale: pair.idle_scale(),
+        combine: kicklab_sim::Combine::default(),
     };
     let r = py.detach(|| simulate(&cfg)).map_err(|e| sim_err(&e))?;
     let predicted = (mode_p == mode_c)
@@ -709,6 +712,7 @@ fn sweep_chunk_csv(
             latency: true,
             start: Start::Empty,
             idle_scale: [None, None],
+            combine: kicklab_sim::Combine::default(),
         };
         Ok(SweepPoint {
             x,

@@ -240,6 +240,8 @@ fn usage_of(e: &anyhow::Error) -> Option<String> {
             SimError::TimeOverflow => Some(format!(
                 "--messages: {s}: the simulated time of this many messages at these costs exceeds the clock's 213 days"
             )),
+            // "batch: ..." / "flush: ..." name their flags.
+            SimError::Combine(_) => Some(format!("--{s}")),
             SimError::Deadlock { .. } => None,
         };
     }

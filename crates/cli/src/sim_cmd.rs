@@ -30,6 +30,15 @@ pub struct SimArgs {
     /// mode gives one) [default: 100us].
     #[arg(long, value_parser = crate::args::duration_ns, allow_hyphen_values = true)]
     latency: Option<f64>,
+    /// Send combining: P publishes (and kicks at most once) every N written
+    /// messages (and always before it waits); latency counts from the write.
+    #[arg(long, default_value_t = 1, allow_hyphen_values = true)]
+    batch: u32,
+    /// When a partial batch goes out as well: full (only when full, or when
+    /// P must wait) or timer:<T> (once the first held message is T old,
+    /// checked as P writes).
+    #[arg(long, default_value = "full", value_parser = flush, allow_hyphen_values = true)]
+    flush: Flush,
     /// Messages to measure (after the warm-up).
     #[arg(long, default_value_t = 1_000_000, allow_hyphen_values = true)]
     messages: u64,
@@ -54,6 +63,23 @@ pub struct SimArgs {
     /// sweep speed-up on all cores) instead of running the pair once.
     #[arg(long)]
     bench: bool,
+}
+
+/// `--flush`: the hold timer [ns], if any.
+#[derive(Debug, Clone, Copy)]
+struct Flush(Option<f64>);
+
+/// Parses `--flush`: `full` or `timer:<duration>`.
+fn flush(s: &str) -> Result<Flush, String> {
+    match s.trim() {
+        "full" => Ok(Flush(None)),
+        t => match t.strip_prefix("timer:") {
+            Some(d) => crate::args::duration_ns(d).map(|ns| Flush(Some(ns))),
+            None => Err(format!(
+                "unknown flush rule `{t}` (use full or timer:<duration>, e.g. timer:20us)"
+            )),
+        },
+    }
 }
 
 pub fn run(a: &SimArgs) -> anyhow::Result<()> {
@@ -84,6 +110,10 @@ pub fn run(a: &SimArgs) -> anyhow::Result<()> {
         },
         // With a profile, each start-up scales with the sleeper's idle
         // time on the profile's idle curve.
+        combine: kicklab_sim::Combine {
+            batch: a.batch,
+            flush_ns: a.flush.0,
+        },
         idle_scale: match a.params.load_profile()? {
             Some(p) => [
                 p.idle_scale(kicklab_model::Party::P),
@@ -94,7 +124,9 @@ pub fn run(a: &SimArgs) -> anyhow::Result<()> {
     };
     let r = simulate(&cfg)?;
     // The closed form, where one exists for these modes.
-    let predicted = (mode_p == mode_c)
+    // (Send combining has its closed form in docs/model.md for the fast
+    // consumer only; none is printed.)
+    let predicted = (mode_p == mode_c && !cfg.combine.is_on())
         .then(|| predict(&params, mode_p).ok())
         .flatten();
     if let Some(p) = predicted {

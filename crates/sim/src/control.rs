@@ -18,7 +18,7 @@
 
 use hdrhistogram::Histogram;
 use kicklab_model::control::{coalescing, Action, Controller, Episode, View};
-use kicklab_model::{Latency, Party, Rates};
+use kicklab_model::{to_ps, Latency, Party, Rates};
 
 use crate::engine::{
     check_config, samplers, Costs, SimConfig, SimError, SimResult, Start, Totals, Window,
@@ -180,12 +180,55 @@ fn run(
     let mut work_sum = 0u64;
     let (work_i, notify_i, vis_i, start_i) = ([W_P, W_C], [N_P, N_C], [V_P, V_C], [S_P, S_C]);
 
-    let view = |now: u64, s: &[Side; 2]| View {
+    // Send combining: messages P has written but not published yet.
+    let (batch, flush_ps) = (
+        u64::from(cfg.combine.batch.max(1)),
+        cfg.combine.flush_ns.map(to_ps),
+    );
+    let (mut pending, mut first_pending) = (0u64, 0u64);
+    let view = |now: u64, s: &[Side; 2], pending: u64| View {
         now,
         len,
-        published: s[0].count,
+        published: s[0].count - pending,
         consumed: s[1].count,
     };
+
+    // `me` has just made `peer`'s resource grow at `now`: kick the peer if
+    // it sleeps and enough is there (held back by coalescing), or stop its
+    // spin. Returns whether it kicked (then `me` attempts after its N).
+    macro_rules! notify {
+        ($me:expr, $peer:expr, $now:expr) => {{
+            let (me, peer, now): (usize, usize, u64) = ($me, $peer, $now);
+            let mut kicked = false;
+            if s[peer].phase == Phase::Blocked && have[peer] >= k[me] {
+                let due = match coalesce[me] {
+                    None => true,
+                    Some((n, t)) => {
+                        let since = *s[me].pending_since.get_or_insert(now);
+                        have[peer] >= n || now - since >= t
+                    }
+                };
+                if due {
+                    s[me].pending_since = None;
+                    s[me].notifications += 1;
+                    let (n, v) = costs.notification::<false>(notify_i[me], vis_i[me]);
+                    let idle = now + v - s[peer].blocked_since;
+                    let st = costs.start_up::<false>(start_i[peer], idle);
+                    s[me].busy += n;
+                    s[peer].busy += st;
+                    s[peer].blocked_for = Some(idle);
+                    s[peer].phase = Phase::Attempt;
+                    s[peer].t = now + v + st;
+                    s[me].phase = Phase::Attempt;
+                    s[me].t = now + n;
+                    kicked = true;
+                }
+            } else if s[peer].spinning() {
+                s[peer].stop_spinning(now);
+            }
+            kicked
+        }};
+    }
 
     let final_t;
     loop {
@@ -206,13 +249,27 @@ fn run(
         }
         match s[me].phase {
             Phase::Work => {
-                // Publish (P) or free (C): the peer gains one.
-                have[peer] += 1;
+                // Publish (P) or free (C): the peer gains one; with send
+                // combining P publishes only when its batch is full or its
+                // hold timer has run out.
                 s[me].count += 1;
+                let mut published = true;
                 if me == 0 {
+                    // Latency counts from the write.
                     pub_time[pub_slot] = now;
                     pub_slot = (pub_slot + 1) % pub_time.len();
+                    pending += 1;
+                    if pending == 1 {
+                        first_pending = now;
+                    }
+                    published =
+                        pending >= batch || flush_ps.is_some_and(|t| now - first_pending >= t);
+                    if published {
+                        have[1] += pending;
+                        pending = 0;
+                    }
                 } else {
+                    have[0] += 1;
                     if let Some(t) = trace.as_deref_mut() {
                         t.push(now);
                     }
@@ -241,41 +298,22 @@ fn run(
                         break;
                     }
                 }
-                let mut kicked = false;
-                if s[peer].phase == Phase::Blocked && have[peer] >= k[me] {
-                    let due = match coalesce[me] {
-                        None => true,
-                        Some((n, t)) => {
-                            let since = *s[me].pending_since.get_or_insert(now);
-                            have[peer] >= n || now - since >= t
-                        }
-                    };
-                    if due {
-                        s[me].pending_since = None;
-                        s[me].notifications += 1;
-                        let (n, v) = costs.notification::<false>(notify_i[me], vis_i[me]);
-                        let idle = now + v - s[peer].blocked_since;
-                        let st = costs.start_up::<false>(start_i[peer], idle);
-                        s[me].busy += n;
-                        s[peer].busy += st;
-                        s[peer].blocked_for = Some(idle);
-                        s[peer].phase = Phase::Attempt;
-                        s[peer].t = now + v + st;
-                        s[me].phase = Phase::Attempt;
-                        s[me].t = now + n;
-                        kicked = true;
-                    }
-                } else if s[peer].spinning() {
-                    s[peer].stop_spinning(now);
-                }
+                let kicked = published && notify!(me, peer, now);
                 if !kicked {
                     s[me].phase = Phase::Attempt;
                     s[me].t = now;
                 }
                 // A pause before the next message, if the strategy wants one.
-                let v = view(s[me].t, &s);
+                let v = view(s[me].t, &s, pending);
                 let work = s[me].work;
                 if let Some(a) = s[me].ctl.after_work(&v, work) {
+                    if me == 0 && pending > 0 {
+                        // Nothing is held over a pause.
+                        let at = s[0].t;
+                        have[1] += pending;
+                        pending = 0;
+                        notify!(0, 1, at);
+                    }
                     let at = s[me].t;
                     match a {
                         Action::Nap(until) => {
@@ -304,7 +342,7 @@ fn run(
                             end: now,
                             blocked: s[me].blocked_for.take(),
                         };
-                        let v = view(now, &s);
+                        let v = view(now, &s, pending);
                         s[me].ctl.done(&v, e);
                     }
                     let w = costs.draw::<false>(work_i[me]);
@@ -315,13 +353,22 @@ fn run(
                     s[me].t = now + w;
                     continue;
                 }
+                if me == 0 && pending > 0 {
+                    // The ring is full of what P holds and has published:
+                    // publish before waiting, or C could never free a slot.
+                    have[1] += pending;
+                    pending = 0;
+                    if notify!(0, 1, now) {
+                        continue;
+                    }
+                }
                 if !first {
                     // A spin deadline passed with the condition still false.
                     s[me].busy += now - s[me].spin_since;
                 }
                 let new_episode = s[me].episode.is_none();
                 let start = *s[me].episode.get_or_insert(now);
-                let v = view(now, &s);
+                let v = view(now, &s, pending);
                 match s[me].ctl.wait(&v, start, new_episode) {
                     Action::Block => s[me].block(now),
                     Action::Spin(deadline) => {

@@ -165,6 +165,40 @@ pub struct SimConfig {
     /// curve; `None`: S does not depend on it (the model's rule).
     #[serde(default)]
     pub idle_scale: [Option<IdleScale>; 2],
+    /// Send combining: P holds written messages and publishes them
+    /// together (VMware's hosted VMM, `run --batch` on threads).
+    #[serde(default)]
+    pub combine: Combine,
+}
+
+/// Send combining: the producer publishes (and may kick) once per
+/// `batch` written messages, earlier when `flush_ns` has passed since the
+/// first one it holds (checked when it finishes writing one), and always
+/// before it waits or pauses. A message's latency counts from when it was
+/// written, so the hold shows. `batch` 1 without a timer is the paper's
+/// rule.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct Combine {
+    /// Messages per publish (>= 1).
+    pub batch: u32,
+    /// The longest hold [ns], if any.
+    pub flush_ns: Option<f64>,
+}
+
+impl Default for Combine {
+    fn default() -> Self {
+        Combine {
+            batch: 1,
+            flush_ns: None,
+        }
+    }
+}
+
+impl Combine {
+    /// Whether it changes anything (else the paper's rule).
+    pub fn is_on(&self) -> bool {
+        self.batch > 1 || self.flush_ns.is_some()
+    }
 }
 
 /// The state a run starts from. Most pairs end in the same operating point
@@ -197,6 +231,7 @@ impl SimConfig {
             latency: true,
             start: Start::Empty,
             idle_scale: [None, None],
+            combine: Combine::default(),
         }
     }
 }
@@ -319,6 +354,9 @@ pub enum SimError {
         /// Available messages then.
         avail: u64,
     },
+    /// Send combining that makes no sense (a batch of 0 or above L).
+    #[error("{0}")]
+    Combine(String),
     /// Simulated time ran past the clock's range.
     #[error("simulated time overflowed (costs too large for this many messages)")]
     TimeOverflow,
@@ -451,6 +489,20 @@ pub(crate) fn check_config(cfg: &SimConfig) -> Result<(), SimError> {
         mode.check()
             .map_err(|reason| SimError::Mode { party, reason })?;
     }
+    let c = cfg.combine;
+    if c.batch == 0 || c.batch > cfg.params.len {
+        return Err(SimError::Combine(format!(
+            "batch: 1 to L = {} messages per publish, got {}",
+            cfg.params.len, c.batch
+        )));
+    }
+    if let Some(t) = c.flush_ns {
+        if !(t.is_finite() && t > 0.0 && t <= kicklab_model::MAX_DURATION_NS) {
+            return Err(SimError::Combine(format!(
+                "flush: a timer between 0 and 1h, got {t} ns"
+            )));
+        }
+    }
     Ok(())
 }
 
@@ -497,7 +549,7 @@ pub(crate) fn samplers(cfg: &SimConfig) -> ([Sampler; 8], [u64; 8], bool) {
 /// assert!((sim.rates.t_ns - model.rates.t_ns).abs() / model.rates.t_ns < 1e-9);
 /// ```
 pub fn simulate(cfg: &SimConfig) -> Result<SimResult, SimError> {
-    if !(cfg.mode_p.is_basic() && cfg.mode_c.is_basic()) {
+    if !(cfg.mode_p.is_basic() && cfg.mode_c.is_basic()) || cfg.combine.is_on() {
         return crate::control::simulate_control(cfg);
     }
     check_config(cfg)?;

@@ -212,6 +212,7 @@ pub fn sweep(
                 latency: true,
                 start: crate::Start::Empty,
                 idle_scale: [None, None],
+                combine: crate::Combine::default(),
             };
             let sim = simulate(&cfg(mode))?;
             let sim_poll = simulate(&cfg(WaitMode::Poll))?;

@@ -1248,3 +1248,35 @@ fn flags_json_contract() {
     let out = kicklab(&["flags", "--sources", "0"]);
     assert_eq!(out.status.code(), Some(2));
 }
+
+#[test]
+fn sim_send_combining() {
+    let v = json(&[
+        "sim",
+        "--wp",
+        "2us",
+        "--batch",
+        "8",
+        "--messages",
+        "80000",
+        "--json",
+    ]);
+    assert!((v["T_ns"].as_f64().unwrap() - 2300.0).abs() < 1e-6, "{v}");
+    assert_eq!(
+        v["notifications_p"].as_u64().unwrap() * 8,
+        v["messages"].as_u64().unwrap()
+    );
+    assert!(v["predicted"].is_null());
+    for (args, want) in [
+        (vec!["sim", "--batch", "0"], "--batch"),
+        (vec!["sim", "--batch", "300"], "--batch"),
+        (vec!["sim", "--flush", "later"], "--flush"),
+    ] {
+        let out = kicklab(&args);
+        assert_eq!(out.status.code(), Some(2), "{args:?}");
+        assert!(
+            String::from_utf8_lossy(&out.stderr).contains(want),
+            "{args:?}"
+        );
+    }
+}

@@ -3,7 +3,7 @@
 //! strategies per party, and each keeps the rule that defines it.
 
 use kicklab_model::{Cost, Params, WaitMode};
-use kicklab_sim::{simulate, SimConfig, Start};
+use kicklab_sim::{simulate, Combine, SimConfig, Start};
 use proptest::prelude::*;
 
 fn strategy() -> impl Strategy<Value = WaitMode> {
@@ -63,7 +63,7 @@ proptest! {
     /// every message consumed once, the ring never over- or under-full, and
     /// the counts add up.
     #[test]
-    fn every_strategy_finishes_and_loses_nothing(p in params(), mode_p in strategy(), mode_c in strategy(), seed in any::<u64>(), messages in 1u64..4000, full in any::<bool>()) {
+    fn every_strategy_finishes_and_loses_nothing(p in params(), mode_p in strategy(), mode_c in strategy(), seed in any::<u64>(), messages in 1u64..4000, full in any::<bool>(), batch in 1u32..12, flush in proptest::option::of(1u32..50)) {
         let cfg = SimConfig {
             params: p,
             mode_p,
@@ -74,6 +74,8 @@ proptest! {
             latency: true,
             start: if full { Start::Full } else { Start::Empty },
             idle_scale: [None, None],
+            // Send combining too, any batch up to L, with or without a timer.
+            combine: Combine { batch: batch.min(p.len), flush_ns: flush.map(|us| f64::from(us) * 1000.0) },
         };
         let r = simulate(&cfg).unwrap();
         let t = r.totals;
@@ -213,4 +215,85 @@ fn adaptive_keeps_polling_throughput_at_a_fraction_of_its_cost() {
             tight.rates.latency_ns.unwrap().p99
         );
     }
+}
+
+/// Send combining with a fast consumer: P writes b messages, publishes
+/// them with one kick (it pays N_P), C wakes (S_C), drains them and sleeps
+/// again before the next batch, provided S_C + b W_C < b W_P. Then
+///   T = W_P + N_P / b,  E = W_P + W_C + (N_P + S_C) / b,
+/// one kick per b messages: the paper's FC with m = b. Exact on a grid
+/// (n a multiple of b: the window holds whole batches).
+#[test]
+fn send_combining_with_a_fast_consumer_is_the_paper_fc_with_m_b() {
+    let mut checked = 0;
+    for b in [1u32, 2, 3, 8, 32] {
+        for w_p in [1_300.0, 2_000.0, 3_100.0] {
+            for (n_p, s_c) in [(2_400.0, 200.0), (700.0, 1_500.0), (5_000.0, 50.0)] {
+                let p = Params {
+                    w_p: Cost::Const(w_p),
+                    n_p: Cost::Const(n_p),
+                    s_c: Cost::Const(s_c),
+                    ..Params::default()
+                };
+                let bf = f64::from(b);
+                if s_c + bf * 1_100.0 >= bf * w_p {
+                    continue;
+                }
+                let cfg = SimConfig {
+                    combine: Combine {
+                        batch: b,
+                        flush_ns: None,
+                    },
+                    ..SimConfig::new(p, WaitMode::Notify, 1000 * u64::from(b))
+                };
+                let r = simulate(&cfg).unwrap();
+                let t = w_p + n_p / bf;
+                let e = w_p + 1_100.0 + (n_p + s_c) / bf;
+                assert!(
+                    (r.rates.t_ns - t).abs() <= 1e-9 * t,
+                    "b {b} W_P {w_p}: T {} vs {t}",
+                    r.rates.t_ns
+                );
+                assert!(
+                    (r.rates.e_ns - e).abs() <= 1e-9 * e,
+                    "b {b} W_P {w_p}: E {} vs {e}",
+                    r.rates.e_ns
+                );
+                assert_eq!(r.rates.notifications_p * u64::from(b), r.rates.messages);
+                checked += 1;
+            }
+        }
+    }
+    assert!(checked >= 20, "{checked}");
+    // A hold timer publishes a partial batch: more kicks, less latency.
+    let p = paper(2000.0);
+    let full = simulate(&SimConfig {
+        combine: Combine {
+            batch: 8,
+            flush_ns: None,
+        },
+        ..SimConfig::new(p, WaitMode::Notify, 80_000)
+    })
+    .unwrap();
+    let timed = simulate(&SimConfig {
+        combine: Combine {
+            batch: 8,
+            flush_ns: Some(5_000.0),
+        },
+        ..SimConfig::new(p, WaitMode::Notify, 80_000)
+    })
+    .unwrap();
+    assert!(timed.rates.notifications_p > full.rates.notifications_p);
+    assert!(timed.rates.latency_ns.unwrap().p99 < full.rates.latency_ns.unwrap().p99);
+    // And a batch of 1 is the paper's rule, through either loop.
+    let one = simulate(&SimConfig {
+        combine: Combine {
+            batch: 1,
+            flush_ns: None,
+        },
+        ..SimConfig::new(p, WaitMode::Notify, 10_000)
+    })
+    .unwrap();
+    let ctl = kicklab_sim::simulate_control(&SimConfig::new(p, WaitMode::Notify, 10_000)).unwrap();
+    assert_eq!(one.totals, ctl.totals);
 }
