@@ -17,8 +17,8 @@ use std::time::Duration;
 
 use kicklab_lab::{Input, LabError, Silent};
 use kicklab_model::{
-    parse_duration_ns, predict, ss_best_case, ss_formula, Cost, ModelError, Param, ParamError,
-    Params, Party, Prediction, Profile, Regime, UnknownParam, WaitMode,
+    parse_duration_ns, predict, Cost, ModelError, Param, ParamError, Params, Party, Prediction,
+    Profile, Regime, UnknownParam, WaitMode,
 };
 use kicklab_sim::{default_warmup, simulate, SimConfig, SimError, Start, SweepPoint, Vary};
 use kicklab_testbed::{Setting, TestbedError};
@@ -271,28 +271,23 @@ impl Given {
         profile: Option<&Profile>,
         apply: impl Fn(&Profile, &mut Params),
     ) -> Res<Params> {
-        let mut p = Params {
+        kicklab_model::GivenParams {
             len: self.len,
             k_p: self.kp,
             k_c: self.kc,
             w_p: self.wp,
             w_c: self.wc,
-            ..Params::default()
-        };
-        if let Some(profile) = profile {
-            apply(profile, &mut p);
+            costs: kicklab_model::CostOverrides {
+                n_p: self.np,
+                n_c: self.nc,
+                s_p: self.sp,
+                s_c: self.sc,
+                v_p: self.vp,
+                v_c: self.vc,
+            },
         }
-        kicklab_model::CostOverrides {
-            n_p: self.np,
-            n_c: self.nc,
-            s_p: self.sp,
-            s_c: self.sc,
-            v_p: self.vp,
-            v_c: self.vc,
-        }
-        .apply(&mut p);
-        p.validate().map_err(|e| param_err(&e))?;
-        Ok(p)
+        .build(profile, apply)
+        .map_err(|e| param_err(&e))
     }
 }
 
@@ -681,19 +676,7 @@ fn sweep_chunk_csv(
     profile: ProfileText,
 ) -> PyResult<String> {
     let (base, vary, mode) = sweep_inputs(&params, vary, mode, messages, profile)?;
-    let points: Vec<(f64, Params)> = vary
-        .values()
-        .into_iter()
-        .map(|x| (x, vary.apply(&base, x)))
-        .collect();
-    for (x, p) in &points {
-        p.validate().map_err(|source| {
-            sim_err(&SimError::SweepPoint {
-                at: format!("{}={x}", vary.param.name()),
-                source,
-            })
-        })?;
-    }
+    let points = kicklab_sim::sweep_points(&base, &vary).map_err(|e| sim_err(&e))?;
     if start > stop || stop > points.len() {
         return Err(bad(format!(
             "chunk {start}..{stop} is not within the sweep's {} points",
@@ -702,28 +685,7 @@ fn sweep_chunk_csv(
         .into());
     }
     let run = |&(x, params): &(f64, Params)| -> Result<SweepPoint, SimError> {
-        let cfg = |mode| SimConfig {
-            params,
-            mode_p: mode,
-            mode_c: mode,
-            messages,
-            warmup: default_warmup(messages, params.len),
-            seed,
-            latency: true,
-            start: Start::Empty,
-            idle_scale: [None, None],
-            combine: kicklab_sim::Combine::default(),
-        };
-        Ok(SweepPoint {
-            x,
-            params,
-            model: predict(&params, mode).ok(),
-            model_poll: predict(&params, WaitMode::Poll).expect("validated"),
-            ss_formula: ss_formula(&params),
-            ss_best: ss_best_case(&params),
-            sim: simulate(&cfg(mode))?,
-            sim_poll: simulate(&cfg(WaitMode::Poll))?,
-        })
+        kicklab_sim::sweep_point(x, params, mode, messages, seed)
     };
     let chunk = py
         .detach(|| {

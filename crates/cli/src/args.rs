@@ -250,28 +250,23 @@ impl ParamArgs {
         profile: Option<&kicklab_model::Profile>,
         apply: impl Fn(&kicklab_model::Profile, &mut Params),
     ) -> Result<Params, Usage> {
-        let mut p = Params {
+        kicklab_model::GivenParams {
             len: self.len,
             k_p: self.kp,
             k_c: self.kc,
             w_p: self.wp,
             w_c: self.wc,
-            ..Params::default()
-        };
-        if let Some(profile) = profile {
-            apply(profile, &mut p);
+            costs: kicklab_model::CostOverrides {
+                n_p: self.np,
+                n_c: self.nc,
+                s_p: self.sp,
+                s_c: self.sc,
+                v_p: self.vp,
+                v_c: self.vc,
+            },
         }
-        kicklab_model::CostOverrides {
-            n_p: self.np,
-            n_c: self.nc,
-            s_p: self.sp,
-            s_c: self.sc,
-            v_p: self.vp,
-            v_c: self.vc,
-        }
-        .apply(&mut p);
-        p.validate().map_err(|e| Usage(crate::param_usage(&e)))?;
-        Ok(p)
+        .build(profile, apply)
+        .map_err(|e| Usage(crate::param_usage(&e)))
     }
 
     /// The profile named by `--profile`, if any.

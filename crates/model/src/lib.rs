@@ -48,7 +48,7 @@ pub use closed_form::{predict, ss_best_case, ss_formula, ModelError, OperatingPo
 pub use cost::{Cost, CostParseError, Mix, Phases, SimpleCost, MAX_PHASES};
 pub use idle::IdleScale;
 pub use param::{Param, Unit, UnknownParam};
-pub use params::{CostOverrides, ParamError, Params, Party};
+pub use params::{CostOverrides, GivenParams, ParamError, Params, Party};
 pub use profile::{split_wake_up, Direction, IdlePoint, InRunCosts, Profile, Stat};
 pub use rates::{Latency, Rates};
 pub use regime::{classify, Predicates, Regime};

@@ -257,6 +257,54 @@ impl CostOverrides {
     }
 }
 
+/// What a front end (the command line, the Python package) was given for
+/// a pair: L, k and W, and the costs given explicitly.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct GivenParams {
+    /// L.
+    pub len: u32,
+    /// k_P.
+    pub k_p: u32,
+    /// k_C.
+    pub k_c: u32,
+    /// W_P.
+    pub w_p: Cost,
+    /// W_C.
+    pub w_c: Cost,
+    /// N, S and V where given.
+    pub costs: CostOverrides,
+}
+
+impl GivenParams {
+    /// The validated pair: L, k and W as given, the paper's N, S and V,
+    /// replaced by what `apply` takes from `profile` (if any), then by the
+    /// costs given.
+    ///
+    /// # Errors
+    ///
+    /// The first parameter that makes no pair.
+    pub fn build(
+        &self,
+        profile: Option<&crate::Profile>,
+        apply: impl Fn(&crate::Profile, &mut Params),
+    ) -> Result<Params, ParamError> {
+        let mut p = Params {
+            len: self.len,
+            k_p: self.k_p,
+            k_c: self.k_c,
+            w_p: self.w_p,
+            w_c: self.w_c,
+            ..Params::default()
+        };
+        if let Some(profile) = profile {
+            apply(profile, &mut p);
+        }
+        self.costs.apply(&mut p);
+        p.validate()?;
+        Ok(p)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -43,4 +43,4 @@ pub use engine::{
 };
 pub use kicklab_model::{Latency, Rates};
 pub use sampler::Sampler;
-pub use sweep::{sweep, SweepPoint, Vary, VaryError};
+pub use sweep::{sweep, sweep_point, sweep_points, SweepPoint, Vary, VaryError};

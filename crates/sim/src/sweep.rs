@@ -11,7 +11,7 @@ use rayon::prelude::*;
 use serde::{Deserialize, Serialize};
 use thiserror::Error;
 
-use crate::engine::{default_warmup, simulate, SimConfig, SimError, SimResult};
+use crate::engine::{simulate, SimConfig, SimError, SimResult};
 
 /// A sweep specification (`wp=0.1us..3us:100`) was rejected.
 #[derive(Debug, Error, Clone, PartialEq, Eq)]
@@ -173,6 +173,55 @@ pub struct SweepPoint {
     pub sim_poll: SimResult,
 }
 
+/// The points of `vary` over `base`: `(x, params)`, each checked.
+///
+/// # Errors
+///
+/// The first point whose parameters are invalid.
+pub fn sweep_points(base: &Params, vary: &Vary) -> Result<Vec<(f64, Params)>, SimError> {
+    let points: Vec<(f64, Params)> = vary
+        .values()
+        .into_iter()
+        .map(|x| (x, vary.apply(base, x)))
+        .collect();
+    for (x, p) in &points {
+        p.validate().map_err(|source| SimError::SweepPoint {
+            at: format!("{}={x}", vary.param.name()),
+            source,
+        })?;
+    }
+    Ok(points)
+}
+
+/// Model and simulator (in `mode`, and polling) at one point.
+///
+/// # Errors
+///
+/// Invalid parameters, or a simulator error.
+pub fn sweep_point(
+    x: f64,
+    params: Params,
+    mode: WaitMode,
+    messages: u64,
+    seed: u64,
+) -> Result<SweepPoint, SimError> {
+    params.validate()?;
+    let cfg = |mode| SimConfig {
+        seed,
+        ..SimConfig::new(params, mode, messages)
+    };
+    Ok(SweepPoint {
+        x,
+        params,
+        model: predict(&params, mode).ok(),
+        model_poll: predict(&params, WaitMode::Poll).expect("valid: polling has a closed form"),
+        ss_formula: ss_formula(&params),
+        ss_best: ss_best_case(&params),
+        sim: simulate(&cfg(mode))?,
+        sim_poll: simulate(&cfg(WaitMode::Poll))?,
+    })
+}
+
 /// Runs model and simulator at every point of `vary`, in parallel.
 /// `progress` is called once per finished point (from any thread).
 ///
@@ -188,44 +237,10 @@ pub fn sweep(
     seed: u64,
     progress: &(dyn Fn() + Sync),
 ) -> Result<Vec<SweepPoint>, SimError> {
-    let points: Vec<(f64, Params)> = vary
-        .values()
-        .into_iter()
-        .map(|x| (x, vary.apply(base, x)))
-        .collect();
-    for (x, p) in &points {
-        p.validate().map_err(|source| SimError::SweepPoint {
-            at: format!("{}={x}", vary.param.name()),
-            source,
-        })?;
-    }
-    points
+    sweep_points(base, vary)?
         .par_iter()
         .map(|&(x, params)| {
-            let cfg = |mode| SimConfig {
-                params,
-                mode_p: mode,
-                mode_c: mode,
-                messages,
-                warmup: default_warmup(messages, params.len),
-                seed,
-                latency: true,
-                start: crate::Start::Empty,
-                idle_scale: [None, None],
-                combine: crate::Combine::default(),
-            };
-            let sim = simulate(&cfg(mode))?;
-            let sim_poll = simulate(&cfg(WaitMode::Poll))?;
-            let point = SweepPoint {
-                x,
-                params,
-                model: predict(&params, mode).ok(),
-                model_poll: predict(&params, WaitMode::Poll).expect("validated"),
-                ss_formula: ss_formula(&params),
-                ss_best: ss_best_case(&params),
-                sim,
-                sim_poll,
-            };
+            let point = sweep_point(x, params, mode, messages, seed)?;
             progress();
             Ok(point)
         })
