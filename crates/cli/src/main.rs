@@ -7,6 +7,7 @@ mod bench;
 mod calibrate_cmd;
 mod control_cmd;
 mod flags_cmd;
+mod map_cmd;
 mod model_cmd;
 mod pingpong_cmd;
 mod qos_cmd;
@@ -77,6 +78,8 @@ enum Cmd {
     Scale(scale_cmd::ScaleArgs),
     /// One consumer watching many sources: a system call over an eventfd each, or a shared-memory bit vector (VMware).
     Flags(flags_cmd::FlagsArgs),
+    /// The regime, T and E over a grid of two parameters (e.g. W_P x W_C), model beside simulator, as 2-D maps.
+    Map(map_cmd::MapArgs),
     /// Reproduce the figures and tables as one HTML page with plots.
     Report(report_cmd::ReportArgs),
 }
@@ -129,6 +132,7 @@ fn main() -> ExitCode {
         Cmd::Qos(a) => qos_cmd::run(&a),
         Cmd::Scale(a) => scale_cmd::run(&a),
         Cmd::Flags(a) => flags_cmd::run(&a),
+        Cmd::Map(a) => map_cmd::run(&a),
         Cmd::Report(a) => report_cmd::run(&a),
     };
     match result {

@@ -16,6 +16,7 @@ pub mod bench;
 pub mod control;
 pub mod disturbance;
 pub mod flags;
+pub mod map;
 pub mod pingpong;
 pub mod qos;
 pub mod real;

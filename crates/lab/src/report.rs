@@ -855,6 +855,25 @@ pub fn build(a: &ReportOptions, progress: &dyn Progress) -> Result<Report, LabEr
     let study = crate::control::control_study(&spec, progress)?;
     sections.push(crate::control::section(&study, &spec)?);
     csvs.push(("control.csv".into(), crate::control::csv(&study)));
+    // The regime map: W_P x W_C, model and simulator.
+    let map_points = a.points.clamp(2, 40);
+    let map_spec = crate::map::MapSpec {
+        base: d,
+        x: Vary::parse(&format!("wp=0.1us..3us:{map_points}"))
+            .map_err(|e| LabError::input(Input::Vary, e.to_string()))?,
+        y: Vary::parse(&format!("wc=0.1us..3us:{map_points}"))
+            .map_err(|e| LabError::input(Input::Vary, e.to_string()))?,
+        mode: WaitMode::Notify,
+        sim_messages: Some(a.messages),
+        seed: a.seed,
+    };
+    let map = crate::map::map(&map_spec, progress)?;
+    let cmd = format!(
+        "kicklab map --x wp=0.1us..3us:{map_points} --y wc=0.1us..3us:{map_points} --messages {}",
+        a.messages
+    );
+    sections.push(crate::map::section(&map, &map_spec, &cmd)?);
+    csvs.push(("map.csv".into(), crate::map::csv(&map, &map_spec)));
     // Several VMs, one device (Lakshmi and Nandy), simulated and solved.
     progress.note("report: several VMs, one device");
     let qos = crate::qos::figures(QOS_SECONDS, a.seed)?;
@@ -985,13 +1004,14 @@ mod tests {
                 "visibility",
                 "random",
                 "control",
+                "map",
                 "qos",
                 "closed-forms"
             ]
         );
-        assert_eq!(r.csvs.len(), 7);
+        assert_eq!(r.csvs.len(), 8);
         for (name, csv) in &r.csvs {
-            if name == "control.csv" || name == "qos.csv" {
+            if name == "control.csv" || name == "qos.csv" || name == "map.csv" {
                 continue;
             }
             assert_eq!(
@@ -1004,6 +1024,8 @@ mod tests {
         // every strategy at each.
         let control = &r.csvs.iter().find(|(n, _)| n == "control.csv").unwrap().1;
         assert_eq!(control.lines().count(), 1 + 10 * (2 + 7 + 9 + 1));
+        let map = &r.csvs.iter().find(|(n, _)| n == "map.csv").unwrap().1;
+        assert_eq!(map.lines().count(), 1 + 3 * 3);
         let qos = &r.csvs.iter().find(|(n, _)| n == "qos.csv").unwrap().1;
         assert_eq!(qos.lines().count(), 1 + 2 * 2 * (25 + 9));
     }

@@ -8,12 +8,14 @@
 //! a report contains (the callers).
 
 mod chart;
+mod heatmap;
 mod page;
 mod sweep;
 mod table;
 mod write;
 
 pub use chart::{Band, Chart, Clip, ErrorBar, Mark, Series, Style, YScale};
+pub use heatmap::{Heatmap, MapCell};
 pub use page::{html_escape, Page, Section};
 pub use sweep::{regime_bands, regime_marks, sweep_charts, sweep_csv, sweep_table};
 pub use table::{Cell, Column, Kind, Table};

@@ -1280,3 +1280,38 @@ fn sim_send_combining() {
         );
     }
 }
+
+#[test]
+fn map_writes_its_grid() {
+    let dir = tmp("map");
+    let out = kicklab(&[
+        "map",
+        "--x",
+        "wp=0.5us..2us:4",
+        "--y",
+        "wc=0.5us..2us:3",
+        "--messages",
+        "2000",
+        "--out",
+        dir.to_str().unwrap(),
+    ]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let csv = std::fs::read_to_string(dir.join("map.csv")).unwrap();
+    assert_eq!(csv.lines().count(), 1 + 12);
+    assert!(csv.starts_with("wp,wc,regime,T_model_ns"));
+    for stem in ["map-regime", "map-T-model", "map-T-sim"] {
+        let svg = std::fs::read_to_string(dir.join(format!("{stem}.svg"))).unwrap();
+        assert_eq!(
+            svg.matches("<title>").count(),
+            12,
+            "{stem}: a hover title per cell"
+        );
+    }
+    std::fs::remove_dir_all(&dir).unwrap();
+    let same = kicklab(&["map", "--x", "wp=1us..2us:2", "--y", "wp=1us..2us:2"]);
+    assert_eq!(same.status.code(), Some(2));
+}

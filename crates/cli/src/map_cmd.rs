@@ -1,0 +1,78 @@
+//! `kicklab map`: the regime, T and E over a grid of two parameters,
+//! model beside simulator, as CSV and 2-D charts.
+
+use std::path::PathBuf;
+
+use clap::Args;
+use kicklab_lab::map::{csv, map, section, MapSpec};
+use kicklab_model::WaitMode;
+use kicklab_report::Page;
+use kicklab_sim::Vary;
+
+use crate::args::{mode, vary, ParamArgs};
+use crate::Usage;
+
+/// Arguments of `kicklab map`.
+#[derive(Debug, Args)]
+pub struct MapArgs {
+    #[command(flatten)]
+    params: ParamArgs,
+    /// Columns: NAME=FROM..TO:POINTS (as `sweep --vary`).
+    #[arg(long, default_value = "wp=0.1us..3us:60", value_parser = vary, allow_hyphen_values = true)]
+    x: Vary,
+    /// Rows: NAME=FROM..TO:POINTS.
+    #[arg(long, default_value = "wc=0.1us..3us:60", value_parser = vary, allow_hyphen_values = true)]
+    y: Vary,
+    /// How both parties wait.
+    #[arg(long, default_value = "notify", value_parser = mode, allow_hyphen_values = true)]
+    mode: WaitMode,
+    /// Messages simulated per point (0: the model only).
+    #[arg(long, default_value_t = 20_000, allow_hyphen_values = true)]
+    messages: u64,
+    /// Seed of the random cost streams.
+    #[arg(long, default_value_t = 1, allow_hyphen_values = true)]
+    seed: u64,
+    /// Output directory: map.csv, the maps (SVG), index.html.
+    #[arg(long, default_value = "map-out", allow_hyphen_values = true)]
+    out: PathBuf,
+}
+
+pub fn run(a: &MapArgs) -> anyhow::Result<()> {
+    let base = a.params.params()?;
+    crate::check_out_dir(&a.out, "--out")?;
+    if a.x.param == a.y.param {
+        return Err(Usage("--y: vary another parameter than --x".into()).into());
+    }
+    let spec = MapSpec {
+        base,
+        x: a.x,
+        y: a.y,
+        mode: a.mode,
+        sim_messages: (a.messages > 0).then_some(a.messages),
+        seed: a.seed,
+    };
+    let points = map(&spec, &crate::Bars::default())?;
+    let cmd = format!(
+        "kicklab map --x {} --y {} --mode {} --messages {}",
+        a.x, a.y, a.mode, a.messages
+    );
+    let page = Page {
+        title: "kicklab map".into(),
+        intro_html: String::new(),
+        sections: vec![section(&points, &spec, &cmd)?],
+    };
+    page.write(&a.out)?;
+    kicklab_report::write_atomic(&a.out.join("map.csv"), csv(&points, &spec))?;
+    let mut count = std::collections::BTreeMap::new();
+    for p in &points {
+        *count
+            .entry(p.regime.map_or("-", |r| r.name()))
+            .or_insert(0u32) += 1;
+    }
+    println!("{} points; regimes: {count:?}", points.len());
+    eprintln!(
+        "wrote map.csv, the maps and index.html in {}",
+        a.out.display()
+    );
+    Ok(())
+}

@@ -1,0 +1,237 @@
+//! Regime maps: the regime, T and E over a grid of two parameters (W_P x
+//! W_C, say), the model's closed forms beside the simulator's T, as 2-D
+//! charts and CSV. What does not live here: the closed forms, the
+//! simulator, drawing (`kicklab-report`'s [`Heatmap`]).
+
+use kicklab_model::{predict, Params, Regime, WaitMode};
+use kicklab_report::{Heatmap, MapCell, Section};
+use kicklab_sim::{simulate, SimConfig, Vary};
+use rayon::prelude::*;
+use serde::Serialize;
+
+use crate::{Input, LabError, Progress};
+
+/// What a map covers.
+#[derive(Debug, Clone)]
+pub struct MapSpec {
+    /// The pair (the two varied parameters are set per point).
+    pub base: Params,
+    /// Columns.
+    pub x: Vary,
+    /// Rows.
+    pub y: Vary,
+    /// How both parties wait.
+    pub mode: WaitMode,
+    /// Messages simulated per point; `None`: the model only.
+    pub sim_messages: Option<u64>,
+    /// Seed.
+    pub seed: u64,
+}
+
+/// One point.
+#[derive(Debug, Clone, Serialize)]
+pub struct MapPoint {
+    /// The column's value (ns, or a count).
+    pub x: f64,
+    /// The row's value.
+    pub y: f64,
+    /// The model's regime (`None` where there is no closed form).
+    pub regime: Option<Regime>,
+    /// The model's T and E [ns].
+    pub t_model_ns: Option<f64>,
+    /// The model's E [ns].
+    pub e_model_ns: Option<f64>,
+    /// The simulator's T [ns], if run.
+    pub t_sim_ns: Option<f64>,
+    /// The simulator's E [ns], if run.
+    pub e_sim_ns: Option<f64>,
+}
+
+/// The most points a map takes (a 1000 x 1000 grid).
+pub const MAX_POINTS: u64 = 1_000_000;
+
+/// Computes every point, in parallel.
+///
+/// # Errors
+///
+/// Too many points, the two axes on the same parameter, or a point whose
+/// parameters make no pair.
+pub fn map(spec: &MapSpec, progress: &dyn Progress) -> Result<Vec<MapPoint>, LabError> {
+    let n = u64::from(spec.x.points) * u64::from(spec.y.points);
+    if n > MAX_POINTS {
+        return Err(LabError::input(
+            Input::Points,
+            format!("{n} points: at most {MAX_POINTS} in a map"),
+        ));
+    }
+    if spec.x.param == spec.y.param {
+        return Err(LabError::input(
+            Input::Vary,
+            "the two axes vary the same parameter",
+        ));
+    }
+    let grid: Vec<(f64, f64, Params)> = spec
+        .y
+        .values()
+        .into_iter()
+        .flat_map(|y| spec.x.values().into_iter().map(move |x| (x, y)))
+        .map(|(x, y)| (x, y, spec.y.apply(&spec.x.apply(&spec.base, x), y)))
+        .collect();
+    for (x, y, p) in &grid {
+        p.validate().map_err(|e| {
+            LabError::input(
+                Input::Vary,
+                format!(
+                    "at {}={x}, {}={y}: {e}",
+                    spec.x.param.name(),
+                    spec.y.param.name()
+                ),
+            )
+        })?;
+    }
+    progress.start("map", n);
+    let out = grid
+        .par_iter()
+        .map(|&(x, y, p)| {
+            let m = predict(&p, spec.mode).ok();
+            let sim = match spec.sim_messages {
+                Some(messages) => Some(simulate(&SimConfig {
+                    seed: spec.seed,
+                    latency: false,
+                    ..SimConfig::new(p, spec.mode, messages)
+                })?),
+                None => None,
+            };
+            progress.step();
+            Ok(MapPoint {
+                x,
+                y,
+                regime: m.as_ref().map(|m| m.regime),
+                t_model_ns: m.as_ref().map(|m| m.rates.t_ns),
+                e_model_ns: m.as_ref().map(|m| m.rates.e_ns),
+                t_sim_ns: sim.as_ref().map(|s| s.rates.t_ns),
+                e_sim_ns: sim.as_ref().map(|s| s.rates.e_ns),
+            })
+        })
+        .collect::<Result<Vec<_>, LabError>>();
+    progress.finish();
+    out
+}
+
+fn axis(v: &Vary) -> (Vec<f64>, String) {
+    let scale = if v.param.is_count() { 1.0 } else { 1e-3 };
+    (
+        v.values().into_iter().map(|x| x * scale).collect(),
+        if v.param.is_count() {
+            v.param.name().to_string()
+        } else {
+            format!("{} [us]", v.param.symbol())
+        },
+    )
+}
+
+/// The maps: the model's regime, the model's T, and (if simulated) the
+/// simulator's T.
+pub fn heatmaps(points: &[MapPoint], spec: &MapSpec) -> Vec<(String, Heatmap)> {
+    let (xs, x_label) = axis(&spec.x);
+    let (ys, y_label) = axis(&spec.y);
+    let nx = xs.len();
+    let rows = |f: &dyn Fn(&MapPoint) -> MapCell| -> Vec<Vec<MapCell>> {
+        points
+            .chunks(nx)
+            .map(|r| r.iter().map(f).collect())
+            .collect()
+    };
+    let base = Heatmap {
+        x_label,
+        y_label,
+        xs,
+        ys,
+        unit: "us".into(),
+        ..Heatmap::default()
+    };
+    let mut out = vec![
+        (
+            "map-regime".to_string(),
+            Heatmap {
+                title: format!("Regime ({})", spec.mode),
+                cells: rows(&|p| {
+                    p.regime.map_or(MapCell::Empty, |r| {
+                        MapCell::Category(Regime::ALL.iter().position(|a| *a == r).unwrap_or(0))
+                    })
+                }),
+                categories: Regime::ALL.iter().map(|r| r.name().to_string()).collect(),
+                ..base.clone()
+            },
+        ),
+        (
+            "map-T-model".to_string(),
+            Heatmap {
+                title: "T, model".into(),
+                cells: rows(&|p| {
+                    p.t_model_ns
+                        .map_or(MapCell::Empty, |t| MapCell::Value(t / 1e3))
+                }),
+                ..base.clone()
+            },
+        ),
+    ];
+    if spec.sim_messages.is_some() {
+        out.push((
+            "map-T-sim".to_string(),
+            Heatmap {
+                title: "T, simulator".into(),
+                cells: rows(&|p| {
+                    p.t_sim_ns
+                        .map_or(MapCell::Empty, |t| MapCell::Value(t / 1e3))
+                }),
+                ..base
+            },
+        ));
+    }
+    out
+}
+
+/// The map as CSV, a row per point.
+pub fn csv(points: &[MapPoint], spec: &MapSpec) -> String {
+    let mut s = format!(
+        "{},{},regime,T_model_ns,E_model_ns,T_sim_ns,E_sim_ns\n",
+        spec.x.param.name(),
+        spec.y.param.name()
+    );
+    let o = |v: Option<f64>| v.map_or(String::new(), |v| format!("{v}"));
+    for p in points {
+        s.push_str(&format!(
+            "{},{},{},{},{},{},{}\n",
+            p.x,
+            p.y,
+            p.regime.map_or("", |r| r.name()),
+            o(p.t_model_ns),
+            o(p.e_model_ns),
+            o(p.t_sim_ns),
+            o(p.e_sim_ns)
+        ));
+    }
+    s
+}
+
+/// The report's section.
+///
+/// # Errors
+///
+/// A map that cannot be drawn.
+pub fn section(points: &[MapPoint], spec: &MapSpec, cmd: &str) -> Result<Section, LabError> {
+    let mut s = Section::new("map", "Regime map: W_P x W_C");
+    s.html = format!(
+        "<p>The regime and T over a grid of W_P and W_C (the Fig. 4 costs otherwise), the closed forms beside the \
+         simulator; hover a cell for its values. The diagonal W_P = W_C separates FP (below: the producer is faster) \
+         from FC, with SPS and SCS where a start-up cannot be hidden by the queue.</p><p>Reproduce: <code>{}</code>. \
+         Data: <a href=\"map.csv\">map.csv</a>.</p>",
+        kicklab_report::html_escape(cmd)
+    );
+    for (stem, m) in heatmaps(points, spec) {
+        let caption = m.title.clone();
+        s.figures.push((stem, m.to_svg(720, 560)?, caption));
+    }
+    Ok(s)
+}
