@@ -13,7 +13,7 @@ pub struct AdviseArgs {
     #[command(flatten)]
     params: ParamArgs,
     /// Bound on the p99 message latency (publish to end of consumption).
-    #[arg(long, default_value = "100us", value_parser = crate::args::duration_ns, allow_hyphen_values = true)]
+    #[arg(long, default_value = "100us", value_parser = crate::args::latency_ns, allow_hyphen_values = true)]
     latency: f64,
     /// Messages simulated per candidate.
     #[arg(long, default_value_t = 200_000, allow_hyphen_values = true)]

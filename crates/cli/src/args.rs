@@ -89,6 +89,14 @@ pub fn backend(s: &str) -> Result<kicklab_testbed::Backend, String> {
     Ok(be)
 }
 
+/// Parses a latency bound to nanoseconds: a duration > 0 (`100us`).
+pub fn latency_ns(s: &str) -> Result<f64, String> {
+    match duration_ns(s)? {
+        ns if ns > 0.0 => Ok(ns),
+        _ => Err("a latency bound must be > 0".into()),
+    }
+}
+
 /// Parses a duration to nanoseconds (`100us`).
 pub fn duration_ns(s: &str) -> Result<f64, String> {
     parse_duration_ns(s).map_err(|e| e.to_string())

@@ -32,7 +32,7 @@ pub struct ControlArgs {
     #[arg(long, default_value_t = 200_000, allow_hyphen_values = true)]
     messages: u64,
     /// Bound on the p99 message latency that `adaptive` keeps.
-    #[arg(long, default_value = "100us", value_parser = crate::args::duration_ns, allow_hyphen_values = true)]
+    #[arg(long, default_value = "100us", value_parser = crate::args::latency_ns, allow_hyphen_values = true)]
     latency: f64,
     /// Seed of the random cost streams.
     #[arg(long, default_value_t = 1, allow_hyphen_values = true)]

@@ -2,7 +2,7 @@
 //! call over one eventfd each or a shared-memory bit vector (VMware).
 
 use clap::Args;
-use kicklab_testbed::flags::{flags, FlagPath, FlagsConfig};
+use kicklab_testbed::flags::{FlagPath, FlagsConfig};
 use serde_json::json;
 
 use crate::Usage;
@@ -38,6 +38,9 @@ pub struct FlagsArgs {
 }
 
 pub fn run(a: &FlagsArgs) -> anyhow::Result<()> {
+    if a.signals == 0 || a.signals > 10_000_000 {
+        return Err(Usage("--signals: 1 to 10000000 per run".into()).into());
+    }
     if a.repeat == 0 || a.repeat > 25 {
         return Err(Usage("--repeat: 1 to 25".into()).into());
     }
@@ -53,17 +56,13 @@ pub fn run(a: &FlagsArgs) -> anyhow::Result<()> {
     }
     for &sources in &a.sources {
         for &path in &a.path {
-            let mut reps = Vec::with_capacity(a.repeat);
-            for _ in 0..a.repeat {
-                reps.push(flags(&FlagsConfig {
-                    sources,
-                    path,
-                    signals: a.signals,
-                    gap: a.gap,
-                })?);
-            }
-            reps.sort_by(|x, y| x.wake_ns.total_cmp(&y.wake_ns));
-            let r = reps.swap_remove(a.repeat / 2);
+            let cfg = FlagsConfig {
+                sources,
+                path,
+                signals: a.signals,
+                gap: a.gap,
+            };
+            let r = kicklab_lab::flags::median_run(&cfg, a.repeat, &|| {})?;
             if !a.json {
                 println!(
                     "{:>8} {:<8} {:>16} {:>16} {:>9} {:>9}",

@@ -122,8 +122,11 @@ pub fn run(a: &QosArgs) -> anyhow::Result<()> {
         ))
         .into());
     }
-    if !(a.seconds.is_finite() && a.seconds > 0.0) {
-        return Err(Usage("--seconds: need a window > 0".into()).into());
+    if !(a.seconds.is_finite() && a.seconds > 0.0 && a.seconds <= 3600.0) {
+        return Err(Usage("--seconds: a window between 0 and 3600 s".into()).into());
+    }
+    if a.vms == 0 || a.vms > kicklab_model::qos::MAX_VMS {
+        return Err(Usage(format!("--vms: 1 to {} VMs", kicklab_model::qos::MAX_VMS)).into());
     }
     if a.figures {
         crate::check_out_dir(&a.out, "--out")?;
@@ -171,9 +174,6 @@ pub fn run(a: &QosArgs) -> anyhow::Result<()> {
         );
         return Ok(());
     }
-    if a.vms == 0 {
-        return Err(Usage("--vms: need at least one VM".into()).into());
-    }
     let path = if a.path == "direct" {
         Path::Direct
     } else {
@@ -214,7 +214,21 @@ pub fn run(a: &QosArgs) -> anyhow::Result<()> {
     } else {
         Arrivals::Deterministic
     };
-    sys.validate().map_err(Usage)?;
+    sys.validate().map_err(|e| {
+        // The model names what is wrong; here, the flag that set it.
+        let flag = if e.starts_with("buffer") {
+            "--buffer"
+        } else if e.starts_with("vms") {
+            "--vms"
+        } else if e.contains("limit") {
+            "--limit"
+        } else if e.starts_with("vm") {
+            "--offered"
+        } else {
+            "--shared"
+        };
+        Usage(format!("{flag}: {e}"))
+    })?;
     let model = kicklab_model::qos::solve(&sys);
     let names = sys.stage_names();
     let sim = if a.backend == "sim" {

@@ -30,7 +30,7 @@ pub struct RunArgs {
     strategy_c: Option<WaitMode>,
     /// Bound on the p99 message latency that `adaptive` keeps (unless its
     /// strategy gives one) [default: 100us].
-    #[arg(long, value_parser = crate::args::duration_ns, allow_hyphen_values = true)]
+    #[arg(long, value_parser = crate::args::latency_ns, allow_hyphen_values = true)]
     latency: Option<f64>,
     /// Messages measured (after a warm-up of a tenth as many).
     #[arg(long, default_value_t = 200_000, allow_hyphen_values = true)]

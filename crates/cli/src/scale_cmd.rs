@@ -55,6 +55,12 @@ pub fn run(a: &ScaleArgs) -> anyhow::Result<()> {
         .ok()
         .filter(|d| !d.is_zero() && d.as_secs() <= 600)
         .ok_or_else(|| Usage("--seconds: between 0 and 600".into()))?;
+    if a.concurrency == 0 || a.concurrency > 1_000_000 {
+        return Err(Usage("--concurrency: 1 to 1000000 requests outstanding".into()).into());
+    }
+    if a.timer.is_zero() {
+        return Err(Usage("--timer: a period > 0".into()).into());
+    }
     let mut runs = Vec::new();
     for &vms in &a.vms {
         for &idle in &a.idle {

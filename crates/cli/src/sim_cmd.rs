@@ -28,7 +28,7 @@ pub struct SimArgs {
     mode_c: Option<WaitMode>,
     /// Bound on the p99 message latency that `adaptive` keeps (unless its
     /// mode gives one) [default: 100us].
-    #[arg(long, value_parser = crate::args::duration_ns, allow_hyphen_values = true)]
+    #[arg(long, value_parser = crate::args::latency_ns, allow_hyphen_values = true)]
     latency: Option<f64>,
     /// Send combining: P publishes (and kicks at most once) every N written
     /// messages (and always before it waits); latency counts from the write.

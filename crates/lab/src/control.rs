@@ -282,6 +282,9 @@ impl ControlStudy {
     }
 }
 
+/// The most points of the study's sweep.
+pub const MAX_POINTS: u32 = 1000;
+
 /// Runs the study.
 ///
 /// # Errors
@@ -297,8 +300,17 @@ pub fn control_study(
             "need at least 1 message per run",
         ));
     }
-    if spec.points == 0 {
-        return Err(LabError::input(Input::Points, "need at least 1 point"));
+    if spec.points == 0 || spec.points > MAX_POINTS {
+        return Err(LabError::input(
+            Input::Points,
+            format!("1 to {MAX_POINTS} points (each runs every strategy)"),
+        ));
+    }
+    if !(spec.latency_ns.is_finite() && spec.latency_ns > 0.0) {
+        return Err(LabError::input(
+            Input::Latency,
+            "the latency bound must be > 0",
+        ));
     }
     spec.params.validate()?;
     let latency = Some(spec.latency_ns);

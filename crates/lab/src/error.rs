@@ -31,6 +31,8 @@ pub enum Input {
     Mode,
     /// A latency bound.
     Latency,
+    /// Simulated seconds.
+    Seconds,
 }
 
 impl Input {
@@ -48,6 +50,7 @@ impl Input {
             Input::Repeat => "repeat",
             Input::Mode => "mode",
             Input::Latency => "latency",
+            Input::Seconds => "seconds",
         }
     }
 }

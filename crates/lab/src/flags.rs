@@ -28,31 +28,48 @@ pub fn sweep(signals: u64, progress: &dyn Progress) -> Result<Vec<FlagsResult>, 
     let mut out = Vec::new();
     for sources in SOURCES {
         for path in [FlagPath::Poll, FlagPath::Epoll, FlagPath::Bitmap] {
-            let mut reps = Vec::with_capacity(REPEAT);
-            for _ in 0..REPEAT {
-                let r = flags(&FlagsConfig {
-                    sources,
-                    path,
-                    signals,
-                    gap: Duration::from_micros(20),
-                })?;
-                if r.received != r.signals {
-                    return Err(LabError::Testbed(kicklab_testbed::TestbedError::Hang(
-                        format!(
-                            "{path:?} with {sources} sources counted {} of {} signals",
-                            r.received, r.signals
-                        ),
-                    )));
-                }
-                reps.push(r);
-                progress.step();
-            }
-            reps.sort_by(|a, b| a.wake_ns.total_cmp(&b.wake_ns));
-            out.push(reps.swap_remove(REPEAT / 2));
+            let cfg = FlagsConfig {
+                sources,
+                path,
+                signals,
+                gap: Duration::from_micros(20),
+            };
+            out.push(median_run(&cfg, REPEAT, &|| progress.step())?);
         }
     }
     progress.finish();
     Ok(out)
+}
+
+/// Runs `cfg` `repeat` times (at least once) and keeps the run of median
+/// wake-up cost (the machine may be shared: one run can meet a
+/// neighbour's burst); `step` is called after each run.
+///
+/// # Errors
+///
+/// A run that fails, or a signal lost or counted twice.
+pub fn median_run(
+    cfg: &FlagsConfig,
+    repeat: usize,
+    step: &dyn Fn(),
+) -> Result<FlagsResult, LabError> {
+    let mut reps = Vec::with_capacity(repeat.max(1));
+    for _ in 0..repeat.max(1) {
+        let r = flags(cfg)?;
+        if r.received != r.signals {
+            return Err(LabError::Testbed(kicklab_testbed::TestbedError::Hang(
+                format!(
+                    "{:?} with {} sources counted {} of {} signals",
+                    cfg.path, cfg.sources, r.received, r.signals
+                ),
+            )));
+        }
+        reps.push(r);
+        step();
+    }
+    reps.sort_by(|a, b| a.wake_ns.total_cmp(&b.wake_ns));
+    let mid = reps.len() / 2;
+    Ok(reps.swap_remove(mid))
 }
 
 /// The largest over the smallest wake-up cost of `path` across the

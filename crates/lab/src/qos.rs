@@ -33,7 +33,7 @@ pub fn point(sys: &QosSystem, seconds: f64, seed: u64) -> Result<QosPoint, LabEr
     sys.validate()
         .map_err(|e| LabError::input(Input::Vary, e))?;
     let sim =
-        simulate_qos(sys, 1.0, seconds, seed).map_err(|e| LabError::input(Input::Messages, e))?;
+        simulate_qos(sys, 1.0, seconds, seed).map_err(|e| LabError::input(Input::Seconds, e))?;
     Ok(QosPoint {
         system: sys.clone(),
         sim,

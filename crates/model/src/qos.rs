@@ -124,14 +124,14 @@ impl QosSystem {
     ///
     /// What is wrong, naming it.
     pub fn validate(&self) -> Result<(), String> {
-        if self.vms.is_empty() {
-            return Err("vms: need at least one VM".into());
+        if self.vms.is_empty() || self.vms.len() > MAX_VMS {
+            return Err(format!("vms: 1 to {MAX_VMS} VMs"));
         }
         let ok = |v: f64| v.is_finite() && v >= 0.0;
         for (i, vm) in self.vms.iter().enumerate() {
-            if !ok(vm.offered_per_s) || !ok(vm.service_ns) {
+            if !ok(vm.offered_per_s) || !ok(vm.service_ns) || vm.offered_per_s > MAX_RATE_PER_S {
                 return Err(format!(
-                    "vm{}: offered load and service time must be finite and >= 0",
+                    "vm{}: the offered load must be 0 to {MAX_RATE_PER_S:e} requests/s and the service time finite and >= 0",
                     i + 1
                 ));
             }
@@ -153,6 +153,11 @@ impl QosSystem {
         Ok(())
     }
 }
+
+/// The most VMs a system takes.
+pub const MAX_VMS: usize = 1024;
+/// The largest offered load per VM [requests/s].
+pub const MAX_RATE_PER_S: f64 = 1e9;
 
 /// The analytic solution.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

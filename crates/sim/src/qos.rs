@@ -102,6 +102,9 @@ impl Bucket {
     }
 }
 
+/// The most requests one run simulates (minutes of simulation).
+pub const MAX_ARRIVALS: f64 = 1e9;
+
 /// Runs the system for `seconds` of simulated time after `warmup_s`.
 ///
 /// # Errors
@@ -116,7 +119,13 @@ pub fn simulate_qos(
 ) -> Result<QosResult, String> {
     sys.validate()?;
     if !(seconds.is_finite() && seconds > 0.0 && warmup_s.is_finite() && warmup_s >= 0.0) {
-        return Err("seconds: need a window > 0 s and a warm-up >= 0 s".into());
+        return Err("need a window > 0 s and a warm-up >= 0 s".into());
+    }
+    let arrivals: f64 = sys.vms.iter().map(|v| v.offered_per_s).sum::<f64>() * (warmup_s + seconds);
+    if arrivals > MAX_ARRIVALS {
+        return Err(format!(
+            "{arrivals:.3e} requests to simulate (offered load x time); at most {MAX_ARRIVALS:e}"
+        ));
     }
     let n = sys.vms.len();
     let (t0, t1) = (warmup_s * 1e9, (warmup_s + seconds) * 1e9);

@@ -1315,3 +1315,68 @@ fn map_writes_its_grid() {
     let same = kicklab(&["map", "--x", "wp=1us..2us:2", "--y", "wp=1us..2us:2"]);
     assert_eq!(same.status.code(), Some(2));
 }
+
+#[test]
+fn the_new_commands_refuse_hostile_values_in_one_line() {
+    let out_dir = tmp("hostile");
+    let out = out_dir.to_str().unwrap();
+    for (args, flag) in [
+        (
+            vec!["control", "--points", "99999999", "--out", out],
+            "--points",
+        ),
+        (vec!["control", "--latency", "0", "--out", out], "--latency"),
+        (
+            vec!["control", "--latency", "NaN", "--out", out],
+            "--latency",
+        ),
+        (vec!["advise", "--latency", "1e30s"], "--latency"),
+        (vec!["advise", "--messages", "0"], "--messages"),
+        (vec!["advise", "--profile", "/nonexistent"], "--profile"),
+        (
+            vec!["sim", "--mode", "adaptive", "--latency", "0"],
+            "--latency",
+        ),
+        (vec!["qos", "--seconds", "1e30"], "--seconds"),
+        (vec!["qos", "--offered", "1e30"], "--offered"),
+        (
+            vec!["qos", "--offered", "1e8", "--seconds", "100"],
+            "--seconds",
+        ),
+        (vec!["qos", "--vms", "100000"], "--vms"),
+        (vec!["qos", "--buffer", "0"], "--buffer"),
+        (
+            vec!["qos", "--figures", "--seconds", "-1", "--out", out],
+            "--seconds",
+        ),
+        (vec!["scale", "--seconds", "1e30"], "--seconds"),
+        (
+            vec!["scale", "--concurrency", "99999999999"],
+            "--concurrency",
+        ),
+        (vec!["scale", "--timer", "0"], "--timer"),
+        (vec!["flags", "--signals", "99999999999999"], "--signals"),
+        (vec!["flags", "--gap", "1e30s"], "--gap"),
+        (
+            vec![
+                "map",
+                "--x",
+                "wp=1us..2us:100000",
+                "--y",
+                "wc=1us..2us:100000",
+                "--out",
+                out,
+            ],
+            "--points",
+        ),
+        (vec!["map", "--out", "/etc/passwd"], "--out"),
+    ] {
+        let o = kicklab(&args);
+        assert_eq!(o.status.code(), Some(2), "{args:?}");
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert_eq!(err.trim().lines().count(), 1, "{args:?}: {err}");
+        assert!(err.contains(flag), "{args:?}: {err}");
+        assert!(!err.contains("panicked"), "{args:?}: {err}");
+    }
+    assert!(!out_dir.exists(), "nothing written on bad input");
+}
