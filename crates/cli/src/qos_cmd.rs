@@ -276,7 +276,7 @@ pub fn run(a: &QosArgs) -> anyhow::Result<()> {
         return crate::print_json(&v);
     }
     println!(
-        "path {} , limits policed at {}, {} VMs",
+        "path {}, limits policed at {}, {} VMs",
         a.path,
         a.police,
         sys.vms.len()
