@@ -99,5 +99,5 @@ def test_control_errors():
         kicklab.control(workloads="gamma")
     with pytest.raises(ValueError, match="^range: invalid value '3us..1us'"):
         kicklab.control(range="3us..1us")
-    with pytest.raises(ValueError, match="^points: need at least 1 point"):
+    with pytest.raises(ValueError, match="^points: 1 to 1000 points"):
         kicklab.control(points=0)
