@@ -65,6 +65,7 @@ __all__ = [
     "model_array",
     "sim",
     "sweep",
+    "map",
     "advise",
     "control",
     "calibrate",
@@ -487,6 +488,71 @@ def sweep(
     from ._dask import sweep_csv_on
 
     return _frame(sweep_csv_on(client, chunks, args, vary, mode, messages, seed, prof))
+
+
+def map(
+    x: str = "wp=0.1us..3us:60",
+    y: str = "wc=0.1us..3us:60",
+    mode: str = "notify",
+    messages: int = 20_000,
+    seed: int = 1,
+    profile: ProfileLike = None,
+    client: Any = None,
+    chunks: int | None = None,
+    **params: Unpack[PairParams],
+) -> _pd.DataFrame:
+    """A regime map: the regime, T and E over a grid of two parameters,
+    the closed forms beside the simulator: ``kicklab map``'s ``map.csv`` as
+    a DataFrame.
+
+    Parameters
+    ----------
+    x, y:
+        The grid's columns and rows, ``NAME=FROM..TO:POINTS`` as in
+        :func:`sweep` (two different parameters).
+    mode:
+        How both parties wait.
+    messages:
+        Messages simulated per point; 0: the model only (no ``T_sim_ns``).
+    seed:
+        Seed of the random cost streams.
+    profile:
+        A calibration profile: its N, S, V (means) where not given.
+    client:
+        A ``dask.distributed.Client``: the grid is split into chunks of
+        rows computed on its workers (which need ``kicklab`` installed);
+        the result is the local run's, to the bit, for the same arguments
+        and seed.
+    chunks:
+        With ``client``: how many chunks (default: four per worker thread;
+        at most one per point).
+    **params:
+        The pair (:data:`PARAMS`).
+
+    Returns
+    -------
+    pandas.DataFrame
+        One row per point, ``y`` outer and ``x`` inner: the two varied
+        values (columns named after them, ns for durations), ``regime``,
+        ``T_model_ns``, ``E_model_ns``, ``T_sim_ns``, ``E_sim_ns``: equal
+        to ``pandas.read_csv("map.csv")`` of ``kicklab map`` with the same
+        arguments.
+
+    Examples
+    --------
+    >>> df = kicklab.map("wp=0.5us..3us:6", "wc=0.5us..3us:6", messages=5_000)
+    >>> df.pivot(index="wc", columns="wp", values="regime")  # doctest: +SKIP
+    """
+    args = _params("map", params)
+    messages = _whole("messages", messages)
+    seed = _whole("seed", seed)
+    prof = _profile(profile)
+    if client is None:
+        points = _kicklab.map_len(x, y)
+        return _frame(_kicklab.map_chunk_csv(args, x, y, mode, messages, seed, 0, points, True, prof))
+    from ._dask import map_csv_on
+
+    return _frame(map_csv_on(client, chunks, args, x, y, mode, messages, seed, prof))
 
 
 def advise(

@@ -63,3 +63,49 @@ def sweep_csv_on(
     ]
     rows: list[str] = client.gather(futures)
     return header + "".join(rows)
+
+
+def map_rows(
+    args: dict[str, str],
+    x: str,
+    y: str,
+    mode: str,
+    messages: int,
+    seed: int,
+    start: int,
+    stop: int,
+    profile: tuple[str, str] | None,
+) -> str:
+    """Points ``start..stop`` of the map's CSV, without the header (what a
+    worker runs)."""
+    return _kicklab.map_chunk_csv(args, x, y, mode, messages, seed, start, stop, False, profile)
+
+
+def map_csv_on(
+    client: Any,
+    chunks: int | None,
+    args: dict[str, str],
+    x: str,
+    y: str,
+    mode: str,
+    messages: int,
+    seed: int,
+    profile: tuple[str, str] | None,
+) -> str:
+    """The map's CSV text, its points computed in chunks on ``client``'s
+    workers."""
+    # Checks every input and every point (an empty chunk), and gives the
+    # header line.
+    header = _kicklab.map_chunk_csv(args, x, y, mode, messages, seed, 0, 0, True, profile)
+    points = _kicklab.map_len(x, y)
+    if chunks is None:
+        threads = sum(client.nthreads().values()) or 1
+        chunks = 4 * threads
+    elif isinstance(chunks, bool) or not isinstance(chunks, int) or chunks < 1:
+        raise ValueError(f"chunks: invalid value '{chunks}': need a whole number >= 1")
+    futures = [
+        client.submit(map_rows, args, x, y, mode, messages, seed, a, b, profile, pure=False)
+        for a, b in bounds(points, chunks)
+    ]
+    rows: list[str] = client.gather(futures)
+    return header + "".join(rows)

@@ -71,6 +71,25 @@ def sweep_chunk_csv(
     """Rows ``start..stop`` of :func:`sweep_csv` (with the header line when
     ``header``), computed on their own."""
 
+def map_chunk_csv(
+    params: Dict[str, str],
+    x: str,
+    y: str,
+    mode: str,
+    messages: int,
+    seed: int,
+    start: int,
+    stop: int,
+    header: bool,
+    profile: _Profile = None,
+) -> str:
+    """Points ``start..stop`` of ``kicklab map``'s map.csv (with the header
+    line when ``header``), computed on their own; ``messages`` 0: the model
+    only."""
+
+def map_len(x: str, y: str) -> int:
+    """The number of points of a map over ``x`` and ``y``."""
+
 def advise_json(
     params: Dict[str, str],
     latency: str,

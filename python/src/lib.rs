@@ -704,6 +704,73 @@ fn sweep_chunk_csv(
     })
 }
 
+/// Points `start..stop` of `kicklab map`'s grid as map.csv rows (with the
+/// header line when `header`; all of map.csv for `0..map_len`): each point
+/// computed as `kicklab_lab::map::map` computes it, so chunks spread over
+/// workers make, in order, the whole map's CSV. `messages` 0: the model
+/// only. Every point of the grid is validated first.
+#[allow(clippy::too_many_arguments)]
+#[pyfunction]
+#[pyo3(signature = (params, x, y, mode, messages, seed, start, stop, header, profile=None))]
+fn map_chunk_csv(
+    py: Python<'_>,
+    params: Args,
+    x: &str,
+    y: &str,
+    mode: &str,
+    messages: u64,
+    seed: u64,
+    start: usize,
+    stop: usize,
+    header: bool,
+    profile: ProfileText,
+) -> PyResult<String> {
+    let base = Pair::parse(&params, profile)?.params()?;
+    let (x, y) = (
+        Vary::parse(x).map_err(|e| bad(format!("x: {e}")))?,
+        Vary::parse(y).map_err(|e| bad(format!("y: {e}")))?,
+    );
+    if x.param == y.param {
+        return Err(bad("y: vary another parameter than x").into());
+    }
+    let spec = kicklab_lab::map::MapSpec {
+        base,
+        x,
+        y,
+        mode: wait_mode("mode", mode)?,
+        sim_messages: (messages > 0).then_some(messages),
+        seed,
+    };
+    let grid = kicklab_lab::map::grid(&spec).map_err(|e| lab_err(&e))?;
+    if start > stop || stop > grid.len() {
+        return Err(bad(format!(
+            "chunk {start}..{stop} is not within the map's {} points",
+            grid.len()
+        ))
+        .into());
+    }
+    let points = py
+        .detach(|| kicklab_lab::map::map_points(&spec, &grid[start..stop], &Silent))
+        .map_err(|e| lab_err(&e))?;
+    let csv = kicklab_lab::map::csv(&points, &spec);
+    Ok(if header {
+        csv
+    } else {
+        csv.split_once('\n')
+            .map_or(String::new(), |(_, rows)| rows.to_string())
+    })
+}
+
+/// The number of points of a map over `x` and `y` (checked).
+#[pyfunction]
+fn map_len(x: &str, y: &str) -> PyResult<u64> {
+    let (x, y) = (
+        Vary::parse(x).map_err(|e| bad(format!("x: {e}")))?,
+        Vary::parse(y).map_err(|e| bad(format!("y: {e}")))?,
+    );
+    Ok(u64::from(x.points) * u64::from(y.points))
+}
+
 /// `kicklab advise --json`: the JSON object's text.
 #[allow(clippy::too_many_arguments)]
 #[pyfunction]
@@ -983,6 +1050,8 @@ fn _kicklab(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(sweep_csv, m)?)?;
     m.add_function(wrap_pyfunction!(sweep_len, m)?)?;
     m.add_function(wrap_pyfunction!(sweep_chunk_csv, m)?)?;
+    m.add_function(wrap_pyfunction!(map_chunk_csv, m)?)?;
+    m.add_function(wrap_pyfunction!(map_len, m)?)?;
     m.add_function(wrap_pyfunction!(advise_json, m)?)?;
     m.add_function(wrap_pyfunction!(control_csv, m)?)?;
     m.add_function(wrap_pyfunction!(calibrate_json, m)?)?;

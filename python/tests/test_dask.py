@@ -43,6 +43,28 @@ def test_cluster_sweep_checks_inputs_before_submitting(client):
         kicklab.sweep("wp=1us..2us:2", client=client, chunks=0)
 
 
+@pytest.mark.parametrize(
+    "kwargs",
+    [
+        {"x": "wp=0.2us..3us:7", "y": "wc=0.2us..3us:5", "wp": "exp:1us", "messages": 5_000, "seed": 3},
+        {"x": "kc=1..64:4", "y": "np=1us..20us:3", "mode": "spin:2us", "messages": 5_000},
+        {"x": "wp=0.2us..3us:6", "y": "wc=0.2us..3us:6", "messages": 0},
+    ],
+)
+def test_cluster_map_is_the_local_map(client, kwargs):
+    local = kicklab.map(**kwargs)
+    for chunks in (None, 1, 3, 1000):
+        spread = kicklab.map(client=client, chunks=chunks, **kwargs)
+        pd.testing.assert_frame_equal(spread, local, check_exact=True)
+
+
+def test_cluster_map_checks_inputs_before_submitting(client):
+    with pytest.raises(ValueError, match=r"^vary: at kp=300"):
+        kicklab.map("kp=1..300:3", "wc=1us..2us:2", client=client)
+    with pytest.raises(ValueError, match="^y: vary another parameter than x"):
+        kicklab.map("wp=1us..2us:2", "wp=1us..3us:2", client=client)
+
+
 def test_bounds_cover_every_point_once():
     for points in (1, 2, 7, 100):
         for chunks in (1, 3, 8, 500):

@@ -57,6 +57,20 @@ pub const MAX_POINTS: u64 = 1_000_000;
 /// Too many points, the two axes on the same parameter, or a point whose
 /// parameters make no pair.
 pub fn map(spec: &MapSpec, progress: &dyn Progress) -> Result<Vec<MapPoint>, LabError> {
+    let grid = grid(spec)?;
+    progress.start("map", grid.len() as u64);
+    let out = map_points(spec, &grid, progress);
+    progress.finish();
+    out
+}
+
+/// The map's grid, row by row (`y` outer, `x` inner: the order of
+/// [`map`]'s points and of the CSV), each point's parameters checked.
+///
+/// # Errors
+///
+/// As [`map`].
+pub fn grid(spec: &MapSpec) -> Result<Vec<(f64, f64, Params)>, LabError> {
     let n = u64::from(spec.x.points) * u64::from(spec.y.points);
     if n > MAX_POINTS {
         return Err(LabError::input(
@@ -89,9 +103,22 @@ pub fn map(spec: &MapSpec, progress: &dyn Progress) -> Result<Vec<MapPoint>, Lab
             )
         })?;
     }
-    progress.start("map", n);
-    let out = grid
-        .par_iter()
+    Ok(grid)
+}
+
+/// The points of `grid` (all of [`grid`]'s, or a contiguous part of them:
+/// a chunk of a map spread over workers gives, point for point, what the
+/// whole map gives there), in parallel; `progress` steps once per point.
+///
+/// # Errors
+///
+/// A point the simulator refuses.
+pub fn map_points(
+    spec: &MapSpec,
+    grid: &[(f64, f64, Params)],
+    progress: &dyn Progress,
+) -> Result<Vec<MapPoint>, LabError> {
+    grid.par_iter()
         .map(|&(x, y, p)| {
             let m = predict(&p, spec.mode).ok();
             let sim = match spec.sim_messages {
@@ -113,9 +140,7 @@ pub fn map(spec: &MapSpec, progress: &dyn Progress) -> Result<Vec<MapPoint>, Lab
                 e_sim_ns: sim.as_ref().map(|s| s.rates.e_ns),
             })
         })
-        .collect::<Result<Vec<_>, LabError>>();
-    progress.finish();
-    out
+        .collect::<Result<Vec<_>, LabError>>()
 }
 
 fn axis(v: &Vary) -> (Vec<f64>, String) {
