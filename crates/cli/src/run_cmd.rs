@@ -18,8 +18,9 @@ pub struct RunArgs {
     /// then block), sleep:<Y> (timed sleeps), halt-poll[:...] (KVM),
     /// haltpoll[:...] (guest governor), hybrid[:mean|min], defer[:...]
     /// (NAPI), coalesce:<n>,<t> (held kicks), adaptive[:latency=<D>]
-    /// (kicklab's controller). A kvm guest side takes notify, poll and
-    /// spin:<B> only; its host side takes any.
+    /// (kicklab's controller). A kvm guest waits by notify, poll and
+    /// spin:<B> itself and by the others through its VMM (an exit per
+    /// wait); its side takes any but coalesce.
     #[arg(long, default_value = "notify", value_parser = mode, allow_hyphen_values = true)]
     strategy: WaitMode,
     /// How P waits (overrides --strategy for the producer).

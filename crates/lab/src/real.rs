@@ -2,7 +2,8 @@
 //! run of any strategies (every [`WaitMode`] runs on the real backends:
 //! `notify`, `poll` and `spin:<B>` by the ring's fixed strategies, the
 //! others by `kicklab_model::Controller` step by step; a kvm guest side
-//! only by the fixed ones), the calibration profile a run is predicted
+//! by the fixed ones itself and the others through its VMM, all but
+//! `coalesce`), the calibration profile a run is predicted
 //! with, and the prediction: the closed form where there is one, else the
 //! simulator ([`simulated`]).
 
@@ -482,7 +483,7 @@ mod tests {
         let mut spec = RunSpec::new(
             Params::default(),
             kvm,
-            WaitMode::parse("adaptive").unwrap(),
+            WaitMode::parse("coalesce:8,20us").unwrap(),
             10,
             1,
         );

@@ -272,7 +272,8 @@ pub struct Summary {
     pub median_spread_t_poll: f64,
     /// P's notify call as the runs met it: the median over the points of
     /// the median run's mean kick [ns] (NaN where P never kicked or its
-    /// kicks are not timed, a guest's); to set beside calibration's N_P.
+    /// kicks are not timed: an emulated guest's); to set beside
+    /// calibration's N_P.
     pub kick_p_run_ns: f64,
     /// C's, the same.
     pub kick_c_run_ns: f64,

@@ -311,6 +311,17 @@ impl Controller {
         }
     }
 
+    /// The occupancy below which [`Controller::after_work`] would not
+    /// pause now (`None`: it would not pause at any): a party that cannot
+    /// consult its controller after every message (a guest, whose every
+    /// consultation is an exit) asks only once the ring holds this many.
+    pub fn pause_mark(&self, v: &View) -> Option<u64> {
+        match &self.state {
+            State::Adaptive(a) => a.pause_mark(v),
+            _ => None,
+        }
+    }
+
     /// Observes the ring at a point where the party is not deciding
     /// anything (adaptive estimators only).
     pub fn observe(&mut self, v: &View) {
@@ -588,6 +599,29 @@ impl Adaptive {
         self.observe(v);
     }
 
+    /// The producer's pause mark: the occupancy from which it pauses.
+    #[allow(
+        clippy::cast_possible_truncation,
+        clippy::cast_sign_loss,
+        clippy::cast_precision_loss
+    )]
+    fn pause_mark(&self, v: &View) -> Option<u64> {
+        if self.party == Party::C {
+            return None;
+        }
+        let peer = self.pace()?;
+        let own = self.w_own.unwrap_or(0.0);
+        if own * 1.05 > peer {
+            // Not the faster party: the queue only builds up while the
+            // consumer sleeps, and it sleeps only as long as that is safe.
+            return None;
+        }
+        // The queue's depth is sized with the consumer's typical pace (a
+        // message waits for those ahead of it), the sleep with its fastest.
+        let typical = self.peer.recent().unwrap_or(peer);
+        Some(((self.budget / typical) as u64).clamp(2, v.len.saturating_sub(1).max(2)))
+    }
+
     #[allow(
         clippy::cast_possible_truncation,
         clippy::cast_sign_loss,
@@ -602,20 +636,11 @@ impl Adaptive {
         }
         // A producer ahead of its consumer stops once the ring holds what
         // the latency bound allows, and sleeps while it drains.
-        let peer = self.pace()?;
-        let own = self.w_own.unwrap_or(0.0);
-        if own * 1.05 > peer {
-            // Not the faster party: the queue only builds up while the
-            // consumer sleeps, and it sleeps only as long as that is safe.
-            return None;
-        }
-        // The queue's depth is sized with the consumer's typical pace (a
-        // message waits for those ahead of it), the sleep with its fastest.
-        let typical = self.peer.recent().unwrap_or(peer);
-        let high = ((self.budget / typical) as u64).clamp(2, v.len.saturating_sub(1).max(2));
+        let high = self.pause_mark(v)?;
         if v.occupancy() < high {
             return None;
         }
+        let (peer, own) = (self.pace()?, self.w_own.unwrap_or(0.0));
         let nap = self.drain_time(v.occupancy(), peer, own);
         (nap > self.s_own).then(|| Action::Nap(v.now + nap as u64))
     }

@@ -148,7 +148,7 @@ pub struct PairResult {
     pub concurrent_runs: u32,
     /// P's notify call as this run met it: mean wall time of its kicks in
     /// the window [ns] (the N_P of the run, to set beside calibration's);
-    /// `None` without kicks or where not timed (a guest's).
+    /// `None` without kicks or where not timed (an emulated guest's).
     pub kick_p_ns: Option<f64>,
     /// C's, the same.
     pub kick_c_ns: Option<f64>,
@@ -227,7 +227,7 @@ pub(crate) struct PartyCounts {
     /// Wake-ups that found nothing to do (whole run).
     pub spurious: u64,
     /// Wall time inside its notify calls [ns]; `None` where not timed
-    /// (the guest's side).
+    /// (an emulated guest's side).
     pub kick_ns: Option<f64>,
     /// Mean time from the start of the peer's kick to this party running
     /// after a sleep [ns] (R = V + S as the run met it); `None` where not

@@ -101,15 +101,42 @@ pub(crate) struct HostParty<'a> {
     pub progress: &'a AtomicU64,
     /// An extra CPU clock read with the marks (the vCPU thread's).
     pub extra_clock: Option<&'a (dyn Fn() -> u64 + Sync)>,
-    /// Where this party stamps the TSC at the start of each kick, and
-    /// where the peer stamps its own: a wake-up is timed from the peer's
-    /// last kick. `None` where the peer is no host thread (a guest).
-    pub stamps: Option<(&'a AtomicU64, &'a AtomicU64)>,
+    /// Where this party stamps the start of each kick, and where it
+    /// reads the peer's: a wake-up is timed from the peer's last kick.
+    /// `None`: wake-ups are not timed.
+    pub stamps: Option<&'a dyn KickStamps>,
     /// Publish times (TSC), one per slot, indexed by sequence number
     /// modulo L: the producer stores each message's before publishing it
     /// (the publish's Release store of `tail` makes it visible), the
     /// consumer loads it after claiming. `None`: latency not measured.
     pub publish_times: Option<&'a [AtomicU64]>,
+}
+
+/// The kick stamps two parties share, so that each times its wake-ups from
+/// the start of the kick that woke it.
+pub trait KickStamps: Sync {
+    /// This party starts a kick at `tsc` (this host's TSC).
+    fn mine(&self, tsc: u64);
+    /// The start of the peer's last kick in this host's TSC; 0 if none.
+    fn peer(&self) -> u64;
+}
+
+/// Two host threads' stamps: this party's and the peer's.
+pub struct ThreadStamps<'a> {
+    /// Where this party stamps.
+    pub mine: &'a AtomicU64,
+    /// Where the peer stamps.
+    pub peer: &'a AtomicU64,
+}
+
+impl KickStamps for ThreadStamps<'_> {
+    fn mine(&self, tsc: u64) {
+        // Relaxed: the notify's Release publishes it to the woken peer.
+        self.mine.store(tsc, Ordering::Relaxed);
+    }
+    fn peer(&self) -> u64 {
+        self.peer.load(Ordering::Relaxed)
+    }
 }
 
 /// Kicks and timed wake-ups so far: (kicks, kick ticks, wakes, wake ticks).
@@ -194,9 +221,8 @@ impl HostParty<'_> {
     /// A notify call, timed (and stamped for the peer's wake-up).
     fn kick(&self, kick: &dyn Notifier, t: &mut Timing) -> Result<(), TestbedError> {
         let t0 = rdtsc();
-        if let Some((mine, _)) = self.stamps {
-            // Relaxed: the notify's Release publishes it to the woken peer.
-            mine.store(t0, Ordering::Relaxed);
+        if let Some(s) = self.stamps {
+            s.mine(t0);
         }
         kick.notify()?;
         t.kick_ticks += rdtsc().wrapping_sub(t0);
@@ -206,8 +232,8 @@ impl HostParty<'_> {
 
     /// After a wait: if it blocked, the time from the peer's last kick.
     fn woke(&self, blocked: bool, t: &mut Timing) {
-        if let (true, Some((_, peer))) = (blocked, self.stamps) {
-            let (now, at) = (rdtsc(), peer.load(Ordering::Relaxed));
+        if let (true, Some(s)) = (blocked, self.stamps) {
+            let (now, at) = (rdtsc(), s.peer());
             if at != 0 && now > at {
                 t.wakes += 1;
                 t.wake_ticks += now - at;

@@ -97,15 +97,16 @@ fn both_directions_deliver_every_message_with_every_strategy() {
     }
 }
 
-/// The host side runs any strategy (a controller step by step); the
-/// guest side only the fixed ones, and says so, naming the guest side.
+/// Both sides run any strategy: the host party a controller step by step,
+/// the guest through its VMM (`waits`); a guest does not hold its kicks,
+/// so `coalesce` on its side is refused, naming the guest side.
 #[test]
-fn the_host_side_runs_adaptive_and_timed_sleeps_the_guest_side_is_refused() {
+fn either_side_runs_adaptive_and_timed_sleeps_a_guest_does_not_coalesce() {
     let _one = serial();
-    let adaptive = WaitMode::parse("adaptive").unwrap();
+    let coalesce = WaitMode::parse("coalesce:8,20us").unwrap();
     for direction in [Direction::Tx, Direction::Rx] {
         // Refused before anything runs, with or without KVM.
-        let mut c = cfg(direction, adaptive, 500.0, 500.0, 100);
+        let mut c = cfg(direction, coalesce, 500.0, 500.0, 100);
         let e = kvm::check_pair(&c, direction).unwrap_err();
         let guest = if direction == Direction::Tx { "P" } else { "C" };
         assert!(
@@ -172,6 +173,45 @@ fn the_host_side_runs_adaptive_and_timed_sleeps_the_guest_side_is_refused() {
                     guest_kicks <= 1,
                     "a napping host is never kicked: {guest_kicks}"
                 );
+            }
+        }
+        // The guest the faster party, waiting by a strategy its VMM runs.
+        for guest in [
+            "adaptive",
+            "sleep:20us",
+            "halt-poll",
+            "haltpoll",
+            "hybrid",
+            "defer",
+        ] {
+            let guest_mode = WaitMode::parse(guest).unwrap();
+            let (wp, wc) = match direction {
+                Direction::Tx => (500.0, 1500.0),
+                Direction::Rx => (1500.0, 500.0),
+            };
+            let mut c = cfg(direction, WaitMode::Notify, wp, wc, 20_000);
+            if direction == Direction::Tx {
+                c.mode_p = guest_mode;
+            } else {
+                c.mode_c = guest_mode;
+            }
+            let r = run_pair(&c).unwrap_or_else(|e| panic!("{direction:?} guest {guest}: {e}"));
+            let (guest_naps, guest_sleeps, host_kicks) = if direction == Direction::Tx {
+                (r.naps_p, r.rates.sleeps_p, r.rates.notifications_c)
+            } else {
+                (r.naps_c, r.rates.sleeps_c, r.rates.notifications_p)
+            };
+            eprintln!(
+                "{direction:?} guest {guest}: T {:.0} ns, E {:.0} ns, guest sleeps {guest_sleeps} (naps {guest_naps}), host kicks {host_kicks}",
+                r.rates.t_ns, r.rates.e_ns
+            );
+            assert_eq!((r.lost, r.duplicated_or_reordered), (0, 0), "{guest}");
+            assert!(r.rates.t_ns >= 1400.0, "{guest}: T {}", r.rates.t_ns);
+            assert!(guest_naps <= guest_sleeps, "{guest}: naps are sleeps");
+            if guest == "sleep:20us" {
+                // The faster guest naps; napping, it never asks for a kick.
+                assert!(guest_naps > 0, "the faster guest naps");
+                assert_eq!(host_kicks, 0, "a napping guest is never kicked");
             }
         }
     }
@@ -455,8 +495,8 @@ fn randomized_guest_pairs_lose_nothing_and_never_hang() {
         } else {
             Direction::Rx
         };
-        // The guest side waits by a fixed strategy; the host side half the
-        // time by one a controller runs.
+        // Either side, half the time, by a strategy a controller runs (the
+        // guest's through its VMM; a guest does not coalesce).
         let host = if rng.below(2) == 0 {
             strategy(&mut rng)
         } else {
@@ -471,7 +511,19 @@ fn randomized_guest_pairs_lose_nothing_and_never_hang() {
             ][usize::try_from(rng.below(7)).unwrap()];
             WaitMode::parse(s).unwrap()
         };
-        let guest = strategy(&mut rng);
+        let guest = if rng.below(2) == 0 {
+            strategy(&mut rng)
+        } else {
+            let s = [
+                "sleep:20us",
+                "halt-poll",
+                "haltpoll",
+                "hybrid",
+                "defer",
+                "adaptive",
+            ][usize::try_from(rng.below(6)).unwrap()];
+            WaitMode::parse(s).unwrap()
+        };
         let (strategy_p, strategy_c) = if direction == Direction::Tx {
             (guest, host)
         } else {

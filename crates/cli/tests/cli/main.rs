@@ -941,14 +941,14 @@ fn kvm_limits_exit_2_naming_the_flag() {
             ],
             "--batch",
         ),
-        // The guest side (P in tx) waits by notify, poll or spin only.
+        // The guest side (P in tx) does not hold its kicks.
         (
             &[
                 "run",
                 "--backend",
                 "kvm",
                 "--strategy",
-                "adaptive",
+                "coalesce:8,20us",
                 "--messages",
                 "100",
             ],

@@ -133,9 +133,10 @@ impl Backend {
     /// C is the faster party (W_P = 2 us, W_C = 1 us: P kicks, C sleeps)
     /// and its mirror (P sleeps, C kicks), `runs` runs of 60 000 messages
     /// each. Calibration's isolated wake-ups can cost a waiter parked in a
-    /// way runs do not meet (`docs/calibration.md`, "In-run costs"). With
-    /// KVM only the host's kicks are timed (the guest's kicks and wake-ups
-    /// are not timed from the host); `None` if nothing was.
+    /// way runs do not meet (`docs/calibration.md`, "In-run costs"). A
+    /// user-mode KVM guest times its own kicks and wake-ups by its TSC; an
+    /// emulated one does not (only the host's kicks are timed then); `None`
+    /// if nothing was.
     ///
     /// # Errors
     ///

@@ -31,7 +31,7 @@ use crate::calibrate::{check_round, settled, start_after, Profile, Stat};
 use crate::clock::{pin, rdtsc, thread_cpu_ns, Tsc};
 use crate::{Setting, TestbedError};
 
-const SYNC: u32 = 300;
+pub(crate) const SYNC: u32 = 300;
 
 /// One round's samples [ns].
 #[derive(Default)]
@@ -71,7 +71,11 @@ fn spin_until(mem: &GuestMemory, off: u32, v: u32, stop: &AtomicBool) -> Result<
 
 /// The guest-minus-host TSC offset from `SYNC` ping exchanges starting at
 /// request `first`: (offset in ticks, half the best round trip in ticks).
-fn ping(mem: &GuestMemory, first: u32, stop: &AtomicBool) -> Result<(i128, u64), TestbedError> {
+pub(crate) fn ping(
+    mem: &GuestMemory,
+    first: u32,
+    stop: &AtomicBool,
+) -> Result<(i128, u64), TestbedError> {
     let mut best = (0i128, u64::MAX);
     for i in first..first + SYNC {
         let h0 = rdtsc();

@@ -13,7 +13,9 @@
 //! watchdog, stop, collect: `session`), the pair in both directions
 //! ([`run_pair`], its host side the shared host party loop), calibration of
 //! N and S across the VM boundary ([`calibrate()`]) and the
-//! request/response workload with guest idle strategies ([`pingpong`]).
+//! request/response workload with guest idle strategies ([`pingpong`]),
+//! and the guest's waits by any strategy, run by its vCPU thread
+//! (`waits`).
 //! What does not: the ring protocol itself (`kicklab-ring`, which this
 //! backend reuses unchanged over guest memory).
 
@@ -23,6 +25,7 @@ mod pair;
 pub mod pingpong;
 mod session;
 pub mod vm;
+mod waits;
 
 pub use calibrate::calibrate;
 pub use pair::{check_pair, run_pair, run_pair_with};

@@ -4,30 +4,41 @@
 //!
 //! The host side is the host party loop both backends share
 //! (`crate::party`), waiting by any strategy; the guest side, our own
-//! assembly, waits by `notify`, `poll` or `spin:<B>` only (others are
-//! refused, naming the guest side); its notifier is the VM's doorbell or irqfd (to the
+//! assembly, waits by `notify`, `poll` or `spin:<B>` itself and by every
+//! other strategy through its VMM (`super::waits`; `coalesce` is refused:
+//! the guest does not hold its kicks); its notifier is the VM's doorbell or irqfd (to the
 //! guest) and kick ioeventfd (from the guest), and every wait can be
 //! stopped (`Notifier::stopped`), so a guest that misbehaves is stopped
 //! with an error instead of hanging the host (the session, `super::session`). The host treats
 //! everything in guest memory as untrusted: the ring endpoints validate
 //! each index they read; the guest's own counters are only reported.
+//!
+//! Timing inside runs (user mode): after a clock exchange (the pings
+//! calibration uses) the host stamps each of its kicks into guest memory
+//! in guest TSC and the guest each of its own; the guest times its kicks
+//! and its wake-ups from the host's kicks, the host its wake-ups from the
+//! guest's kicks, so a run reports N and R = V + S of both sides as it met
+//! them (`docs/kvm.md`, "Timing inside runs").
 
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
-use kicklab_model::WaitMode;
+use kicklab_model::control::Controller;
+use kicklab_model::{Party, WaitMode};
 use kicklab_ring::{on_raw, Notifier, RawRing, WaitStrategy};
 use kicklab_sim::Sampler;
 use vmm_sys_util::eventfd::EventFd;
 
-use super::guest::{ctrl, map, ring, GuestRole, GuestWait, Misbehavior, PairProgram};
+use super::calibrate::{ping, SYNC};
+use super::guest::{ctrl, map, ring, GuestMode, GuestRole, GuestWait, Misbehavior, PairProgram};
 use super::session::Session;
-use super::vm::{clock_ns, Vm, VmOptions};
+use super::vm::{clock_ns, GuestMemory, GuestWaits, Vm, VmOptions};
+use super::waits::{DelegatedCounts, DelegatedWaits};
 use super::{Direction, KvmOptions};
 use crate::clock::Tsc;
 use crate::pair::{basic_strategy, busy_waits, placement, PartyCounts, RunGuard};
-use crate::party::HostParty;
+use crate::party::{HostParty, KickStamps};
 use crate::{PairConfig, PairResult, Setting, TestbedError};
 
 /// The host's notifier: notify wakes a halted guest (the doorbell its vCPU
@@ -68,6 +79,33 @@ impl Notifier for HostNotifier {
     }
 }
 
+/// The kick stamps across the VM boundary: the host stamps its kicks into
+/// guest memory in guest TSC, and reads the guest's stamps (guest TSC)
+/// back in its own, with the offset measured by the clock exchange at the
+/// start of the run (`guest - host` ticks; KVM runs both at one rate).
+struct GuestStamps {
+    mem: Arc<GuestMemory>,
+    offset: i128,
+}
+
+impl KickStamps for GuestStamps {
+    #[allow(clippy::cast_possible_truncation, clippy::cast_sign_loss)]
+    fn mine(&self, tsc: u64) {
+        let g = (i128::from(tsc) + self.offset).max(0) as u64;
+        self.mem.store_u64(map::CTRL + ctrl::HOST_STAMP, g);
+    }
+
+    #[allow(clippy::cast_possible_truncation, clippy::cast_sign_loss)]
+    fn peer(&self) -> u64 {
+        // Untrusted: a nonsense stamp only gives a wake-up that is not
+        // counted (0, or one from the future) or a wrong figure.
+        match self.mem.load_u64(map::CTRL + ctrl::KICK_STAMP) {
+            0 => 0,
+            g => (i128::from(g) - self.offset).clamp(0, i128::from(u64::MAX)) as u64,
+        }
+    }
+}
+
 /// The guest's wait from the run's strategy.
 pub(crate) fn guest_wait(s: WaitStrategy, ticks_per_ns: f64) -> GuestWait {
     match s {
@@ -90,20 +128,33 @@ fn guest_and_host(cfg: &PairConfig, direction: Direction) -> (WaitMode, WaitMode
     }
 }
 
-/// The guest's fixed strategy: it waits by `notify`, `poll` or `spin:<B>`
-/// only (its loop is our own assembly); the host side takes any.
-fn guest_strategy(cfg: &PairConfig, direction: Direction) -> Result<WaitStrategy, TestbedError> {
+/// How the guest side waits.
+#[derive(Debug, Clone, Copy)]
+enum GuestSide {
+    /// By itself, in its own code: `notify`, `poll`, `spin:<B>`.
+    Fixed(WaitStrategy),
+    /// Through its VMM, which runs this strategy (`super::waits`).
+    Delegated(WaitMode),
+}
+
+/// The guest's strategy: `notify`, `poll` and `spin:<B>` in its own code,
+/// every other through its VMM; `coalesce` is refused (the guest sends
+/// every kick it owes; its kicks are not held).
+fn guest_strategy(cfg: &PairConfig, direction: Direction) -> Result<GuestSide, TestbedError> {
     let (guest, _, party) = guest_and_host(cfg, direction);
-    basic_strategy(guest).ok_or_else(|| {
-        TestbedError::invalid(
+    if let Some(s) = basic_strategy(guest) {
+        return Ok(GuestSide::Fixed(s));
+    }
+    if matches!(guest, WaitMode::Coalesce { .. }) {
+        return Err(TestbedError::invalid(
             Setting::Strategy,
             format!(
-                "the kvm guest side ({party}, direction {}) waits by notify, poll or spin:<B> only, not {guest}; \
-                 the host side takes any strategy",
+                "the kvm guest side ({party}, direction {}) does not hold its kicks: {guest} runs on the host side only",
                 direction.name()
             ),
-        )
-    })
+        ));
+    }
+    Ok(GuestSide::Delegated(guest))
 }
 
 /// Checks what the guest on `direction`'s side can hold before anything
@@ -172,7 +223,7 @@ pub fn run_pair_with(
     })?;
     let mem = Arc::clone(&vm.mem);
     let tx_dir = opts.direction == Direction::Tx;
-    let (guest_wait_by, host_mode) = (
+    let (guest_side, host_mode) = (
         guest_strategy(cfg, opts.direction)?,
         guest_and_host(cfg, opts.direction).1,
     );
@@ -199,15 +250,29 @@ pub fn run_pair_with(
         } else {
             GuestRole::Consumer
         },
-        wait: guest_wait(guest_wait_by, tsc.ticks_per_ns),
+        wait: match guest_side {
+            GuestSide::Fixed(s) => guest_wait(s, tsc.ticks_per_ns),
+            // Only adaptive pauses, and only a producer.
+            GuestSide::Delegated(mode) => GuestWait::Delegated {
+                pauses: tx_dir && matches!(mode, WaitMode::Adaptive { .. }),
+            },
+        },
         len: p.len,
         k: if tx_dir { p.k_c } else { p.k_p },
         total: total32,
         warmup: u32::try_from(cfg.warmup).unwrap_or(0),
         misbehavior,
         mode: opts.guest,
+        // In user mode the guest times its kicks and wake-ups by its TSC:
+        // the host relates the two clocks first.
+        sync: if opts.guest == GuestMode::User {
+            SYNC
+        } else {
+            0
+        },
     }
     .assemble()?;
+    let timed = opts.guest == GuestMode::User;
 
     // The host's endpoint over the ring in guest memory.
     let owner: Box<dyn Send + Sync> = Box::new(Arc::clone(&mem));
@@ -227,7 +292,19 @@ pub fn run_pair_with(
     let (producer, consumer) = on_raw(raw);
 
     let guest_cpu = usize::from(!tx_dir);
-    let session = Session::start(&vm, &program, guest_cpu)?;
+    let delegated = Arc::new(DelegatedCounts::default());
+    let waits: Option<Box<dyn GuestWaits>> = match guest_side {
+        GuestSide::Fixed(_) => None,
+        GuestSide::Delegated(mode) => Some(Box::new(DelegatedWaits::new(
+            Controller::new(mode, if tx_dir { Party::P } else { Party::C }, p, None),
+            Arc::clone(&mem),
+            tx_dir,
+            p.len,
+            (cfg.warmup, total),
+            Arc::clone(&delegated),
+        ))),
+    };
+    let session = Session::start_with(&vm, &program, guest_cpu, waits)?;
     let progress = Arc::new(AtomicU64::new(0));
     let notifier = Arc::new(HostNotifier {
         doorbell: vm.waker()?,
@@ -253,8 +330,15 @@ pub fn run_pair_with(
     let host_cfg = *cfg;
     let (progress_h, notifier_h) = (Arc::clone(&progress), Arc::clone(&notifier));
     let vclock = session.vcpu.clock_id();
+    let mem_h = Arc::clone(&mem);
     let host = move |stop: &AtomicBool| {
         let pinned = crate::clock::pin_cpu(usize::from(tx_dir));
+        let stamps = if timed {
+            let (offset, _) = ping(&mem_h, 1, stop)?;
+            Some(GuestStamps { mem: mem_h, offset })
+        } else {
+            None
+        };
         let p = host_cfg.params;
         let vcpu_ns = move || clock_ns(vclock);
         let party = HostParty {
@@ -274,7 +358,7 @@ pub fn run_pair_with(
             stop,
             progress: &progress_h,
             extra_clock: Some(&vcpu_ns),
-            stamps: None,
+            stamps: stamps.as_ref().map(|s| s as &dyn KickStamps),
             publish_times: None,
         };
         let m = if tx_dir {
@@ -307,23 +391,34 @@ pub fn run_pair_with(
         )
     })?;
 
+    // The guest's own timing of its kicks and wake-ups (user mode; its
+    // counters are untrusted, so only reported).
+    let ctrl_u64 = |off: u32, off0: u32| {
+        mem.load_u64(map::CTRL + off)
+            .wrapping_sub(mem.load_u64(map::CTRL + off0))
+    };
+    let guest_wakes = u64::from(
+        mem.read_u32(map::CTRL + ctrl::WAKES)
+            .wrapping_sub(mem.read_u32(map::CTRL + ctrl::WAKES0)),
+    );
+    let naps = delegated.naps.load(Ordering::Relaxed);
     let guest = PartyCounts {
         cpu_ns: m.extra1.saturating_sub(m.extra0),
         kicks: u64::from(
             mem.read_u32(map::CTRL + ctrl::KICKS)
                 .wrapping_sub(mem.read_u32(map::CTRL + ctrl::KICKS0)),
         ),
+        // Its halts, and the VMM's timed sleeps for it.
         sleeps: u64::from(
             mem.read_u32(map::CTRL + ctrl::SLEEPS)
                 .wrapping_sub(mem.read_u32(map::CTRL + ctrl::SLEEPS0)),
-        ),
-        // The guest never naps (it halts or spins).
-        naps: 0,
+        ) + naps,
+        naps,
         // Whole run, as the thread backend counts it.
         spurious: u64::from(mem.read_u32(map::CTRL + ctrl::SPURIOUS)),
-        // The guest's kicks and wake-ups are not timed from the host.
-        kick_ns: None,
-        wake: None,
+        kick_ns: timed.then(|| tsc.ns(ctrl_u64(ctrl::KICK_TICKS, ctrl::KICK_TICKS0))),
+        wake: (timed && guest_wakes > 0)
+            .then(|| tsc.ns(ctrl_u64(ctrl::WAKE_TICKS, ctrl::WAKE_TICKS0)) / guest_wakes as f64),
     };
     let (lost, bad) = if tx_dir {
         (m.lost, m.bad)

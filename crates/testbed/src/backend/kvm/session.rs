@@ -8,7 +8,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use super::guest::Program;
-use super::vm::{GuestEnd, VcpuThread, Vm};
+use super::vm::{GuestEnd, GuestWaits, VcpuThread, Vm};
 use crate::party::{join_within, Stall, TICK};
 use crate::TestbedError;
 
@@ -28,9 +28,19 @@ pub(crate) struct Session<'vm> {
 impl<'vm> Session<'vm> {
     /// Starts `program` on a vCPU pinned to `cpu`.
     pub(crate) fn start(vm: &'vm Vm, program: &Program, cpu: usize) -> Result<Self, TestbedError> {
+        Self::start_with(vm, program, cpu, None)
+    }
+
+    /// [`Session::start`] with the waits the VMM runs for the guest.
+    pub(crate) fn start_with(
+        vm: &'vm Vm,
+        program: &Program,
+        cpu: usize,
+        waits: Option<Box<dyn GuestWaits>>,
+    ) -> Result<Self, TestbedError> {
         Ok(Session {
             vm,
-            vcpu: vm.start(program, cpu)?,
+            vcpu: vm.start_with(program, cpu, waits)?,
             stop: Arc::new(AtomicBool::new(false)),
         })
     }

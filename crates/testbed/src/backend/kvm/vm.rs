@@ -11,7 +11,7 @@
 
 use std::os::fd::AsRawFd;
 use std::ptr::NonNull;
-use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
 use std::sync::{mpsc, Arc, OnceLock};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
@@ -84,6 +84,28 @@ impl GuestMemory {
         // SAFETY: in bounds and 4-aligned (checked); the memory lives as long
         // as self; the guest may write it concurrently, hence atomics.
         unsafe { AtomicU32::from_ptr(self.ptr.as_ptr().add(off).cast()) }
+    }
+
+    fn atomic64(&self, off: u32) -> &AtomicU64 {
+        let off = off as usize;
+        assert!(
+            off.is_multiple_of(8) && off + 8 <= self.size,
+            "guest offset {off:#x}"
+        );
+        // SAFETY: in bounds and 8-aligned (checked); the memory lives as long
+        // as self; the guest may write it concurrently (one 64-bit `mov`),
+        // hence atomics.
+        unsafe { AtomicU64::from_ptr(self.ptr.as_ptr().add(off).cast()) }
+    }
+
+    /// Reads a u64 the guest may be writing with one 64-bit store.
+    pub fn load_u64(&self, off: u32) -> u64 {
+        self.atomic64(off).load(Ordering::SeqCst)
+    }
+
+    /// Writes a u64 the guest may be reading with one 64-bit load.
+    pub fn store_u64(&self, off: u32, v: u64) {
+        self.atomic64(off).store(v, Ordering::SeqCst);
     }
 
     /// Reads a u32 the guest may be writing.
@@ -253,6 +275,22 @@ impl Vm {
     ///
     /// An ioctl failed.
     pub fn start(&self, program: &Program, cpu: usize) -> Result<VcpuThread, TestbedError> {
+        self.start_with(program, cpu, None)
+    }
+
+    /// [`Vm::start`], with the waits the VMM runs for the guest (ports
+    /// [`port::WAIT`] and [`port::PAUSE`]; without, a guest writing them
+    /// is stopped with an error).
+    ///
+    /// # Errors
+    ///
+    /// An ioctl failed.
+    pub fn start_with(
+        &self,
+        program: &Program,
+        cpu: usize,
+        waits: Option<Box<dyn GuestWaits>>,
+    ) -> Result<VcpuThread, TestbedError> {
         self.mem.write_bytes(map::CODE, &program.code);
         let vcpu = self.vm.create_vcpu(0).map_err(kvm_err("create vCPU"))?;
         let mut sregs = vcpu.get_sregs().map_err(kvm_err("get sregs"))?;
@@ -300,7 +338,7 @@ impl Vm {
             .spawn(move || {
                 let pinned = crate::clock::pin(cpu);
                 let _ = tx.send((thread_cpu_clock(), pinned));
-                let r = vcpu_loop(vcpu, &stop2, &doorbell, halt_poll);
+                let r = vcpu_loop(vcpu, &stop2, &doorbell, halt_poll, waits);
                 // Linger (asleep, so its CPU clock stands still) until the
                 // host has read that clock and lets go.
                 ended2.store(true, Ordering::SeqCst);
@@ -397,11 +435,37 @@ pub enum GuestEnd {
     Stopped,
 }
 
+/// Waits the VMM runs on the guest's behalf, as KVM's halt polling runs
+/// in the host on a guest's `hlt`: the guest exits to [`port::WAIT`] when
+/// it cannot go on, and to [`port::PAUSE`] when the ring holds what its
+/// pause mark says; the vCPU thread carries out its strategy there (spins
+/// and naps on the vCPU's thread, so their CPU is the guest's) and
+/// returns to it. Everything such a handler reads from guest memory is
+/// untrusted; it must return once `stop` is set.
+pub trait GuestWaits: Send {
+    /// The guest cannot go on: return once it can, or once it should
+    /// block (ask for a kick and halt).
+    ///
+    /// # Errors
+    ///
+    /// Only the host's own failures.
+    fn wait(&mut self, stop: &AtomicBool) -> Result<(), TestbedError>;
+    /// The guest passed its pause mark: pause it if its strategy says so.
+    ///
+    /// # Errors
+    ///
+    /// Only the host's own failures.
+    fn pause(&mut self, stop: &AtomicBool) -> Result<(), TestbedError>;
+    /// The guest halted (it blocked) and runs again.
+    fn woke(&mut self);
+}
+
 fn vcpu_loop(
     mut vcpu: VcpuFd,
     stop: &AtomicBool,
     doorbell: &EventFd,
     halt_poll: Duration,
+    mut waits: Option<Box<dyn GuestWaits>>,
 ) -> Result<GuestEnd, TestbedError> {
     loop {
         if stop.load(Ordering::SeqCst) {
@@ -411,6 +475,19 @@ fn vcpu_loop(
             Ok(VcpuExit::IoOut(p, _)) if p == port::DONE => return Ok(GuestEnd::Done),
             Ok(VcpuExit::IoOut(p, _)) if p == port::HALT => {
                 halt(doorbell, halt_poll, None, stop)?;
+                if let Some(w) = waits.as_deref_mut() {
+                    w.woke();
+                }
+            }
+            Ok(VcpuExit::IoOut(p, _)) if p == port::WAIT && waits.is_some() => {
+                if let Some(w) = waits.as_deref_mut() {
+                    w.wait(stop)?;
+                }
+            }
+            Ok(VcpuExit::IoOut(p, _)) if p == port::PAUSE && waits.is_some() => {
+                if let Some(w) = waits.as_deref_mut() {
+                    w.pause(stop)?;
+                }
             }
             Ok(VcpuExit::IoOut(p, data)) if p == port::IDLE_HINT && data.len() == 2 => {
                 let us = u16::from_le_bytes([data[0], data[1]]);

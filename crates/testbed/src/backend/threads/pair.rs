@@ -17,7 +17,7 @@ use kicklab_sim::Sampler;
 
 use crate::clock::{pin_cpu, Tsc};
 use crate::pair::{busy_waits, placement, RunGuard};
-use crate::party::{join_within, HostParty, Marks, Stall, Stoppable, TICK};
+use crate::party::{join_within, HostParty, Marks, Stall, Stoppable, ThreadStamps, TICK};
 use crate::{PairConfig, PairResult, Setting, TestbedError};
 
 /// The most memory a thread run's ring may take [bytes].
@@ -92,6 +92,12 @@ pub fn run_pair(cfg: &PairConfig, kind: NotifierKind) -> Result<PairResult, Test
                 stop: &stop,
             };
             let p = c.params;
+            let (mine, peer) = if producer_side {
+                (&stamps[0], &stamps[1])
+            } else {
+                (&stamps[1], &stamps[0])
+            };
+            let stamps_of_side = ThreadStamps { mine, peer };
             let party = HostParty {
                 total,
                 warmup: c.warmup,
@@ -109,11 +115,7 @@ pub fn run_pair(cfg: &PairConfig, kind: NotifierKind) -> Result<PairResult, Test
                 stop: &stop,
                 progress: &progress,
                 extra_clock: None,
-                stamps: Some(if producer_side {
-                    (&stamps[0], &stamps[1])
-                } else {
-                    (&stamps[1], &stamps[0])
-                }),
+                stamps: Some(&stamps_of_side),
                 publish_times: publish_times.as_deref(),
             };
             let m = match end {

@@ -4,7 +4,8 @@
 //! entry and its interrupt handler. No program lives here.
 
 use iced_x86::code_asm::{
-    al, ax, dword_ptr, eax, ebx, ecx, esi, ptr, rax, rsp, CodeAssembler, CodeLabel,
+    al, ax, dword_ptr, eax, ebx, ecx, edi, edx, esi, ptr, qword_ptr, rax, rcx, rdx, rsp,
+    CodeAssembler, CodeLabel,
 };
 
 use super::map::{self, ctrl, port};
@@ -107,6 +108,49 @@ pub(super) fn kick(a: &mut CodeAssembler, misbehavior: Misbehavior) -> R {
         a.out(u32::from(port::KICK), al)?;
     }
     a.inc(c(ctrl::KICKS))?;
+    Ok(())
+}
+
+/// A kick timed by the guest's TSC (user mode): stamps its start at
+/// `KICK_STAMP` (for the host's wake-up) and adds its length to
+/// `KICK_TICKS`. Clobbers rax, rcx, rdx.
+pub(super) fn timed_kick(a: &mut CodeAssembler, misbehavior: Misbehavior) -> R {
+    tsc64(a)?;
+    a.mov(qword_ptr(map::CTRL + ctrl::KICK_STAMP), rax)?;
+    a.mov(rcx, rax)?;
+    kick(a, misbehavior)?;
+    tsc64(a)?;
+    a.sub(rax, rcx)?;
+    a.add(qword_ptr(map::CTRL + ctrl::KICK_TICKS), rax)?;
+    Ok(())
+}
+
+/// rax = the whole TSC (64-bit mode). Clobbers rdx.
+pub(super) fn tsc64(a: &mut CodeAssembler) -> R {
+    a.rdtsc()?;
+    a.shl(rdx, 32)?;
+    a.or(rax, rdx)?;
+    Ok(())
+}
+
+/// The host's clock exchange (`sync` pings, as `calibrate` runs them):
+/// for each, wait for REQ = the next value of esi, write PONG_TSC = the
+/// TSC and RESP = esi. The caller sets esi (REQ values seen so far).
+/// Clobbers eax, edx, edi.
+pub(super) fn ping_phase(a: &mut CodeAssembler, sync: u32) -> R {
+    let (mut lp, mut wait) = (a.create_label(), a.create_label());
+    a.mov(edi, sync as i32)?;
+    a.set_label(&mut lp)?;
+    a.inc(esi)?;
+    a.set_label(&mut wait)?;
+    a.cmp(c(ctrl::REQ), esi)?;
+    a.jne(wait)?;
+    a.rdtsc()?;
+    a.mov(c(ctrl::PONG_TSC), eax)?;
+    a.mov(c(ctrl::PONG_TSC + 4), edx)?;
+    a.mov(c(ctrl::RESP), esi)?;
+    a.dec(edi)?;
+    a.jne(lp)?;
     Ok(())
 }
 

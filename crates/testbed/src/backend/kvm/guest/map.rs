@@ -98,7 +98,37 @@ pub mod ctrl {
     pub const HOST_WANT: u32 = 0x8C;
     /// Calibration: the guest's TSC read when answering a ping.
     pub const PONG_TSC: u32 = 0x90;
+    // The pair program's in-run timing (user mode), u64s, 8-aligned: the
+    // guest's kicks and its wake-ups from the host's kicks, timed by its
+    // TSC (`docs/kvm.md`, "Timing inside runs").
+    /// Guest TSC at the start of the guest's last kick.
+    pub const KICK_STAMP: u32 = 0xB8;
+    /// TSC ticks spent in the guest's kicks, summed.
+    pub const KICK_TICKS: u32 = 0xC0;
+    /// KICK_TICKS at the start of the window.
+    pub const KICK_TICKS0: u32 = 0xC8;
+    /// The host's last kick start, written by the host in guest TSC.
+    pub const HOST_STAMP: u32 = 0xD0;
+    /// Guest TSC when the guest last began to register for a kick.
+    pub const SLEEP_STAMP: u32 = 0xD8;
+    /// Ticks from the host's kick to the guest running again, summed over
+    /// the wake-ups timed.
+    pub const WAKE_TICKS: u32 = 0xE0;
+    /// WAKE_TICKS at the start of the window.
+    pub const WAKE_TICKS0: u32 = 0xE8;
+    /// Wake-ups timed (u32).
+    pub const WAKES: u32 = 0xF0;
+    /// WAKES at the start of the window (u32).
+    pub const WAKES0: u32 = 0xF4;
+    /// The occupancy from which a guest whose waits the VMM runs exits to
+    /// [`super::port::PAUSE`] after a publish (u32; the VMM sets it,
+    /// `u32::MAX`: never).
+    pub const PAUSE_AT: u32 = 0xF8;
+    /// The end of the control block (the GDT follows).
+    pub const END: u32 = 0x100;
 }
+
+const _: () = assert!(CTRL + ctrl::END <= GDT as u32);
 
 /// The ring header's fields in guest memory (`kicklab_ring::offsets`).
 pub mod ring {
@@ -137,4 +167,10 @@ pub mod port {
     pub const IDLE_HINT: u16 = 0x12;
     /// Halt until the host writes the doorbell (exit to user space).
     pub const HALT: u16 = 0x14;
+    /// "I cannot go on: wait for me by my strategy" (exit to user space;
+    /// the VMM spins, naps or returns for the guest to block).
+    pub const WAIT: u16 = 0x15;
+    /// "The ring holds my pause mark: pause me if my strategy says so"
+    /// (exit to user space).
+    pub const PAUSE: u16 = 0x16;
 }

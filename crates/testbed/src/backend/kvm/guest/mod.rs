@@ -52,6 +52,14 @@ pub enum GuestWait {
     Halt,
     /// Spin this many TSC ticks, then as `Halt`.
     SpinThenHalt(u32),
+    /// Exit to [`port::WAIT`] and let the VMM wait by the strategy it runs
+    /// for the guest (`super::vm::GuestWaits`), then re-check, then as
+    /// `Halt`; with `pauses`, a producer also exits to [`port::PAUSE`]
+    /// after a publish that leaves [`ctrl::PAUSE_AT`] or more in the ring.
+    Delegated {
+        /// Whether the producer checks its pause mark.
+        pauses: bool,
+    },
 }
 
 /// Deliberately broken guests, for the tests that the host survives them.
@@ -164,6 +172,7 @@ mod tests {
                     GuestWait::Poll,
                     GuestWait::Halt,
                     GuestWait::SpinThenHalt(1000),
+                    GuestWait::Delegated { pauses: true },
                 ] {
                     let p = PairProgram {
                         role,
@@ -174,6 +183,7 @@ mod tests {
                         warmup: 100,
                         misbehavior: Misbehavior::KickStorm { at: 5 },
                         mode,
+                        sync: 300,
                     }
                     .assemble()
                     .unwrap();

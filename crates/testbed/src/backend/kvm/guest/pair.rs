@@ -2,10 +2,14 @@
 //! over the ring in guest memory with the `kicklab-ring` wait protocol,
 //! instruction for instruction, and the deliberate faults of [`Misbehavior`].
 
-use iced_x86::code_asm::{al, dword_ptr, eax, ebp, ecx, edi, edx, esi, CodeAssembler, CodeLabel};
+use iced_x86::code_asm::{
+    al, dword_ptr, eax, ebp, ecx, edi, edx, esi, qword_ptr, rax, rcx, CodeAssembler, CodeLabel,
+};
 
-use super::asm::{busy, c, done, halt, kick, m, snapshot, Builder, R};
-use super::map::{ctrl, port, ring};
+use super::asm::{
+    busy, c, done, halt, kick, m, ping_phase, snapshot, timed_kick, tsc64, Builder, R,
+};
+use super::map::{self, ctrl, port, ring};
 use super::{GuestMode, GuestRole, GuestWait, Misbehavior, Program};
 use crate::TestbedError;
 
@@ -29,6 +33,9 @@ pub struct PairProgram {
     pub misbehavior: Misbehavior,
     /// How the guest runs.
     pub mode: GuestMode,
+    /// Clock pings answered before the loop (the host's exchange that
+    /// relates the two TSCs, for timing wake-ups across them); 0: none.
+    pub sync: u32,
 }
 
 /// The side-specific parts of a wait (see `kicklab_ring::wait`).
@@ -99,11 +106,20 @@ impl Side {
                 a.cmp(eax, ticks as i32)?;
                 a.jb(lp)?;
             }
+            GuestWait::Delegated { .. } => {
+                a.out(u32::from(port::WAIT), al)?;
+                self.reload(a)?;
+                self.check(a, have)?;
+            }
             GuestWait::Halt => {}
         }
         // Register, fence, re-check, halt: Producer/Consumer::prepare_sleep.
         a.set_label(&mut block)?;
         snapshot(a)?;
+        if mode == GuestMode::User {
+            tsc64(a)?;
+            a.mov(qword_ptr(map::CTRL + ctrl::SLEEP_STAMP), rax)?;
+        }
         a.mov(eax, ebp)?;
         a.add(eax, self.wake_offset as i32)?;
         a.mov(m(self.wake), eax)?;
@@ -120,6 +136,9 @@ impl Side {
         a.set_label(&mut sleep)?;
         a.inc(c(ctrl::SLEEPS))?;
         halt(a, mode)?;
+        if mode == GuestMode::User {
+            time_wake_up(a)?;
+        }
         a.xor(ecx, ecx)?;
         a.xchg(m(self.need), ecx)?; // finish_sleep
         self.reload(a)?;
@@ -131,9 +150,34 @@ impl Side {
     }
 }
 
+/// After a halt (user mode): if the host kicked since this sleep began to
+/// register, adds the time from the start of that kick to now to
+/// WAKE_TICKS and counts it. Clobbers rax, rcx, rdx.
+fn time_wake_up(a: &mut CodeAssembler) -> R {
+    let mut skip = a.create_label();
+    tsc64(a)?;
+    a.mov(rcx, qword_ptr(map::CTRL + ctrl::HOST_STAMP))?;
+    a.cmp(rcx, qword_ptr(map::CTRL + ctrl::SLEEP_STAMP))?;
+    a.jbe(skip)?;
+    a.cmp(rax, rcx)?;
+    a.jbe(skip)?;
+    a.sub(rax, rcx)?;
+    a.add(qword_ptr(map::CTRL + ctrl::WAKE_TICKS), rax)?;
+    a.inc(c(ctrl::WAKES))?;
+    a.set_label(&mut skip)?;
+    Ok(())
+}
+
 /// If the peer asked for a kick at an index we have now reached, take the
 /// request and kick (`peer_wants_kick`): fence, load need, reached, xchg.
-fn maybe_kick(a: &mut CodeAssembler, need: u32, wake: u32, misbehavior: Misbehavior) -> R {
+/// In user mode the kick is timed ([`timed_kick`]).
+fn maybe_kick(
+    a: &mut CodeAssembler,
+    need: u32,
+    wake: u32,
+    misbehavior: Misbehavior,
+    mode: GuestMode,
+) -> R {
     let mut no = a.create_label();
     a.mfence()?;
     a.cmp(m(need), 0)?;
@@ -145,7 +189,7 @@ fn maybe_kick(a: &mut CodeAssembler, need: u32, wake: u32, misbehavior: Misbehav
     a.xchg(m(need), ecx)?;
     a.cmp(ecx, 1)?;
     a.jne(no)?;
-    kick(a, misbehavior)?;
+    any_kick(a, misbehavior, mode)?;
     a.set_label(&mut no)?;
     Ok(())
 }
@@ -196,7 +240,28 @@ fn misbehave(a: &mut CodeAssembler, how: Misbehavior, producer: bool) -> R {
     Ok(())
 }
 
-fn window_start(a: &mut CodeAssembler, warmup: u32) -> R {
+/// The producer's pause check: exits to [`port::PAUSE`] if the ring now
+/// holds PAUSE_AT or more (a fresh read of `head`). Clobbers eax.
+fn pause_mark(a: &mut CodeAssembler) -> R {
+    let mut skip = a.create_label();
+    a.mov(eax, ebp)?;
+    a.sub(eax, m(ring::HEAD))?;
+    a.cmp(eax, c(ctrl::PAUSE_AT))?;
+    a.jb(skip)?;
+    a.out(u32::from(port::PAUSE), al)?;
+    a.set_label(&mut skip)?;
+    Ok(())
+}
+
+/// A kick, timed in user mode.
+fn any_kick(a: &mut CodeAssembler, misbehavior: Misbehavior, mode: GuestMode) -> R {
+    match mode {
+        GuestMode::User => timed_kick(a, misbehavior),
+        GuestMode::Emulated => kick(a, misbehavior),
+    }
+}
+
+fn window_start(a: &mut CodeAssembler, warmup: u32, mode: GuestMode) -> R {
     let mut skip = a.create_label();
     a.cmp(esi, warmup as i32)?;
     a.jne(skip)?;
@@ -207,6 +272,17 @@ fn window_start(a: &mut CodeAssembler, warmup: u32) -> R {
     a.mov(c(ctrl::KICKS0), eax)?;
     a.mov(eax, c(ctrl::SLEEPS))?;
     a.mov(c(ctrl::SLEEPS0), eax)?;
+    if mode == GuestMode::User {
+        for (from, to) in [
+            (ctrl::KICK_TICKS, ctrl::KICK_TICKS0),
+            (ctrl::WAKE_TICKS, ctrl::WAKE_TICKS0),
+        ] {
+            a.mov(rax, qword_ptr(map::CTRL + from))?;
+            a.mov(qword_ptr(map::CTRL + to), rax)?;
+        }
+        a.mov(eax, c(ctrl::WAKES))?;
+        a.mov(c(ctrl::WAKES0), eax)?;
+    }
     a.set_label(&mut skip)?;
     Ok(())
 }
@@ -229,6 +305,10 @@ impl PairProgram {
         let mode = self.mode;
         let a = &mut b.a;
         let mut main = a.create_label();
+        if self.sync > 0 {
+            a.xor(esi, esi)?;
+            ping_phase(a, self.sync)?;
+        }
         a.xor(esi, esi)?; // messages handled
         a.xor(edi, edi)?; // byte offset of the next slot
         a.xor(ebp, ebp)?; // own index (tail or head)
@@ -254,7 +334,7 @@ impl PairProgram {
             }
         };
         a.set_label(&mut main)?;
-        window_start(a, self.warmup)?;
+        window_start(a, self.warmup, mode)?;
         side.wait(a, self.wait, mode)?;
         if producer {
             busy(a)?;
@@ -291,10 +371,13 @@ impl PairProgram {
         a.inc(ebp)?;
         if producer {
             a.mov(m(ring::TAIL), ebp)?; // publish (x86 stores are release)
-            maybe_kick(a, ring::CW_NEED, ring::CW_WAKE, self.misbehavior)?;
+            maybe_kick(a, ring::CW_NEED, ring::CW_WAKE, self.misbehavior, mode)?;
+            if self.wait == (GuestWait::Delegated { pauses: true }) {
+                pause_mark(a)?;
+            }
         } else {
             a.mov(m(ring::HEAD), ebp)?; // free the slot
-            maybe_kick(a, ring::PW_NEED, ring::PW_WAKE, self.misbehavior)?;
+            maybe_kick(a, ring::PW_NEED, ring::PW_WAKE, self.misbehavior, mode)?;
         }
         a.inc(esi)?;
         misbehave(a, self.misbehavior, producer)?;
@@ -303,7 +386,7 @@ impl PairProgram {
         window_end(a)?;
         if producer {
             // End of stream: fewer than k_P messages may wait for a kick.
-            kick(a, self.misbehavior)?;
+            any_kick(a, self.misbehavior, mode)?;
         }
         done(a)?;
         b.finish()
