@@ -846,6 +846,7 @@ fn control_csv(
         messages,
         latency_ns: duration_ns("latency", latency)?,
         seed,
+        backend: None,
     };
     let study = py
         .detach(|| control_study(&spec, &Silent))

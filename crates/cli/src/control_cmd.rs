@@ -43,6 +43,29 @@ pub struct ControlArgs {
     /// Print the whole study as one JSON object.
     #[arg(long)]
     json: bool,
+    /// Where the runs happen: sim (the simulator), or for real: futex,
+    /// eventfd, pipe (two threads) or kvm (a guest on one side; its
+    /// strategies run by its VMM where it cannot run them itself). Real
+    /// runs go one after another and take the N, S of --profile for the
+    /// strategies that plan with them: calibrate first.
+    #[arg(long, default_value = "sim", value_parser = sim_or_backend, allow_hyphen_values = true)]
+    backend: RunsOn,
+    /// kvm: which side the guest is (tx: it produces).
+    #[arg(long, default_value = "tx", allow_hyphen_values = true)]
+    direction: kicklab_testbed::kvm::Direction,
+}
+
+/// Where a control study runs: `--backend`.
+#[derive(Debug, Clone, Copy)]
+struct RunsOn(Option<kicklab_testbed::Backend>);
+
+fn sim_or_backend(s: &str) -> Result<RunsOn, String> {
+    if s == "sim" {
+        return Ok(RunsOn(None));
+    }
+    s.parse::<kicklab_testbed::Backend>()
+        .map(|b| RunsOn(Some(b)))
+        .map_err(|e| e.replace("(use ", "(use sim, "))
 }
 
 fn range(s: &str) -> Result<(f64, f64), String> {
@@ -71,6 +94,15 @@ pub fn run(a: &ControlArgs) -> anyhow::Result<()> {
         messages: a.messages,
         latency_ns: a.latency,
         seed: a.seed,
+        backend: a.backend.0.map(|b| match b {
+            kicklab_testbed::Backend::Kvm(o) => {
+                kicklab_testbed::Backend::Kvm(kicklab_testbed::kvm::KvmOptions {
+                    direction: a.direction,
+                    ..o
+                })
+            }
+            other => other,
+        }),
     };
     let study = control_study(&spec, &crate::Bars::default())?;
     let mut figures = Vec::new();
@@ -90,7 +122,12 @@ pub fn run(a: &ControlArgs) -> anyhow::Result<()> {
     let page = Page {
         title: "kicklab control".into(),
         intro_html: format!(
-            "<p>Every strategy against polling, simulated ({} messages per run, seed {}, latency bound {}). Data: <a href=\"control.csv\">control.csv</a>.</p>",
+            "<p>Every strategy against polling, {} ({} messages per run, seed {}, latency bound {}). Data: <a href=\"control.csv\">control.csv</a>.</p>",
+            if study.backend == "sim" {
+                "simulated".to_string()
+            } else {
+                format!("measured on {}", study.backend)
+            },
             a.messages,
             a.seed,
             fmt_ns(a.latency)

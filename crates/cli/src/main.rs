@@ -68,7 +68,7 @@ enum Cmd {
     Validate(validate_cmd::ValidateArgs),
     /// Request/response rate under the responder's idle strategies (van Riel's message-passing study).
     Pingpong(pingpong_cmd::PingPongArgs),
-    /// Every wait strategy (KVM halt polling, haltpoll, hybrid polling, NAPI deferral, ..., kicklab's adaptive) against polling, simulated (the paper's Fig. 5).
+    /// Every wait strategy (KVM halt polling, haltpoll, hybrid polling, NAPI deferral, ..., kicklab's adaptive) against polling, simulated or for real (the paper's Fig. 5).
     Control(control_cmd::ControlArgs),
     /// The wait strategy to use for a pair and a workload (paper's costs or a profile), searched with the simulator.
     Advise(advise_cmd::AdviseArgs),

@@ -1,16 +1,19 @@
 //! The control study: every strategy of `control.md` against polling over
 //! the paper's Fig. 4 sweep and the workloads that separate them, in the
-//! simulator, with issue 14's targets checked on the spot (the paper's
-//! Fig. 5, reproduced and extended). What does not live here: the
-//! strategies themselves (`kicklab_model::control`), the loop that runs
-//! them (`kicklab_sim::simulate_control`), printing.
+//! simulator or for real (threads, a KVM guest on either side), with issue
+//! 14's targets checked on the spot (the paper's Fig. 5, reproduced and
+//! extended). What does not live here: the strategies themselves
+//! (`kicklab_model::control`), the loops that run them
+//! (`kicklab_sim::simulate_control`, the testbed), printing.
 
-use kicklab_model::{Cost, Params, WaitMode};
+use kicklab_model::{Cost, Direction, Params, Rates, WaitMode};
 use kicklab_report::{Chart, Series, Style};
 use kicklab_sim::{default_warmup, simulate_control, simulate_trace, SimConfig, SimResult};
+use kicklab_testbed::Backend;
 use rayon::prelude::*;
 use serde::Serialize;
 
+use crate::real::RunSpec;
 use crate::{Input, LabError, Progress};
 
 /// A workload: how W_P and W_C are drawn at a point of the sweep.
@@ -148,6 +151,10 @@ pub struct ControlSpec {
     pub latency_ns: f64,
     /// Seed.
     pub seed: u64,
+    /// `None`: the simulator; else every run on this real backend, one
+    /// after another (N, S from `params`: a calibration's, for the
+    /// strategies that plan with them).
+    pub backend: Option<Backend>,
 }
 
 impl Default for ControlSpec {
@@ -160,6 +167,7 @@ impl Default for ControlSpec {
             messages: 200_000,
             latency_ns: 100_000.0,
             seed: 1,
+            backend: None,
         }
     }
 }
@@ -210,23 +218,30 @@ pub struct Run {
 }
 
 impl Run {
+    /// A simulated run: its excess over the work it drew.
     fn of(strategy: WaitMode, r: &SimResult, w: f64) -> Run {
+        let mut run = Run::of_rates(strategy, &r.rates, w);
+        run.excess_ns = r.rates.e_ns - r.work_ns.unwrap_or(w);
+        run
+    }
+
+    /// A run's rates, its excess over `w` (the workload's mean W_P + W_C).
+    fn of_rates(strategy: WaitMode, r: &Rates, w: f64) -> Run {
         #[allow(clippy::cast_precision_loss)]
-        let m = r.rates.messages.max(1) as f64;
+        let m = r.messages.max(1) as f64;
         #[allow(clippy::cast_precision_loss)]
         let per = |x: u64| x as f64 / m;
         let l = r
-            .rates
             .latency_ns
             .map_or([f64::NAN; 3], |l| [l.p50, l.p99, l.max]);
         Run {
             strategy: strategy.to_string(),
-            t_ns: r.rates.t_ns,
-            e_ns: r.rates.e_ns,
-            excess_ns: r.rates.e_ns - r.work_ns.unwrap_or(w),
+            t_ns: r.t_ns,
+            e_ns: r.e_ns,
+            excess_ns: r.e_ns - w,
             latency_ns: l,
-            kicks_per_message: per(r.rates.notifications_p + r.rates.notifications_c),
-            wakeups_per_message: per(r.rates.sleeps_p + r.rates.sleeps_c),
+            kicks_per_message: per(r.notifications_p + r.notifications_c),
+            wakeups_per_message: per(r.sleeps_p + r.sleeps_c),
             settle_messages: None,
         }
     }
@@ -267,6 +282,8 @@ impl Point {
 /// The whole study.
 #[derive(Debug, Clone, Serialize)]
 pub struct ControlStudy {
+    /// `sim`, or the real backend (`futex`, `kvm tx`, ...).
+    pub backend: String,
     /// Every point of every workload.
     pub points: Vec<Point>,
     /// The latency bound [ns].
@@ -313,6 +330,14 @@ pub fn control_study(
         ));
     }
     spec.params.validate()?;
+    if let Some(Backend::Kvm(_)) = spec.backend {
+        if spec.workloads.contains(&Workload::Phases) {
+            return Err(LabError::input(
+                Input::Workload,
+                "phases on kvm: the guest's work table repeats every 2048 messages, shorter than a phase",
+            ));
+        }
+    }
     let latency = Some(spec.latency_ns);
     let adaptive = WaitMode::Adaptive {
         latency_ns: Some(spec.latency_ns),
@@ -342,37 +367,71 @@ pub fn control_study(
         }
     }
     progress.start("control", jobs.len() as u64);
-    let runs: Vec<Result<(Workload, f64, Run), LabError>> = jobs
-        .par_iter()
-        .map(|&(w, x, mode)| {
-            let (w_p, w_c_cost) = w.costs(x, w_c);
-            let params = Params {
-                w_p,
-                w_c: w_c_cost,
-                ..spec.params
-            };
-            let cfg = SimConfig {
-                mode_p: mode.with_latency(latency),
-                mode_c: mode.with_latency(latency),
-                warmup: default_warmup(spec.messages, params.len).max(20_000),
-                seed: spec.seed,
-                ..SimConfig::new(params, mode, spec.messages)
-            };
-            // The loop for every strategy (equal to the fast one on poll,
-            // notify and spin) also counts the work drawn, the base of
-            // the excess.
-            let (r, settle) = if w == Workload::Phases {
-                let (r, trace) = simulate_trace(&cfg)?;
-                (r, settle(&trace, cfg.warmup, PHASE))
-            } else {
-                (simulate_control(&cfg)?, None)
-            };
-            progress.step();
-            let mut run = Run::of(mode, &r, w_p.mean_ns() + w_c_cost.mean_ns());
-            run.settle_messages = settle;
-            Ok((w, x, run))
-        })
-        .collect();
+    let runs: Vec<Result<(Workload, f64, Run), LabError>> = if let Some(b) = spec.backend {
+        // For real: one run at a time (they would share the CPUs).
+        jobs.iter()
+            .map(|&(w, x, mode)| {
+                let (w_p, w_c_cost) = w.costs(x, w_c);
+                let params = Params {
+                    w_p,
+                    w_c: w_c_cost,
+                    ..spec.params
+                };
+                let mut run_spec = RunSpec {
+                    latency_bound_ns: latency,
+                    // Both ends of a message are host threads only there.
+                    latency: matches!(b, Backend::Threads(_)),
+                    ..RunSpec::new(params, b, mode, spec.messages, spec.seed)
+                };
+                // A guest does not hold its kicks: on kvm, coalescing is
+                // the host side's only.
+                if let (Backend::Kvm(o), WaitMode::Coalesce { .. }) = (b, mode) {
+                    match o.direction {
+                        Direction::Tx => run_spec.mode_p = WaitMode::Notify,
+                        Direction::Rx => run_spec.mode_c = WaitMode::Notify,
+                    }
+                }
+                let r = crate::real::run(&run_spec)?;
+                progress.step();
+                Ok((
+                    w,
+                    x,
+                    Run::of_rates(mode, &r.rates, w_p.mean_ns() + w_c_cost.mean_ns()),
+                ))
+            })
+            .collect()
+    } else {
+        jobs.par_iter()
+            .map(|&(w, x, mode)| {
+                let (w_p, w_c_cost) = w.costs(x, w_c);
+                let params = Params {
+                    w_p,
+                    w_c: w_c_cost,
+                    ..spec.params
+                };
+                let cfg = SimConfig {
+                    mode_p: mode.with_latency(latency),
+                    mode_c: mode.with_latency(latency),
+                    warmup: default_warmup(spec.messages, params.len).max(20_000),
+                    seed: spec.seed,
+                    ..SimConfig::new(params, mode, spec.messages)
+                };
+                // The loop for every strategy (equal to the fast one on poll,
+                // notify and spin) also counts the work drawn, the base of
+                // the excess.
+                let (r, settle) = if w == Workload::Phases {
+                    let (r, trace) = simulate_trace(&cfg)?;
+                    (r, settle(&trace, cfg.warmup, PHASE))
+                } else {
+                    (simulate_control(&cfg)?, None)
+                };
+                progress.step();
+                let mut run = Run::of(mode, &r, w_p.mean_ns() + w_c_cost.mean_ns());
+                run.settle_messages = settle;
+                Ok((w, x, run))
+            })
+            .collect()
+    };
     progress.finish();
     let mut points: Vec<Point> = Vec::new();
     for r in runs {
@@ -401,9 +460,22 @@ pub fn control_study(
             // The mean W_P of the workload.
             p.w_p_ns = p.workload.costs(p.w_p_ns, w_c).0.mean_ns();
         }
-        judge(p, &adaptive_name, spec.latency_ns);
+        // Real runs: the issue's targets for real pairs, whatever the
+        // workload.
+        let targets = match spec.backend {
+            None => p.workload.targets(),
+            Some(_) => REAL_TARGETS,
+        };
+        judge(p, &adaptive_name, spec.latency_ns, targets);
     }
     Ok(ControlStudy {
+        backend: spec.backend.map_or_else(
+            || "sim".to_string(),
+            |b| match b {
+                Backend::Kvm(o) => format!("kvm {}", o.direction.name()),
+                Backend::Threads(_) => b.name().to_string(),
+            },
+        ),
         points,
         latency_ns: spec.latency_ns,
         messages: spec.messages,
@@ -413,13 +485,15 @@ pub fn control_study(
 /// Polling's excess under which the excess target does not apply [ns].
 const EXCESS_FLOOR_NS: f64 = 200.0;
 
-fn judge(p: &mut Point, adaptive: &str, latency_ns: f64) {
+/// Issue 14's targets on real pairs: (T ratio, excess ratio) at most.
+const REAL_TARGETS: (f64, f64) = (1.10, 0.35);
+
+fn judge(p: &mut Point, adaptive: &str, latency_ns: f64, (t_max, x_max): (f64, f64)) {
     let poll = p.run("poll").expect("poll runs at every point").clone();
     let a = p
         .run(adaptive)
         .expect("adaptive runs at every point")
         .clone();
-    let (t_max, x_max) = p.workload.targets();
     p.t_ratio = a.t_ns / poll.t_ns;
     p.excess_ratio = (poll.excess_ns >= EXCESS_FLOOR_NS).then(|| a.excess_ns / poll.excess_ns);
     let at_poll_speed = |r: &&Run| r.t_ns <= 1.05 * poll.t_ns;

@@ -25,6 +25,8 @@ pub enum Input {
     Idle,
     /// The work per message of a ping-pong.
     Work,
+    /// The workloads of a control study.
+    Workload,
     /// Repetitions of each real run.
     Repeat,
     /// A wait strategy.
@@ -47,6 +49,7 @@ impl Input {
             Input::Profile => "profile",
             Input::Idle => "idle",
             Input::Work => "work",
+            Input::Workload => "workload",
             Input::Repeat => "repeat",
             Input::Mode => "mode",
             Input::Latency => "latency",

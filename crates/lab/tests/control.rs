@@ -92,3 +92,61 @@ fn advice_is_what_the_simulator_gives_and_near_the_exhaustive_best() {
         );
     }
 }
+
+/// The study for real: every strategy on real threads (and a KVM guest on
+/// either side where /dev/kvm is usable), every message checked (a run
+/// that loses one fails the study), judged by the real targets. Only the
+/// plumbing is asserted here: the figures depend on the machine.
+#[test]
+fn the_study_runs_every_strategy_for_real() {
+    use kicklab_testbed::kvm::{Direction, KvmOptions};
+    use kicklab_testbed::Backend;
+    let mut backends = vec![Backend::Threads(kicklab_ring::NotifierKind::Futex)];
+    if kicklab_testbed::kvm::available().is_ok() {
+        for direction in [Direction::Tx, Direction::Rx] {
+            backends.push(Backend::Kvm(KvmOptions {
+                direction,
+                ..KvmOptions::default()
+            }));
+        }
+    } else {
+        println!("skipped the KVM runs: no usable /dev/kvm");
+    }
+    for b in backends {
+        let spec = ControlSpec {
+            points: 1,
+            w_p_range: (500.0, 500.0),
+            messages: 3_000,
+            workloads: vec![Workload::Const],
+            backend: Some(b),
+            ..ControlSpec::default()
+        };
+        let study = control_study(&spec, &Silent).unwrap_or_else(|e| panic!("{}: {e}", b.name()));
+        let p = &study.points[0];
+        // poll, notify, 7 anchors, 9 fixed sleeps, adaptive.
+        assert_eq!(p.runs.len(), 19, "{}", study.backend);
+        assert!(p.runs.iter().all(|r| r.t_ns > 0.0 && r.e_ns > 0.0));
+        let poll = p.run("poll").unwrap();
+        // Polling never sleeps; a fixed sleep does.
+        assert_eq!(poll.wakeups_per_message, 0.0, "{}", study.backend);
+        assert!(p.run("sleep:20us").unwrap().wakeups_per_message > 0.0);
+        match b {
+            Backend::Threads(_) => {
+                assert_eq!(study.backend, "futex");
+                assert!(poll.latency_ns[1].is_finite(), "threads measure latency");
+            }
+            Backend::Kvm(o) => {
+                assert_eq!(study.backend, format!("kvm {}", o.direction.name()));
+                assert!(poll.latency_ns[1].is_nan(), "a guest end: not measured");
+            }
+        }
+    }
+    // A guest's work table repeats every 2048 messages: no phases on kvm.
+    let spec = ControlSpec {
+        workloads: vec![Workload::Phases],
+        backend: Some(Backend::Kvm(KvmOptions::default())),
+        ..ControlSpec::default()
+    };
+    let e = control_study(&spec, &Silent).unwrap_err().to_string();
+    assert!(e.contains("phases on kvm"), "{e}");
+}
