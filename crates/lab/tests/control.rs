@@ -113,7 +113,13 @@ fn the_study_runs_every_strategy_for_real() {
         println!("skipped the KVM runs: no usable /dev/kvm");
     }
     for b in backends {
+        // The consumer 40x slower, so that the producer fills the ring and
+        // waits even when this shared machine starves either thread.
         let spec = ControlSpec {
+            params: Params {
+                w_c: Cost::Const(20_000.0),
+                ..Params::default()
+            },
             points: 1,
             w_p_range: (500.0, 500.0),
             messages: 3_000,
@@ -129,7 +135,12 @@ fn the_study_runs_every_strategy_for_real() {
         let poll = p.run("poll").unwrap();
         // Polling never sleeps; a fixed sleep does.
         assert_eq!(poll.wakeups_per_message, 0.0, "{}", study.backend);
-        assert!(p.run("sleep:20us").unwrap().wakeups_per_message > 0.0);
+        let sleep = p.run("sleep:20us").unwrap();
+        assert!(
+            sleep.wakeups_per_message > 0.0,
+            "{}: {sleep:?}",
+            study.backend
+        );
         match b {
             Backend::Threads(_) => {
                 assert_eq!(study.backend, "futex");
