@@ -155,6 +155,9 @@
     set("kl-ex-error", "");
     set("kl-ex-sim-T", r.T);
     set("kl-ex-sim-E", r.E);
+    // The exact numbers, for whoever compares (the browser test).
+    $("kl-ex-sim-T").setAttribute("data-ns", String(r.T_ns));
+    $("kl-ex-sim-E").setAttribute("data-ns", String(r.E_ns));
     var m = r.model;
     set("kl-ex-sim-mT", m ? m.T : "no closed form");
     set("kl-ex-sim-mE", m ? m.E : "no closed form");

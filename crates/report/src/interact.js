@@ -375,12 +375,18 @@
       return;
     }
     var m = this.meta;
+    // Series drawn through the same point (model and simulator agreeing)
+    // are named together.
+    var names = [];
+    this.pixels.forEach(function (pt) {
+      if (pt.x === best.x && pt.y === best.y && names.indexOf(m.s[pt.s].n) < 0) names.push(m.s[pt.s].n);
+    });
     var hy = Math.min(Math.max(this.ty(best.py), this.plot.y), this.plot.y + this.plot.h);
     this.hl.setAttribute("cx", this.tx(best.px));
     this.hl.setAttribute("cy", hy);
     this.hl.setAttribute("stroke", m.s[best.s].c);
     this.hl.setAttribute("display", "inline");
-    showTip(ev, [m.s[best.s].n, m.xl + " = " + fmt(best.x), m.yl + " = " + fmt(best.y)]);
+    showTip(ev, [names.join(" = "), m.xl + " = " + fmt(best.x), m.yl + " = " + fmt(best.y)]);
   };
 
   Chart.prototype.listen = function () {
