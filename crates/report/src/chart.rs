@@ -254,6 +254,29 @@ fn tick_label(v: f64, step: f64) -> String {
     format!("{v:.d$}")
 }
 
+/// `text` in lines of at most `width` pixels (by [`text_w`]), broken at
+/// spaces; a word longer than a line gets a line of its own.
+fn wrap(text: &str, width: f64, px: f64) -> Vec<String> {
+    let mut lines: Vec<String> = Vec::new();
+    let mut cur = String::new();
+    for word in text.split(' ') {
+        let next = if cur.is_empty() {
+            word.to_string()
+        } else {
+            format!("{cur} {word}")
+        };
+        if !cur.is_empty() && text_w(&next, px) > width {
+            lines.push(std::mem::replace(&mut cur, word.to_string()));
+        } else {
+            cur = next;
+        }
+    }
+    if !cur.is_empty() || lines.is_empty() {
+        lines.push(cur);
+    }
+    lines
+}
+
 /// `v` rounded to 6 significant digits (the hover text's precision, and
 /// a smaller page).
 fn sig6(v: f64) -> f64 {
@@ -466,7 +489,10 @@ impl Chart {
         } else {
             ey + LEGEND_ROW + 8.0
         };
-        let note_h = if note.is_some() { 18.0 } else { 0.0 };
+        #[allow(clippy::cast_precision_loss)]
+        let note_h = note.as_ref().map_or(0.0, |n| {
+            18.0 * wrap(n, w - left - 8.0, LEGEND_PX).len() as f64
+        });
         // Below the plot: tick labels, axis label, legend, note.
         let below = 22.0 + 22.0 + 8.0 + legend_h + note_h + 6.0;
         let ph = (h - top - below).max(20.0);
@@ -846,13 +872,18 @@ impl Chart {
             );
         }
         if let Some(note) = &l.note {
-            let _ = writeln!(
-                s,
-                "<text class=\"note\" x=\"{:.1}\" y=\"{:.1}\" font-size=\"{LEGEND_PX}\" fill=\"#a00\">{}</text>",
-                r.x,
-                r.y + r.h + 15.0,
-                html_escape(note)
-            );
+            // Wrapped to the figure's width (the layout counted the lines).
+            let width = r.x + l.plot.w + 24.0;
+            for (i, line) in wrap(note, width - r.x - 8.0, LEGEND_PX).iter().enumerate() {
+                #[allow(clippy::cast_precision_loss)]
+                let y = r.y + r.h + 15.0 + 18.0 * i as f64;
+                let _ = writeln!(
+                    s,
+                    "<text class=\"note\" x=\"{:.1}\" y=\"{y:.1}\" font-size=\"{LEGEND_PX}\" fill=\"#a00\">{}</text>",
+                    r.x,
+                    html_escape(line)
+                );
+            }
         }
     }
 }
@@ -1107,6 +1138,50 @@ mod tests {
         assert_eq!(sig6(-0.000_123_456_78), -0.000_123_457);
         assert_eq!(sig6(0.0), 0.0);
         assert_eq!(sig6(1e-310), 1e-310);
+    }
+
+    /// A long clipping note is wrapped inside the figure, below the
+    /// legend and above the bottom edge.
+    #[test]
+    fn long_notes_wrap_inside_the_figure() {
+        assert_eq!(wrap("aa bb cc", 5.0 * 6.0, 10.0), ["aa bb", "cc"]);
+        assert_eq!(wrap("", 10.0, 10.0), [""]);
+        assert_eq!(wrap("toolongword x", 10.0, 10.0), ["toolongword", "x"]);
+        let series = (0..6)
+            .map(|i| Series {
+                name: format!("a rather long series name {i}"),
+                points: vec![(0.0, 1.0), (1.0, if i == 5 { 500.0 } else { 2.0 })],
+                ..Series::default()
+            })
+            .collect();
+        let c = Chart {
+            series,
+            ..Chart::default()
+        };
+        let svg = c.to_svg(FIG_W, FIG_H).unwrap();
+        let notes: Vec<&str> = svg
+            .lines()
+            .filter(|l| l.contains("class=\"note\""))
+            .collect();
+        assert!(notes.len() >= 2, "{notes:?}");
+        let l = c.layout(FIG_W, FIG_H);
+        for n in notes {
+            let text = n.split('>').nth(1).unwrap().split('<').next().unwrap();
+            assert!(
+                l.plot.x + text_w(text, LEGEND_PX) <= f64::from(FIG_W),
+                "{text}"
+            );
+            let y: f64 = n
+                .split("y=\"")
+                .nth(1)
+                .unwrap()
+                .split('"')
+                .next()
+                .unwrap()
+                .parse()
+                .unwrap();
+            assert!(y > l.legend.y + l.legend.h && y <= f64::from(FIG_H), "{n}");
+        }
     }
 
     #[test]
