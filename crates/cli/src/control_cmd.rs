@@ -110,12 +110,12 @@ pub fn run(a: &ControlArgs) -> anyhow::Result<()> {
         let (excess, t) = charts(&study, *w);
         figures.push((
             format!("excess-{}", w.name()),
-            excess.to_svg(900, 520)?,
+            excess.to_svg(kicklab_report::FIG_W, kicklab_report::FIG_H)?,
             format!("Excess CPU per message, {} workload", w.name()),
         ));
         figures.push((
             format!("T-{}", w.name()),
-            t.to_svg(900, 520)?,
+            t.to_svg(kicklab_report::FIG_W, kicklab_report::FIG_H)?,
             format!("Time per message, {} workload", w.name()),
         ));
     }

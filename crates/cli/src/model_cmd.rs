@@ -20,31 +20,6 @@ pub struct ModelArgs {
     json: bool,
 }
 
-/// One line saying what a regime means.
-pub fn regime_meaning(r: Regime) -> &'static str {
-    match r {
-        Regime::GP => "greedy polling: both spin; T = max(W_P, W_C), E = 2T",
-        Regime::FC => "fast consumer: C drains the queue and sleeps, P never blocks",
-        Regime::FP => "fast producer: P fills the queue and sleeps, C never blocks",
-        Regime::SCS => {
-            "slow consumer start-up: C is faster, but P fills the queue while C wakes up"
-        }
-        Regime::SPS => {
-            "slow producer start-up: P is faster, but C drains the queue while P wakes up"
-        }
-        Regime::SS => "slow start-up on both sides: P and C take turns, L messages a round",
-        Regime::EWC => {
-            "early-woken consumer: C wakes inside P's kick, drains and sleeps again; a kick every k_P messages"
-        }
-        Regime::EWP => {
-            "early-woken producer: P wakes inside C's notification, fills and sleeps again; one every k_C slots"
-        }
-        Regime::Lockstep => {
-            "W_P == W_C: after at most one round P and C run in lockstep, no more notifications"
-        }
-    }
-}
-
 /// The prediction as the JSON object of the contract: the serialized
 /// [`Prediction`] (regime, T, E, per-party E, the counts over one round, m,
 /// the round, the predicates) plus the throughput.
@@ -79,7 +54,7 @@ pub fn run(a: &ModelArgs) -> anyhow::Result<()> {
 
 fn print_prediction(params: &Params, mode: WaitMode, p: &Prediction) {
     let l = params.len;
-    println!("regime      {}  ({})", p.regime, regime_meaning(p.regime));
+    println!("regime      {}  ({})", p.regime, p.regime.meaning());
     println!(
         "T           {}/message  ({:.0} messages/s)",
         fmt_ns(p.rates.t_ns),

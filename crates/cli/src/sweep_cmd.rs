@@ -67,10 +67,14 @@ pub fn run(a: &SweepArgs) -> anyhow::Result<()> {
             heading: a.vary.to_string(),
             html: "<p>Data: <a href=\"sweep.csv\">sweep.csv</a>.</p>".into(),
             figures: vec![
-                ("T".into(), t.to_svg(900, 520)?, "Time per message".into()),
+                (
+                    "T".into(),
+                    t.to_svg(kicklab_report::FIG_W, kicklab_report::FIG_H)?,
+                    "Time per message".into(),
+                ),
                 (
                     "E".into(),
-                    e.to_svg(900, 520)?,
+                    e.to_svg(kicklab_report::FIG_W, kicklab_report::FIG_H)?,
                     "CPU cost per message".into(),
                 ),
             ],

@@ -708,8 +708,18 @@ pub fn section(
             continue;
         }
         let (excess, t) = charts(study, *w);
-        s.push_chart(&format!("control-{}-excess", w.name()), &excess, 960, 540)?;
-        s.push_chart(&format!("control-{}-T", w.name()), &t, 960, 540)?;
+        s.push_chart(
+            &format!("control-{}-excess", w.name()),
+            &excess,
+            kicklab_report::FIG_W,
+            kicklab_report::FIG_H,
+        )?;
+        s.push_chart(
+            &format!("control-{}-T", w.name()),
+            &t,
+            kicklab_report::FIG_W,
+            kicklab_report::FIG_H,
+        )?;
     }
     let mut table = Table::new(
         "adaptive against polling, the best anchor and the best fixed sleep, per point",

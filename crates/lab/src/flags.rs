@@ -158,7 +158,17 @@ pub fn section(runs: &[FlagsResult], signals: u64) -> Result<Section, LabError> 
         sp(FlagPath::Bitmap),
         sp(FlagPath::Poll)
     );
-    s.push_chart("flags-wake", &wake, 960, 540)?;
-    s.push_chart("flags-notify", &notify, 960, 540)?;
+    s.push_chart(
+        "flags-wake",
+        &wake,
+        kicklab_report::FIG_W,
+        kicklab_report::FIG_H,
+    )?;
+    s.push_chart(
+        "flags-notify",
+        &notify,
+        kicklab_report::FIG_W,
+        kicklab_report::FIG_H,
+    )?;
     Ok(s)
 }

@@ -5,8 +5,9 @@
 //! ([`real`]) and checked for disturbances ([`disturbance`]), the paper's
 //! Fig. 4 validation ([`validate`]), the ping-pong suite with van Riel's
 //! reference rates ([`pingpong`]), the simulator's speed benchmark
-//! ([`bench`]), and the assembly of the report page from all of them
-//! ([`report`]). Every function takes data and returns data (results, [`kicklab_report::Page`]s); progress goes
+//! ([`bench`]), the report's explorer (kicklab's model and simulator as
+//! WebAssembly in the page: [`explorer`]), and the assembly of the report
+//! page from all of them ([`report`]). Every function takes data and returns data (results, [`kicklab_report::Page`]s); progress goes
 //! through a [`Progress`] the caller supplies. What does not live here:
 //! argument parsing and printing (the binary), the model, the simulator and
 //! the testbeds themselves, rendering (`kicklab-report`).
@@ -15,6 +16,7 @@ pub mod advise;
 pub mod bench;
 pub mod control;
 pub mod disturbance;
+pub mod explorer;
 pub mod flags;
 pub mod map;
 pub mod pingpong;

@@ -396,9 +396,24 @@ pub fn section(f: &QosFigures, seconds: f64, seed: u64) -> Result<Section, LabEr
             kicklab_report::html_escape(&f.failures.join("; "))
         }
     );
-    s.push_chart("qos-throughput", &thr, 960, 540)?;
-    s.push_chart("qos-utilization", &util, 960, 540)?;
-    s.push_chart("qos-limit", &lim, 960, 540)?;
+    s.push_chart(
+        "qos-throughput",
+        &thr,
+        kicklab_report::FIG_W,
+        kicklab_report::FIG_H,
+    )?;
+    s.push_chart(
+        "qos-utilization",
+        &util,
+        kicklab_report::FIG_W,
+        kicklab_report::FIG_H,
+    )?;
+    s.push_chart(
+        "qos-limit",
+        &lim,
+        kicklab_report::FIG_W,
+        kicklab_report::FIG_H,
+    )?;
     Ok(s)
 }
 

@@ -1,7 +1,8 @@
 //! The report: every figure and table, assembled as one [`Page`] with its
 //! CSV data. Rendering and writing files is `kicklab-report`'s.
 //!
-//! Sections: the regimes (model vs simulator), the paper's Fig. 2 (T vs
+//! Sections: the regimes (model vs simulator), the explorer (the model and
+//! simulator live in the page, as WebAssembly), the paper's Fig. 2 (T vs
 //! W_P, long and short queue), Fig. 3 (E vs W_C), random costs, the
 //! calibrated costs and the Fig. 4 validation on threads and on a KVM
 //! guest, the message-passing (ping-pong) table, and the closed forms.
@@ -294,7 +295,7 @@ fn testbed_sections(a: &ReportOptions, progress: &dyn Progress) -> Result<Vec<Se
             let c = idle_chart(p, be.name());
             figures.push((
                 format!("idle-{}", be.name()),
-                c.to_svg(960, 540)?,
+                c.to_svg(kicklab_report::FIG_W, kicklab_report::FIG_H)?,
                 c.caption(),
             ));
         }
@@ -391,7 +392,11 @@ fn kvm_sections(a: &ReportOptions, progress: &dyn Progress) -> Result<Vec<Sectio
     if !p.idle_curve.is_empty() {
         h.push_str(&idle_table(&p, "kvm").to_html());
         let c = idle_chart(&p, "kvm");
-        figures.push(("idle-kvm".to_string(), c.to_svg(960, 540)?, c.caption()));
+        figures.push((
+            "idle-kvm".to_string(),
+            c.to_svg(kicklab_report::FIG_W, kicklab_report::FIG_H)?,
+            c.caption(),
+        ));
     }
     h.push_str(
         "<p>Why they differ (<code>docs/kvm.md</code>): this KVM is PVM, nested in a cloud VM without VMX. A guest kick \
@@ -808,7 +813,10 @@ pub fn build(a: &ReportOptions, progress: &dyn Progress) -> Result<Report, LabEr
             flags: "--wp exp:1us --wc exp:1.1us --np exp:2.4us --nc exp:0.2us --sp exp:3.9us --sc exp:0.2us",
         },
     ];
-    let mut sections = vec![regimes_section(a.messages, a.seed)?];
+    let mut sections = vec![
+        regimes_section(a.messages, a.seed)?,
+        crate::explorer::section(),
+    ];
     let mut csvs = Vec::new();
     for f in &figures {
         let vary = Vary::parse(&f.vary).map_err(|e| LabError::input(Input::Vary, e.to_string()))?;
@@ -838,8 +846,16 @@ pub fn build(a: &ReportOptions, progress: &dyn Progress) -> Result<Report, LabEr
             heading: f.heading.into(),
             html,
             figures: vec![
-                (format!("{}-T", f.id), t.to_svg(960, 540)?, t.caption()),
-                (format!("{}-E", f.id), e.to_svg(960, 540)?, e.caption()),
+                (
+                    format!("{}-T", f.id),
+                    t.to_svg(kicklab_report::FIG_W, kicklab_report::FIG_H)?,
+                    t.caption(),
+                ),
+                (
+                    format!("{}-E", f.id),
+                    e.to_svg(kicklab_report::FIG_W, kicklab_report::FIG_H)?,
+                    e.caption(),
+                ),
             ],
         });
         csvs.push((format!("{}.csv", f.id), sweep_csv(&pts, &vary)));
@@ -960,6 +976,30 @@ mod tests {
         }
     }
 
+    /// The page at the default number of points is one self-contained
+    /// file under 3 MB: the explorer's module, the scripts and every
+    /// figure inline, nothing loaded from elsewhere.
+    #[test]
+    fn the_page_is_one_file_under_3_mb() {
+        let opts = ReportOptions {
+            messages: 500,
+            testbed: false,
+            ..ReportOptions::default()
+        };
+        let html = build(&opts, &crate::Silent).unwrap().page.to_html();
+        assert!(html.len() < 3_000_000, "{} bytes", html.len());
+        for external in [" src=", "<link", "url(http", "@import", "fetch("] {
+            assert!(!html.contains(external), "{external}");
+        }
+        assert!(html.contains("id=\"kl-wasm\""));
+        assert!(html.contains("window.kicklabCharts"));
+        eprintln!(
+            "page: {} bytes, of which the explorer's module {} (base64)",
+            html.len(),
+            crate::explorer::WASM.len().div_ceil(3) * 4
+        );
+    }
+
     #[test]
     fn the_idle_chart_draws_the_curve_against_log_gap() {
         let mut p = Profile::of_means("futex", [2e3, 2e3, 3e3, 3e3]);
@@ -980,7 +1020,10 @@ mod tests {
         assert!((c.series[0].points[1].1 - 5.0).abs() < 1e-12);
         let labels: Vec<&str> = c.marks.iter().map(|m| m.label.as_str()).collect();
         assert_eq!(labels, ["5us", "50us", "500us"]);
-        assert!(c.to_svg(960, 540).unwrap().contains("S_P (mean)"));
+        assert!(c
+            .to_svg(kicklab_report::FIG_W, kicklab_report::FIG_H)
+            .unwrap()
+            .contains("S_P (mean)"));
         assert_eq!(idle_table(&p, "futex").to_csv().lines().count(), 4);
     }
 
@@ -998,6 +1041,7 @@ mod tests {
             ids,
             [
                 "regimes",
+                "explorer",
                 "fig2",
                 "fig2-short",
                 "fig3",

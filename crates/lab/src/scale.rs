@@ -108,7 +108,17 @@ pub fn section(runs: &[ScaleResult], seconds: f64) -> Result<Section, LabError> 
         ratio(8),
         ratio(16)
     );
-    s.push_chart("scale-throughput", &thr, 960, 540)?;
-    s.push_chart("scale-cpu", &cpu, 960, 540)?;
+    s.push_chart(
+        "scale-throughput",
+        &thr,
+        kicklab_report::FIG_W,
+        kicklab_report::FIG_H,
+    )?;
+    s.push_chart(
+        "scale-cpu",
+        &cpu,
+        kicklab_report::FIG_W,
+        kicklab_report::FIG_H,
+    )?;
     Ok(s)
 }

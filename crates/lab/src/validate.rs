@@ -967,12 +967,12 @@ pub fn section(
         figures: vec![
             (
                 format!("validate-{slug}-T"),
-                t.to_svg(960, 540)?,
+                t.to_svg(kicklab_report::FIG_W, kicklab_report::FIG_H)?,
                 t.caption(),
             ),
             (
                 format!("validate-{slug}-E"),
-                e.to_svg(960, 540)?,
+                e.to_svg(kicklab_report::FIG_W, kicklab_report::FIG_H)?,
                 e.caption(),
             ),
         ],

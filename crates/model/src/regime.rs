@@ -71,6 +71,32 @@ impl Regime {
         Regime::Lockstep,
     ];
 
+    /// One line saying what the regime means (`kicklab model`'s text, the
+    /// report's explorer).
+    pub fn meaning(self) -> &'static str {
+        match self {
+            Regime::GP => "greedy polling: both spin; T = max(W_P, W_C), E = 2T",
+            Regime::FC => "fast consumer: C drains the queue and sleeps, P never blocks",
+            Regime::FP => "fast producer: P fills the queue and sleeps, C never blocks",
+            Regime::SCS => {
+                "slow consumer start-up: C is faster, but P fills the queue while C wakes up"
+            }
+            Regime::SPS => {
+                "slow producer start-up: P is faster, but C drains the queue while P wakes up"
+            }
+            Regime::SS => "slow start-up on both sides: P and C take turns, L messages a round",
+            Regime::EWC => {
+                "early-woken consumer: C wakes inside P's kick, drains and sleeps again; a kick every k_P messages"
+            }
+            Regime::EWP => {
+                "early-woken producer: P wakes inside C's notification, fills and sleeps again; one every k_C slots"
+            }
+            Regime::Lockstep => {
+                "W_P == W_C: after at most one round P and C run in lockstep, no more notifications"
+            }
+        }
+    }
+
     /// Who sleeps in this regime: `none`, `P`, `C` or `both` (what a
     /// measurement's notification counts show).
     pub fn sleeper(self) -> &'static str {

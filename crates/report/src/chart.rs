@@ -124,9 +124,16 @@ const PALETTE: [&str; 8] = [
     "#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e", "#17becf", "#8c564b", "#7f7f7f",
 ];
 
+/// The report's figure size [px]: drawn at this size, a figure scales
+/// down with a narrower window, and at 720 px its tick labels still show
+/// at 13 px in a 700 px window.
+pub const FIG_W: u32 = 720;
+/// See [`FIG_W`].
+pub const FIG_H: u32 = 480;
+
 /// Font sizes [px].
 const TITLE_PX: f64 = 17.0;
-const TICK_PX: f64 = 13.0;
+const TICK_PX: f64 = 14.0;
 const AXIS_PX: f64 = 14.0;
 const LABEL_PX: f64 = 13.0;
 const LEGEND_PX: f64 = 13.0;
@@ -245,6 +252,52 @@ fn tick_label(v: f64, step: f64) -> String {
         d
     };
     format!("{v:.d$}")
+}
+
+/// `text` in lines of at most `width` pixels (by [`text_w`]), broken at
+/// spaces; a word longer than a line gets a line of its own.
+fn wrap(text: &str, width: f64, px: f64) -> Vec<String> {
+    let mut lines: Vec<String> = Vec::new();
+    let mut cur = String::new();
+    for word in text.split(' ') {
+        let next = if cur.is_empty() {
+            word.to_string()
+        } else {
+            format!("{cur} {word}")
+        };
+        if !cur.is_empty() && text_w(&next, px) > width {
+            lines.push(std::mem::replace(&mut cur, word.to_string()));
+        } else {
+            cur = next;
+        }
+    }
+    if !cur.is_empty() || lines.is_empty() {
+        lines.push(cur);
+    }
+    lines
+}
+
+/// `v` rounded to 6 significant digits (the hover text's precision, and
+/// a smaller page).
+fn sig6(v: f64) -> f64 {
+    if v == 0.0 || !v.is_finite() {
+        return v;
+    }
+    #[allow(clippy::cast_possible_truncation)]
+    let d = 5 - v.abs().log10().floor() as i32;
+    // Scale by an exact power of ten on the side that keeps it exact.
+    let r = if d >= 0 {
+        let f = 10f64.powi(d);
+        (v * f).round() / f
+    } else {
+        let f = 10f64.powi(-d);
+        (v / f).round() * f
+    };
+    if r.is_finite() {
+        r
+    } else {
+        v
+    }
 }
 
 fn fmt_short(v: f64) -> String {
@@ -436,7 +489,10 @@ impl Chart {
         } else {
             ey + LEGEND_ROW + 8.0
         };
-        let note_h = if note.is_some() { 18.0 } else { 0.0 };
+        #[allow(clippy::cast_precision_loss)]
+        let note_h = note.as_ref().map_or(0.0, |n| {
+            18.0 * wrap(n, w - left - 8.0, LEGEND_PX).len() as f64
+        });
         // Below the plot: tick labels, axis label, legend, note.
         let below = 22.0 + 22.0 + 8.0 + legend_h + note_h + 6.0;
         let ph = (h - top - below).max(20.0);
@@ -492,11 +548,21 @@ impl Chart {
     pub fn to_svg(&self, width: u32, height: u32) -> Result<String, ReportError> {
         let l = self.layout(width, height);
         let mut s = String::new();
+        let p = l.plot;
+        // class, data-plot and the metadata are for the page's script
+        // (values on hover, zoom); the SVG draws the same without it.
         let _ = write!(
             s,
             "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"{width}\" height=\"{height}\" \
              viewBox=\"0 0 {width} {height}\" style=\"max-width:100%;height:auto\" \
-             font-family=\"sans-serif\">\n<rect width=\"100%\" height=\"100%\" fill=\"white\"/>\n"
+             font-family=\"sans-serif\" class=\"kl-chart\" data-plot=\"{:.1} {:.1} {:.1} {:.1}\">\n\
+             <metadata class=\"kl-data\">{}</metadata>\n\
+             <rect width=\"100%\" height=\"100%\" fill=\"white\"/>\n",
+            p.x,
+            p.y,
+            p.w,
+            p.h,
+            html_escape(&self.metadata(&l))
         );
         let _ = writeln!(
             s,
@@ -505,16 +571,56 @@ impl Chart {
             html_escape(&self.title)
         );
         self.axes(&mut s, &l);
+        // Everything drawn at data positions inside the plot, which a zoom
+        // moves.
+        s.push_str("<g class=\"kl-zoom\">\n");
         self.bands_and_marks(&mut s, &l);
         self.data(&mut s, &l);
+        s.push_str("</g>\n");
+        Self::labels(&mut s, &l);
         self.legend(&mut s, &l);
         s.push_str("</svg>\n");
         Ok(s)
     }
 
+    /// The data behind the drawing, as JSON for the page's script: the
+    /// axes' ranges (y in log10 on a log axis), their labels, and each
+    /// series' name, colour and finite points (6 significant digits).
+    fn metadata(&self, l: &Layout) -> String {
+        let series: Vec<serde_json::Value> = self
+            .series
+            .iter()
+            .enumerate()
+            .map(|(i, ser)| {
+                let pts: Vec<[f64; 2]> = ser
+                    .points
+                    .iter()
+                    .filter(|(x, y)| x.is_finite() && y.is_finite())
+                    .map(|&(x, y)| [sig6(x), sig6(y)])
+                    .collect();
+                serde_json::json!({
+                    "n": ser.name,
+                    "c": PALETTE[i % PALETTE.len()],
+                    "p": pts,
+                })
+            })
+            .collect();
+        serde_json::json!({
+            "x": [l.x.0, l.x.1],
+            "y": [l.y.0, l.y.1],
+            "log": l.log,
+            "xl": self.x_label,
+            "yl": self.y_label,
+            "s": series,
+        })
+        .to_string()
+    }
+
     fn axes(&self, s: &mut String, l: &Layout) {
         let p = l.plot;
         let bottom = p.y + p.h;
+        // Grid and tick labels: the page's script draws its own when zoomed.
+        s.push_str("<g class=\"kl-ticks\">\n");
         // Y ticks and grid.
         let yt: Vec<(f64, String)> = if l.log {
             #[allow(clippy::cast_possible_truncation)]
@@ -553,6 +659,7 @@ impl Chart {
                 tick_label(v, step)
             );
         }
+        s.push_str("</g>\n");
         let _ = writeln!(
             s,
             "<rect x=\"{:.1}\" y=\"{:.1}\" width=\"{:.1}\" height=\"{:.1}\" fill=\"none\" stroke=\"#555\"/>",
@@ -603,6 +710,12 @@ impl Chart {
         for m in &self.marks {
             vline(s, l.px(m.x));
         }
+    }
+
+    /// The labels of bands and marks, in rows above the plot (hidden while
+    /// zoomed).
+    fn labels(s: &mut String, l: &Layout) {
+        s.push_str("<g class=\"kl-labels\">\n");
         for (text, r) in &l.labels {
             let _ = writeln!(
                 s,
@@ -612,6 +725,7 @@ impl Chart {
                 html_escape(text)
             );
         }
+        s.push_str("</g>\n");
     }
 
     fn data(&self, s: &mut String, l: &Layout) {
@@ -758,13 +872,18 @@ impl Chart {
             );
         }
         if let Some(note) = &l.note {
-            let _ = writeln!(
-                s,
-                "<text class=\"note\" x=\"{:.1}\" y=\"{:.1}\" font-size=\"{LEGEND_PX}\" fill=\"#a00\">{}</text>",
-                r.x,
-                r.y + r.h + 15.0,
-                html_escape(note)
-            );
+            // Wrapped to the figure's width (the layout counted the lines).
+            let width = r.x + l.plot.w + 24.0;
+            for (i, line) in wrap(note, width - r.x - 8.0, LEGEND_PX).iter().enumerate() {
+                #[allow(clippy::cast_precision_loss)]
+                let y = r.y + r.h + 15.0 + 18.0 * i as f64;
+                let _ = writeln!(
+                    s,
+                    "<text class=\"note\" x=\"{:.1}\" y=\"{y:.1}\" font-size=\"{LEGEND_PX}\" fill=\"#a00\">{}</text>",
+                    r.x,
+                    html_escape(line)
+                );
+            }
         }
     }
 }
@@ -969,6 +1088,100 @@ mod tests {
             assert!(px >= 12.0, "{l}");
         }
         assert!(svg.contains("max-width:100%"));
+    }
+
+    /// What the page's script reads: the plot box, the data (finite
+    /// points, 6 significant digits) and the groups it moves or redraws.
+    #[test]
+    fn the_svg_carries_its_data_for_hover_and_zoom() {
+        let mut c = two_series();
+        c.series[0].points.push((2.0, 1.234_567_89));
+        let svg = c.to_svg(720, 480).unwrap();
+        let l = c.layout(720, 480);
+        assert!(svg.contains(&format!(
+            "class=\"kl-chart\" data-plot=\"{:.1} {:.1} {:.1} {:.1}\"",
+            l.plot.x, l.plot.y, l.plot.w, l.plot.h
+        )));
+        let meta = svg
+            .split("<metadata class=\"kl-data\">")
+            .nth(1)
+            .unwrap()
+            .split("</metadata>")
+            .next()
+            .unwrap()
+            .replace("&quot;", "\"");
+        let m: serde_json::Value = serde_json::from_str(&meta).unwrap();
+        assert_eq!(m["xl"], "W_P [us]");
+        assert_eq!(m["x"][0].as_f64().unwrap(), l.x.0);
+        assert_eq!(m["y"][1].as_f64().unwrap(), l.y.1);
+        assert_eq!(m["s"][0]["n"], "model");
+        assert_eq!(m["s"][0]["c"], PALETTE[0]);
+        assert_eq!(m["s"][0]["p"][2][1].as_f64().unwrap(), 1.23457);
+        // The NaN of "sim" is left out.
+        assert_eq!(m["s"][1]["p"].as_array().unwrap().len(), 1);
+        // Ticks, moving parts and labels in their groups, in that order.
+        let (t, z, lb) = (
+            svg.find("<g class=\"kl-ticks\">").unwrap(),
+            svg.find("<g class=\"kl-zoom\">").unwrap(),
+            svg.find("<g class=\"kl-labels\">").unwrap(),
+        );
+        assert!(t < z && z < lb);
+        assert!(svg[z..lb].contains("<polyline") && svg[z..lb].contains("<circle"));
+        assert!(svg[lb..].contains(">FC</text>"));
+        assert!(!svg[t..z].contains("polyline"));
+    }
+
+    #[test]
+    fn six_significant_digits() {
+        assert_eq!(sig6(1.234_567_89), 1.23457);
+        assert_eq!(sig6(123_456_789.0), 123_457_000.0);
+        assert_eq!(sig6(-0.000_123_456_78), -0.000_123_457);
+        assert_eq!(sig6(0.0), 0.0);
+        assert_eq!(sig6(1e-310), 1e-310);
+    }
+
+    /// A long clipping note is wrapped inside the figure, below the
+    /// legend and above the bottom edge.
+    #[test]
+    fn long_notes_wrap_inside_the_figure() {
+        assert_eq!(wrap("aa bb cc", 5.0 * 6.0, 10.0), ["aa bb", "cc"]);
+        assert_eq!(wrap("", 10.0, 10.0), [""]);
+        assert_eq!(wrap("toolongword x", 10.0, 10.0), ["toolongword", "x"]);
+        let series = (0..6)
+            .map(|i| Series {
+                name: format!("a rather long series name {i}"),
+                points: vec![(0.0, 1.0), (1.0, if i == 5 { 500.0 } else { 2.0 })],
+                ..Series::default()
+            })
+            .collect();
+        let c = Chart {
+            series,
+            ..Chart::default()
+        };
+        let svg = c.to_svg(FIG_W, FIG_H).unwrap();
+        let notes: Vec<&str> = svg
+            .lines()
+            .filter(|l| l.contains("class=\"note\""))
+            .collect();
+        assert!(notes.len() >= 2, "{notes:?}");
+        let l = c.layout(FIG_W, FIG_H);
+        for n in notes {
+            let text = n.split('>').nth(1).unwrap().split('<').next().unwrap();
+            assert!(
+                l.plot.x + text_w(text, LEGEND_PX) <= f64::from(FIG_W),
+                "{text}"
+            );
+            let y: f64 = n
+                .split("y=\"")
+                .nth(1)
+                .unwrap()
+                .split('"')
+                .next()
+                .unwrap()
+                .parse()
+                .unwrap();
+            assert!(y > l.legend.y + l.legend.h && y <= f64::from(FIG_H), "{n}");
+        }
     }
 
     #[test]

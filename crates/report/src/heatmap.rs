@@ -120,7 +120,18 @@ impl Heatmap {
         let mut s = String::new();
         let _ = write!(
             s,
-            "<svg xmlns=\"http://www.w3.org/2000/svg\" viewBox=\"0 0 {width} {height}\" width=\"{width}\" height=\"{height}\" font-family=\"sans-serif\">"
+            "<svg xmlns=\"http://www.w3.org/2000/svg\" viewBox=\"0 0 {width} {height}\" width=\"{width}\" height=\"{height}\" \
+             style=\"max-width:100%;height:auto\" font-family=\"sans-serif\" class=\"kl-map\" data-plot=\"{left} {top} {pw} {ph}\">\
+             <metadata class=\"kl-data\">{}</metadata>",
+            html_escape(
+                &serde_json::json!({
+                    "xs": self.xs,
+                    "ys": self.ys,
+                    "xl": self.x_label,
+                    "yl": self.y_label,
+                })
+                .to_string()
+            )
         );
         let _ = write!(
             s,
@@ -128,6 +139,8 @@ impl Heatmap {
             left + pw / 2.0,
             html_escape(&self.title)
         );
+        // The cells move with a zoom (the page's script).
+        s.push_str("<g class=\"kl-zoom\">");
         for (j, row) in self.cells.iter().enumerate() {
             for (i, c) in row.iter().enumerate() {
                 let (x, y) = (left + i as f64 * cw, top + (ny - 1 - j) as f64 * ch);
@@ -155,16 +168,19 @@ impl Heatmap {
                 );
             }
         }
+        s.push_str("</g>");
         let _ = write!(
             s,
             "<rect x=\"{left}\" y=\"{top}\" width=\"{pw}\" height=\"{ph}\" fill=\"none\" stroke=\"#333\"/>"
         );
-        // Ticks: the first, middle and last of each axis.
+        // Ticks: the first, middle and last of each axis (the page's script
+        // draws its own when zoomed).
+        s.push_str("<g class=\"kl-ticks\">");
         for i in [0, nx / 2, nx - 1] {
             let x = left + (i as f64 + 0.5) * cw;
             let _ = write!(
                 s,
-                "<text x=\"{x:.1}\" y=\"{:.1}\" text-anchor=\"middle\" font-size=\"13\">{}</text>",
+                "<text x=\"{x:.1}\" y=\"{:.1}\" text-anchor=\"middle\" font-size=\"14\">{}</text>",
                 top + ph + 18.0,
                 fmt(self.xs[i])
             );
@@ -173,11 +189,12 @@ impl Heatmap {
             let y = top + (ny - 1 - j) as f64 * ch + ch / 2.0 + 4.0;
             let _ = write!(
                 s,
-                "<text x=\"{:.1}\" y=\"{y:.1}\" text-anchor=\"end\" font-size=\"13\">{}</text>",
+                "<text x=\"{:.1}\" y=\"{y:.1}\" text-anchor=\"end\" font-size=\"14\">{}</text>",
                 left - 6.0,
                 fmt(self.ys[j])
             );
         }
+        s.push_str("</g>");
         let _ = write!(
             s,
             "<text x=\"{:.1}\" y=\"{:.1}\" text-anchor=\"middle\" font-size=\"14\">{}</text>",
@@ -256,6 +273,15 @@ mod tests {
         let svg = m.to_svg(600, 400).unwrap();
         assert_eq!(svg.matches("<title>").count(), 6);
         assert!(svg.contains("W_P [us] = 2.00, W_C [us] = 3.00: 5.00 us"));
+        // For the page's script: the plot box, the grid, the cells in the
+        // group a zoom moves, the ticks in theirs.
+        assert!(svg.contains("class=\"kl-map\" data-plot=\"70 40 360 305\""));
+        assert!(svg.contains("<metadata class=\"kl-data\">{&quot;xl&quot;:&quot;W_P [us]&quot;"));
+        assert!(svg.contains("&quot;xs&quot;:[1.0,2.0]"));
+        let zoom = svg.split("<g class=\"kl-zoom\">").nth(1).unwrap();
+        let zoom = zoom.split("</g>").next().unwrap();
+        assert_eq!(zoom.matches("<rect").count(), 6);
+        assert!(svg.contains("<g class=\"kl-ticks\"><text"));
         let bad = Heatmap {
             cells: vec![vec![MapCell::Empty]],
             ..m

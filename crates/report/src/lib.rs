@@ -14,10 +14,12 @@ mod sweep;
 mod table;
 mod write;
 
-pub use chart::{Band, Chart, Clip, ErrorBar, Mark, Series, Style, YScale};
+pub use chart::{Band, Chart, Clip, ErrorBar, Mark, Series, Style, YScale, FIG_H, FIG_W};
 pub use heatmap::{Heatmap, MapCell};
 pub use page::{html_escape, Page, Section};
-pub use sweep::{regime_bands, regime_marks, sweep_charts, sweep_csv, sweep_table};
+pub use sweep::{
+    regime_bands, regime_bands_of, regime_marks, sweep_charts, sweep_csv, sweep_table,
+};
 pub use table::{Cell, Column, Kind, Table};
 pub use write::write_atomic;
 

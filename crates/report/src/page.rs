@@ -8,6 +8,10 @@ use std::path::Path;
 
 use crate::{write_atomic, Chart, ReportError, Table};
 
+/// The page's script: values on hover and zoom for every chart
+/// (`interact.js`, inlined: the page needs no network).
+pub const INTERACT_JS: &str = include_str!("interact.js");
+
 /// One section of the page.
 #[derive(Debug, Clone, Default)]
 pub struct Section {
@@ -89,9 +93,17 @@ impl Page {
              th{{background:#f4f4f4}} td.l,th.l{{text-align:left}} figure{{margin:1em 0}} figcaption{{font-size:.9em;color:#555}}\n\
              code,pre{{background:#f6f6f6;padding:.1em .3em}} pre{{overflow-x:auto}} nav a{{margin-right:1em}}\n\
              svg,img{{max-width:100%;height:auto}} .table-wrap{{max-width:100%;overflow-x:auto}} caption{{text-align:left;font-weight:600}}\n\
-             section>table{{display:block;max-width:100%;overflow-x:auto}} td.flag{{background:#fde2e2;color:#a00;font-weight:600}}\n</style></head><body>\n<h1>{t}</h1>\n{intro}\n<nav>",
+             section>table{{display:block;max-width:100%;overflow-x:auto}} td.flag{{background:#fde2e2;color:#a00;font-weight:600}}\n\
+             code{{overflow-wrap:anywhere}} figure svg{{display:block}} .kl-hint{{font-size:.9em;color:#555}}\n\
+             .kl-tip{{position:absolute;z-index:10;display:none;pointer-events:none;background:#fff;border:1px solid #888;\
+             border-radius:4px;padding:.3em .55em;font-size:14px;line-height:1.35;box-shadow:0 1px 5px rgba(0,0,0,.25);max-width:24em}}\n\
+             svg.kl-chart,svg.kl-map{{cursor:crosshair;user-select:none}} .kl-reset{{cursor:pointer}}\n\
+             </style>\n<script>\n{js}</script></head><body>\n<h1>{t}</h1>\n{intro}\n\
+             <p class=\"kl-hint\">Charts: hover for values; drag a box over a plot to zoom (a flat box zooms x only), \
+             double-click to zoom back out.</p>\n<nav>",
             t = html_escape(&self.title),
-            intro = self.intro_html
+            intro = self.intro_html,
+            js = INTERACT_JS
         );
         for s in &self.sections {
             let _ = write!(h, "<a href=\"#{}\">{}</a>", s.id, html_escape(&s.heading));
@@ -193,6 +205,18 @@ mod tests {
         assert!(h.contains(".table-wrap{max-width:100%;overflow-x:auto}"));
         assert!(h.contains("<div class=\"table-wrap\"><table>"));
         assert!(h.contains("style=\"max-width:100%;height:auto\""));
+    }
+
+    /// The page carries its script (hover and zoom) inline, and loads
+    /// nothing from elsewhere.
+    #[test]
+    fn the_script_is_inline() {
+        let h = Page::default().to_html();
+        assert!(h.contains(INTERACT_JS));
+        assert!(INTERACT_JS.contains("window.kicklabCharts"));
+        assert!(!INTERACT_JS.contains("</script"));
+        assert!(!h.contains(" src=") && !h.contains("<link"));
+        assert!(h.contains(".kl-tip{"));
     }
 
     #[test]

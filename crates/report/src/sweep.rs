@@ -123,12 +123,19 @@ pub fn regime_marks(points: &[SweepPoint], vary: &Vary) -> Vec<Mark> {
 /// whatever the sweep's direction: a boundary halfway between two points
 /// of different regimes, the ends at the smallest and largest x.
 pub fn regime_bands(points: &[SweepPoint], vary: &Vary) -> Vec<Band> {
+    regime_bands_of(regimes_by_x(points, vary))
+}
+
+/// [`regime_bands`] of `(x, regime)` pairs in any order (non-finite x
+/// left out): for curves drawn from the model alone.
+pub fn regime_bands_of(mut regimes: Vec<(f64, Regime)>) -> Vec<Band> {
+    regimes.retain(|(x, _)| x.is_finite());
+    regimes.sort_by(|a, b| a.0.total_cmp(&b.0));
     let mut bands: Vec<Band> = Vec::new();
     let mut prev: Option<(f64, Regime)> = None;
-    for (x, r) in regimes_by_x(points, vary) {
+    for (x, r) in regimes {
         match prev {
-            Some((px, pr)) if pr == r => {
-                let _ = px;
+            Some((_, pr)) if pr == r => {
                 if let Some(b) = bands.last_mut() {
                     b.x1 = x;
                 }

@@ -251,6 +251,8 @@ fn report_writes_one_page() {
         "Calibrated costs of this machine",
         "Model vs simulator vs measurement (futex)",
         "<svg",
+        "Explorer: the model and the simulator, live",
+        "window.kicklabCharts",
     ] {
         assert!(html.contains(needle), "report lacks {needle}");
     }
