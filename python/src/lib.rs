@@ -107,6 +107,7 @@ fn testbed_err(e: &TestbedError) -> Fail {
                 Setting::Len => "len",
                 Setting::Messages | Setting::Warmup => "messages",
                 Setting::Batch => "batch",
+                Setting::Flush => "flush",
                 Setting::Work => "work",
                 Setting::Spin | Setting::Strategy => "strategy",
                 Setting::Vms => "vms",

@@ -157,6 +157,7 @@ impl Backend {
                 seed: 1,
                 timeout: crate::stall_limit(&params),
                 batch: 1,
+                flush: crate::Flush::Full,
                 latency: false,
             }
         };
@@ -202,6 +203,7 @@ impl Backend {
             seed: 1,
             timeout: crate::stall_limit(&params),
             batch: 1,
+            flush: crate::Flush::Full,
             latency: false,
         };
         let t = (0..runs)

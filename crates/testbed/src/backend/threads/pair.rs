@@ -104,6 +104,7 @@ pub fn run_pair(cfg: &PairConfig, kind: NotifierKind) -> Result<PairResult, Test
                     u64::from(!producer_side),
                 ),
                 batch: u64::from(c.batch),
+                flush: c.flush,
                 wait_on: &wait_on,
                 kick_peer: &**kick_peer,
                 stop: &stop,
@@ -115,6 +116,7 @@ pub fn run_pair(cfg: &PairConfig, kind: NotifierKind) -> Result<PairResult, Test
                     (&stamps[1], &stamps[0])
                 }),
                 publish_times: publish_times.as_deref(),
+                stamp_offset: 0,
             };
             let m = match end {
                 Endpoint::P(mut pr) => party.produce(&mut pr),

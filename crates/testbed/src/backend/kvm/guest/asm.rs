@@ -4,7 +4,7 @@
 //! entry and its interrupt handler. No program lives here.
 
 use iced_x86::code_asm::{
-    al, ax, dword_ptr, eax, ebx, ecx, esi, ptr, rax, rsp, CodeAssembler, CodeLabel,
+    al, ax, dword_ptr, eax, ebx, ecx, edi, edx, esi, ptr, rax, rsp, CodeAssembler, CodeLabel,
 };
 
 use super::map::{self, ctrl, port};
@@ -123,6 +123,27 @@ pub(super) fn busy(a: &mut CodeAssembler) -> R {
     a.sub(eax, ecx)?;
     a.cmp(eax, ebx)?;
     a.jb(spin)?;
+    Ok(())
+}
+
+/// `sync` ping answers (to relate the guest's TSC to the host's): for
+/// each, wait for REQ to reach the next value of esi (1-based, counted on
+/// from what esi holds), then write PONG_TSC = rdtsc and RESP = esi.
+/// Clobbers eax, edx, edi.
+pub(super) fn ping_answers(a: &mut CodeAssembler, sync: u32) -> R {
+    let (mut lp, mut wait) = (a.create_label(), a.create_label());
+    a.mov(edi, sync as i32)?;
+    a.set_label(&mut lp)?;
+    a.inc(esi)?;
+    a.set_label(&mut wait)?;
+    a.cmp(c(ctrl::REQ), esi)?;
+    a.jne(wait)?;
+    a.rdtsc()?;
+    a.mov(c(ctrl::PONG_TSC), eax)?;
+    a.mov(c(ctrl::PONG_TSC + 4), edx)?;
+    a.mov(c(ctrl::RESP), esi)?;
+    a.dec(edi)?;
+    a.jne(lp)?;
     Ok(())
 }
 

@@ -3,7 +3,7 @@
 
 use iced_x86::code_asm::{al, dword_ptr, eax, ebp, ecx, edi, edx, esi, CodeAssembler};
 
-use super::asm::{c, done, halt, snapshot, Builder, R};
+use super::asm::{c, done, halt, ping_answers, snapshot, Builder};
 use super::map::{self, ctrl, port};
 use super::{GuestMode, Program};
 use crate::TestbedError;
@@ -31,22 +31,7 @@ pub fn calibration_program(
     let a = &mut b.a;
     // esi: counter of REQ values seen (1-based across the whole program).
     a.xor(esi, esi)?;
-    let ping_phase = |a: &mut CodeAssembler| -> R {
-        let (mut lp, mut wait) = (a.create_label(), a.create_label());
-        a.mov(edi, sync as i32)?;
-        a.set_label(&mut lp)?;
-        a.inc(esi)?;
-        a.set_label(&mut wait)?;
-        a.cmp(c(ctrl::REQ), esi)?;
-        a.jne(wait)?;
-        a.rdtsc()?;
-        a.mov(c(ctrl::PONG_TSC), eax)?;
-        a.mov(c(ctrl::PONG_TSC + 4), edx)?;
-        a.mov(c(ctrl::RESP), esi)?;
-        a.dec(edi)?;
-        a.jne(lp)?;
-        Ok(())
-    };
+    let ping_phase = |a: &mut CodeAssembler| ping_answers(a, sync);
     ping_phase(a)?;
     // Phase 2: guest -> host kicks. ebp: sample address.
     {

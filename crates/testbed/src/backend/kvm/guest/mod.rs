@@ -40,7 +40,7 @@ mod pingpong;
 
 pub use calibration::calibration_program;
 pub use map::{ctrl, port, ring};
-pub use pair::PairProgram;
+pub use pair::{PairProgram, SYNC};
 pub use pingpong::{pingpong_program, GuestIdle};
 
 /// How the guest waits when it cannot go on.
@@ -52,6 +52,19 @@ pub enum GuestWait {
     Halt,
     /// Spin this many TSC ticks, then as `Halt`.
     SpinThenHalt(u32),
+}
+
+/// When the guest producer publishes a partial batch (send combining;
+/// besides before it waits and at the end, which every rule does).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum GuestFlush {
+    /// Only when the batch is full.
+    Full,
+    /// Also once the first held message is this many TSC ticks old
+    /// (checked after each write, on the low 32 bits of the TSC).
+    Timer(u32),
+    /// Also when a wait of the guest was ended by the host's wake-up.
+    OnInterrupt,
 }
 
 /// Deliberately broken guests, for the tests that the host survives them.
@@ -92,6 +105,10 @@ pub enum Misbehavior {
         /// Messages before.
         at: u32,
     },
+    /// A producer that holds every message it writes and never publishes
+    /// one (send combining that never flushes): it fills its side of the
+    /// ring, then halts waiting for space that never comes.
+    NeverFlush,
 }
 
 /// How the guest runs on this KVM.
@@ -174,6 +191,10 @@ mod tests {
                         warmup: 100,
                         misbehavior: Misbehavior::KickStorm { at: 5 },
                         mode,
+                        batch: 8,
+                        flush: GuestFlush::Timer(5000),
+                        stamps: mode == GuestMode::User,
+                        sync: 300,
                     }
                     .assemble()
                     .unwrap();
