@@ -129,8 +129,6 @@ pub fn run(a: &SimArgs) -> anyhow::Result<()> {
         v["mode_c"] = json!(mode_c.to_string());
         v["seed"] = json!(a.seed);
         v["start"] = json!(a.start);
-        v["batch"] = json!(a.batch);
-        v["flush"] = json!(a.flush.to_string());
         // The model's point for this start: from a full queue, a bistable
         // pair's other operating point.
         v["predicted"] = match predicted {
@@ -147,6 +145,12 @@ pub fn run(a: &SimArgs) -> anyhow::Result<()> {
         _ => (p.regime, p.rates.t_ns, p.rates.e_ns),
     });
     print_result(&r, point, mode_p, mode_c);
+    if cfg.combine.is_on() {
+        println!(
+            "combining      batch {}, flush {} (latency from the write)",
+            a.batch, a.flush
+        );
+    }
     Ok(())
 }
 
