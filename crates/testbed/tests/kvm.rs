@@ -685,6 +685,46 @@ fn the_emulated_guest_is_woken_by_irqfd_interrupts() {
     );
 }
 
+/// Idle-with-timeout at scale with real guests: both idle strategies run
+/// N VMs time-sharing the CPUs, answer requests and stop cleanly (no vCPU
+/// thread, eventfd or mapping left behind).
+#[test]
+fn scale_runs_guests_that_spin_or_idle_with_a_timeout() {
+    use kicklab_testbed::scale::{ScaleConfig, ScaleIdle};
+    let _one = serial();
+    if !kvm_here() {
+        return;
+    }
+    let run = |idle, ms| {
+        kvm::scale::scale(&ScaleConfig {
+            duration: Duration::from_millis(ms),
+            ..ScaleConfig::new(4, idle)
+        })
+        .unwrap_or_else(|e| panic!("{idle:?}: {e}"))
+    };
+    // Warm up what four vCPU threads allocate for good (the allocator's
+    // per-thread arenas stay mapped after the threads end).
+    run(ScaleIdle::Spin, 50);
+    run(ScaleIdle::Timeout, 50);
+    let before = resources();
+    for idle in [ScaleIdle::Spin, ScaleIdle::Timeout] {
+        let r = run(idle, 200);
+        eprintln!(
+            "kvm scale, 4 guests, {idle:?}: {:.0} requests/s, CPU {:.2}",
+            r.throughput_per_s, r.cpu_util
+        );
+        assert!(r.throughput_per_s > 0.0 && r.cpu_util > 0.0, "{r:?}");
+        assert_eq!((r.vms, r.idle), (4, idle));
+    }
+    assert_eq!(
+        before,
+        resources(),
+        "(fds, threads, mappings) before and after"
+    );
+    let e = kvm::scale::scale(&ScaleConfig::new(65, ScaleIdle::Spin)).unwrap_err();
+    assert_eq!(e.param(), Some(kicklab_testbed::Setting::Vms), "{e}");
+}
+
 const HOUR_NS: f64 = 3.6e12;
 
 /// The host thread's busy work is cut short by the watchdog: an hour of it

@@ -109,6 +109,12 @@ pub mod ctrl {
     /// Send combining: SLEEPS before a wait (a wait that halted was ended
     /// by the host's wake-up: flush on interrupt).
     pub const SLEEPS_SEEN: u32 = 0x9C;
+    /// Scale: the host asks the guest to finish (1).
+    pub const STOP: u32 = 0xA0;
+    /// Scale: the guest's next timer deadline (low 32 bits of its TSC).
+    pub const NEXT_T: u32 = 0xA4;
+    /// Scale: timer expiries the guest handled.
+    pub const TIMERS: u32 = 0xA8;
 }
 
 /// The ring header's fields in guest memory (`kicklab_ring::offsets`).

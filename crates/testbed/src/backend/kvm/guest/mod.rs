@@ -37,11 +37,13 @@ mod calibration;
 pub mod map;
 mod pair;
 mod pingpong;
+mod scale;
 
 pub use calibration::calibration_program;
 pub use map::{ctrl, port, ring};
 pub use pair::{PairProgram, SYNC};
 pub use pingpong::{pingpong_program, GuestIdle};
+pub use scale::{scale_program, ScaleGuestIdle, ScaleTicks};
 
 /// How the guest waits when it cannot go on.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -209,6 +211,16 @@ mod tests {
             let p = calibration_program(mode, 10, 10, 1000).unwrap();
             assert!(p.code.len() < map::CODE_MAX);
             let p = pingpong_program(mode, 10, GuestIdle::HaltHint(50), 100).unwrap();
+            assert!(p.code.len() < map::CODE_MAX);
+        }
+        for idle in [ScaleGuestIdle::Spin, ScaleGuestIdle::Timeout] {
+            let t = ScaleTicks {
+                work: 1000,
+                timer: 100_000,
+                timer_work: 100,
+                per_us: 2400,
+            };
+            let p = scale_program(idle, t).unwrap();
             assert!(p.code.len() < map::CODE_MAX);
         }
     }
