@@ -756,6 +756,7 @@ def run(
     strategy_p: Optional[str] = None,
     strategy_c: Optional[str] = None,
     latency: Optional[Duration] = None,
+    flush: str = "full",
     **params: Unpack[PairParams],
 ) -> dict[str, Any]:
     """Run the pair for real: two pinned threads (or a thread and a KVM guest)
@@ -779,7 +780,12 @@ def run(
         Seed for random W_P / W_C.
     batch:
         Send combining: the producer publishes (and kicks at most once)
-        every ``batch`` messages, or sooner when the ring fills.
+        every ``batch`` messages (1 to L), or sooner when the ring fills or
+        by ``flush``. With kvm the guest combines in tx, the host in rx.
+    flush:
+        When a partial batch goes out as well: ``full``, ``timer:20us``
+        (once the first held message is that old) or ``on-interrupt``
+        (also when the consumer's kick wakes the producer).
     profile:
         The backend's calibration profile (:func:`calibrate`'s dict or a
         saved file), for the prediction; without one the backend is
@@ -796,7 +802,8 @@ def run(
         The measured ``T_ns``, ``E_ns``, counts, ``lost``,
         ``duplicated_or_reordered``, ``pinned``, CPUs, ``warnings`` and
         ``disturbed``, ``backend``, ``strategy``, ``strategy_p``,
-        ``strategy_c``, ``batch``, ``latency_ns`` (threads), ``predicted``
+        ``strategy_c``, ``batch``, ``flush``, ``latency_ns`` (from each
+        message's write; threads, and kvm tx), ``predicted``
         (the model with the profile's costs, or the simulator where there is
         no closed form: ``predicted["source"]``) and ``profile``. A disturbed run also warns (:class:`KicklabWarning`).
     """
@@ -814,6 +821,7 @@ def run(
         strategy_p,
         strategy_c,
         None if latency is None else _duration_text("latency", latency),
+        flush,
     )
     if notes:
         notes.append("this measurement is disturbed: its numbers are not the pair's alone")

@@ -142,5 +142,6 @@ def run_json(
     strategy_p: Optional[str] = None,
     strategy_c: Optional[str] = None,
     latency: Optional[str] = None,
+    flush: Optional[str] = None,
 ) -> Tuple[str, List[str]]:
     """``kicklab run --json``: the JSON object's text and the warnings."""

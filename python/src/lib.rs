@@ -107,6 +107,7 @@ fn testbed_err(e: &TestbedError) -> Fail {
                 Setting::Len => "len",
                 Setting::Messages | Setting::Warmup => "messages",
                 Setting::Batch => "batch",
+                Setting::Flush => "flush",
                 Setting::Work => "work",
                 Setting::Spin | Setting::Strategy => "strategy",
                 Setting::Vms => "vms",
@@ -959,7 +960,7 @@ fn calibrate_json(
 /// binary prints them on stderr). The same steps as the binary's `run`.
 #[allow(clippy::too_many_arguments)]
 #[pyfunction]
-#[pyo3(signature = (params, backend, direction, halt_poll, guest, strategy, messages, seed, batch, profile=None, strategy_p=None, strategy_c=None, latency=None))]
+#[pyo3(signature = (params, backend, direction, halt_poll, guest, strategy, messages, seed, batch, profile=None, strategy_p=None, strategy_c=None, latency=None, flush=None))]
 fn run_json(
     py: Python<'_>,
     params: Args,
@@ -975,8 +976,13 @@ fn run_json(
     strategy_p: Option<&str>,
     strategy_c: Option<&str>,
     latency: Option<&str>,
+    flush: Option<&str>,
 ) -> PyResult<(String, Vec<String>)> {
     use kicklab_lab::real::{expected, profile_for, Expected, RunSpec};
+    let flush: kicklab_sim::Flush = match flush {
+        Some(f) => f.parse().map_err(|e| invalid("flush", f, e))?,
+        None => kicklab_sim::Flush::Full,
+    };
     let pair = Pair::parse(&params, profile)?;
     let params = pair.params()?;
     let be = self::backend(backend, direction, halt_poll, guest)?;
@@ -987,6 +993,7 @@ fn run_json(
     let latency_ns = latency.map(|l| duration_ns("latency", l)).transpose()?;
     let mut spec = RunSpec {
         batch,
+        flush,
         mode_p,
         mode_c,
         // Explicit, so that the JSON names the bound adaptive kept.
@@ -1024,6 +1031,7 @@ fn run_json(
     v["strategy_p"] = json!(shown_p.to_string());
     v["strategy_c"] = json!(shown_c.to_string());
     v["batch"] = json!(batch);
+    v["flush"] = json!(flush.to_string());
     v["predicted"] = match &expected {
         Expected::Model(p) => {
             let mut m = prediction_json(p);

@@ -67,6 +67,16 @@ def test_run_has_the_cli_fields_and_checks_every_message(cli, profile):
     assert by_file["strategy"] == "spin:2us"
 
 
+def test_run_send_combining(profile):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", kicklab.KicklabWarning)
+        r = kicklab.run("futex", messages=8_000, profile=profile, wp="2us", batch=8, flush="timer:20us")
+    assert (r["batch"], r["flush"]) == (8, "timer:20us")
+    assert (r["lost"], r["duplicated_or_reordered"]) == (0, 0)
+    assert r["notifications_p"] * 8 <= 8_000 + 8
+    assert r["predicted"]["source"] == "sim"
+
+
 def test_run_errors(profile):
     with pytest.raises(ValueError, match="^backend: invalid value 'bogus': unknown backend"):
         kicklab.run("bogus")
@@ -74,6 +84,12 @@ def test_run_errors(profile):
         kicklab.run(strategy="busy", profile=profile)
     with pytest.raises(ValueError, match="^batch: at least 1 message per publish"):
         kicklab.run(batch=0, profile=profile)
+    with pytest.raises(ValueError, match="^batch: 1 to L = 256 messages per publish, got 300"):
+        kicklab.run(batch=300, profile=profile)
+    with pytest.raises(ValueError, match="^flush: invalid value 'later': unknown flush rule `later`"):
+        kicklab.run(flush="later", profile=profile)
+    with pytest.raises(ValueError, match="^flush: a timer between 0 and 1h"):
+        kicklab.run(batch=8, flush="timer:0", profile=profile)
     with pytest.raises(ValueError, match="^profile: it calibrates futex, not eventfd"):
         kicklab.run("eventfd", messages=100, profile=profile)
     with pytest.raises(ValueError, match=r"^kp \(k_P\)"):

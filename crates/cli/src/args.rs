@@ -102,6 +102,11 @@ pub fn duration_ns(s: &str) -> Result<f64, String> {
     parse_duration_ns(s).map_err(|e| e.to_string())
 }
 
+/// `--flush`: `full`, `timer:<duration>` or `on-interrupt`.
+pub fn flush(s: &str) -> Result<kicklab_sim::Flush, String> {
+    s.parse()
+}
+
 pub fn duration(s: &str) -> Result<std::time::Duration, String> {
     parse_duration_ns(s)
         .map(|ns| std::time::Duration::from_secs_f64(ns / 1e9))

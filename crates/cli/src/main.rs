@@ -170,6 +170,7 @@ fn testbed_usage(t: &kicklab_testbed::TestbedError) -> Option<String> {
                 Setting::Len => "--len",
                 Setting::Messages | Setting::Warmup => "--messages",
                 Setting::Batch => "--batch",
+                Setting::Flush => "--flush",
                 Setting::Work => "--work",
                 Setting::Spin | Setting::Strategy => "--strategy",
                 Setting::Samples => "--samples",

@@ -40,9 +40,16 @@ pub struct RunArgs {
     #[arg(long, default_value_t = 1, allow_hyphen_values = true)]
     seed: u64,
     /// Send combining: the producer publishes (and kicks at most once) every
-    /// N messages, or sooner when the ring fills.
+    /// N messages (1 to L), or sooner when the ring fills or by --flush.
+    /// With kvm tx the guest combines, with rx the host.
     #[arg(long, default_value_t = 1, allow_hyphen_values = true)]
     batch: u32,
+    /// When a partial batch goes out as well: full (only when full, or when
+    /// the producer must wait), timer:<T> (once the first held message is T
+    /// old, checked after each write; the guest times it on its TSC) or
+    /// on-interrupt (also when the consumer's kick wakes the producer).
+    #[arg(long, default_value = "full", value_parser = crate::args::flush, allow_hyphen_values = true)]
+    flush: kicklab_sim::Flush,
     /// Print one JSON object.
     #[arg(long)]
     json: bool,
@@ -56,6 +63,7 @@ pub fn run(a: &RunArgs) -> anyhow::Result<()> {
     );
     let mut spec = RunSpec {
         batch: a.batch,
+        flush: a.flush,
         mode_p,
         mode_c,
         // Explicit, so that the JSON names the bound adaptive kept.
@@ -87,6 +95,7 @@ pub fn run(a: &RunArgs) -> anyhow::Result<()> {
         v["strategy_p"] = json!(shown_p.to_string());
         v["strategy_c"] = json!(shown_c.to_string());
         v["batch"] = json!(a.batch);
+        v["flush"] = json!(a.flush.to_string());
         v["predicted"] = match &expected {
             Expected::Model(p) => {
                 let mut m = crate::model_cmd::prediction_json(p);
@@ -159,14 +168,24 @@ pub fn run(a: &RunArgs) -> anyhow::Result<()> {
             r.naps_p, r.naps_c
         );
     }
+    if spec.combine().is_on() {
+        #[allow(clippy::cast_precision_loss)]
+        let per = r.rates.notifications_p as f64 / r.rates.messages.max(1) as f64;
+        println!(
+            "combining      batch {}, flush {}: {per:.4} kicks per message by P (1/{:.1})",
+            a.batch,
+            a.flush,
+            if per > 0.0 { 1.0 / per } else { f64::INFINITY }
+        );
+    }
     match r.rates.latency_ns {
         Some(l) => println!(
-            "latency        p50 {}  p99 {}  max {}  (publish to release)",
+            "latency        p50 {}  p99 {}  max {}  (write to release)",
             fmt_ns(l.p50),
             fmt_ns(l.p99),
             fmt_ns(l.max)
         ),
-        None => println!("latency        not measured (a guest on one end)"),
+        None => println!("latency        not measured (the guest consumes, or is emulated)"),
     }
     println!(
         "checked        {} messages: {} lost, {} duplicated or reordered",

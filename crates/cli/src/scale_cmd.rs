@@ -3,6 +3,7 @@
 
 use clap::Args;
 use kicklab_testbed::scale::{scale, ScaleConfig, ScaleIdle};
+use kicklab_testbed::TestbedError;
 use serde_json::json;
 
 use crate::Usage;
@@ -22,8 +23,9 @@ pub struct ScaleArgs {
     /// idle-with-timeout) or timeout; a comma-separated list runs each.
     #[arg(long, default_value = "spin,timeout", value_delimiter = ',')]
     idle: Vec<ScaleIdle>,
-    /// futex: a thread per guest, the OS scheduler as the hypervisor; kvm
-    /// (a tiny guest per VM) is not built yet.
+    /// futex: a thread per guest, the OS scheduler as the hypervisor; kvm:
+    /// a tiny VM of one vCPU per guest, idling by spinning or through the
+    /// VMM with a timeout (at most 64 guests).
     #[arg(long, default_value = "futex", value_parser = ["futex", "kvm"])]
     backend: String,
     /// Requests outstanding in all (the client's concurrency), spread over
@@ -45,11 +47,21 @@ pub struct ScaleArgs {
 }
 
 pub fn run(a: &ScaleArgs) -> anyhow::Result<()> {
-    if a.backend == "kvm" {
-        return Err(Usage(
-            "--backend: kvm (a tiny guest per VM) is not built yet; --backend futex runs a thread per guest".into(),
-        )
-        .into());
+    let kvm = a.backend == "kvm";
+    if kvm {
+        if let Some(&n) = a
+            .vms
+            .iter()
+            .find(|&&n| n == 0 || n > kicklab_testbed::kvm::scale::MAX_VMS)
+        {
+            return Err(Usage(format!(
+                "--vms: 1 to {} guests with kvm (a VM and a vCPU thread each), got {n}",
+                kicklab_testbed::kvm::scale::MAX_VMS
+            ))
+            .into());
+        }
+        kicklab_testbed::kvm::available()
+            .map_err(|why| TestbedError::Kvm(format!("kvm is not usable here: {why}")))?;
     }
     let duration = std::time::Duration::try_from_secs_f64(a.seconds)
         .ok()
@@ -71,7 +83,11 @@ pub fn run(a: &ScaleArgs) -> anyhow::Result<()> {
                 duration,
                 ..ScaleConfig::new(vms, idle)
             };
-            let r = scale(&cfg)?;
+            let r = if kvm {
+                kicklab_testbed::kvm::scale::scale(&cfg)?
+            } else {
+                scale(&cfg)?
+            };
             if !a.json {
                 println!(
                     "{:>4} guests  idle {:<8} {:>10.0} requests/s  CPU {:>5.1}%{}",
@@ -81,8 +97,13 @@ pub fn run(a: &ScaleArgs) -> anyhow::Result<()> {
                     100.0 * r.cpu_util,
                     if r.oversubscribed {
                         format!(
-                            "  ({} threads busy at times on {} CPUs: time-shared)",
+                            "  ({} {} busy at times on {} CPUs: time-shared)",
                             r.vms + 1,
+                            if kvm {
+                                "vCPU and client threads"
+                            } else {
+                                "threads"
+                            },
                             r.cpus
                         )
                     } else {

@@ -35,10 +35,10 @@ pub struct SimArgs {
     #[arg(long, default_value_t = 1, allow_hyphen_values = true)]
     batch: u32,
     /// When a partial batch goes out as well: full (only when full, or when
-    /// P must wait) or timer:<T> (once the first held message is T old,
-    /// checked as P writes).
-    #[arg(long, default_value = "full", value_parser = flush, allow_hyphen_values = true)]
-    flush: Flush,
+    /// P must wait), timer:<T> (once the first held message is T old,
+    /// checked as P writes) or on-interrupt (also when C's kick reaches P).
+    #[arg(long, default_value = "full", value_parser = crate::args::flush, allow_hyphen_values = true)]
+    flush: kicklab_sim::Flush,
     /// Messages to measure (after the warm-up).
     #[arg(long, default_value_t = 1_000_000, allow_hyphen_values = true)]
     messages: u64,
@@ -63,23 +63,6 @@ pub struct SimArgs {
     /// sweep speed-up on all cores) instead of running the pair once.
     #[arg(long)]
     bench: bool,
-}
-
-/// `--flush`: the hold timer [ns], if any.
-#[derive(Debug, Clone, Copy)]
-struct Flush(Option<f64>);
-
-/// Parses `--flush`: `full` or `timer:<duration>`.
-fn flush(s: &str) -> Result<Flush, String> {
-    match s.trim() {
-        "full" => Ok(Flush(None)),
-        t => match t.strip_prefix("timer:") {
-            Some(d) => crate::args::duration_ns(d).map(|ns| Flush(Some(ns))),
-            None => Err(format!(
-                "unknown flush rule `{t}` (use full or timer:<duration>, e.g. timer:20us)"
-            )),
-        },
-    }
 }
 
 pub fn run(a: &SimArgs) -> anyhow::Result<()> {
@@ -112,7 +95,7 @@ pub fn run(a: &SimArgs) -> anyhow::Result<()> {
         // time on the profile's idle curve.
         combine: kicklab_sim::Combine {
             batch: a.batch,
-            flush_ns: a.flush.0,
+            flush: a.flush,
         },
         idle_scale: match a.params.load_profile()? {
             Some(p) => [
@@ -162,6 +145,12 @@ pub fn run(a: &SimArgs) -> anyhow::Result<()> {
         _ => (p.regime, p.rates.t_ns, p.rates.e_ns),
     });
     print_result(&r, point, mode_p, mode_c);
+    if cfg.combine.is_on() {
+        println!(
+            "combining      batch {}, flush {} (latency from the write)",
+            a.batch, a.flush
+        );
+    }
     Ok(())
 }
 

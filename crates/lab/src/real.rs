@@ -48,6 +48,8 @@ pub struct RunSpec {
     pub seed: u64,
     /// Send combining: messages per publish.
     pub batch: u32,
+    /// Send combining: when a partial batch goes out as well.
+    pub flush: kicklab_testbed::Flush,
 }
 
 impl RunSpec {
@@ -70,6 +72,15 @@ impl RunSpec {
             messages,
             seed,
             batch: 1,
+            flush: kicklab_testbed::Flush::Full,
+        }
+    }
+
+    /// Its send combining, as the simulator takes it.
+    pub fn combine(&self) -> kicklab_sim::Combine {
+        kicklab_sim::Combine {
+            batch: self.batch,
+            flush: self.flush,
         }
     }
 
@@ -121,6 +132,7 @@ fn config(spec: &RunSpec) -> PairConfig {
         seed: spec.seed,
         timeout: kicklab_testbed::stall_limit(&spec.params),
         batch: spec.batch,
+        flush: spec.flush,
         latency: spec.latency,
     }
 }
@@ -160,7 +172,8 @@ pub fn predicted(
 }
 
 /// The simulator's prediction for a real run of `spec`, for the strategies
-/// with no closed form (or with P and C waiting differently): the pair
+/// with no closed form (or with P and C waiting differently, or send
+/// combining): the pair
 /// with the profile's N, V and S as distributions and the ring's cost per
 /// message added to W ([`Profile::apply`]), start-ups scaled by the idle
 /// curve, the same strategies (latency bound included), as many messages
@@ -178,13 +191,15 @@ pub fn simulated(spec: &RunSpec, profile: &Profile) -> Result<Rates, LabError> {
         mode_c,
         seed: spec.seed,
         idle_scale: [profile.idle_scale(Party::P), profile.idle_scale(Party::C)],
+        combine: spec.combine(),
         ..SimConfig::new(p, mode_p, spec.messages.min(1_000_000))
     })?;
     Ok(s.rates)
 }
 
 /// What a run is set against: the closed form where it covers the run
-/// (both parties `notify` or both `poll`), else the simulator.
+/// (both parties `notify` or both `poll`, no send combining), else the
+/// simulator.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub enum Expected {
     /// The model's prediction ([`predicted`]).
@@ -204,15 +219,16 @@ impl Expected {
 }
 
 /// The prediction for a real run of `spec` with `profile`'s costs: the
-/// model's where it has a closed form for the run's strategies, else the
-/// simulator's.
+/// model's where it has a closed form for the run's strategies (and no
+/// send combining: its closed form covers the fast consumer only), else
+/// the simulator's.
 ///
 /// # Errors
 ///
 /// Invalid parameters, or a failed simulation.
 pub fn expected(spec: &RunSpec, profile: &Profile) -> Result<Expected, LabError> {
     let [mode_p, mode_c] = spec.modes();
-    if mode_p == mode_c {
+    if mode_p == mode_c && !spec.combine().is_on() {
         if let Some(p) = predicted(&spec.params, profile, mode_p)? {
             return Ok(Expected::Model(p));
         }

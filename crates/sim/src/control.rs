@@ -183,9 +183,12 @@ fn run(
     // Send combining: messages P has written but not published yet.
     let (batch, flush_ps) = (
         u64::from(cfg.combine.batch.max(1)),
-        cfg.combine.flush_ns.map(to_ps),
+        cfg.combine.timer_ns().map(to_ps),
     );
+    let on_interrupt = cfg.combine.flush == crate::Flush::OnInterrupt;
     let (mut pending, mut first_pending) = (0u64, 0u64);
+    // P's next attempt follows a kick from C (flush on interrupt).
+    let mut p_kicked = false;
     let view = |now: u64, s: &[Side; 2], pending: u64| View {
         now,
         len,
@@ -217,6 +220,7 @@ fn run(
                     s[me].busy += n;
                     s[peer].busy += st;
                     s[peer].blocked_for = Some(idle);
+                    p_kicked |= peer == 0;
                     s[peer].phase = Phase::Attempt;
                     s[peer].t = now + v + st;
                     s[me].phase = Phase::Attempt;
@@ -334,6 +338,17 @@ fn run(
             }
             Phase::Attempt | Phase::SpinUntil => {
                 let first = s[me].phase == Phase::Attempt;
+                if me == 0 && std::mem::take(&mut p_kicked) && on_interrupt && pending > 0 {
+                    // Flush on interrupt: C's kick has reached P. (In a
+                    // one-way pair P is kicked only after it waited, and it
+                    // publishes before it waits, so this finds nothing
+                    // held: `docs/model.md`, "Send combining".)
+                    have[1] += pending;
+                    pending = 0;
+                    if notify!(0, 1, now) {
+                        continue;
+                    }
+                }
                 if first && have[me] >= 1 {
                     have[me] -= 1;
                     if let Some(start) = s[me].episode.take() {

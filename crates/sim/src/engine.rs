@@ -172,24 +172,24 @@ pub struct SimConfig {
 }
 
 /// Send combining: the producer publishes (and may kick) once per
-/// `batch` written messages, earlier when `flush_ns` has passed since the
-/// first one it holds (checked when it finishes writing one), and always
+/// `batch` written messages, earlier by its [`Flush`] rule, and always
 /// before it waits or pauses. A message's latency counts from when it was
-/// written, so the hold shows. `batch` 1 without a timer is the paper's
-/// rule.
+/// written, so the hold shows. `batch` 1 with the `full` rule is the
+/// paper's rule.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 pub struct Combine {
     /// Messages per publish (>= 1).
     pub batch: u32,
-    /// The longest hold [ns], if any.
-    pub flush_ns: Option<f64>,
+    /// When a partial batch goes out as well.
+    #[serde(default)]
+    pub flush: Flush,
 }
 
 impl Default for Combine {
     fn default() -> Self {
         Combine {
             batch: 1,
-            flush_ns: None,
+            flush: Flush::Full,
         }
     }
 }
@@ -197,7 +197,88 @@ impl Default for Combine {
 impl Combine {
     /// Whether it changes anything (else the paper's rule).
     pub fn is_on(&self) -> bool {
-        self.batch > 1 || self.flush_ns.is_some()
+        self.batch > 1 || self.flush != Flush::Full
+    }
+
+    /// The hold timer [ns], if the rule has one.
+    pub fn timer_ns(&self) -> Option<f64> {
+        match self.flush {
+            Flush::Timer { ns } => Some(ns),
+            Flush::Full | Flush::OnInterrupt => None,
+        }
+    }
+
+    /// Checks it for a ring of `len` slots: a batch of 1 to L, a timer
+    /// above 0 and at most an hour. The message names the setting
+    /// (`batch: ...`, `flush: ...`).
+    ///
+    /// # Errors
+    ///
+    /// The first bad setting, as one line.
+    pub fn check(&self, len: u32) -> Result<(), String> {
+        if self.batch == 0 || self.batch > len {
+            return Err(format!(
+                "batch: 1 to L = {len} messages per publish, got {}",
+                self.batch
+            ));
+        }
+        if let Some(t) = self.timer_ns() {
+            if !(t.is_finite() && t > 0.0 && t <= kicklab_model::MAX_DURATION_NS) {
+                return Err(format!("flush: a timer between 0 and 1h, got {t} ns"));
+            }
+        }
+        Ok(())
+    }
+}
+
+/// When the producer publishes a partial batch (besides before it waits
+/// or pauses, which every rule does, and at the end of the stream):
+/// `docs/model.md`, "Send combining".
+#[derive(Debug, Clone, Copy, PartialEq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Flush {
+    /// Only when the batch is full.
+    #[default]
+    Full,
+    /// Also once the first held message is this old [ns] (checked as P
+    /// finishes writing one).
+    Timer {
+        /// The longest hold [ns].
+        ns: f64,
+    },
+    /// Also when a notification from the peer reaches the producer (its
+    /// wake-up after C's kick): VMware's rule, the held messages ride on
+    /// a switch that happens anyway.
+    OnInterrupt,
+}
+
+impl std::fmt::Display for Flush {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Flush::Full => f.write_str("full"),
+            Flush::Timer { ns } => write!(f, "timer:{}", kicklab_model::fmt_ns(*ns)),
+            Flush::OnInterrupt => f.write_str("on-interrupt"),
+        }
+    }
+}
+
+impl std::str::FromStr for Flush {
+    type Err = String;
+
+    /// `full`, `timer:<duration>` (`timer:20us`) or `on-interrupt`.
+    fn from_str(s: &str) -> Result<Flush, String> {
+        match s.trim() {
+            "full" => Ok(Flush::Full),
+            "on-interrupt" => Ok(Flush::OnInterrupt),
+            t => match t.strip_prefix("timer:") {
+                Some(d) => kicklab_model::parse_duration_ns(d)
+                    .map(|ns| Flush::Timer { ns })
+                    .map_err(|e| e.to_string()),
+                None => Err(format!(
+                    "unknown flush rule `{t}` (use full, timer:<duration> or on-interrupt, e.g. timer:20us)"
+                )),
+            },
+        }
     }
 }
 
@@ -489,20 +570,9 @@ pub(crate) fn check_config(cfg: &SimConfig) -> Result<(), SimError> {
         mode.check()
             .map_err(|reason| SimError::Mode { party, reason })?;
     }
-    let c = cfg.combine;
-    if c.batch == 0 || c.batch > cfg.params.len {
-        return Err(SimError::Combine(format!(
-            "batch: 1 to L = {} messages per publish, got {}",
-            cfg.params.len, c.batch
-        )));
-    }
-    if let Some(t) = c.flush_ns {
-        if !(t.is_finite() && t > 0.0 && t <= kicklab_model::MAX_DURATION_NS) {
-            return Err(SimError::Combine(format!(
-                "flush: a timer between 0 and 1h, got {t} ns"
-            )));
-        }
-    }
+    cfg.combine
+        .check(cfg.params.len)
+        .map_err(SimError::Combine)?;
     Ok(())
 }
 

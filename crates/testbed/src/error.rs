@@ -13,6 +13,8 @@ pub enum Setting {
     Warmup,
     /// Send combining.
     Batch,
+    /// Send combining's flush rule (its hold timer).
+    Flush,
     /// Per-message work (W_P, W_C, ping-pong work).
     Work,
     /// A wait strategy's spin budget.
@@ -45,6 +47,7 @@ impl Setting {
             Setting::Messages => "messages",
             Setting::Warmup => "warmup",
             Setting::Batch => "batch",
+            Setting::Flush => "flush",
             Setting::Work => "work",
             Setting::Spin => "spin",
             Setting::Strategy => "strategy",

@@ -8,6 +8,7 @@ use std::time::Duration;
 
 use kicklab_model::{Params, WaitMode, MAX_DURATION_NS};
 use kicklab_ring::WaitStrategy;
+pub use kicklab_sim::Flush;
 use serde::Serialize;
 
 use crate::clock::check_duration;
@@ -42,12 +43,19 @@ pub struct PairConfig {
     /// as it needs while it progresses. [`stall_limit`] gives a default.
     pub timeout: Duration,
     /// Send combining: P publishes (and kicks at most once) every `batch`
-    /// messages, or earlier when the ring is full. 1: every message.
+    /// messages, earlier by the `flush` rule, and always before it waits
+    /// (a full ring). 1 (with `Flush::Full`): every message.
     pub batch: u32,
-    /// Measure each message's latency, from its publish to the end of its
-    /// consumption (the consumer's release), where both ends are host
-    /// threads: a TSC read per publish and per release, and a store and a
-    /// load of the stamp (see [`PairResult`]'s `latency_ns`).
+    /// When P publishes a partial batch as well: never (`full`), once the
+    /// first held message is this old (`timer`), or when the peer's kick
+    /// reaches P (`on-interrupt`).
+    pub flush: Flush,
+    /// Measure each message's latency, from its write to the end of its
+    /// consumption (the consumer's release): a TSC read per write and per
+    /// release, and a store and a load of the stamp (see [`PairResult`]'s
+    /// `latency_ns`). Where the guest writes (kvm tx) it stamps with its
+    /// own TSC, related to the host's by a ping exchange; a guest that
+    /// consumes (kvm rx) and the emulated guest are not measured.
     pub latency: bool,
 }
 
@@ -102,6 +110,19 @@ impl PairConfig {
             }
         }
         check_duration(self.timeout, Setting::Timeout)?;
+        let combine = kicklab_sim::Combine {
+            batch: self.batch,
+            flush: self.flush,
+        };
+        if let Err(e) = combine.check(self.params.len) {
+            // "batch: ..." or "flush: ...": the reason after the name.
+            let (what, reason) = match e.split_once(": ") {
+                Some(("flush", r)) => (Setting::Flush, r.to_string()),
+                Some((_, r)) => (Setting::Batch, r.to_string()),
+                None => (Setting::Batch, e),
+            };
+            return Err(TestbedError::invalid(what, reason));
+        }
         self.warmup.checked_add(self.messages).ok_or_else(|| {
             TestbedError::limit(Setting::Messages, "warm-up plus messages overflow 64 bits")
         })

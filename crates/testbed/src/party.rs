@@ -8,8 +8,8 @@
 //! (`kicklab_model::Controller`, carried out by `kicklab_ring::Driven`).
 //!
 //! ```text
-//!   producer: [flush held kick] [wait for space] -> busy W -> write seq
-//!             -> (every batch) stamp, publish, kick / hold / send held -> [pause]
+//!   producer: [flush held kick] [wait for space] -> busy W -> write seq, stamp
+//!             -> (batch full / timer / end) publish, kick / hold / send held -> [pause]
 //!   consumer: [flush held kick] wait for messages -> claim, check seq, read stamp
 //!             -> busy W -> release, latency -> kick / hold / send held -> [pause]
 //! ```
@@ -32,7 +32,7 @@ use kicklab_model::{Latency, Params, Party, WaitMode};
 use kicklab_ring::{
     Coalescer, Consumer, Controller, Driven, Notifier, Producer, WaitStats, WaitStrategy,
 };
-use kicklab_sim::Sampler;
+use kicklab_sim::{Flush, Sampler};
 
 use crate::clock::{rdtsc, thread_cpu_ns, Tsc, TscClock};
 use crate::pair::basic_strategy;
@@ -91,6 +91,8 @@ pub(crate) struct HostParty<'a> {
     pub work: Sampler,
     /// Producer: publish every `batch` messages (or when the ring is full).
     pub batch: u64,
+    /// Producer: when a partial batch goes out as well.
+    pub flush: Flush,
     /// What it waits on.
     pub wait_on: &'a dyn Notifier,
     /// What it kicks the peer with.
@@ -105,11 +107,15 @@ pub(crate) struct HostParty<'a> {
     /// reads the peer's: a wake-up is timed from the peer's last kick.
     /// `None`: wake-ups are not timed.
     pub stamps: Option<&'a dyn KickStamps>,
-    /// Publish times (TSC), one per slot, indexed by sequence number
-    /// modulo L: the producer stores each message's before publishing it
+    /// Write times (TSC), one per slot, indexed by sequence number
+    /// modulo L: the producer stores each message's as it writes it
     /// (the publish's Release store of `tail` makes it visible), the
     /// consumer loads it after claiming. `None`: latency not measured.
     pub publish_times: Option<&'a [AtomicU64]>,
+    /// Consumer: what to subtract from a stamp to get the host's TSC (a
+    /// guest's stamps are its own TSC: the guest-minus-host offset in
+    /// ticks; 0 for a host producer's).
+    pub stamp_offset: i64,
 }
 
 /// The kick stamps two parties share, so that each times its wake-ups from
@@ -368,27 +374,14 @@ impl HostParty<'_> {
         }
     }
 
-    /// Publishes what is written (the `count` messages before `next`),
-    /// stamping their publish time first; kicks, holds or sends a held
-    /// kick.
+    /// Publishes what is written (`count` messages); kicks, holds or
+    /// sends a held kick.
     fn publish(
         &self,
         producer: &mut Producer,
         l: &mut Loop,
-        next: u64,
         count: u64,
     ) -> Result<(), TestbedError> {
-        if let Some(times) = self.publish_times {
-            let t = rdtsc();
-            let len = times.len() as u64;
-            for seq in next - count..next {
-                #[allow(clippy::cast_possible_truncation)] // < len, a usize
-                let i = (seq % len) as usize;
-                // Relaxed: the publish's Release store of `tail` below makes
-                // it visible to the consumer that claims the message.
-                times[i].store(t, Ordering::Relaxed);
-            }
-        }
         let pubd = producer.publish();
         let wanted = producer.peer_wants_kick(pubd);
         let len = u64::from(producer.len());
@@ -398,20 +391,30 @@ impl HostParty<'_> {
     }
 
     /// Produces sequence numbers 0..total.
+    ///
+    /// Send combining: written messages are held and published together
+    /// when `batch` are held, when the oldest has been held for the
+    /// timer (`Flush::Timer`, checked after each write), when the peer's
+    /// kick has woken this party (`Flush::OnInterrupt`), before it waits
+    /// (a full ring must not hold unpublished messages, or C could never
+    /// free a slot) and at the end.
     pub(crate) fn produce(mut self, producer: &mut Producer) -> Result<Marks, TestbedError> {
         let tsc = Tsc::get();
         let mut l = self.start(Party::P, producer.len());
         let mut m = Marks::default();
         let batch = self.batch.max(1);
-        let mut pending = 0u64;
+        let timer = match self.flush {
+            Flush::Timer { ns } => Some(tsc.ticks(ns)),
+            Flush::Full | Flush::OnInterrupt => None,
+        };
+        let on_interrupt = self.flush == Flush::OnInterrupt;
+        let (mut pending, mut first_at) = (0u64, 0u64);
         for seq in 0..self.total {
             if seq == self.warmup {
                 self.mark(&mut m, l.timing, &l.stats, false);
             }
-            // Send combining: a full ring must not hold unpublished
-            // messages while P waits, or C could never free a slot.
             if pending > 0 && producer.free()? == 0 {
-                self.publish(producer, &mut l, seq, pending)?;
+                self.publish(producer, &mut l, pending)?;
                 pending = 0;
             }
             if producer.free()? == 0 {
@@ -425,14 +428,36 @@ impl HostParty<'_> {
                         producer.wait_for_space_by(self.k, by, self.wait_on, &mut l.stats)?;
                     }
                 }
-                self.woke(l.stats.blocks() > blocks, &mut l.timing);
+                let kicked = l.stats.blocks() > blocks;
+                self.woke(kicked, &mut l.timing);
+                // Flush on interrupt: the peer's kick woke us. (In a
+                // one-way pair nothing is held here: see above.)
+                if on_interrupt && kicked && pending > 0 {
+                    self.publish(producer, &mut l, pending)?;
+                    pending = 0;
+                }
             }
             let work_start = l.waits.work_start();
             self.busy(&tsc)?;
             producer.write(seq)?;
+            if let Some(times) = self.publish_times {
+                #[allow(clippy::cast_possible_truncation)] // < len, a usize
+                let i = (seq % times.len() as u64) as usize;
+                // Relaxed: the publish's Release store of `tail` makes it
+                // visible to the consumer that claims the message.
+                times[i].store(rdtsc(), Ordering::Relaxed);
+            }
             pending += 1;
-            if pending == batch || seq + 1 == self.total {
-                self.publish(producer, &mut l, seq + 1, pending)?;
+            let expired = match timer {
+                Some(ticks) if pending > 1 => rdtsc().wrapping_sub(first_at) >= ticks,
+                Some(_) => {
+                    first_at = rdtsc();
+                    false
+                }
+                None => false,
+            };
+            if pending == batch || expired || seq + 1 == self.total {
+                self.publish(producer, &mut l, pending)?;
                 pending = 0;
                 self.pause(&mut l, producer, work_start)?;
             }
@@ -488,12 +513,14 @@ impl HostParty<'_> {
                 }
                 std::cmp::Ordering::Less => m.bad += 1,
             }
-            // The message's publish time: the Acquire load of `tail` that
+            // The message's write time: the Acquire load of `tail` that
             // let this claim see the message made its stamp visible.
             let published = self.publish_times.map(|times| {
                 #[allow(clippy::cast_possible_truncation)] // < len, a usize
                 let i = (seq % times.len() as u64) as usize;
-                times[i].load(Ordering::Relaxed)
+                times[i]
+                    .load(Ordering::Relaxed)
+                    .wrapping_add_signed(self.stamp_offset.wrapping_neg())
             });
             let work_start = l.waits.work_start();
             self.busy(&tsc)?;

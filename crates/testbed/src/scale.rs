@@ -5,7 +5,9 @@
 //! idle by spinning until its timer ("no timeout"), and so holds its CPU
 //! while others have work; with idle-with-timeout it sleeps until the next
 //! request or timer. This is the threads version (a thread per guest, the
-//! OS scheduler as the hypervisor); it needs no KVM.
+//! OS scheduler as the hypervisor); it needs no KVM. The KVM version (a
+//! tiny VM per guest, the same configuration and result) is
+//! `crate::kvm::scale`.
 //!
 //! What lives here: the run ([`scale`]) and its configuration and result.
 //! What does not: printing, sweeps over N (the binary and `kicklab-lab`).
@@ -60,6 +62,31 @@ pub struct ScaleConfig {
 }
 
 impl ScaleConfig {
+    /// Checks what both backends need.
+    ///
+    /// # Errors
+    ///
+    /// No guests or more than 256, no requests outstanding, a zero timer
+    /// or duration.
+    pub fn check(&self) -> Result<(), TestbedError> {
+        if self.vms == 0 || self.vms > 256 {
+            return Err(TestbedError::invalid(Setting::Vms, "1 to 256 guests"));
+        }
+        if self.concurrency == 0 {
+            return Err(TestbedError::invalid(
+                Setting::Vms,
+                "at least 1 request outstanding",
+            ));
+        }
+        if self.timer.is_zero() || self.duration.is_zero() {
+            return Err(TestbedError::invalid(
+                Setting::Timeout,
+                "the timer and the duration must be > 0",
+            ));
+        }
+        Ok(())
+    }
+
     /// Denali's set-up scaled to threads: 32 requests outstanding, 20 us
     /// of work each, a 1 ms timer with 2 us of work, 1 s measured.
     pub fn new(vms: usize, idle: ScaleIdle) -> ScaleConfig {
@@ -100,7 +127,8 @@ fn spin_for(d: Duration) {
     }
 }
 
-fn process_cpu_ns() -> u64 {
+/// CPU time of the whole process [ns] (every thread: vCPU threads too).
+pub(crate) fn process_cpu_ns() -> u64 {
     let t = rustix::time::clock_gettime(rustix::time::ClockId::ProcessCPUTime);
     u64::try_from(t.tv_sec).unwrap_or(0) * 1_000_000_000 + u64::try_from(t.tv_nsec).unwrap_or(0)
 }
@@ -113,21 +141,7 @@ fn process_cpu_ns() -> u64 {
 /// guest thread that could not be spawned or panicked.
 #[allow(clippy::cast_precision_loss)]
 pub fn scale(cfg: &ScaleConfig) -> Result<ScaleResult, TestbedError> {
-    if cfg.vms == 0 || cfg.vms > 256 {
-        return Err(TestbedError::invalid(Setting::Vms, "1 to 256 guests"));
-    }
-    if cfg.concurrency == 0 {
-        return Err(TestbedError::invalid(
-            Setting::Vms,
-            "at least 1 request outstanding",
-        ));
-    }
-    if cfg.timer.is_zero() || cfg.duration.is_zero() {
-        return Err(TestbedError::invalid(
-            Setting::Timeout,
-            "the timer and the duration must be > 0",
-        ));
-    }
+    cfg.check()?;
     let (done_tx, done_rx) = mpsc::channel::<usize>();
     let mut senders = Vec::with_capacity(cfg.vms);
     let mut handles = Vec::with_capacity(cfg.vms);

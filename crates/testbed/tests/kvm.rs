@@ -9,7 +9,7 @@ use kicklab_model::{Cost, Params, WaitMode};
 use kicklab_testbed::kvm::guest::{GuestMode, Misbehavior};
 use kicklab_testbed::kvm::{self, Direction, KvmOptions};
 use kicklab_testbed::pingpong::{pingpong, Idle, PingPongConfig};
-use kicklab_testbed::{run_pair, Backend, PairConfig, TestbedError};
+use kicklab_testbed::{run_pair, Backend, Flush, PairConfig, TestbedError};
 
 /// One KVM test at a time: they need both CPUs, and the resource check
 /// counts the process's threads and file descriptors.
@@ -58,6 +58,7 @@ fn cfg(
         seed: 1,
         timeout: Duration::from_secs(2),
         batch: 1,
+        flush: Flush::Full,
         latency: false,
     }
 }
@@ -185,11 +186,13 @@ fn either_side_runs_adaptive_and_timed_sleeps_a_guest_does_not_coalesce() {
             "defer",
         ] {
             let guest_mode = WaitMode::parse(guest).unwrap();
+            // 20x faster, so that it waits even when this shared machine
+            // starves either thread.
             let (wp, wc) = match direction {
-                Direction::Tx => (500.0, 1500.0),
-                Direction::Rx => (1500.0, 500.0),
+                Direction::Tx => (500.0, 10_000.0),
+                Direction::Rx => (10_000.0, 500.0),
             };
-            let mut c = cfg(direction, WaitMode::Notify, wp, wc, 20_000);
+            let mut c = cfg(direction, WaitMode::Notify, wp, wc, 10_000);
             if direction == Direction::Tx {
                 c.mode_p = guest_mode;
             } else {
@@ -206,12 +209,66 @@ fn either_side_runs_adaptive_and_timed_sleeps_a_guest_does_not_coalesce() {
                 r.rates.t_ns, r.rates.e_ns
             );
             assert_eq!((r.lost, r.duplicated_or_reordered), (0, 0), "{guest}");
-            assert!(r.rates.t_ns >= 1400.0, "{guest}: T {}", r.rates.t_ns);
+            assert!(r.rates.t_ns >= 9_500.0, "{guest}: T {}", r.rates.t_ns);
             assert!(guest_naps <= guest_sleeps, "{guest}: naps are sleeps");
             if guest == "sleep:20us" {
                 // The faster guest naps; napping, it never asks for a kick.
                 assert!(guest_naps > 0, "the faster guest naps");
                 assert_eq!(host_kicks, 0, "a napping guest is never kicked");
+            }
+        }
+    }
+}
+
+/// Send combining on the KVM path, both directions, every flush rule: the
+/// sender holds what it writes and publishes it together. With the
+/// consumer the faster party (it sleeps between batches) a batch of 8 costs
+/// one kick, so at most 1/8 kick per message (the `full` and `on-interrupt`
+/// rules; a hold timer shorter than a batch's writing publishes more
+/// often); nothing is lost; where the guest writes (tx), each message's
+/// latency is measured from its write, so the hold shows.
+#[test]
+fn send_combining_on_kvm_kicks_once_per_batch_in_both_directions() {
+    let _one = serial();
+    if !kvm_here() {
+        return;
+    }
+    for direction in [Direction::Tx, Direction::Rx] {
+        // The producer slower: the consumer drains each batch and sleeps.
+        let (wp, wc) = (2000.0, 300.0);
+        for flush in [Flush::Full, Flush::OnInterrupt, Flush::Timer { ns: 5000.0 }] {
+            let mut c = cfg(direction, WaitMode::Notify, wp, wc, 20_000);
+            c.batch = 8;
+            c.flush = flush;
+            c.latency = true;
+            let r = run_pair(&c).unwrap_or_else(|e| panic!("{direction:?} {flush}: {e}"));
+            #[allow(clippy::cast_precision_loss)]
+            let per = r.rates.notifications_p as f64 / r.rates.messages as f64;
+            eprintln!(
+                "{direction:?} batch 8, flush {flush}: T {:.0} ns, {per:.4} kicks/message, latency {:?}",
+                r.rates.t_ns, r.rates.latency_ns
+            );
+            assert_eq!((r.lost, r.duplicated_or_reordered), (0, 0), "{flush}");
+            if flush == Flush::Full || flush == Flush::OnInterrupt {
+                assert!(per <= 1.0 / 8.0 + 1e-3, "{direction:?} {flush}: {per}");
+            } else {
+                // 5 us holds 3 messages of 2 us: a publish every 3 (a kick
+                // for those that find the consumer asleep).
+                assert!(per <= 1.0 / 3.0 + 1e-3, "{flush}: {per}");
+            }
+            match (direction, r.rates.latency_ns) {
+                (Direction::Tx, Some(l)) => {
+                    // The first of a batch waits for the seven after it
+                    // (with the timer, until it is 5 us old).
+                    let hold = if flush == Flush::Full || flush == Flush::OnInterrupt {
+                        7.0 * wp
+                    } else {
+                        5000.0
+                    };
+                    assert!(l.max >= hold, "{flush}: {l:?}");
+                }
+                (Direction::Tx, None) => panic!("tx latency not measured"),
+                (Direction::Rx, l) => assert!(l.is_none(), "{l:?}"),
             }
         }
     }
@@ -233,7 +290,10 @@ fn broken(direction: Direction, host_sleeps: bool, how: Misbehavior) -> (Testbed
         (Direction::Tx, true) | (Direction::Rx, false) => (1500.0, 300.0),
         (Direction::Tx, false) | (Direction::Rx, true) => (300.0, 1500.0),
     };
-    let c = cfg(direction, WaitMode::Notify, wp, wc, 5_000);
+    let mut c = cfg(direction, WaitMode::Notify, wp, wc, 5_000);
+    if how == Misbehavior::NeverFlush {
+        c.batch = 8;
+    }
     let opts = KvmOptions {
         direction,
         ..KvmOptions::default()
@@ -253,7 +313,7 @@ fn broken_guests_are_stopped_with_a_clear_error_and_nothing_leaks() {
     run_pair(&cfg(Direction::Tx, WaitMode::Notify, 500.0, 500.0, 1000)).unwrap();
     let before = resources();
     let limit = Duration::from_secs(8); // the stall timeout is 2 s
-    let cases: [(Direction, bool, Misbehavior, &str); 10] = [
+    let cases: [(Direction, bool, Misbehavior, &str); 12] = [
         (
             Direction::Tx,
             false,
@@ -303,6 +363,20 @@ fn broken_guests_are_stopped_with_a_clear_error_and_nothing_leaks() {
             false,
             Misbehavior::StopEarly { at: 100 },
             "done after",
+        ),
+        // Send combining that never flushes: with the host faster (asleep,
+        // waiting for a kick) and slower (it would poll the ring's tail).
+        (
+            Direction::Tx,
+            true,
+            Misbehavior::NeverFlush,
+            "never publishes it (send combining)",
+        ),
+        (
+            Direction::Tx,
+            false,
+            Misbehavior::NeverFlush,
+            "never publishes it (send combining)",
         ),
     ];
     for (direction, host_sleeps, how, expect) in cases {
@@ -530,6 +604,21 @@ fn randomized_guest_pairs_lose_nothing_and_never_hang() {
             (host, guest)
         };
         let messages = 1_000 + rng.below(20_000);
+        // Send combining half the time (the guest combines in tx, the host
+        // in rx), with any flush rule.
+        let batch = if rng.below(2) == 0 {
+            1
+        } else {
+            1 + u32::try_from(rng.below(u64::from(len.min(16)))).unwrap()
+        };
+        let flush = match rng.below(3) {
+            0 => Flush::Full,
+            #[allow(clippy::cast_precision_loss)]
+            1 => Flush::Timer {
+                ns: (1 + rng.below(50_000)) as f64,
+            },
+            _ => Flush::OnInterrupt,
+        };
         let (k_p, k_c) = (
             1 + u32::try_from(rng.below(u64::from(len))).unwrap(),
             1 + u32::try_from(rng.below(u64::from(len))).unwrap(),
@@ -556,8 +645,9 @@ fn randomized_guest_pairs_lose_nothing_and_never_hang() {
             warmup: messages / 10,
             seed,
             timeout: Duration::from_secs(5),
-            batch: 1,
-            latency: false,
+            batch,
+            flush,
+            latency: rng.below(2) == 0,
         };
         let r = run_pair(&cfg).unwrap_or_else(|e| panic!("{e} with {cfg:?}"));
         assert_eq!(r.lost, 0, "lost messages with {cfg:?}");
@@ -565,6 +655,9 @@ fn randomized_guest_pairs_lose_nothing_and_never_hang() {
             r.duplicated_or_reordered, 0,
             "duplicated or reordered with {cfg:?}"
         );
+        if let Some(l) = r.rates.latency_ns {
+            assert!(l.p50 <= l.p99 && l.p99 <= l.max, "{l:?}");
+        }
         runs += 1;
         moved += cfg.messages + cfg.warmup;
     }
@@ -646,6 +739,46 @@ fn the_emulated_guest_is_woken_by_irqfd_interrupts() {
     );
 }
 
+/// Idle-with-timeout at scale with real guests: both idle strategies run
+/// N VMs time-sharing the CPUs, answer requests and stop cleanly (no vCPU
+/// thread, eventfd or mapping left behind).
+#[test]
+fn scale_runs_guests_that_spin_or_idle_with_a_timeout() {
+    use kicklab_testbed::scale::{ScaleConfig, ScaleIdle};
+    let _one = serial();
+    if !kvm_here() {
+        return;
+    }
+    let run = |idle, ms| {
+        kvm::scale::scale(&ScaleConfig {
+            duration: Duration::from_millis(ms),
+            ..ScaleConfig::new(4, idle)
+        })
+        .unwrap_or_else(|e| panic!("{idle:?}: {e}"))
+    };
+    // Warm up what four vCPU threads allocate for good (the allocator's
+    // per-thread arenas stay mapped after the threads end).
+    run(ScaleIdle::Spin, 50);
+    run(ScaleIdle::Timeout, 50);
+    let before = resources();
+    for idle in [ScaleIdle::Spin, ScaleIdle::Timeout] {
+        let r = run(idle, 200);
+        eprintln!(
+            "kvm scale, 4 guests, {idle:?}: {:.0} requests/s, CPU {:.2}",
+            r.throughput_per_s, r.cpu_util
+        );
+        assert!(r.throughput_per_s > 0.0 && r.cpu_util > 0.0, "{r:?}");
+        assert_eq!((r.vms, r.idle), (4, idle));
+    }
+    assert_eq!(
+        before,
+        resources(),
+        "(fds, threads, mappings) before and after"
+    );
+    let e = kvm::scale::scale(&ScaleConfig::new(65, ScaleIdle::Spin)).unwrap_err();
+    assert_eq!(e.param(), Some(kicklab_testbed::Setting::Vms), "{e}");
+}
+
 const HOUR_NS: f64 = 3.6e12;
 
 /// The host thread's busy work is cut short by the watchdog: an hour of it
@@ -714,12 +847,15 @@ fn kvm_limits_are_typed_and_name_the_parameter() {
     too_long.params.len = kvm::guest::map::MAX_LEN + 1;
     let mut too_many = base;
     too_many.messages = 1 << 31;
-    let mut batched = base;
-    batched.batch = 2;
+    let mut batch_above_len = base;
+    batch_above_len.batch = base.params.len + 1;
+    let mut long_hold = base;
+    long_hold.batch = 8;
+    long_hold.flush = Flush::Timer { ns: 60e9 };
     for (c, what) in [
         (too_long, Setting::Len),
         (too_many, Setting::Messages),
-        (batched, Setting::Batch),
+        (long_hold, Setting::Flush),
     ] {
         let e = kvm::run_pair(&c, opts).expect_err("refused");
         assert!(
@@ -728,6 +864,11 @@ fn kvm_limits_are_typed_and_name_the_parameter() {
         );
         assert!(!e.to_string().contains("--"), "a flag in `{e}`");
     }
+    // A batch above L is refused on every backend, naming the batch.
+    let e = kvm::run_pair(&batch_above_len, opts).expect_err("refused");
+    assert_eq!(e.param(), Some(Setting::Batch), "{e}");
+    let e = kvm::check_pair(&batch_above_len, Direction::Rx).expect_err("refused");
+    assert_eq!(e.param(), Some(Setting::Batch), "{e}");
     let e = kvm::calibrate(
         Direction::Tx,
         GuestMode::User,

@@ -33,6 +33,7 @@ fn cfg(wp_ns: f64, wc_ns: f64, messages: u64, stall: Duration) -> PairConfig {
         seed: 1,
         timeout: stall,
         batch: 1,
+        flush: kicklab_testbed::Flush::Full,
         latency: false,
     }
 }

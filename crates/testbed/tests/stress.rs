@@ -14,7 +14,7 @@ use std::time::{Duration, Instant};
 
 use kicklab_model::{Cost, Params, WaitMode};
 use kicklab_ring::NotifierKind;
-use kicklab_testbed::{run_pair, Backend, PairConfig, PairResult};
+use kicklab_testbed::{run_pair, Backend, Flush, PairConfig, PairResult};
 
 /// SplitMix64: a tiny deterministic generator for the parameters.
 struct Rng(u64);
@@ -75,7 +75,15 @@ fn random_config(rng: &mut Rng, messages: u64) -> PairConfig {
         batch: if rng.below(2) == 0 {
             1
         } else {
-            1 + u32::try_from(rng.below(8)).unwrap()
+            1 + u32::try_from(rng.below(8)).unwrap().min(len - 1)
+        },
+        flush: match rng.below(3) {
+            0 => Flush::Full,
+            #[allow(clippy::cast_precision_loss)]
+            1 => Flush::Timer {
+                ns: (1 + rng.below(50_000)) as f64,
+            },
+            _ => Flush::OnInterrupt,
         },
         latency: rng.below(2) == 0,
     }
@@ -179,6 +187,7 @@ fn every_strategy_family_on_futex_loses_nothing() {
                     seed: 7,
                     timeout: Duration::from_secs(10),
                     batch: 1,
+                    flush: Flush::Full,
                     latency: true,
                 };
                 let r = checked(&cfg);

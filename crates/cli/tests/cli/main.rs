@@ -682,6 +682,70 @@ fn kvm_runs_in_both_directions_where_there_is_kvm() {
         assert_eq!(v["backend"], "kvm", "{v}");
         assert_eq!(v["lost"], 0, "{v}");
         assert!(v["T_ns"].as_f64().unwrap() >= 1000.0, "{v}");
+        // Send combining: the guest combines in tx, the host in rx; the
+        // prediction is the simulator's with the same batch and rule.
+        let v = json(&[
+            "run",
+            "--backend",
+            "kvm",
+            "--direction",
+            dir,
+            "--messages",
+            "5000",
+            "--wp",
+            "2us",
+            "--wc",
+            "0.5us",
+            "--batch",
+            "8",
+            "--flush",
+            "on-interrupt",
+            "--json",
+        ]);
+        assert_eq!(
+            (v["batch"].as_u64(), v["flush"].as_str()),
+            (Some(8), Some("on-interrupt")),
+            "{v}"
+        );
+        assert_eq!(v["lost"], 0, "{v}");
+        assert!(
+            v["notifications_p"].as_u64().unwrap() * 8 <= 5000 + 8,
+            "{v}"
+        );
+        assert_eq!(v["predicted"]["source"], "sim", "{v}");
+        // Latency where the guest writes (tx).
+        assert_eq!(v["latency_ns"]["p99"].is_number(), dir == "tx", "{v}");
+    }
+}
+
+#[test]
+fn run_send_combining_on_threads() {
+    for flush in ["full", "timer:20us", "on-interrupt"] {
+        let v = json(&[
+            "run",
+            "--backend",
+            "futex",
+            "--messages",
+            "8000",
+            "--wp",
+            "2us",
+            "--batch",
+            "8",
+            "--flush",
+            flush,
+            "--json",
+        ]);
+        assert_eq!(v["flush"], flush, "{v}");
+        assert_eq!(v["lost"], 0, "{v}");
+        // A fast consumer sleeps between batches: at most one kick per 8.
+        assert!(
+            v["notifications_p"].as_u64().unwrap() * 8 <= 8000 + 8,
+            "{v}"
+        );
+        assert_eq!(v["predicted"]["source"], "sim", "{v}");
+        // Latency counts from the write: the first of a batch waits for
+        // seven more (the timer holds a 2 us message up to 20 us).
+        assert!(v["latency_ns"]["max"].as_f64().unwrap() >= 14_000.0, "{v}");
     }
 }
 
@@ -769,6 +833,30 @@ fn hostile_inputs_are_refused_naming_the_flag() {
         (&["sim", "--seed", "-3"], "--seed"),
         (&["run"], "--backend"),
         (&["run", "--backend", "futex", "--batch", "0"], "--batch"),
+        // Send combining: a batch above L, absurd or unknown flush rules.
+        (&["run", "--backend", "futex", "--batch", "300"], "--batch"),
+        (
+            &[
+                "run",
+                "--backend",
+                "futex",
+                "--batch",
+                "8",
+                "--flush",
+                "timer:0",
+            ],
+            "--flush",
+        ),
+        (
+            &["run", "--backend", "futex", "--flush", "timer:1e30s"],
+            "--flush",
+        ),
+        (
+            &["run", "--backend", "futex", "--flush", "later"],
+            "--flush",
+        ),
+        (&["sim", "--flush", "timer:2h"], "--flush"),
+        (&["sim", "--flush", "timer:-1us"], "--flush"),
         (&["sim", "--messages", "18446744073709551615"], "--messages"),
         (&["sim", "--warmup", "18446744073709551615"], "--messages"),
         (
@@ -931,17 +1019,34 @@ fn kvm_limits_exit_2_naming_the_flag() {
             &["run", "--backend", "kvm", "--messages", "2147483648"],
             "--messages",
         ),
+        // Send combining runs on kvm (the guest combines in tx, the host in
+        // rx); a batch above L and a hold timer beyond the guest's 32-bit
+        // TSC compare are refused.
         (
             &[
                 "run",
                 "--backend",
                 "kvm",
                 "--batch",
-                "2",
+                "300",
                 "--messages",
                 "100",
             ],
             "--batch",
+        ),
+        (
+            &[
+                "run",
+                "--backend",
+                "kvm",
+                "--batch",
+                "8",
+                "--flush",
+                "timer:60s",
+                "--messages",
+                "100",
+            ],
+            "--flush: the kvm guest's hold timer",
         ),
         // The guest side (P in tx) does not hold its kicks.
         (
@@ -1210,8 +1315,33 @@ fn scale_json_contract() {
     let out = kicklab(&["scale", "--vms", "0"]);
     assert_eq!(out.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&out.stderr).contains("--vms"));
-    let out = kicklab(&["scale", "--backend", "kvm"]);
-    assert_eq!(out.status.code(), Some(2));
+    // kvm: a VM per guest, at most 64; runs where there is KVM.
+    let out = kicklab(&["scale", "--backend", "kvm", "--vms", "65"]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    if err.contains("kvm is not usable here") {
+        eprintln!("SKIPPED: {}", err.trim());
+        return;
+    }
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(err.contains("--vms"), "{err}");
+    let v = json(&[
+        "scale",
+        "--backend",
+        "kvm",
+        "--vms",
+        "2",
+        "--idle",
+        "timeout",
+        "--seconds",
+        "0.05",
+        "--json",
+    ]);
+    assert_eq!(
+        (v["vms"].as_u64(), v["idle"].as_str()),
+        (Some(2), Some("timeout")),
+        "{v}"
+    );
+    assert!(v["throughput_per_s"].as_f64().unwrap() > 0.0, "{v}");
 }
 
 #[test]

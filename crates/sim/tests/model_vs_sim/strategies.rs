@@ -3,7 +3,7 @@
 //! strategies per party, and each keeps the rule that defines it.
 
 use kicklab_model::{Cost, Params, WaitMode};
-use kicklab_sim::{simulate, Combine, SimConfig, Start};
+use kicklab_sim::{simulate, Combine, Flush, SimConfig, Start};
 use proptest::prelude::*;
 
 fn strategy() -> impl Strategy<Value = WaitMode> {
@@ -63,7 +63,7 @@ proptest! {
     /// every message consumed once, the ring never over- or under-full, and
     /// the counts add up.
     #[test]
-    fn every_strategy_finishes_and_loses_nothing(p in params(), mode_p in strategy(), mode_c in strategy(), seed in any::<u64>(), messages in 1u64..4000, full in any::<bool>(), batch in 1u32..12, flush in proptest::option::of(1u32..50)) {
+    fn every_strategy_finishes_and_loses_nothing(p in params(), mode_p in strategy(), mode_c in strategy(), seed in any::<u64>(), messages in 1u64..4000, full in any::<bool>(), batch in 1u32..12, flush in flush_rule()) {
         let cfg = SimConfig {
             params: p,
             mode_p,
@@ -74,8 +74,8 @@ proptest! {
             latency: true,
             start: if full { Start::Full } else { Start::Empty },
             idle_scale: [None, None],
-            // Send combining too, any batch up to L, with or without a timer.
-            combine: Combine { batch: batch.min(p.len), flush_ns: flush.map(|us| f64::from(us) * 1000.0) },
+            // Send combining too, any batch up to L, any flush rule.
+            combine: Combine { batch: batch.min(p.len), flush },
         };
         let r = simulate(&cfg).unwrap();
         let t = r.totals;
@@ -92,6 +92,44 @@ proptest! {
         // The latency sum covers every measured message.
         prop_assert!(r.rates.latency_ns.is_some());
     }
+
+    /// Flush on interrupt is `full` in a one-way pair, exactly: C kicks P
+    /// only while P waits for space, and P publishes what it holds before
+    /// it waits (every rule does), so a kick never finds a held message.
+    /// Any strategies, any batch, either start: the same totals (and,
+    /// through the same loop, the same rates).
+    #[test]
+    fn flush_on_interrupt_is_full_in_a_one_way_pair(p in params(), mode_p in strategy(), mode_c in strategy(), seed in any::<u64>(), messages in 1u64..3000, full in any::<bool>(), batch in 1u32..12) {
+        let run = |flush| {
+            kicklab_sim::simulate_control(&SimConfig {
+                params: p,
+                mode_p,
+                mode_c,
+                messages,
+                warmup: 100,
+                seed,
+                latency: true,
+                start: if full { Start::Full } else { Start::Empty },
+                idle_scale: [None, None],
+                combine: Combine { batch: batch.min(p.len), flush },
+            })
+            .unwrap()
+        };
+        let (a, b) = (run(Flush::Full), run(Flush::OnInterrupt));
+        prop_assert_eq!(a.totals, b.totals);
+        prop_assert_eq!(a.rates, b.rates);
+    }
+}
+
+/// Any flush rule: full, a timer of 1-50 us, or on-interrupt.
+fn flush_rule() -> impl Strategy<Value = Flush> {
+    prop_oneof![
+        Just(Flush::Full),
+        (1u32..50).prop_map(|us| Flush::Timer {
+            ns: f64::from(us) * 1000.0
+        }),
+        Just(Flush::OnInterrupt),
+    ]
 }
 
 fn paper(w_p: f64) -> Params {
@@ -242,7 +280,7 @@ fn send_combining_with_a_fast_consumer_is_the_paper_fc_with_m_b() {
                 let cfg = SimConfig {
                     combine: Combine {
                         batch: b,
-                        flush_ns: None,
+                        flush: Flush::Full,
                     },
                     ..SimConfig::new(p, WaitMode::Notify, 1000 * u64::from(b))
                 };
@@ -270,7 +308,7 @@ fn send_combining_with_a_fast_consumer_is_the_paper_fc_with_m_b() {
     let full = simulate(&SimConfig {
         combine: Combine {
             batch: 8,
-            flush_ns: None,
+            flush: Flush::Full,
         },
         ..SimConfig::new(p, WaitMode::Notify, 80_000)
     })
@@ -278,7 +316,7 @@ fn send_combining_with_a_fast_consumer_is_the_paper_fc_with_m_b() {
     let timed = simulate(&SimConfig {
         combine: Combine {
             batch: 8,
-            flush_ns: Some(5_000.0),
+            flush: Flush::Timer { ns: 5_000.0 },
         },
         ..SimConfig::new(p, WaitMode::Notify, 80_000)
     })
@@ -289,7 +327,7 @@ fn send_combining_with_a_fast_consumer_is_the_paper_fc_with_m_b() {
     let one = simulate(&SimConfig {
         combine: Combine {
             batch: 1,
-            flush_ns: None,
+            flush: Flush::Full,
         },
         ..SimConfig::new(p, WaitMode::Notify, 10_000)
     })

@@ -158,6 +158,7 @@ impl Backend {
                 seed: 1,
                 timeout: crate::stall_limit(&params),
                 batch: 1,
+                flush: crate::Flush::Full,
                 latency: false,
             }
         };
@@ -203,6 +204,7 @@ impl Backend {
             seed: 1,
             timeout: crate::stall_limit(&params),
             batch: 1,
+            flush: crate::Flush::Full,
             latency: false,
         };
         let t = (0..runs)

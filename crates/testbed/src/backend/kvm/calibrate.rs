@@ -69,15 +69,16 @@ fn spin_until(mem: &GuestMemory, off: u32, v: u32, stop: &AtomicBool) -> Result<
     Ok(())
 }
 
-/// The guest-minus-host TSC offset from `SYNC` ping exchanges starting at
+/// The guest-minus-host TSC offset from `sync` ping exchanges starting at
 /// request `first`: (offset in ticks, half the best round trip in ticks).
-pub(crate) fn ping(
+pub(super) fn ping(
     mem: &GuestMemory,
     first: u32,
+    sync: u32,
     stop: &AtomicBool,
 ) -> Result<(i128, u64), TestbedError> {
     let mut best = (0i128, u64::MAX);
-    for i in first..first + SYNC {
+    for i in first..first + sync {
         let h0 = rdtsc();
         mem.write_u32(map::CTRL + ctrl::REQ, i);
         spin_until(mem, map::CTRL + ctrl::RESP, i, stop)?;
@@ -111,7 +112,7 @@ fn round(mode: GuestMode, samples: u32, gap: Duration) -> Result<Round, TestbedE
         let mem = &*mem_h;
         pin(1);
         let mut r = Round::default();
-        let (off0, unc0) = ping(mem, 1, stop_h)?;
+        let (off0, unc0) = ping(mem, 1, SYNC, stop_h)?;
         let mut req = SYNC;
         // Guest -> host kicks. Every fourth one the host polls the
         // eventfd instead of blocking on it: when a kick becomes
@@ -162,7 +163,7 @@ fn round(mode: GuestMode, samples: u32, gap: Duration) -> Result<Round, TestbedE
             sent.push(t1);
         }
         // The guest stores its last wake-up before its next ping.
-        let (off1, unc1) = ping(mem, req + 1, stop_h)?;
+        let (off1, unc1) = ping(mem, req + 1, SYNC, stop_h)?;
         let v1 = clock_ns(vclock);
         let off = (off0 + off1) / 2;
         let to_host = |g: u64| i128::from(g) - off;

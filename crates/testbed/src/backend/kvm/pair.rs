@@ -30,8 +30,9 @@ use kicklab_ring::{on_raw, Notifier, RawRing, WaitStrategy};
 use kicklab_sim::Sampler;
 use vmm_sys_util::eventfd::EventFd;
 
-use super::calibrate::{ping, SYNC};
-use super::guest::{ctrl, map, ring, GuestMode, GuestRole, GuestWait, Misbehavior, PairProgram};
+use super::guest::{
+    ctrl, map, ring, GuestFlush, GuestMode, GuestRole, GuestWait, Misbehavior, PairProgram, SYNC,
+};
 use super::session::Session;
 use super::vm::{clock_ns, GuestMemory, GuestWaits, Vm, VmOptions};
 use super::waits::{DelegatedCounts, DelegatedWaits};
@@ -39,7 +40,7 @@ use super::{Direction, KvmOptions};
 use crate::clock::Tsc;
 use crate::pair::{basic_strategy, busy_waits, placement, PartyCounts, RunGuard};
 use crate::party::{HostParty, KickStamps};
-use crate::{PairConfig, PairResult, Setting, TestbedError};
+use crate::{Flush, PairConfig, PairResult, Setting, TestbedError};
 
 /// The host's notifier: notify wakes a halted guest (the doorbell its vCPU
 /// thread sleeps on, or the irqfd in emulated mode); wait blocks on the guest's kicks, returns an error once
@@ -157,6 +158,30 @@ fn guest_strategy(cfg: &PairConfig, direction: Direction) -> Result<GuestSide, T
     Ok(GuestSide::Delegated(guest))
 }
 
+/// The guest producer's flush rule: its hold timer in TSC ticks (the
+/// host's rate: the run checks the guest's is the same), which must fit
+/// the guest's 32-bit compare.
+fn guest_flush(flush: Flush, ticks_per_ns: f64) -> Result<GuestFlush, TestbedError> {
+    Ok(match flush {
+        Flush::Full => GuestFlush::Full,
+        Flush::OnInterrupt => GuestFlush::OnInterrupt,
+        Flush::Timer { ns } => {
+            let ticks = (ns * ticks_per_ns).round().max(1.0);
+            if ticks > f64::from(u32::MAX) {
+                return Err(TestbedError::limit(
+                    Setting::Flush,
+                    format!(
+                        "the kvm guest's hold timer counts 32 bits of TSC ticks: at most {} here",
+                        kicklab_model::fmt_ns((f64::from(u32::MAX) / ticks_per_ns).floor())
+                    ),
+                ));
+            }
+            #[allow(clippy::cast_possible_truncation, clippy::cast_sign_loss)]
+            GuestFlush::Timer(ticks as u32)
+        }
+    })
+}
+
 /// Checks what the guest on `direction`'s side can hold before anything
 /// runs; returns the messages in all (warm-up included).
 ///
@@ -164,8 +189,8 @@ fn guest_strategy(cfg: &PairConfig, direction: Direction) -> Result<GuestSide, T
 ///
 /// Bad parameters, a strategy the guest side does not run (it takes
 /// `notify`, `poll` and `spin:<B>`; the host side takes any), or a limit
-/// of the guest (its ring's length, one message per publish, fewer than
-/// 2^31 messages).
+/// of the guest (its ring's length, a hold timer of at most 2^32 TSC
+/// ticks, fewer than 2^31 messages).
 pub fn check_pair(cfg: &PairConfig, direction: Direction) -> Result<u32, TestbedError> {
     let total = cfg.check()?;
     guest_strategy(cfg, direction)?;
@@ -175,11 +200,8 @@ pub fn check_pair(cfg: &PairConfig, direction: Direction) -> Result<u32, Testbed
             format!("the guest's ring holds at most {} slots", map::MAX_LEN),
         ));
     }
-    if cfg.batch > 1 {
-        return Err(TestbedError::limit(
-            Setting::Batch,
-            "the kvm guest publishes every message (send combining is thread-only)",
-        ));
+    if direction == Direction::Tx {
+        guest_flush(cfg.flush, Tsc::get().ticks_per_ns)?;
     }
     u32::try_from(total)
         .ok()
@@ -223,6 +245,9 @@ pub fn run_pair_with(
     })?;
     let mem = Arc::clone(&vm.mem);
     let tx_dir = opts.direction == Direction::Tx;
+    // Message latency where the guest writes and the host consumes: the
+    // guest stamps each message with its TSC (64-bit guest only).
+    let write_stamps = cfg.latency && tx_dir && opts.guest == GuestMode::User;
     let (guest_side, host_mode) = (
         guest_strategy(cfg, opts.direction)?,
         guest_and_host(cfg, opts.direction).1,
@@ -263,8 +288,15 @@ pub fn run_pair_with(
         warmup: u32::try_from(cfg.warmup).unwrap_or(0),
         misbehavior,
         mode: opts.guest,
-        // In user mode the guest times its kicks and wake-ups by its TSC:
-        // the host relates the two clocks first.
+        batch: if tx_dir { cfg.batch } else { 1 },
+        flush: if tx_dir {
+            guest_flush(cfg.flush, tsc.ticks_per_ns)?
+        } else {
+            GuestFlush::Full
+        },
+        stamps: write_stamps,
+        // In user mode the guest times its kicks and wake-ups (and stamps
+        // its writes) by its TSC: the host relates the two clocks first.
         sync: if opts.guest == GuestMode::User {
             SYNC
         } else {
@@ -333,14 +365,36 @@ pub fn run_pair_with(
     let mem_h = Arc::clone(&mem);
     let host = move |stop: &AtomicBool| {
         let pinned = crate::clock::pin_cpu(usize::from(tx_dir));
-        let stamps = if timed {
-            let (offset, _) = ping(&mem_h, 1, stop)?;
-            Some(GuestStamps { mem: mem_h, offset })
+        // The guest's clock's offset from ours (guest - host ticks).
+        let offset = if timed {
+            Some(super::calibrate::ping(&mem_h, 1, SYNC, stop)?.0)
         } else {
             None
         };
+        let stamps = offset.map(|offset| GuestStamps {
+            mem: Arc::clone(&mem_h),
+            offset,
+        });
         let p = host_cfg.params;
         let vcpu_ns = move || clock_ns(vclock);
+        // The guest's write stamps.
+        let (stamp_times, stamp_offset) = if let (true, Some(off)) = (write_stamps, offset) {
+            // SAFETY: STAMPS + 8 L lies inside the guest mapping (the map's
+            // compile-time checks: L <= MAX_LEN was checked), is 8-byte
+            // aligned, and `mem_h` keeps the mapping alive while the slice
+            // is used (this closure); the guest writes it with aligned
+            // 32-bit stores, the host only loads (a torn stamp is only a
+            // wrong latency, never unsafety).
+            let times: &[AtomicU64] = unsafe {
+                std::slice::from_raw_parts(
+                    mem_h.as_ptr().add(map::STAMPS as usize).cast::<AtomicU64>(),
+                    p.len as usize,
+                )
+            };
+            (Some(times), i64::try_from(off).unwrap_or(0))
+        } else {
+            (None, 0)
+        };
         let party = HostParty {
             total,
             warmup: host_cfg.warmup,
@@ -352,14 +406,16 @@ pub fn run_pair_with(
                 host_cfg.seed,
                 u64::from(tx_dir),
             ),
-            batch: 1,
+            batch: if tx_dir { 1 } else { u64::from(host_cfg.batch) },
+            flush: if tx_dir { Flush::Full } else { host_cfg.flush },
             wait_on: &*notifier_h,
             kick_peer: &*notifier_h,
             stop,
             progress: &progress_h,
             extra_clock: Some(&vcpu_ns),
             stamps: stamps.as_ref().map(|s| s as &dyn KickStamps),
-            publish_times: None,
+            publish_times: stamp_times,
+            stamp_offset,
         };
         let m = if tx_dir {
             drop(producer);
@@ -372,6 +428,7 @@ pub fn run_pair_with(
         };
         Ok((pinned, m))
     };
+    let combining_guest = tx_dir && (cfg.batch > 1 || cfg.flush != Flush::Full);
     // The run must keep moving: host messages or the guest's index.
     let guest_index = if tx_dir { ring::TAIL } else { ring::HEAD };
     let (mem_w, progress_w) = (Arc::clone(&mem), Arc::clone(&progress));
@@ -386,8 +443,13 @@ pub fn run_pair_with(
         let (done, index) = now2();
         format!(
             "{done} of {total} messages handled by the host, the guest's {} index at {index} \
-             (a guest that never kicks or never runs, or a lost wake-up)",
+             (a guest that never kicks or never runs{}, or a lost wake-up)",
             if tx_dir { "tail" } else { "head" },
+            if combining_guest {
+                ", or holds what it writes and never publishes it (send combining)"
+            } else {
+                ""
+            },
         )
     })?;
 
@@ -436,8 +498,15 @@ pub fn run_pair_with(
         [m.side(), guest]
     };
     drop(vm);
-    // Latency is not measured: one end of each message is the guest.
-    let mut r = PairResult::of_window(cfg.messages, tsc.ns(m.t1 - m.t0), sides, (lost, bad), None);
+    // Latency where the guest stamped its writes (tx); not where it
+    // consumes (rx).
+    let mut r = PairResult::of_window(
+        cfg.messages,
+        tsc.ns(m.t1 - m.t0),
+        sides,
+        (lost, bad),
+        m.latency,
+    );
     let guest_cpu = guest_pinned.then_some(guest_cpu);
     let (cpu_p, cpu_c) = if tx_dir {
         (guest_cpu, host_pinned)

@@ -110,6 +110,7 @@ pub fn run_pair(cfg: &PairConfig, kind: NotifierKind) -> Result<PairResult, Test
                     u64::from(!producer_side),
                 ),
                 batch: u64::from(c.batch),
+                flush: c.flush,
                 wait_on: &wait_on,
                 kick_peer: &**kick_peer,
                 stop: &stop,
@@ -117,6 +118,7 @@ pub fn run_pair(cfg: &PairConfig, kind: NotifierKind) -> Result<PairResult, Test
                 extra_clock: None,
                 stamps: Some(&stamps_of_side),
                 publish_times: publish_times.as_deref(),
+                stamp_offset: 0,
             };
             let m = match end {
                 Endpoint::P(mut pr) => party.produce(&mut pr),

@@ -133,27 +133,6 @@ pub(super) fn tsc64(a: &mut CodeAssembler) -> R {
     Ok(())
 }
 
-/// The host's clock exchange (`sync` pings, as `calibrate` runs them):
-/// for each, wait for REQ = the next value of esi, write PONG_TSC = the
-/// TSC and RESP = esi. The caller sets esi (REQ values seen so far).
-/// Clobbers eax, edx, edi.
-pub(super) fn ping_phase(a: &mut CodeAssembler, sync: u32) -> R {
-    let (mut lp, mut wait) = (a.create_label(), a.create_label());
-    a.mov(edi, sync as i32)?;
-    a.set_label(&mut lp)?;
-    a.inc(esi)?;
-    a.set_label(&mut wait)?;
-    a.cmp(c(ctrl::REQ), esi)?;
-    a.jne(wait)?;
-    a.rdtsc()?;
-    a.mov(c(ctrl::PONG_TSC), eax)?;
-    a.mov(c(ctrl::PONG_TSC + 4), edx)?;
-    a.mov(c(ctrl::RESP), esi)?;
-    a.dec(edi)?;
-    a.jne(lp)?;
-    Ok(())
-}
-
 /// `rdtsc` busy loop for the table entry of message `esi`.
 pub(super) fn busy(a: &mut CodeAssembler) -> R {
     let mut spin = a.create_label();
@@ -167,6 +146,27 @@ pub(super) fn busy(a: &mut CodeAssembler) -> R {
     a.sub(eax, ecx)?;
     a.cmp(eax, ebx)?;
     a.jb(spin)?;
+    Ok(())
+}
+
+/// `sync` ping answers (to relate the guest's TSC to the host's): for
+/// each, wait for REQ to reach the next value of esi (1-based, counted on
+/// from what esi holds), then write PONG_TSC = rdtsc and RESP = esi.
+/// Clobbers eax, edx, edi.
+pub(super) fn ping_answers(a: &mut CodeAssembler, sync: u32) -> R {
+    let (mut lp, mut wait) = (a.create_label(), a.create_label());
+    a.mov(edi, sync as i32)?;
+    a.set_label(&mut lp)?;
+    a.inc(esi)?;
+    a.set_label(&mut wait)?;
+    a.cmp(c(ctrl::REQ), esi)?;
+    a.jne(wait)?;
+    a.rdtsc()?;
+    a.mov(c(ctrl::PONG_TSC), eax)?;
+    a.mov(c(ctrl::PONG_TSC + 4), edx)?;
+    a.mov(c(ctrl::RESP), esi)?;
+    a.dec(edi)?;
+    a.jne(lp)?;
     Ok(())
 }
 

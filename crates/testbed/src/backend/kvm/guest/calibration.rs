@@ -1,9 +1,9 @@
 //! The calibration program: ping exchanges that relate the guest's TSC
 //! to the host's, then timed kicks and timed wake-ups.
 
-use iced_x86::code_asm::{al, dword_ptr, eax, ebp, ecx, edi, edx, esi};
+use iced_x86::code_asm::{al, dword_ptr, eax, ebp, ecx, edi, edx, esi, CodeAssembler};
 
-use super::asm::{c, done, halt, ping_phase, snapshot, Builder};
+use super::asm::{c, done, halt, ping_answers, snapshot, Builder};
 use super::map::{self, ctrl, port};
 use super::{GuestMode, Program};
 use crate::TestbedError;
@@ -31,7 +31,8 @@ pub fn calibration_program(
     let a = &mut b.a;
     // esi: counter of REQ values seen (1-based across the whole program).
     a.xor(esi, esi)?;
-    ping_phase(a, sync)?;
+    let ping_phase = |a: &mut CodeAssembler| ping_answers(a, sync);
+    ping_phase(a)?;
     // Phase 2: guest -> host kicks. ebp: sample address.
     {
         let (mut lp, mut wait, mut gap) = (a.create_label(), a.create_label(), a.create_label());
@@ -81,7 +82,7 @@ pub fn calibration_program(
         a.dec(edi)?;
         a.jne(lp)?;
     }
-    ping_phase(a, sync)?;
+    ping_phase(a)?;
     done(a)?;
     b.finish()
 }

@@ -5,10 +5,11 @@
 //!
 //! Everything a guest program touches lies below
 //! 64 KiB, so the real-mode guest reaches it with all segments at 0; the
-//! page tables above are the 64-bit guest's only.
+//! page tables above, and the write stamps above them, are the 64-bit
+//! guest's only.
 
 /// Size of guest memory.
-pub const MEM_SIZE: usize = 0x1_4000;
+pub const MEM_SIZE: usize = 0x1_C000;
 /// Global descriptor table: null, kernel code, kernel data, user code,
 /// user data, the TSS (two entries).
 pub const GDT: usize = 0x500;
@@ -43,6 +44,9 @@ pub const RING_BYTES: usize = 0x8000;
 /// Longest ring that fits.
 #[allow(clippy::cast_possible_truncation)] // RING_BYTES is 32 KiB
 pub const MAX_LEN: u32 = ((RING_BYTES - kicklab_ring::offsets::SLOTS) / 8) as u32;
+/// Write stamps (64-bit guest only, for message latency): the guest's TSC
+/// when it wrote the message in slot i, a u64 at `STAMPS + 8 i`.
+pub const STAMPS: u32 = 0x1_4000;
 
 // The regions do not overlap (checked at compile time).
 const _: () = {
@@ -53,7 +57,8 @@ const _: () = {
     assert!(TABLE + 4 * TABLE_LEN <= SAMPLES);
     assert!(SAMPLES + 24 * SAMPLES_MAX <= RING);
     assert!(RING as usize + RING_BYTES <= PML4);
-    assert!(PML4 + 3 * 0x1000 <= MEM_SIZE);
+    assert!(PML4 + 3 * 0x1000 <= STAMPS as usize);
+    assert!(STAMPS as usize + 8 * MAX_LEN as usize <= MEM_SIZE);
     assert!(kicklab_ring::offsets::SLOTS + 8 * MAX_LEN as usize == RING_BYTES);
 };
 
@@ -98,6 +103,18 @@ pub mod ctrl {
     pub const HOST_WANT: u32 = 0x8C;
     /// Calibration: the guest's TSC read when answering a ping.
     pub const PONG_TSC: u32 = 0x90;
+    /// Send combining: the guest's TSC (low 32 bits) when it wrote the
+    /// first message it holds (the hold timer's start).
+    pub const FIRST_T: u32 = 0x98;
+    /// Send combining: SLEEPS before a wait (a wait that halted was ended
+    /// by the host's wake-up: flush on interrupt).
+    pub const SLEEPS_SEEN: u32 = 0x9C;
+    /// Scale: the host asks the guest to finish (1).
+    pub const STOP: u32 = 0xA0;
+    /// Scale: the guest's next timer deadline (low 32 bits of its TSC).
+    pub const NEXT_T: u32 = 0xA4;
+    /// Scale: timer expiries the guest handled.
+    pub const TIMERS: u32 = 0xA8;
     // The pair program's in-run timing (user mode), u64s, 8-aligned: the
     // guest's kicks and its wake-ups from the host's kicks, timed by its
     // TSC (`docs/kvm.md`, "Timing inside runs").

@@ -37,11 +37,13 @@ mod calibration;
 pub mod map;
 mod pair;
 mod pingpong;
+mod scale;
 
 pub use calibration::calibration_program;
 pub use map::{ctrl, port, ring};
-pub use pair::PairProgram;
+pub use pair::{PairProgram, SYNC};
 pub use pingpong::{pingpong_program, GuestIdle};
+pub use scale::{scale_program, ScaleGuestIdle, ScaleTicks};
 
 /// How the guest waits when it cannot go on.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -60,6 +62,19 @@ pub enum GuestWait {
         /// Whether the producer checks its pause mark.
         pauses: bool,
     },
+}
+
+/// When the guest producer publishes a partial batch (send combining;
+/// besides before it waits and at the end, which every rule does).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum GuestFlush {
+    /// Only when the batch is full.
+    Full,
+    /// Also once the first held message is this many TSC ticks old
+    /// (checked after each write, on the low 32 bits of the TSC).
+    Timer(u32),
+    /// Also when a wait of the guest was ended by the host's wake-up.
+    OnInterrupt,
 }
 
 /// Deliberately broken guests, for the tests that the host survives them.
@@ -100,6 +115,10 @@ pub enum Misbehavior {
         /// Messages before.
         at: u32,
     },
+    /// A producer that holds every message it writes and never publishes
+    /// one (send combining that never flushes): it fills its side of the
+    /// ring, then halts waiting for space that never comes.
+    NeverFlush,
 }
 
 /// How the guest runs on this KVM.
@@ -183,6 +202,9 @@ mod tests {
                         warmup: 100,
                         misbehavior: Misbehavior::KickStorm { at: 5 },
                         mode,
+                        batch: 8,
+                        flush: GuestFlush::Timer(5000),
+                        stamps: mode == GuestMode::User,
                         sync: 300,
                     }
                     .assemble()
@@ -198,6 +220,16 @@ mod tests {
             let p = calibration_program(mode, 10, 10, 1000).unwrap();
             assert!(p.code.len() < map::CODE_MAX);
             let p = pingpong_program(mode, 10, GuestIdle::HaltHint(50), 100).unwrap();
+            assert!(p.code.len() < map::CODE_MAX);
+        }
+        for idle in [ScaleGuestIdle::Spin, ScaleGuestIdle::Timeout] {
+            let t = ScaleTicks {
+                work: 1000,
+                timer: 100_000,
+                timer_work: 100,
+                per_us: 2400,
+            };
+            let p = scale_program(idle, t).unwrap();
             assert!(p.code.len() < map::CODE_MAX);
         }
     }

@@ -7,10 +7,10 @@ use iced_x86::code_asm::{
 };
 
 use super::asm::{
-    busy, c, done, halt, kick, m, ping_phase, snapshot, timed_kick, tsc64, Builder, R,
+    busy, c, done, halt, kick, m, ping_answers, snapshot, timed_kick, tsc64, Builder, R,
 };
 use super::map::{self, ctrl, port, ring};
-use super::{GuestMode, GuestRole, GuestWait, Misbehavior, Program};
+use super::{GuestFlush, GuestMode, GuestRole, GuestWait, Misbehavior, Program};
 use crate::TestbedError;
 
 /// A pair program: the guest's half of a run.
@@ -33,10 +33,21 @@ pub struct PairProgram {
     pub misbehavior: Misbehavior,
     /// How the guest runs.
     pub mode: GuestMode,
-    /// Clock pings answered before the loop (the host's exchange that
-    /// relates the two TSCs, for timing wake-ups across them); 0: none.
+    /// Send combining (a producer): messages per publish (1: each).
+    pub batch: u32,
+    /// Send combining: when a partial batch goes out as well.
+    pub flush: GuestFlush,
+    /// A producer stamps each message with its TSC as it writes it
+    /// ([`map::STAMPS`]; 64-bit guest only), for its latency.
+    pub stamps: bool,
+    /// Ping answers before the message loop ([`SYNC`] or 0), relating the
+    /// guest's TSC to the host's (the stamps are the guest's TSC).
     pub sync: u32,
 }
+
+/// Ping exchanges a pair program answers before its loop when asked to
+/// (`PairProgram::sync`).
+pub const SYNC: u32 = 300;
 
 /// The side-specific parts of a wait (see `kicklab_ring::wait`).
 struct Side {
@@ -194,10 +205,34 @@ fn maybe_kick(
     Ok(())
 }
 
+/// Send combining: publishes what the producer holds (its written index
+/// ebp becomes `tail`) and kicks if the host asked; a guest that never
+/// flushes ([`Misbehavior::NeverFlush`]) does nothing.
+fn flush(a: &mut CodeAssembler, misbehavior: Misbehavior, mode: GuestMode) -> R {
+    if misbehavior != Misbehavior::NeverFlush {
+        a.mov(m(ring::TAIL), ebp)?; // publish (x86 stores are release)
+        maybe_kick(a, ring::CW_NEED, ring::CW_WAKE, misbehavior, mode)?;
+    }
+    // One label per instruction: callers may place theirs next.
+    a.nop()?;
+    Ok(())
+}
+
+/// Send combining: flushes if anything is held (ebp ahead of `tail`).
+fn flush_held(a: &mut CodeAssembler, misbehavior: Misbehavior, mode: GuestMode) -> R {
+    let mut none = a.create_label();
+    a.cmp(m(ring::TAIL), ebp)?;
+    a.je(none)?;
+    flush(a, misbehavior, mode)?;
+    a.set_label(&mut none)?;
+    a.nop()?;
+    Ok(())
+}
+
 /// The misbehavior hook, placed after message `esi` is handled.
 fn misbehave(a: &mut CodeAssembler, how: Misbehavior, producer: bool) -> R {
     let at = match how {
-        Misbehavior::None | Misbehavior::NeverKick => return Ok(()),
+        Misbehavior::None | Misbehavior::NeverKick | Misbehavior::NeverFlush => return Ok(()),
         Misbehavior::GarbageIndex { at }
         | Misbehavior::KickStorm { at }
         | Misbehavior::Hang { at }
@@ -234,7 +269,7 @@ fn misbehave(a: &mut CodeAssembler, how: Misbehavior, producer: bool) -> R {
             a.out(0x99u32, al)?;
         }
         Misbehavior::StopEarly { .. } => done(a)?,
-        Misbehavior::None | Misbehavior::NeverKick => unreachable!(),
+        Misbehavior::None | Misbehavior::NeverKick | Misbehavior::NeverFlush => unreachable!(),
     }
     a.set_label(&mut fine)?;
     Ok(())
@@ -307,13 +342,19 @@ impl PairProgram {
         let mut main = a.create_label();
         if self.sync > 0 {
             a.xor(esi, esi)?;
-            ping_phase(a, self.sync)?;
+            ping_answers(a, self.sync)?;
         }
         a.xor(esi, esi)?; // messages handled
         a.xor(edi, edi)?; // byte offset of the next slot
-        a.xor(ebp, ebp)?; // own index (tail or head)
+        a.xor(ebp, ebp)?; // own index (tail or head; a producer's counts what it wrote)
         a.mov(c(ctrl::CACHE), 0)?;
         let producer = self.role == GuestRole::Producer;
+        // Send combining: the producer holds what it writes (ebp runs
+        // ahead of `tail`) and publishes by the rule.
+        let combining = producer
+            && (self.batch > 1
+                || self.flush != GuestFlush::Full
+                || self.misbehavior == Misbehavior::NeverFlush);
         let side = if producer {
             Side {
                 peer: ring::HEAD,
@@ -335,11 +376,42 @@ impl PairProgram {
         };
         a.set_label(&mut main)?;
         window_start(a, self.warmup, mode)?;
+        if combining {
+            // A full ring must not hold unpublished messages while the
+            // guest waits, or the host could never free a slot: flush if
+            // there is no space (by the cached head, then the ring's).
+            let mut space = a.create_label();
+            side.check(a, space)?;
+            side.reload(a)?;
+            side.check(a, space)?;
+            flush_held(a, self.misbehavior, self.mode)?;
+            a.set_label(&mut space)?;
+            if self.flush == GuestFlush::OnInterrupt {
+                a.mov(eax, c(ctrl::SLEEPS))?;
+                a.mov(c(ctrl::SLEEPS_SEEN), eax)?;
+            }
+        }
         side.wait(a, self.wait, mode)?;
+        if combining && self.flush == GuestFlush::OnInterrupt {
+            // Flush on interrupt: the wait halted and the host's wake-up
+            // ended it. (It published before it waited, so in a one-way
+            // pair nothing is held here: docs/model.md, "Send combining".)
+            let mut no = a.create_label();
+            a.mov(eax, c(ctrl::SLEEPS))?;
+            a.cmp(eax, c(ctrl::SLEEPS_SEEN))?;
+            a.je(no)?;
+            flush_held(a, self.misbehavior, self.mode)?;
+            a.set_label(&mut no)?;
+        }
         if producer {
             busy(a)?;
             a.mov(dword_ptr(edi + ring::SLOTS), esi)?;
             a.mov(dword_ptr(edi + (ring::SLOTS + 4)), 0)?;
+            if self.stamps {
+                a.rdtsc()?;
+                a.mov(dword_ptr(edi + map::STAMPS), eax)?;
+                a.mov(dword_ptr(edi + (map::STAMPS + 4)), edx)?;
+            }
         } else {
             // Check the sequence number (its low 32 bits).
             let (mut eq, mut gt, mut checked) =
@@ -369,7 +441,9 @@ impl PairProgram {
         a.xor(edi, edi)?;
         a.set_label(&mut nowrap)?;
         a.inc(ebp)?;
-        if producer {
+        if combining {
+            self.publish_by_rule(a)?;
+        } else if producer {
             a.mov(m(ring::TAIL), ebp)?; // publish (x86 stores are release)
             maybe_kick(a, ring::CW_NEED, ring::CW_WAKE, self.misbehavior, mode)?;
             if self.wait == (GuestWait::Delegated { pauses: true }) {
@@ -383,6 +457,10 @@ impl PairProgram {
         misbehave(a, self.misbehavior, producer)?;
         a.cmp(esi, self.total as i32)?;
         a.jb(main)?;
+        if combining {
+            // End of stream: publish the rest.
+            flush_held(a, self.misbehavior, self.mode)?;
+        }
         window_end(a)?;
         if producer {
             // End of stream: fewer than k_P messages may wait for a kick.
@@ -390,5 +468,34 @@ impl PairProgram {
         }
         done(a)?;
         b.finish()
+    }
+
+    /// Send combining, after a write: publishes if `batch` messages are
+    /// held or the oldest has been held for the timer; else holds (and,
+    /// for the first message held, starts the timer).
+    fn publish_by_rule(&self, a: &mut CodeAssembler) -> R {
+        let (mut go, mut hold) = (a.create_label(), a.create_label());
+        a.mov(eax, ebp)?;
+        a.sub(eax, m(ring::TAIL))?; // held
+        a.cmp(eax, self.batch as i32)?;
+        a.jae(go)?;
+        if let GuestFlush::Timer(ticks) = self.flush {
+            let mut older = a.create_label();
+            a.cmp(eax, 1)?;
+            a.jne(older)?;
+            a.rdtsc()?;
+            a.mov(c(ctrl::FIRST_T), eax)?;
+            a.jmp(hold)?;
+            a.set_label(&mut older)?;
+            a.rdtsc()?;
+            a.sub(eax, c(ctrl::FIRST_T))?;
+            a.cmp(eax, ticks as i32)?;
+            a.jae(go)?;
+        }
+        a.jmp(hold)?;
+        a.set_label(&mut go)?;
+        flush(a, self.misbehavior, self.mode)?;
+        a.set_label(&mut hold)?;
+        Ok(())
     }
 }
