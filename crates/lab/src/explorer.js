@@ -29,13 +29,23 @@
     defaults[n] = [$("kl-ex-" + n).value, $("kl-ex-" + n + "-r").value];
   });
 
+  var compiled = null;
+
+  // One request to the module; bad input comes back as {error}. Should
+  // the module trap all the same (a bug, or memory exhausted), the error
+  // says so and a fresh instance takes the next request.
   function call(fn, text) {
-    var bytes = enc.encode(text);
-    var at = ex.kl_input(bytes.length);
-    new Uint8Array(ex.memory.buffer, at, bytes.length).set(bytes);
-    var n = ex[fn]();
-    var out = new Uint8Array(ex.memory.buffer, ex.kl_output(), n);
-    return JSON.parse(dec.decode(out));
+    try {
+      var bytes = enc.encode(text);
+      var at = ex.kl_input(bytes.length);
+      new Uint8Array(ex.memory.buffer, at, bytes.length).set(bytes);
+      var n = ex[fn]();
+      var out = new Uint8Array(ex.memory.buffer, ex.kl_output(), n);
+      return JSON.parse(dec.decode(out));
+    } catch (e) {
+      ex = new WebAssembly.Instance(compiled, {}).exports;
+      return { error: "the model stopped on these inputs (" + e + "); it has been restarted" };
+    }
   }
 
   function pairRequest() {
@@ -240,6 +250,7 @@
   var t0 = performance.now();
   WebAssembly.instantiate(bytes, {})
     .then(function (m) {
+      compiled = m.module;
       ex = m.instance.exports;
       status.textContent =
         "kicklab's model and simulator: a " + Math.round(bytes.length / 1024) + " KiB WebAssembly module, loaded in " +

@@ -17,6 +17,9 @@ pub const MAX_CURVE_POINTS: u32 = 2000;
 /// The most messages one simulator run takes here (it runs on the page's
 /// main thread).
 pub const MAX_SIM_MESSAGES: u64 = 2_000_000;
+/// The longest queue one simulator run takes here (its warm-up is 4 L
+/// messages, on the page's main thread).
+pub const MAX_SIM_LEN: u32 = 65_536;
 /// The explorer's charts [px] (two side by side on a wide page).
 const CHART_W: u32 = 560;
 const CHART_H: u32 = 420;
@@ -385,6 +388,12 @@ pub fn simulate(text: &str) -> String {
         Ok(r) => r,
         Err(e) => return error(e),
     };
+    if req.params.len > MAX_SIM_LEN {
+        return error(format!(
+            "L: the page simulates queues of up to {MAX_SIM_LEN} slots ({} asked); kicklab sim takes more",
+            req.params.len
+        ));
+    }
     let params = if req.exp {
         req.params.with_exponential_costs()
     } else {
@@ -538,6 +547,46 @@ mod tests {
             .as_str()
             .unwrap()
             .contains("k_C"));
+    }
+
+    /// Whatever the page sends, the answer is JSON (a value or an error),
+    /// never a panic: in the page a panic is a trap.
+    #[test]
+    fn hostile_input_never_panics() {
+        let huge = u32::MAX.to_string();
+        let hostile = [
+            format!("len={huge}"),
+            format!("len={huge}\nkp={huge}\nkc={huge}"),
+            format!("len={huge}\nkp={huge}\nkc={huge}\nwp=1h\nwc=59.9m\nnp=1h\nsp=1h"),
+            "wp=1h\nwc=0\nnp=0\nnc=0\nsp=0\nsc=0".into(),
+            "wp=0\nwc=0\nnp=0\nnc=0\nsp=0\nsc=0".into(),
+            "wp=1e-300ns\nwc=5e-324".into(),
+            "wp=1e400us".into(),
+            "wp=exp:1h\nwc=phases:1ns@1+1h@1\nnc=mix:0.5:0+1h".into(),
+            "vp=0\nvc=0\nnp=1h\nnc=1h".into(),
+            format!("vary=len=1..{huge}:2000"),
+            format!("vary=kp=1..{huge}:2000\nlen={huge}"),
+            "vary=vp=0..1h:2000".into(),
+            "vary=wp=1h..0:2".into(),
+            "vary=wp=0..0:2".into(),
+            "messages=2000000\nlen=65536\nwp=1h\nnp=1h".into(),
+            "strategy=coalesce:4294967295,1h\nmessages=1000".into(),
+            "strategy=sleep:0\nmessages=1000".into(),
+            "strategy=spin:1h\nmessages=1000\nwp=1h".into(),
+            "mode=poll\nlen=1".into(),
+            "\u{0}\u{fffd}==\n=\nwp==1us".into(),
+            "seed=18446744073709551615\nexp=1\nmessages=1000".into(),
+            format!("len={}\nmessages=10", MAX_SIM_LEN + 1),
+        ];
+        for req in &hostile {
+            for answer in [explore(req), simulate(req)] {
+                let v: Value =
+                    serde_json::from_str(&answer).unwrap_or_else(|e| panic!("{req}: {e}"));
+                assert!(v.is_object(), "{req}: {v}");
+            }
+        }
+        let v = parse(&simulate(&format!("len={}", MAX_SIM_LEN + 1)));
+        assert!(v["error"].as_str().unwrap().starts_with("L: "), "{v}");
     }
 
     #[test]
