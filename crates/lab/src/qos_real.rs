@@ -1,0 +1,600 @@
+//! Several VMs, one device, for real (issue 15): the paper's system scaled
+//! down in time and run as threads over kicklab rings
+//! (`kicklab_testbed::qos`), beside the model fed this machine's
+//! calibrated costs and the CPUs the run actually had; the real shapes of
+//! both published results (direct vs shared path, ingress vs post
+//! policing), the targets checked, and the report's part.
+//!
+//! Times: the paper's stages take milliseconds; a real run takes them
+//! times `scale` (1/10 by default), so every rate is divided by it.
+//! Figures are given back in the paper's time (measured rates times
+//! `scale`, latencies divided by it) and as measured.
+
+use kicklab_model::qos::{solve_on_cpus, CpuSolution, Host, Path, Police, QosSystem};
+use kicklab_report::{Cell, Chart, Column, Section, Series, Style, Table};
+use kicklab_testbed::qos::{
+    calibrate_qos, check_qos, run_qos, QosCosts, QosRunConfig, QosRunResult, VmCore,
+};
+use serde::Serialize;
+
+use crate::{Input, LabError, Progress};
+
+/// The default time scale: the paper's milliseconds become 1/10 as long.
+pub const DEFAULT_SCALE: f64 = 0.1;
+/// Other processes using more CPU than this during a run disturb it
+/// [CPUs]: it is run again (up to [`TRIES`] times in all) and, if it stays
+/// disturbed, marked.
+pub const DISTURBED_CPUS: f64 = 0.1;
+/// Tries of a disturbed run.
+pub const TRIES: usize = 3;
+/// A run is "without loss" when it drops at most this share of what it
+/// is offered (a real run on a shared machine sees rare scheduling stalls
+/// longer than a buffer).
+pub const LOSS_TOLERANCE: f64 = 0.001;
+/// The model's target: within this of the measured per-VM throughput.
+pub const MODEL_TARGET: f64 = 0.15;
+/// "No better than unconstrained" allows this much run-to-run noise.
+pub const NOISE: f64 = 0.05;
+
+/// The paper-time system in real time: service times times `scale`,
+/// rates (offered and limits) divided by it; bursts unchanged.
+pub fn scaled(sys: &QosSystem, scale: f64) -> QosSystem {
+    let mut s = sys.clone();
+    s.shared_ns *= scale;
+    s.kick_ns *= scale;
+    s.wake_ns *= scale;
+    for vm in &mut s.vms {
+        vm.service_ns *= scale;
+        vm.offered_per_s /= scale;
+        vm.limit = vm.limit.map(|(r, b)| (r / scale, b));
+    }
+    s
+}
+
+/// Checks a real point's inputs before anything runs: the scale, the
+/// window, and what the testbed takes.
+///
+/// # Errors
+///
+/// [`LabError::Input`] naming the input (`vary` for the system, as
+/// [`crate::qos::point`]), or the testbed's refusal.
+pub fn check(sys: &QosSystem, scale: f64, seconds: f64, core: VmCore) -> Result<(), LabError> {
+    if !(scale.is_finite() && scale > 0.0 && scale <= 1.0) {
+        return Err(LabError::input(
+            Input::Vary,
+            format!("scale: {scale} must be above 0 and at most 1"),
+        ));
+    }
+    sys.validate().map_err(|e| LabError::input(Input::Vary, e))?;
+    let window = seconds * scale;
+    if !(window.is_finite() && window >= 0.01 && window <= kicklab_testbed::qos::MAX_WINDOW.as_secs_f64()) {
+        return Err(LabError::input(
+            Input::Seconds,
+            format!(
+                "{seconds} s of the paper's time is {window} s real at scale {scale}: it must be 0.01 to {} s",
+                kicklab_testbed::qos::MAX_WINDOW.as_secs()
+            ),
+        ));
+    }
+    check_qos(&config(sys, scale, seconds, 1, core))?;
+    Ok(())
+}
+
+fn config(sys: &QosSystem, scale: f64, seconds: f64, seed: u64, vm_core: VmCore) -> QosRunConfig {
+    let real = scaled(sys, scale);
+    QosRunConfig {
+        system: real,
+        // The simulator's 1 s of warm-up, at least 0.2 s real.
+        warmup: std::time::Duration::from_secs_f64((scale).max(0.2)),
+        window: std::time::Duration::from_secs_f64(seconds * scale),
+        seed,
+        vm_core,
+    }
+}
+
+/// One real point and the model beside it.
+#[derive(Debug, Clone, Serialize)]
+pub struct RealPoint {
+    /// The system, in the paper's time.
+    pub system: QosSystem,
+    /// Real time over the paper's.
+    pub scale: f64,
+    /// What the run measured (real time).
+    pub run: QosRunResult,
+    /// The costs the model took (calibrated before the run, real time).
+    pub costs: QosCosts,
+    /// The model on those costs and the CPUs the run had (real time).
+    pub model: CpuSolution,
+    /// Tries it took (disturbed runs are run again).
+    pub tries: usize,
+    /// Other processes used more than [`DISTURBED_CPUS`] in every try.
+    pub disturbed: bool,
+}
+
+impl RealPoint {
+    /// VM `i`'s measured throughput in the paper's time [requests/s].
+    pub fn throughput(&self, i: usize) -> f64 {
+        self.run.vms[i].throughput_per_s * self.scale
+    }
+
+    /// VM `i`'s model throughput in the paper's time.
+    pub fn model_throughput(&self, i: usize) -> f64 {
+        self.model.solution.throughput_per_s[i] * self.scale
+    }
+
+    /// The worst relative difference of model and measurement over the
+    /// VMs that completed anything.
+    pub fn model_error(&self) -> f64 {
+        (0..self.run.vms.len())
+            .filter(|&i| self.throughput(i) > 0.0)
+            .map(|i| (self.model_throughput(i) / self.throughput(i) - 1.0).abs())
+            .fold(0.0, f64::max)
+    }
+
+    /// Every VM dropped at most [`LOSS_TOLERANCE`] of what it was offered
+    /// (not counting its policer).
+    pub fn lossless(&self) -> bool {
+        self.run.vms.iter().all(|v| {
+            v.dropped_per_s - v.policed_per_s <= LOSS_TOLERANCE * v.offered_per_s
+        })
+    }
+
+    /// The CPUs the model gave the stages on this machine (the shared
+    /// stage's, and the VMs' when they are busy cores).
+    pub fn model_cpus(&self) -> f64 {
+        stage_cpus(self)
+    }
+
+    /// Lost or duplicated requests, all VMs.
+    pub fn check(&self) -> (u64, u64) {
+        self.run
+            .vms
+            .iter()
+            .fold((0, 0), |(l, d), v| (l + v.lost, d + v.duplicated))
+    }
+}
+
+/// Runs `sys` (in the paper's time) for real at `scale` for `seconds` of
+/// the paper's time, calibrating first unless `costs` are given, and the
+/// model beside it. A run that other processes disturb is run again.
+///
+/// # Errors
+///
+/// Bad inputs ([`check`]), a run that fails, or one that lost or
+/// duplicated requests ([`LabError::MessageCheck`]).
+pub fn real_point(
+    sys: &QosSystem,
+    scale: f64,
+    seconds: f64,
+    seed: u64,
+    core: VmCore,
+    costs: Option<&QosCosts>,
+) -> Result<RealPoint, LabError> {
+    check(sys, scale, seconds, core)?;
+    let cfg = config(sys, scale, seconds, seed, core);
+    let costs = match costs {
+        Some(c) => c.clone(),
+        None => calibrate_qos(&cfg.system)?,
+    };
+    let mut best: Option<QosRunResult> = None;
+    let mut tries = 0;
+    while tries < TRIES {
+        tries += 1;
+        let run = run_qos(&cfg)?;
+        let (lost, bad) = run
+            .vms
+            .iter()
+            .fold((0, 0), |(l, d), v| (l + v.lost, d + v.duplicated));
+        if lost + bad > 0 {
+            return Err(LabError::MessageCheck { lost, bad });
+        }
+        let others = run.others_cpu.unwrap_or(0.0);
+        let better = best
+            .as_ref()
+            .is_none_or(|b| others < b.others_cpu.unwrap_or(0.0));
+        if better {
+            best = Some(run);
+        }
+        if others <= DISTURBED_CPUS {
+            break;
+        }
+    }
+    let run = best.expect("at least one try");
+    let disturbed = run.others_cpu.unwrap_or(0.0) > DISTURBED_CPUS;
+    let model = model_of(&cfg.system, &costs, &run);
+    Ok(RealPoint {
+        system: sys.clone(),
+        scale,
+        run,
+        costs,
+        model,
+        tries,
+        disturbed,
+    })
+}
+
+/// The model of a run: its system (real time) with the calibrated costs,
+/// on this machine's CPUs, which the stages share (max-min fair) with the
+/// run's other threads (the device; the VMs' threads when their cores are
+/// timed) and other processes' (each CPU's worth of what they used in the
+/// window a thread), each wanting what it used.
+pub fn model_of(real: &QosSystem, costs: &QosCosts, run: &QosRunResult) -> CpuSolution {
+    let mut m = real.clone();
+    m.shared_ns = costs.shared_ns;
+    let timed = run.vm_core == VmCore::Timed;
+    if !timed {
+        for (vm, ns) in m.vms.iter_mut().zip(&costs.vm_ns) {
+            vm.service_ns = *ns;
+        }
+    }
+    m.kick_ns = finite_or_zero(costs.kick_ns);
+    m.wake_ns = finite_or_zero(costs.wake_ns);
+    let mut others = vec![finite_or_zero(run.device.cpu)];
+    if timed {
+        others.extend(run.stages[1..].iter().map(|s| finite_or_zero(s.cpu)));
+    }
+    let o = run.others_cpu.unwrap_or(0.0).max(0.0);
+    if o > 0.0 {
+        #[allow(clippy::cast_possible_truncation, clippy::cast_sign_loss)]
+        let k = o.ceil().max(1.0) as usize;
+        #[allow(clippy::cast_precision_loss)]
+        others.extend(std::iter::repeat_n(o / k as f64, k));
+    }
+    #[allow(clippy::cast_precision_loss)]
+    let cpus = run.cpus as f64;
+    solve_on_cpus(
+        &m,
+        &Host {
+            cpus,
+            others,
+            vms_own_cores: timed,
+        },
+    )
+}
+
+/// The CPUs a point's model left the stages: the machine's less what the
+/// competing threads took.
+pub fn stage_cpus(p: &RealPoint) -> f64 {
+    p.model.cpu.iter().take(if p.run.vm_core == VmCore::Timed { 1 } else { p.model.cpu.len() }).sum()
+}
+
+fn finite_or_zero(v: f64) -> f64 {
+    if v.is_finite() {
+        v
+    } else {
+        0.0
+    }
+}
+
+/// The real shapes of both results: the per-VM capacity and the largest
+/// load without loss on each path, and VM2's limit at both policing points.
+#[derive(Debug, Clone, Serialize)]
+pub struct RealFigures {
+    /// Real time over the paper's.
+    pub scale: f64,
+    /// The paper's seconds measured per run.
+    pub seconds: f64,
+    /// The costs calibrated once for all runs.
+    pub costs: QosCosts,
+    /// Both VMs offered `overload` each: shared path, direct path.
+    pub capacity: (RealPoint, RealPoint),
+    /// The largest load per VM without loss found, and its run: shared,
+    /// direct.
+    pub lossless: ((f64, RealPoint), (f64, RealPoint)),
+    /// VM2's limit and the runs with it at ingress and post (shared path,
+    /// both offered `overload`).
+    pub limit: Vec<(f64, RealPoint, RealPoint)>,
+    /// The offered load per VM of the overloaded runs (paper time).
+    pub overload: f64,
+    /// The worst model error over every run.
+    pub worst_model_error: f64,
+    /// Targets missed, in words (empty: all hold).
+    pub failures: Vec<String>,
+}
+
+impl RealFigures {
+    /// Every run, in the order run, with a label.
+    pub fn runs(&self) -> Vec<(String, &RealPoint)> {
+        let mut v = vec![
+            ("shared, overloaded".to_string(), &self.capacity.0),
+            ("direct, overloaded".to_string(), &self.capacity.1),
+            (
+                format!("shared, {:.0}/s per VM", self.lossless.0 .0),
+                &self.lossless.0 .1,
+            ),
+            (
+                format!("direct, {:.0}/s per VM", self.lossless.1 .0),
+                &self.lossless.1 .1,
+            ),
+        ];
+        for (r, i, p) in &self.limit {
+            v.push((format!("VM2 limited to {r:.0}/s at ingress"), i));
+            v.push((format!("VM2 limited to {r:.0}/s after receive"), p));
+        }
+        v
+    }
+}
+
+/// The per-VM capacity of an overloaded point (the mean of its VMs).
+fn per_vm(p: &RealPoint) -> f64 {
+    #[allow(clippy::cast_precision_loss)]
+    let n = p.run.vms.len() as f64;
+    (0..p.run.vms.len()).map(|i| p.throughput(i)).sum::<f64>() / n
+}
+
+/// Runs the real figures: both paths overloaded (capacity), then each at
+/// 95%, 90%, 80%, 70% of its capacity until one runs without loss, then
+/// VM2 limited to each of `limits` at ingress and post; the paper's
+/// system at `scale`, `seconds` of the paper's time per run, costs
+/// calibrated once.
+///
+/// # Errors
+///
+/// As [`real_point`].
+pub fn real_figures(
+    scale: f64,
+    seconds: f64,
+    seed: u64,
+    core: VmCore,
+    limits: &[f64],
+    progress: &dyn Progress,
+) -> Result<RealFigures, LabError> {
+    let overload = 2000.0;
+    let paper = |path, police, x| QosSystem::paper(path, police, x);
+    check(&paper(Path::Shared, Police::Post, overload), scale, seconds, core)?;
+    progress.start("qos (real)", 10 + 2 * limits.len() as u64);
+    let costs = calibrate_qos(&scaled(&paper(Path::Shared, Police::Post, overload), scale))?;
+    let direct_costs = {
+        // The hypervisor's busy work is another length.
+        let c = calibrate_qos(&scaled(&paper(Path::Direct, Police::Post, overload), scale))?;
+        QosCosts {
+            shared_ns: c.shared_ns,
+            ..costs.clone()
+        }
+    };
+    let costs_of = |path| if path == Path::Direct { &direct_costs } else { &costs };
+    let point = |sys: &QosSystem| {
+        let r = real_point(sys, scale, seconds, seed, core, Some(costs_of(sys.path)));
+        progress.step();
+        r
+    };
+    let cap_s = point(&paper(Path::Shared, Police::Post, overload))?;
+    let cap_d = point(&paper(Path::Direct, Police::Post, overload))?;
+    let find = |path, cap: f64| -> Result<(f64, RealPoint), LabError> {
+        let mut last = None;
+        for f in [0.95, 0.9, 0.8, 0.7] {
+            let x = (cap * f).round();
+            let p = point(&paper(path, Police::Post, x))?;
+            if p.lossless() {
+                return Ok((x, p));
+            }
+            last = Some((0.0, p));
+        }
+        Ok(last.expect("four tries"))
+    };
+    let ls = find(Path::Shared, per_vm(&cap_s))?;
+    let ld = find(Path::Direct, per_vm(&cap_d))?;
+    let mut limit = Vec::with_capacity(limits.len());
+    for &r in limits {
+        let sys = |police| {
+            let mut s = paper(Path::Shared, police, overload);
+            s.vms[1].limit = Some((r, 10.0));
+            s
+        };
+        limit.push((r, point(&sys(Police::Ingress))?, point(&sys(Police::Post))?));
+    }
+    progress.finish();
+    let mut failures = Vec::new();
+    let ratio = if ls.0 > 0.0 { ld.0 / ls.0 } else { f64::NAN };
+    if !(ratio >= 1.5) {
+        failures.push(format!(
+            "direct/shared per VM without loss {:.0}/{:.0} = {ratio:.2}x (target >= 1.5)",
+            ld.0, ls.0
+        ));
+    }
+    // VM1's ceiling with VM2 held to r: its own stage (the direct path's
+    // per-VM capacity) or what the backend has left (its capacity, both
+    // VMs, less r), as measured here.
+    let backend_cap = 2.0 * per_vm(&cap_s);
+    let vm_cap = per_vm(&cap_d);
+    let free = cap_s.throughput(0);
+    for (r, i, p) in &limit {
+        let cap = vm_cap.min(backend_cap - r);
+        let got = i.throughput(0);
+        if got < 0.95 * cap {
+            failures.push(format!(
+                "VM2 limited to {r:.0}/s, ingress: VM1 {got:.0}/s < 0.95 x {cap:.0}/s"
+            ));
+        }
+        let post = p.throughput(0);
+        if post > free * (1.0 + NOISE) {
+            failures.push(format!(
+                "VM2 limited to {r:.0}/s, post: VM1 {post:.0}/s above the unconstrained {free:.0}/s (+{:.0}% noise allowed)",
+                NOISE * 100.0
+            ));
+        }
+    }
+    let mut f = RealFigures {
+        scale,
+        seconds,
+        costs,
+        capacity: (cap_s, cap_d),
+        lossless: (ls, ld),
+        limit,
+        overload,
+        worst_model_error: 0.0,
+        failures,
+    };
+    let mut worst = 0.0f64;
+    let mut model_fail = Vec::new();
+    for (label, p) in f.runs() {
+        let e = p.model_error();
+        worst = worst.max(e);
+        if e > MODEL_TARGET {
+            model_fail.push(format!(
+                "{label}: model {:.0}% off the measured throughput (target {:.0}%)",
+                e * 100.0,
+                MODEL_TARGET * 100.0
+            ));
+        }
+    }
+    f.worst_model_error = worst;
+    f.failures.extend(model_fail);
+    Ok(f)
+}
+
+/// The runs as a table: per VM measured and model (paper time), stage CPU,
+/// drops, the CPUs the model shared.
+pub fn table(f: &RealFigures) -> Table {
+    let mut t = Table::new(
+        &format!(
+            "Real runs (threads, futex), times x {} of the paper's; throughputs in the paper's time",
+            f.scale
+        ),
+        vec![
+            Column::text("run", "run"),
+            Column::number("vm1_per_s", "VM1 /s"),
+            Column::number("vm1_model_per_s", "VM1 model"),
+            Column::number("vm2_per_s", "VM2 /s"),
+            Column::number("vm2_model_per_s", "VM2 model"),
+            Column::number("dropped_per_s", "dropped /s"),
+            Column::number("shared_cpu", "shared stage CPU"),
+            Column::number("model_cpus", "CPUs (model)"),
+            Column::number("model_error", "model error"),
+            Column::flag("disturbed", "disturbed"),
+        ],
+    );
+    for (label, p) in f.runs() {
+        let dropped: f64 = p.run.vms.iter().map(|v| v.dropped_per_s).sum::<f64>() * p.scale;
+        t.push(vec![
+            Cell::Text(label),
+            Cell::Num(p.throughput(0).round()),
+            Cell::Num(p.model_throughput(0).round()),
+            Cell::Num(p.throughput(1).round()),
+            Cell::Num(p.model_throughput(1).round()),
+            Cell::Num(dropped.round()),
+            Cell::Num((p.run.stages[0].cpu * 1000.0).round() / 1000.0),
+            Cell::Num((p.model_cpus() * 100.0).round() / 100.0),
+            Cell::Num((p.model_error() * 1000.0).round() / 1000.0),
+            Cell::Bool(p.disturbed),
+        ]);
+    }
+    t
+}
+
+/// The limit chart: VM1 and VM2 over VM2's limit at both policing points,
+/// measured and model, with the unconstrained VM1 for reference.
+pub fn limit_chart(f: &RealFigures) -> Chart {
+    let s = |name: &str, style, points: Vec<(f64, f64)>| Series {
+        name: name.into(),
+        points,
+        style,
+        error_bars: Vec::new(),
+    };
+    let lo = f.limit.first().map_or(0.0, |l| l.0);
+    let hi = f.limit.last().map_or(1.0, |l| l.0);
+    Chart {
+        title: format!(
+            "Real threads: VM2 limited, both offered {:.0}/s, shared path",
+            f.overload
+        ),
+        x_label: "VM2's limit [requests/s, paper time]".into(),
+        y_label: "completed [requests/s, paper time]".into(),
+        series: vec![
+            s(
+                "VM1, limit at ingress",
+                Style::Thick,
+                f.limit.iter().map(|(r, i, _)| (*r, i.throughput(0))).collect(),
+            ),
+            s(
+                "VM1, limit after receive",
+                Style::Dashed,
+                f.limit.iter().map(|(r, _, p)| (*r, p.throughput(0))).collect(),
+            ),
+            s(
+                "VM2, limit at ingress",
+                Style::Points,
+                f.limit.iter().map(|(r, i, _)| (*r, i.throughput(1))).collect(),
+            ),
+            s(
+                "model: VM1, ingress",
+                Style::Line,
+                f.limit
+                    .iter()
+                    .map(|(r, i, _)| (*r, i.model_throughput(0)))
+                    .collect(),
+            ),
+            s(
+                "model: VM1, after receive",
+                Style::Line,
+                f.limit
+                    .iter()
+                    .map(|(r, _, p)| (*r, p.model_throughput(0)))
+                    .collect(),
+            ),
+            s(
+                "VM1, VM2 unconstrained",
+                Style::Dashed,
+                vec![(lo, f.capacity.0.throughput(0)), (hi, f.capacity.0.throughput(0))],
+            ),
+        ],
+        ..Chart::default()
+    }
+}
+
+/// The paragraph and table the qos section gets from the real runs.
+pub fn html(f: &RealFigures) -> String {
+    let c = &f.capacity.0;
+    let oversub = match (c.run.vm_core, c.run.oversubscribed()) {
+        (VmCore::Timed, _) => format!(
+            "This machine has {} CPUs, fewer than a thread per stage needs: the VMs' own processing runs on timed cores \
+             (each VM's thread serves one request at a time for its service time, sleeping meanwhile: the core of its own \
+             the paper's VMs have), and the shared stage is the one busy thread. ",
+            c.run.cpus
+        ),
+        (VmCore::Busy, true) => format!(
+            "{} busy stage threads on {} CPUs: they time-share, and the model shares the CPUs among them as the scheduler \
+             would (max-min fair) after what other processes and the device thread used. ",
+            c.run.stages.len(),
+            c.run.cpus
+        ),
+        (VmCore::Busy, false) => String::new(),
+    };
+    let ratio = f.lossless.1 .0 / f.lossless.0 .0;
+    format!(
+        "<h3>Real threads</h3><p>The same system as threads over kicklab rings with futex kicks (<code>kicklab qos --backend futex</code>): \
+         a device thread makes both VMs' arrivals, a shared-stage thread (backend or hypervisor) and one thread per VM spend \
+         their service times as busy work of their own CPU time, the paper's times x {} (rates x {}). {oversub}\
+         Costs calibrated on this machine: shared stage {} and VM {} of CPU per request, a kick {}, a sleep and wake-up {}. \
+         Largest load per VM without loss (drops at most {}%): shared {:.0}/s, direct {:.0}/s: {ratio:.2}x (target >= 1.5). \
+         Worst model error over the runs {:.1}% (target 15%). Targets: {}.</p>{}",
+        f.scale,
+        1.0 / f.scale,
+        kicklab_model::fmt_ns(f.capacity.0.costs.shared_ns),
+        kicklab_model::fmt_ns(f.costs.vm_ns[0]),
+        kicklab_model::fmt_ns(f.costs.kick_ns),
+        kicklab_model::fmt_ns(f.costs.wake_ns),
+        LOSS_TOLERANCE * 100.0,
+        f.lossless.0 .0,
+        f.lossless.1 .0,
+        f.worst_model_error * 100.0,
+        if f.failures.is_empty() {
+            "all hold".to_string()
+        } else {
+            kicklab_report::html_escape(&f.failures.join("; "))
+        },
+        table(f).to_html()
+    )
+}
+
+/// Adds the real runs to the qos section: the paragraph, the table, the
+/// limit chart.
+///
+/// # Errors
+///
+/// A chart that cannot be drawn.
+pub fn extend_section(s: &mut Section, f: &RealFigures) -> Result<(), LabError> {
+    s.html.push_str(&html(f));
+    s.push_chart("qos-real-limit", &limit_chart(f), 960, 540)?;
+    Ok(())
+}
