@@ -141,7 +141,11 @@ pub fn run(a: &QosArgs) -> anyhow::Result<()> {
         return Err(Usage(format!("--vms: 1 to {} VMs", kicklab_model::qos::MAX_VMS)).into());
     }
     if a.backend == "futex" && !(a.scale.is_finite() && a.scale > 0.0 && a.scale <= 1.0) {
-        return Err(Usage(format!("--scale: {} must be above 0 and at most 1", a.scale)).into());
+        return Err(Usage(format!(
+            "--scale: {} must be above 0 and at most 1",
+            a.scale
+        ))
+        .into());
     }
     if a.figures && a.backend == "futex" {
         crate::check_out_dir(&a.out, "--out")?;
@@ -354,18 +358,23 @@ fn finite(v: f64) -> serde_json::Value {
 }
 
 /// A testbed or lab refusal of a real run, naming qos's own flag.
-fn real_usage(e: kicklab_lab::LabError) -> anyhow::Error {
+fn real_usage(e: kicklab_lab::LabError, scale: f64) -> anyhow::Error {
     use kicklab_lab::LabError;
     use kicklab_testbed::{Setting, TestbedError};
     match &e {
-        LabError::Testbed(TestbedError::Invalid { what, reason } | TestbedError::Limit { what, reason }) => {
+        LabError::Testbed(
+            TestbedError::Invalid { what, reason } | TestbedError::Limit { what, reason },
+        ) => {
             let flag = match what {
                 Setting::Work => "--shared/--vm-service",
                 Setting::Len => "--buffer",
                 Setting::Messages => "--offered",
                 _ => "--vms",
             };
-            Usage(format!("{flag}: {reason} (--backend futex)")).into()
+            Usage(format!(
+                "{flag}: {reason} (--backend futex, at --scale {scale})"
+            ))
+            .into()
         }
         LabError::Input { input, reason } if input.name() == "vary" => {
             if let Some(r) = reason.strip_prefix("scale: ") {
@@ -396,11 +405,11 @@ fn paper(rate: f64, scale: f64) -> f64 {
 /// One real point: run, model, print.
 #[allow(clippy::too_many_lines)]
 fn real(a: &QosArgs, sys: &QosSystem) -> anyhow::Result<()> {
-    use kicklab_lab::qos_real::{check, real_point, scaled};
+    use kicklab_lab::qos_real::{self, check, real_point, scaled};
     use kicklab_model::fmt_ns;
     let core = vm_core(a, sys.vms.len());
-    check(sys, a.scale, a.seconds, core).map_err(real_usage)?;
-    let p = real_point(sys, a.scale, a.seconds, a.seed, core, None)?;
+    check(sys, a.scale, a.seconds, core).map_err(|e| real_usage(e, a.scale))?;
+    let p = real_point(sys, a.scale, a.seconds, a.seed, core, qos_real::TRIES, None)?;
     let (run, m, s) = (&p.run, &p.model, a.scale);
     let names = sys.stage_names();
     let real_sys = scaled(sys, s);
@@ -465,6 +474,7 @@ fn real(a: &QosArgs, sys: &QosSystem) -> anyhow::Result<()> {
                 "vm_ns": p.costs.vm_ns,
                 "kick_ns": finite(p.costs.kick_ns),
                 "wake_ns": finite(p.costs.wake_ns),
+                "ring_ns": finite(p.costs.ring_ns),
                 "nominal_shared_ns": real_sys.shared_ns,
                 "nominal_vm_ns": real_sys.vms.iter().map(|v| v.service_ns).collect::<Vec<_>>(),
             },
@@ -527,10 +537,11 @@ fn real(a: &QosArgs, sys: &QosSystem) -> anyhow::Result<()> {
         }
     };
     println!(
-        "calibrated  {} {} of CPU per request (nominal {}), {vm_cost}; kick {}, sleep and wake-up {}",
+        "calibrated  {} {} of CPU per request (nominal {}), {vm_cost}; rings {} a request; kick {}, sleep and wake-up {}",
         names[0],
         fmt_ns(p.costs.shared_ns),
         fmt_ns(real_sys.shared_ns),
+        fmt_ns(p.costs.ring_ns),
         fmt_ns(p.costs.kick_ns),
         fmt_ns(p.costs.wake_ns)
     );
@@ -569,7 +580,12 @@ fn real(a: &QosArgs, sys: &QosSystem) -> anyhow::Result<()> {
         run.device.cpu, run.device.requests, run.device.kicks
     );
     let (gen, lost, dup, drop): (u64, u64, u64, u64) = run.vms.iter().fold((0, 0, 0, 0), |t, v| {
-        (t.0 + v.generated, t.1 + v.lost, t.2 + v.duplicated, t.3 + v.dropped)
+        (
+            t.0 + v.generated,
+            t.1 + v.lost,
+            t.2 + v.duplicated,
+            t.3 + v.dropped,
+        )
     });
     println!("checked     {gen} requests: {lost} lost, {dup} duplicated or reordered ({drop} dropped, each counted where it was)");
     println!(
@@ -590,10 +606,15 @@ fn real(a: &QosArgs, sys: &QosSystem) -> anyhow::Result<()> {
 /// The real figures: both shapes measured, the targets checked.
 fn real_figures(a: &QosArgs) -> anyhow::Result<()> {
     use kicklab_lab::qos_real;
-    let limits = [150.0, 550.0, 950.0];
-    let core = vm_core(a, 2);
-    let f = qos_real::real_figures(a.scale, a.seconds, a.seed, core, &limits, &crate::Bars::default())
-        .map_err(real_usage)?;
+    let o = qos_real::RealOptions {
+        scale: a.scale,
+        seconds: a.seconds,
+        seed: a.seed,
+        core: vm_core(a, 2),
+        ..qos_real::RealOptions::new()
+    };
+    let f =
+        qos_real::real_figures(&o, &crate::Bars::default()).map_err(|e| real_usage(e, a.scale))?;
     let mut section = Section::new("qos-real", "Several VMs, one device: real threads");
     qos_real::extend_section(&mut section, &f)?;
     let page = Page {
@@ -609,21 +630,41 @@ fn real_figures(a: &QosArgs) -> anyhow::Result<()> {
     }
     let c = &f.capacity.0;
     println!(
-        "backend futex, the paper's times x {} ({} stage threads on {} CPUs{}); rates in the paper's time",
+        "backend futex, the paper's times x {} ({}); rates in the paper's time",
         f.scale,
-        c.run.stages.len(),
-        c.run.cpus,
-        if c.run.oversubscribed() {
-            ": they time-share, the model shares the CPUs"
-        } else {
-            ""
+        match (c.run.vm_core, c.run.oversubscribed()) {
+            (kicklab_testbed::qos::VmCore::Timed, _) => format!(
+                "{} CPUs: the VMs on timed cores of their own, the shared stage the busy thread",
+                c.run.cpus
+            ),
+            (_, true) => format!(
+                "{} busy threads on {} CPUs: they time-share, the model shares the CPUs",
+                c.run.busy_threads(),
+                c.run.cpus
+            ),
+            (_, false) => format!(
+                "{} busy threads on {} CPUs",
+                c.run.busy_threads(),
+                c.run.cpus
+            ),
         }
     );
+    let lossless = |x: f64| {
+        if x > 0.0 {
+            format!("{x:.0}/s")
+        } else {
+            "none found".into()
+        }
+    };
     println!(
-        "lossless per VM: shared {:.0}/s, direct {:.0}/s: {:.2}x (target >= 1.5; paper 950, 1500: 1.58x)",
-        f.lossless.0 .0,
-        f.lossless.1 .0,
-        f.lossless.1 .0 / f.lossless.0 .0
+        "lossless per VM: shared {}, direct {}: {} (target >= 1.5; paper 950, 1500: 1.58x)",
+        lossless(f.lossless.0 .0),
+        lossless(f.lossless.1 .0),
+        if f.lossless.0 .0 > 0.0 && f.lossless.1 .0 > 0.0 {
+            format!("{:.2}x", f.lossless.1 .0 / f.lossless.0 .0)
+        } else {
+            "no ratio".into()
+        }
     );
     println!(
         "{:<40} {:>8} {:>8} {:>8} {:>8} {:>8} {:>6}",
@@ -642,10 +683,16 @@ fn real_figures(a: &QosArgs) -> anyhow::Result<()> {
         );
     }
     if f.failures.is_empty() {
-        println!("all targets hold (worst model error {:.1}%)", f.worst_model_error * 100.0);
+        println!(
+            "all targets hold (worst model error {:.1}%)",
+            f.worst_model_error * 100.0
+        );
     } else {
         println!("targets missed: {}", f.failures.join("; "));
     }
-    eprintln!("wrote qos-real.csv, the chart and index.html in {}", a.out.display());
+    eprintln!(
+        "wrote qos-real.csv, the chart and index.html in {}",
+        a.out.display()
+    );
     Ok(())
 }

@@ -735,6 +735,8 @@ fn closed_forms_section() -> Section {
 
 /// Simulated seconds per point of the multi-VM figures.
 const QOS_SECONDS: f64 = 5.0;
+/// The paper's seconds per real qos run (times 1/10: 0.5 s real).
+const QOS_REAL_SECONDS: f64 = 5.0;
 
 /// Seconds per run of the idle-with-timeout sweep (10 runs).
 const SCALE_SECONDS: f64 = 0.5;
@@ -877,8 +879,28 @@ pub fn build(a: &ReportOptions, progress: &dyn Progress) -> Result<Report, LabEr
     // Several VMs, one device (Lakshmi and Nandy), simulated and solved.
     progress.note("report: several VMs, one device");
     let qos = crate::qos::figures(QOS_SECONDS, a.seed)?;
-    sections.push(crate::qos::section(&qos, QOS_SECONDS, a.seed)?);
+    let mut qos_section = crate::qos::section(&qos, QOS_SECONDS, a.seed)?;
     csvs.push(("qos.csv".into(), crate::qos::csv(&qos)));
+    if a.testbed {
+        // The same system for real (about 10 s): threads over kicklab
+        // rings, the paper's times x 1/10, 0.5 s per run, no retries.
+        progress.note("report: several VMs, one device, real threads");
+        let o = crate::qos_real::RealOptions {
+            seconds: QOS_REAL_SECONDS,
+            tries: 1,
+            ..crate::qos_real::RealOptions::new()
+        };
+        let real = crate::qos_real::real_figures(&o, progress)?;
+        crate::qos_real::extend_section(&mut qos_section, &real)?;
+        qos_section.html.push_str(&format!(
+            "<p>Reproduce: <code>kicklab qos --figures --backend futex --seconds {QOS_REAL_SECONDS} --out DIR</code>.</p>"
+        ));
+        csvs.push((
+            "qos-real.csv".into(),
+            crate::qos_real::table(&real).to_csv(),
+        ));
+    }
+    sections.push(qos_section);
     if a.testbed {
         sections.extend(testbed_sections(a, progress)?);
         let runs = crate::scale::sweep(SCALE_SECONDS, progress)?;

@@ -590,7 +590,10 @@ mod tests {
             let (a, b) = (solve(&sys), solve_on_cpus(&sys, &many()));
             assert!(!b.cpu_bound);
             for (u, v) in a.throughput_per_s.iter().zip(&b.solution.throughput_per_s) {
-                assert!((u - v).abs() <= 1e-6 * u.max(1.0), "{path:?} {x}: {a:?} {b:?}");
+                assert!(
+                    (u - v).abs() <= 1e-6 * u.max(1.0),
+                    "{path:?} {x}: {a:?} {b:?}"
+                );
             }
             for (u, v) in a.utilization.iter().zip(&b.solution.utilization) {
                 assert!((u - v).abs() <= 1e-6, "{path:?} {x}: {a:?} {b:?}");
@@ -627,7 +630,10 @@ mod tests {
         assert!(h.cpu.iter().sum::<f64>() <= 2.0 + 1e-6);
         // Direct path: each VM wants a whole CPU, the hypervisor 2 x 1500 x
         // 20 us; the VMs split what the hypervisor leaves.
-        let d = solve_on_cpus(&QosSystem::paper(Path::Direct, Police::Post, 2000.0), &two());
+        let d = solve_on_cpus(
+            &QosSystem::paper(Path::Direct, Police::Post, 2000.0),
+            &two(),
+        );
         let hyp = d.cpu[0];
         assert!(hyp > 0.0 && hyp < 0.1, "{d:?}");
         for t in &d.solution.throughput_per_s {

@@ -219,6 +219,9 @@ pub struct QosCosts {
     /// A sleep and wake-up of a stage: registering, the futex wait, taking
     /// the request [ns of CPU].
     pub wake_ns: f64,
+    /// A stage's own handling of a request besides its busy work: taking
+    /// it off one ring, policing, handing it to the next [ns of CPU].
+    pub ring_ns: f64,
     /// Kicks measured.
     pub samples: usize,
 }
@@ -584,19 +587,24 @@ fn device(
         if now >= t1 {
             break;
         }
-        let in_w = now >= t0;
         let mut kick = false;
         let mut published = false;
         for _ in 0..MAX_BATCH {
             // The earliest due arrival, if it is due.
-            let (i, d) = due
-                .iter()
-                .enumerate()
-                .fold((0, f64::INFINITY), |b, (i, d)| if *d < b.1 { (i, *d) } else { b });
+            let (i, d) =
+                due.iter().enumerate().fold(
+                    (0, f64::INFINITY),
+                    |b, (i, d)| if *d < b.1 { (i, *d) } else { b },
+                );
             if d > now as f64 {
                 break;
             }
             due[i] += next_gap(gap[i].unwrap_or(f64::INFINITY), &mut rng);
+            // It arrived at `at`; the device hands it on now (coalesced).
+            // The policer sees it arrive, the buffer when it is handed on.
+            #[allow(clippy::cast_possible_truncation, clippy::cast_sign_loss)]
+            let at = (d as u64).min(now);
+            let in_w = at >= t0 && at < t1;
             let s = seq[i];
             seq[i] += 1;
             o.generated[i] += 1;
@@ -604,9 +612,9 @@ fn device(
                 o.generated_w[i] += 1;
                 o.counts.requests += 1;
             }
-            let pass = buckets[i].as_mut().is_none_or(|b| b.take(now));
+            let pass = buckets[i].as_mut().is_none_or(|b| b.take(at));
             if pass && room(out)? {
-                kick |= send(out, [header(i, s), now, now])?;
+                kick |= send(out, [header(i, s), at, now])?;
                 published = true;
             } else {
                 o.dropped[i] += 1;
@@ -618,6 +626,7 @@ fn device(
                 }
             }
         }
+        let in_w = now >= t0;
         if published && kick {
             note.notify()?;
             if in_w {
@@ -681,37 +690,44 @@ fn shared_stage(
         })
         .collect();
     let mut counts = Counts::default();
-    serve(ctx, input, note, device_done, &mut counts, |[hdr, stamp, _], c| {
-        let vm = usize::try_from(hdr >> 48).unwrap_or(usize::MAX);
-        if vm >= n {
-            return Err(TestbedError::Hang(format!("a request of VM {vm}")));
-        }
-        let (t0, t1) = ctx.window();
-        cpu_work(work, ctx.off_cpu, t1, &ctx.abort);
-        let now = rdtsc();
-        let in_w = now >= t0 && now < t1;
-        if in_w {
-            c.requests += 1;
-        }
-        let pass = buckets[vm].as_mut().is_none_or(|b| b.take(now));
-        if pass && room(&mut outs[vm])? {
-            if send(&mut outs[vm], [hdr, stamp, now])? {
-                notes[vm].notify()?;
-                if in_w {
-                    c.kicks += 1;
-                }
+    serve(
+        ctx,
+        input,
+        note,
+        device_done,
+        &mut counts,
+        |[hdr, stamp, _], c| {
+            let vm = usize::try_from(hdr >> 48).unwrap_or(usize::MAX);
+            if vm >= n {
+                return Err(TestbedError::Hang(format!("a request of VM {vm}")));
             }
-        } else {
-            o.dropped[vm] += 1;
+            let (t0, t1) = ctx.window();
+            cpu_work(work, ctx.off_cpu, t1, &ctx.abort);
+            let now = rdtsc();
+            let in_w = now >= t0 && now < t1;
             if in_w {
-                o.dropped_w[vm] += 1;
-                if !pass {
-                    o.policed_w[vm] += 1;
+                c.requests += 1;
+            }
+            let pass = buckets[vm].as_mut().is_none_or(|b| b.take(now));
+            if pass && room(&mut outs[vm])? {
+                if send(&mut outs[vm], [hdr, stamp, now])? {
+                    notes[vm].notify()?;
+                    if in_w {
+                        c.kicks += 1;
+                    }
+                }
+            } else {
+                o.dropped[vm] += 1;
+                if in_w {
+                    o.dropped_w[vm] += 1;
+                    if !pass {
+                        o.policed_w[vm] += 1;
+                    }
                 }
             }
-        }
-        Ok(())
-    })?;
+            Ok(())
+        },
+    )?;
     o.counts = counts;
     Ok(o)
 }
@@ -743,7 +759,15 @@ impl VmOut {
     }
 
     /// Request `hdr` of VM `id`, made at `stamp`, completed at `at`.
-    fn complete(&mut self, id: usize, hdr: u64, stamp: u64, at: u64, last: &mut Option<u64>, ctx: &Ctx) {
+    fn complete(
+        &mut self,
+        id: usize,
+        hdr: u64,
+        stamp: u64,
+        at: u64,
+        last: &mut Option<u64>,
+        ctx: &Ctx,
+    ) {
         let seq = hdr & SEQ_MASK;
         if usize::try_from(hdr >> 48).ok() != Some(id) || last.is_some_and(|l| seq <= l) {
             self.duplicated += 1;
@@ -777,12 +801,19 @@ fn vm_stage(
     let mut o = VmOut::new();
     let mut last: Option<u64> = None;
     let mut counts = Counts::default();
-    serve(ctx, input, note, shared_done, &mut counts, |[hdr, stamp, _], _| {
-        let (_, t1) = ctx.window();
-        cpu_work(work, ctx.off_cpu, t1, &ctx.abort);
-        o.complete(id, hdr, stamp, rdtsc(), &mut last, ctx);
-        Ok(())
-    })?;
+    serve(
+        ctx,
+        input,
+        note,
+        shared_done,
+        &mut counts,
+        |[hdr, stamp, _], _| {
+            let (_, t1) = ctx.window();
+            cpu_work(work, ctx.off_cpu, t1, &ctx.abort);
+            o.complete(id, hdr, stamp, rdtsc(), &mut last, ctx);
+            Ok(())
+        },
+    )?;
     o.counts.sleeps = counts.sleeps;
     Ok(o)
 }
@@ -933,7 +964,8 @@ pub fn run_qos(cfg: &QosRunConfig) -> Result<QosRunResult, TestbedError> {
     let slots = SLOTS * sys.buffer;
     let (mut dev_out, mut shared_in) = ring(slots);
     let note0 = Arc::new(FutexNotifier::default());
-    let notes: Vec<Arc<FutexNotifier>> = (0..n).map(|_| Arc::new(FutexNotifier::default())).collect();
+    let notes: Vec<Arc<FutexNotifier>> =
+        (0..n).map(|_| Arc::new(FutexNotifier::default())).collect();
     // A timed core keeps its buffer itself; its ring only has to hold what
     // arrives while its thread sleeps.
     let vm_slots = match cfg.vm_core {
@@ -959,10 +991,17 @@ pub fn run_qos(cfg: &QosRunConfig) -> Result<QosRunResult, TestbedError> {
                 .name(format!("qos-vm{}", i + 1))
                 .spawn(move || {
                     let r = match core {
-                        VmCore::Busy => vm_stage(&ctx, i, sys.vms[i].service_ns, &mut input, &note, &done),
-                        VmCore::Timed => {
-                            vm_stage_timed(&ctx, i, sys.vms[i].service_ns, sys.buffer, &mut input, &done)
+                        VmCore::Busy => {
+                            vm_stage(&ctx, i, sys.vms[i].service_ns, &mut input, &note, &done)
                         }
+                        VmCore::Timed => vm_stage_timed(
+                            &ctx,
+                            i,
+                            sys.vms[i].service_ns,
+                            sys.buffer,
+                            &mut input,
+                            &done,
+                        ),
                     };
                     if r.is_err() {
                         ctx.abort.store(true, Ordering::Relaxed);
@@ -983,7 +1022,15 @@ pub fn run_qos(cfg: &QosRunConfig) -> Result<QosRunResult, TestbedError> {
         std::thread::Builder::new()
             .name("qos-shared".into())
             .spawn(move || {
-                let r = shared_stage(&ctx, &sys, &mut shared_in, &note, &ddone, &mut to_vm, &notes);
+                let r = shared_stage(
+                    &ctx,
+                    &sys,
+                    &mut shared_in,
+                    &note,
+                    &ddone,
+                    &mut to_vm,
+                    &notes,
+                );
                 if r.is_err() {
                     ctx.abort.store(true, Ordering::Relaxed);
                 }
@@ -1162,7 +1209,10 @@ pub fn calibrate_qos(sys: &QosSystem) -> Result<QosCosts, TestbedError> {
         if !(ns.is_finite() && (0.0..=MAX_SERVICE_NS).contains(&ns)) {
             return Err(TestbedError::limit(
                 Setting::Work,
-                format!("a service time must be 0 to {}", kicklab_model::fmt_ns(MAX_SERVICE_NS)),
+                format!(
+                    "a service time must be 0 to {}",
+                    kicklab_model::fmt_ns(MAX_SERVICE_NS)
+                ),
             ));
         }
         if ns == 0.0 {
@@ -1192,8 +1242,30 @@ pub fn calibrate_qos(sys: &QosSystem) -> Result<QosCosts, TestbedError> {
         vm_ns,
         kick_ns,
         wake_ns,
+        ring_ns: ring_cost(tsc)?,
         samples,
     })
+}
+
+/// A stage's handling of a request besides its busy work, on one thread:
+/// 2000 requests taken off a full ring, policed, handed to another.
+#[allow(clippy::cast_precision_loss)]
+fn ring_cost(tsc: Tsc) -> Result<f64, TestbedError> {
+    const N: u32 = 2000;
+    let (mut p, mut c) = ring(SLOTS * N);
+    let (mut out, _keep) = ring(SLOTS * N);
+    for k in 0..u64::from(N) {
+        let _ = send(&mut p, [header(0, k), 0, 0])?;
+    }
+    let mut bucket = Bucket::new(1e12, 10.0, tsc, rdtsc());
+    let c0 = thread_cpu_ns();
+    while let Some([hdr, stamp, _]) = take(&mut c)? {
+        let now = rdtsc();
+        if std::hint::black_box(bucket.take(now)) && room(&mut out)? {
+            let _ = send(&mut out, [hdr, stamp, now])?;
+        }
+    }
+    Ok((thread_cpu_ns() - c0) as f64 / f64::from(N))
 }
 
 /// A sleeper on an empty ring and a kicker that hands it a request every
