@@ -48,7 +48,7 @@ use crate::{Setting, TestbedError};
 /// The most VMs of a real run (a thread each).
 pub const MAX_VMS: usize = 64;
 /// The most requests a ring holds waiting.
-pub const MAX_BUFFER: u32 = 1 << 16;
+pub const MAX_BUFFER: u32 = 1 << 14;
 /// The longest service time of a stage [ns] (100 ms).
 pub const MAX_SERVICE_NS: f64 = 100e6;
 /// The most requests per second, all VMs together, the device makes.
@@ -386,8 +386,11 @@ impl Ctx {
     }
 }
 
+/// What a thread says when another one's failure stopped the run.
+const STOPPED: &str = "the run was stopped";
+
 fn aborted() -> TestbedError {
-    TestbedError::Hang("the run was stopped".into())
+    TestbedError::Hang(STOPPED.into())
 }
 
 /// A thread's counts over the window.
@@ -1102,21 +1105,31 @@ pub fn run_qos(cfg: &QosRunConfig) -> Result<QosRunResult, TestbedError> {
     ctx.measured.store(true, Ordering::Release);
     // The device stops at t1; the stages flush their queues without work.
     let within = Duration::from_secs(10);
-    let joined = (|| {
-        let d = join_within(dev, within, "device")?;
-        let s = join_within(shared, within, "shared stage")?;
-        let v = vm_threads
-            .into_iter()
-            .enumerate()
-            .map(|(i, h)| join_within(h, within, &format!("vm{} stage", i + 1)))
-            .collect::<Result<Vec<_>, _>>()?;
-        Ok::<_, TestbedError>((d, s, v))
-    })();
-    let (d, s, v) = match joined {
-        Ok(x) => x,
-        Err(e) => {
+    // Join all; report the first error that is not a stop another
+    // thread's error caused.
+    let d = join_within(dev, within, "device");
+    let sh = join_within(shared, within, "shared stage");
+    let v: Vec<Result<VmOut, TestbedError>> = vm_threads
+        .into_iter()
+        .enumerate()
+        .map(|(i, h)| join_within(h, within, &format!("vm{} stage", i + 1)))
+        .collect();
+    let (d, s, v) = match (d, sh, v.into_iter().collect::<Result<Vec<_>, _>>()) {
+        (Ok(d), Ok(s), Ok(v)) => (d, s, v),
+        (d, s, v) => {
             wake_all(&ctx);
-            return Err(e);
+            let errs = [d.err(), s.err(), v.err()];
+            let stop = |e: &TestbedError| matches!(e, TestbedError::Hang(m) if m == STOPPED);
+            let first = errs
+                .iter()
+                .flatten()
+                .position(|e| !stop(e))
+                .unwrap_or(0);
+            return Err(errs
+                .into_iter()
+                .flatten()
+                .nth(first)
+                .unwrap_or_else(aborted));
         }
     };
     let names = sys.stage_names();
