@@ -468,6 +468,11 @@ fn real(a: &QosArgs, sys: &QosSystem) -> anyhow::Result<()> {
                 "stage_cpus": p.model_cpus(),
                 "cpu_bound": m.cpu_bound,
                 "error": p.model_error(),
+                "at_cpu": {
+                    "vms": (0..sys.vms.len()).map(|i| json!({"id": i + 1, "throughput_per_s": p.model_at_cpu_throughput(i)})).collect::<Vec<_>>(),
+                    "error": p.model_at_cpu_error(),
+                },
+                "judged_error": p.judged_error(),
             },
             "costs": {
                 "shared_ns": p.costs.shared_ns,
@@ -594,6 +599,14 @@ fn real(a: &QosArgs, sys: &QosSystem) -> anyhow::Result<()> {
         paper(m.solution.max_lossless_per_s, s),
         m.solution.bottleneck
     );
+    println!(
+        "at CPU      {:.1}% off given the CPU the stages had: {} requests/s per VM",
+        p.model_at_cpu_error() * 100.0,
+        (0..sys.vms.len())
+            .map(|i| format!("{:.1}", p.model_at_cpu_throughput(i)))
+            .collect::<Vec<_>>()
+            .join(", ")
+    );
     if p.disturbed {
         eprintln!(
             "warning: other processes used {others:.2} CPUs during the run (after {} tries): it is disturbed",
@@ -667,21 +680,27 @@ fn real_figures(a: &QosArgs) -> anyhow::Result<()> {
         }
     );
     println!(
-        "{:<40} {:>8} {:>8} {:>8} {:>8} {:>8} {:>6}",
-        "run", "VM1/s", "model", "VM2/s", "model", "CPUs", "error"
+        "{:<38} {:>6} {:>6} {:>6} {:>6} {:>6} {:>6} {:>6} {:>6} {:>6}",
+        "run", "VM1/s", "model", "@CPU", "VM2/s", "model", "@CPU", "CPU", "others", "error"
     );
     for (label, p) in f.runs() {
         println!(
-            "{label:<40} {:>8.0} {:>8.0} {:>8.0} {:>8.0} {:>8.2} {:>5.1}%{}",
+            "{label:<38} {:>6.0} {:>6.0} {:>6.0} {:>6.0} {:>6.0} {:>6.0} {:>6.2} {:>6.2} {:>5.1}%{}",
             p.throughput(0),
             p.model_throughput(0),
+            p.model_at_cpu_throughput(0),
             p.throughput(1),
             p.model_throughput(1),
-            p.model_cpus(),
-            p.model_error() * 100.0,
+            p.model_at_cpu_throughput(1),
+            p.run.stages[0].cpu,
+            p.run.others_cpu.unwrap_or(f64::NAN),
+            p.judged_error() * 100.0,
             if p.disturbed { "  DISTURBED" } else { "" }
         );
     }
+    println!(
+        "(model: on this machine's CPUs shared with the run's other threads and other processes; @CPU: given the CPU the shared stage had; CPU: the shared stage's; others: other processes'; error: the model's, @CPU's where DISTURBED)"
+    );
     if f.failures.is_empty() {
         println!(
             "all targets hold (worst model error {:.1}%)",

@@ -358,7 +358,19 @@ fn flows(
         0.0
     };
     let base0 = per_s(sys.shared_ns + sys.kick_ns * kicks);
-    let c0 = base0 + if sat[0] { 0.0 } else { per_s(sys.wake_ns) };
+    // A device that coalesces hands requests over in batches: the shared
+    // stage wakes at most once per batch.
+    let wakes = if total > 0.0 {
+        (host.batches_per_s / total).min(1.0)
+    } else {
+        1.0
+    };
+    let c0 = base0
+        + if sat[0] {
+            0.0
+        } else {
+            per_s(sys.wake_ns) * wakes
+        };
     let load0: f64 = total * c0;
     let share = if load0 > alloc[0] && load0 > 0.0 {
         alloc[0] / load0
@@ -403,6 +415,10 @@ pub struct Host {
     /// Other threads that compete for the same CPUs, as what each wants
     /// (at most 1 CPU each): a run's own helper threads, other processes.
     pub others: Vec<f64>,
+    /// The device hands requests to the shared stage at most this many
+    /// times a second (it coalesces arrivals: a sleeping shared stage
+    /// wakes once per batch); infinite: every request on its own.
+    pub batches_per_s: f64,
     /// The VMs' stages run on cores of their own, not on `cpus` (a real
     /// run whose VMs are timed cores: a delay of their service time per
     /// request, each core keeping its own time, so it pays no wake-up and
@@ -566,6 +582,7 @@ mod tests {
         Host {
             cpus: 64.0,
             others: Vec::new(),
+            batches_per_s: f64::INFINITY,
             vms_own_cores: false,
         }
     }
@@ -574,6 +591,7 @@ mod tests {
         Host {
             cpus: 2.0,
             others: Vec::new(),
+            batches_per_s: f64::INFINITY,
             vms_own_cores: false,
         }
     }
@@ -647,6 +665,7 @@ mod tests {
             &Host {
                 cpus: 1.5,
                 others: vec![0.2],
+                batches_per_s: f64::INFINITY,
                 vms_own_cores: true,
             },
         );
@@ -661,6 +680,7 @@ mod tests {
             &Host {
                 cpus: 2.0,
                 others: vec![1.0, 1.0],
+                batches_per_s: f64::INFINITY,
                 vms_own_cores: true,
             },
         );
@@ -676,6 +696,7 @@ mod tests {
             &Host {
                 cpus: 2.0,
                 others: vec![1.0, 1.0, 1.0],
+                batches_per_s: f64::INFINITY,
                 vms_own_cores: true,
             },
         );
@@ -694,6 +715,21 @@ mod tests {
         for t in &h.solution.throughput_per_s {
             assert!((t - want).abs() < 1e-6 * want, "{h:?}");
         }
+        // A device that coalesces: the backend, below saturation, wakes
+        // once per batch.
+        let mut light = QosSystem::paper(Path::Shared, Police::Post, 400.0);
+        light.wake_ns = 100_000.0;
+        let per_request = solve_on_cpus(&light, &many());
+        let batched = solve_on_cpus(
+            &light,
+            &Host {
+                batches_per_s: 100.0,
+                ..many()
+            },
+        );
+        let work = 800.0 * light.shared_ns / 1e9;
+        assert!((per_request.solution.utilization[0] - (work + 800.0 * 1e-4)).abs() < 1e-9);
+        assert!((batched.solution.utilization[0] - (work + 100.0 * 1e-4)).abs() < 1e-9);
         // Light load: every hand-off kicks and wakes, as in solve().
         sys.vms[0].offered_per_s = 100.0;
         sys.vms[1].offered_per_s = 100.0;
