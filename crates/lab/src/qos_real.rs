@@ -786,40 +786,50 @@ pub fn limit_chart(f: &RealFigures) -> Chart {
 
 /// The paragraph and table the qos section gets from the real runs.
 pub fn html(f: &RealFigures) -> String {
+    use kicklab_model::fmt_ns;
     let c = &f.capacity.0;
-    let oversub = match (c.run.vm_core, c.run.oversubscribed()) {
-        (VmCore::Timed, _) => format!(
-            "This machine has {} CPUs, fewer than a thread per stage needs: the VMs' own processing runs on timed cores \
-             (each VM's thread serves one request at a time for its service time, sleeping meanwhile: the core of its own \
-             the paper's VMs have), and the shared stage is the one busy thread. ",
+    let timed = c.run.vm_core == VmCore::Timed;
+    let cores = match (timed, c.run.oversubscribed()) {
+        (true, _) => format!(
+            "This machine has {} CPUs, fewer than a thread per stage and the device need: the VMs' own processing runs \
+             on timed cores (a VM's core of its own, kept in its own time: one request at a time, each its service time, \
+             drop-tail; its thread only carries requests to it), and the shared stage is the one busy thread. ",
             c.run.cpus
         ),
-        (VmCore::Busy, true) => format!(
-            "{} busy stage threads on {} CPUs: they time-share, and the model shares the CPUs among them as the scheduler \
-             would (max-min fair) after what other processes and the device thread used. ",
-            c.run.stages.len(),
+        (false, true) => format!(
+            "{} busy stage threads on {} CPUs: they time-share, and the model shares the CPUs among them max-min fair. ",
+            c.run.busy_threads(),
             c.run.cpus
         ),
-        (VmCore::Busy, false) => String::new(),
+        (false, false) => "Every stage is busy work on a thread of its own. ".into(),
+    };
+    let vm_cost = if timed {
+        format!("a VM {} (timed)", fmt_ns(c.system.vms[0].service_ns * f.scale))
+    } else {
+        format!("a VM {} of CPU", fmt_ns(f.costs.vm_ns[0]))
     };
     let ratio = if f.lossless.0 .0 > 0.0 && f.lossless.1 .0 > 0.0 {
         format!("{:.2}x", f.lossless.1 .0 / f.lossless.0 .0)
     } else {
         "none found on a path".into()
     };
+    let disturbed = f.runs().iter().filter(|(_, p)| p.disturbed).count();
     format!(
-        "<h3>Real threads</h3><p>The same system as threads over kicklab rings with futex kicks (<code>kicklab qos --backend futex</code>): \
-         a device thread makes both VMs' arrivals, a shared-stage thread (backend or hypervisor) and one thread per VM spend \
-         their service times as busy work of their own CPU time, the paper's times x {} (rates x {}). {oversub}\
-         Costs calibrated on this machine: shared stage {} and VM {} of CPU per request, a kick {}, a sleep and wake-up {}. \
-         Largest load per VM without loss (drops at most {}%): shared {:.0}/s, direct {:.0}/s: {ratio} (target >= 1.5). \
-         Worst model error over the runs {:.1}% (target 15%). Targets: {}.</p>{}",
+        "<h3>Real threads</h3><p>The same system as threads over kicklab rings with futex kicks \
+         (<code>kicklab qos --backend futex</code>, <code>docs/qos.md</code>, \"The real backend\"): a device thread makes \
+         both VMs' arrivals (coalesced every 200 us), a shared-stage thread (backend or hypervisor) spends its service \
+         time as busy work of its own CPU time, the paper's times x {} (rates x {}); rates below are in the paper's \
+         time. {cores}Costs calibrated on this machine before the runs: the backend {} and the hypervisor {} of CPU per \
+         request, {vm_cost}, a kick {}, a sleep and wake-up {}. Largest load per VM without loss (drops at most {}%): \
+         shared {:.0}/s, direct {:.0}/s: {ratio} (target >= 1.5; paper 950, 1500: 1.58x). Worst model error over the \
+         runs {:.1}% (target 15%; {disturbed} run(s) disturbed by other processes, judged with the model given the \
+         CPU the shared stage had). Targets: {}.</p>{}",
         f.scale,
         1.0 / f.scale,
-        kicklab_model::fmt_ns(f.capacity.0.costs.shared_ns),
-        kicklab_model::fmt_ns(f.costs.vm_ns[0]),
-        kicklab_model::fmt_ns(f.costs.kick_ns),
-        kicklab_model::fmt_ns(f.costs.wake_ns),
+        fmt_ns(f.capacity.0.costs.shared_ns),
+        fmt_ns(f.capacity.1.costs.shared_ns),
+        fmt_ns(f.costs.kick_ns),
+        fmt_ns(f.costs.wake_ns),
         LOSS_TOLERANCE * 100.0,
         f.lossless.0 .0,
         f.lossless.1 .0,
