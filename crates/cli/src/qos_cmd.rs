@@ -562,10 +562,10 @@ fn real(a: &QosArgs, sys: &QosSystem) -> anyhow::Result<()> {
             paper(v.throughput_per_s, s),
             paper(v.dropped_per_s, s),
             p.model_throughput(i),
-            fmt_ns(v.latency_ns[0] / s),
-            fmt_ns(v.latency_ns[1] / s),
+            lat(v.latency_ns[0] / s),
+            lat(v.latency_ns[1] / s),
             v.throughput_per_s,
-            fmt_ns(v.latency_ns[0])
+            lat(v.latency_ns[0])
         );
     }
     for (i, st) in run.stages.iter().enumerate() {
@@ -607,6 +607,18 @@ fn real(a: &QosArgs, sys: &QosSystem) -> anyhow::Result<()> {
             .collect::<Vec<_>>()
             .join(", ")
     );
+    // The device hands requests over in batches: a buffer that holds less
+    // than a batch drops what the fluid model does not see.
+    let batch: f64 = real_sys.vms.iter().map(|v| v.offered_per_s).sum::<f64>()
+        * kicklab_testbed::qos::DEVICE_PERIOD_NS
+        / 1e9;
+    if f64::from(sys.buffer) < 2.0 * batch {
+        println!(
+            "note        the device hands requests over every {} ({batch:.1} at this load): a buffer of {} drops bursts the model does not see",
+            fmt_ns(kicklab_testbed::qos::DEVICE_PERIOD_NS),
+            sys.buffer
+        );
+    }
     if p.disturbed {
         eprintln!(
             "warning: other processes used {others:.2} CPUs during the run (after {} tries): it is disturbed",
@@ -614,6 +626,15 @@ fn real(a: &QosArgs, sys: &QosSystem) -> anyhow::Result<()> {
         );
     }
     Ok(())
+}
+
+/// A latency, or `-` without completions.
+fn lat(ns: f64) -> String {
+    if ns.is_finite() {
+        kicklab_model::fmt_ns(ns)
+    } else {
+        "-".into()
+    }
 }
 
 /// The real figures: both shapes measured, the targets checked.

@@ -804,7 +804,10 @@ pub fn html(f: &RealFigures) -> String {
         (false, false) => "Every stage is busy work on a thread of its own. ".into(),
     };
     let vm_cost = if timed {
-        format!("a VM {} (timed)", fmt_ns(c.system.vms[0].service_ns * f.scale))
+        format!(
+            "a VM {} (timed)",
+            fmt_ns(c.system.vms[0].service_ns * f.scale)
+        )
     } else {
         format!("a VM {} of CPU", fmt_ns(f.costs.vm_ns[0]))
     };
