@@ -649,8 +649,7 @@ fn real_figures(a: &QosArgs) -> anyhow::Result<()> {
     };
     let f =
         qos_real::real_figures(&o, &crate::Bars::default()).map_err(|e| real_usage(e, a.scale))?;
-    let mut section = Section::new("qos-real", "Several VMs, one device: real threads");
-    qos_real::extend_section(&mut section, &f)?;
+    let section = qos_real::section(&f)?;
     let page = Page {
         title: "kicklab qos --backend futex".into(),
         intro_html: String::new(),

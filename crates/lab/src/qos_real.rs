@@ -846,14 +846,22 @@ pub fn html(f: &RealFigures) -> String {
     )
 }
 
-/// Adds the real runs to the qos section: the paragraph, the table, the
-/// limit chart.
+/// The report's section of the real runs: the paragraph, the table, the
+/// limit chart, and the command that reproduces them.
 ///
 /// # Errors
 ///
 /// A chart that cannot be drawn.
-pub fn extend_section(s: &mut Section, f: &RealFigures) -> Result<(), LabError> {
-    s.html.push_str(&html(f));
+pub fn section(f: &RealFigures) -> Result<Section, LabError> {
+    let mut s = Section::new(
+        "qos-real",
+        "Several VMs, one device, on real threads: shared vs direct path, and where to police",
+    );
+    s.html = html(f).replacen("<h3>Real threads</h3>", "", 1);
+    s.html.push_str(&format!(
+        "<p>Reproduce: <code>kicklab qos --figures --backend futex --seconds {} --out DIR</code>.</p>",
+        f.seconds
+    ));
     s.push_chart("qos-real-limit", &limit_chart(f), 960, 540)?;
-    Ok(())
+    Ok(s)
 }

@@ -879,7 +879,7 @@ pub fn build(a: &ReportOptions, progress: &dyn Progress) -> Result<Report, LabEr
     // Several VMs, one device (Lakshmi and Nandy), simulated and solved.
     progress.note("report: several VMs, one device");
     let qos = crate::qos::figures(QOS_SECONDS, a.seed)?;
-    let mut qos_section = crate::qos::section(&qos, QOS_SECONDS, a.seed)?;
+    sections.push(crate::qos::section(&qos, QOS_SECONDS, a.seed)?);
     csvs.push(("qos.csv".into(), crate::qos::csv(&qos)));
     if a.testbed {
         // The same system for real (about 10 s): threads over kicklab
@@ -891,16 +891,12 @@ pub fn build(a: &ReportOptions, progress: &dyn Progress) -> Result<Report, LabEr
             ..crate::qos_real::RealOptions::new()
         };
         let real = crate::qos_real::real_figures(&o, progress)?;
-        crate::qos_real::extend_section(&mut qos_section, &real)?;
-        qos_section.html.push_str(&format!(
-            "<p>Reproduce: <code>kicklab qos --figures --backend futex --seconds {QOS_REAL_SECONDS} --out DIR</code>.</p>"
-        ));
+        sections.push(crate::qos_real::section(&real)?);
         csvs.push((
             "qos-real.csv".into(),
             crate::qos_real::table(&real).to_csv(),
         ));
     }
-    sections.push(qos_section);
     if a.testbed {
         sections.extend(testbed_sections(a, progress)?);
         let runs = crate::scale::sweep(SCALE_SECONDS, progress)?;
