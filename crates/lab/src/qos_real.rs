@@ -596,17 +596,22 @@ pub fn real_figures(o: &RealOptions, progress: &dyn Progress) -> Result<RealFigu
     }
     progress.finish();
     let mut failures = Vec::new();
+    let disturbed = if ls.1.disturbed || ld.1.disturbed {
+        " (other processes disturbed the runs: drops from their stalls)"
+    } else {
+        ""
+    };
     if ls.0 > 0.0 && ld.0 > 0.0 {
         let ratio = ld.0 / ls.0;
         if ratio < 1.5 {
             failures.push(format!(
-                "direct/shared per VM without loss {:.0}/{:.0} = {ratio:.2}x (target >= 1.5)",
+                "direct/shared per VM without loss {:.0}/{:.0} = {ratio:.2}x (target >= 1.5){disturbed}",
                 ld.0, ls.0
             ));
         }
     } else {
         failures.push(format!(
-            "no load ran without loss on the {} path (drops above {}% down to 75% of the model's lossless load)",
+            "no load ran without loss on the {} path (drops above {}% down to 75% of the estimated capacity){disturbed}",
             if ls.0 > 0.0 { "direct" } else { "shared" },
             LOSS_TOLERANCE * 100.0
         ));
