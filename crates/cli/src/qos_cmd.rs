@@ -1,6 +1,7 @@
 //! `kicklab qos`: several VMs sharing one device (Lakshmi and Nandy), one
-//! point in the model and the simulator, or (`--figures`) the sweeps that
-//! reproduce the paper's Figs. 2.10-2.12.
+//! point in the model and the simulator, or for real with threads
+//! (`--backend futex`); or (`--figures`) the sweeps that reproduce the
+//! paper's Figs. 2.10-2.12, and with `--backend futex` their real shapes.
 
 use std::path::PathBuf;
 
@@ -56,12 +57,24 @@ pub struct QosArgs {
     /// How requests arrive: deterministic (evenly spaced) or poisson.
     #[arg(long, default_value = "deterministic", value_parser = ["deterministic", "poisson"])]
     arrivals: String,
-    /// sim (events), model (analytic); futex and kvm are not built yet.
+    /// sim (events), model (analytic), futex (threads over kicklab rings,
+    /// the paper's times scaled by --scale); kvm is not built.
     #[arg(long, default_value = "sim", value_parser = ["sim", "model", "futex", "kvm"])]
     backend: String,
-    /// Simulated seconds measured (after 1 s of warm-up).
+    /// Seconds measured, of the paper's time (after 1 s of warm-up); a
+    /// real run (--backend futex) takes them times --scale.
     #[arg(long, default_value_t = 10.0, allow_hyphen_values = true)]
     seconds: f64,
+    /// --backend futex: real time over the paper's (service times times
+    /// this, rates divided by it); figures are given in the paper's time
+    /// and as measured.
+    #[arg(long, default_value_t = kicklab_lab::qos_real::DEFAULT_SCALE, allow_hyphen_values = true)]
+    scale: f64,
+    /// --backend futex: what the VMs' own processing runs on: busy (busy
+    /// work on this machine's CPUs), timed (a timed core of its own per
+    /// VM), auto (busy if every stage and the device can have a CPU).
+    #[arg(long, default_value = "auto", value_parser = ["auto", "busy", "timed"])]
+    vm_core: String,
     /// Seed of Poisson arrivals.
     #[arg(long, default_value_t = 1, allow_hyphen_values = true)]
     seed: u64,
@@ -115,11 +128,10 @@ fn vm_limit(s: &str) -> Result<(usize, f64, f64), String> {
 }
 
 pub fn run(a: &QosArgs) -> anyhow::Result<()> {
-    if a.backend == "futex" || a.backend == "kvm" {
-        return Err(Usage(format!(
-            "--backend: {} is not built yet (the model and the simulator are: --backend sim or model)",
-            a.backend
-        ))
+    if a.backend == "kvm" {
+        return Err(Usage(
+            "--backend: kvm is not built for qos (the guest drives one ring pair; several guests as producers are not built): use --backend futex for real threads, or sim, model".into(),
+        )
         .into());
     }
     if !(a.seconds.is_finite() && a.seconds > 0.0 && a.seconds <= 3600.0) {
@@ -127,6 +139,17 @@ pub fn run(a: &QosArgs) -> anyhow::Result<()> {
     }
     if a.vms == 0 || a.vms > kicklab_model::qos::MAX_VMS {
         return Err(Usage(format!("--vms: 1 to {} VMs", kicklab_model::qos::MAX_VMS)).into());
+    }
+    if a.backend == "futex" && !(a.scale.is_finite() && a.scale > 0.0 && a.scale <= 1.0) {
+        return Err(Usage(format!(
+            "--scale: {} must be above 0 and at most 1",
+            a.scale
+        ))
+        .into());
+    }
+    if a.figures && a.backend == "futex" {
+        crate::check_out_dir(&a.out, "--out")?;
+        return real_figures(a);
     }
     if a.figures {
         crate::check_out_dir(&a.out, "--out")?;
@@ -229,6 +252,9 @@ pub fn run(a: &QosArgs) -> anyhow::Result<()> {
         };
         Usage(format!("{flag}: {e}"))
     })?;
+    if a.backend == "futex" {
+        return real(a, &sys);
+    }
     let model = kicklab_model::qos::solve(&sys);
     let names = sys.stage_names();
     let sim = if a.backend == "sim" {
@@ -329,4 +355,383 @@ fn finite(v: f64) -> serde_json::Value {
     } else {
         serde_json::Value::Null
     }
+}
+
+/// A testbed or lab refusal of a real run, naming qos's own flag.
+fn real_usage(e: kicklab_lab::LabError, scale: f64) -> anyhow::Error {
+    use kicklab_lab::LabError;
+    use kicklab_testbed::{Setting, TestbedError};
+    match &e {
+        LabError::Testbed(
+            TestbedError::Invalid { what, reason } | TestbedError::Limit { what, reason },
+        ) => {
+            let flag = match what {
+                Setting::Work => "--shared/--vm-service",
+                Setting::Len => "--buffer",
+                Setting::Messages => "--offered",
+                _ => "--vms",
+            };
+            Usage(format!(
+                "{flag}: {reason} (--backend futex, at --scale {scale})"
+            ))
+            .into()
+        }
+        LabError::Input { input, reason } if input.name() == "vary" => {
+            if let Some(r) = reason.strip_prefix("scale: ") {
+                Usage(format!("--scale: {r}")).into()
+            } else {
+                Usage(format!("--offered: {reason}")).into()
+            }
+        }
+        _ => e.into(),
+    }
+}
+
+/// The VMs' core: as asked, or the one that fits this machine.
+fn vm_core(a: &QosArgs, vms: usize) -> kicklab_testbed::qos::VmCore {
+    use kicklab_testbed::qos::VmCore;
+    match a.vm_core.as_str() {
+        "busy" => VmCore::Busy,
+        "timed" => VmCore::Timed,
+        _ => VmCore::fitting(vms),
+    }
+}
+
+/// Paper-time rate from a measured one.
+fn paper(rate: f64, scale: f64) -> f64 {
+    rate * scale
+}
+
+/// One real point: run, model, print.
+#[allow(clippy::too_many_lines)]
+fn real(a: &QosArgs, sys: &QosSystem) -> anyhow::Result<()> {
+    use kicklab_lab::qos_real::{self, check, real_point, scaled};
+    use kicklab_model::fmt_ns;
+    let core = vm_core(a, sys.vms.len());
+    check(sys, a.scale, a.seconds, core).map_err(|e| real_usage(e, a.scale))?;
+    let p = real_point(sys, a.scale, a.seconds, a.seed, core, qos_real::TRIES, None)?;
+    let (run, m, s) = (&p.run, &p.model, a.scale);
+    let names = sys.stage_names();
+    let real_sys = scaled(sys, s);
+    if a.json {
+        let vms: Vec<serde_json::Value> = run
+            .vms
+            .iter()
+            .enumerate()
+            .map(|(i, v)| {
+                json!({
+                    "id": i + 1,
+                    "offered_per_s": paper(v.offered_per_s, s),
+                    "throughput_per_s": paper(v.throughput_per_s, s),
+                    "dropped_per_s": paper(v.dropped_per_s, s),
+                    "policed_per_s": paper(v.policed_per_s, s),
+                    "latency_ns": {"p50": finite(v.latency_ns[0] / s), "p99": finite(v.latency_ns[1] / s)},
+                    "measured": {
+                        "offered_per_s": v.offered_per_s,
+                        "throughput_per_s": v.throughput_per_s,
+                        "dropped_per_s": v.dropped_per_s,
+                        "latency_ns": {"p50": finite(v.latency_ns[0]), "p99": finite(v.latency_ns[1])},
+                    },
+                    "generated": v.generated,
+                    "completed": v.completed,
+                    "dropped": v.dropped,
+                    "lost": v.lost,
+                    "duplicated": v.duplicated,
+                })
+            })
+            .collect();
+        let stage = |st: &kicklab_testbed::qos::QosRunStage| {
+            json!({
+                "name": st.name,
+                "utilization": finite(st.busy),
+                "cpu": finite(st.cpu),
+                "cpu_per_request_ns": finite(st.cpu_per_request_ns),
+                "requests": st.requests,
+                "sleeps": st.sleeps,
+                "kicks": st.kicks,
+            })
+        };
+        let v = json!({
+            "path": a.path,
+            "police": a.police,
+            "backend": "futex",
+            "scale": s,
+            "vms": vms,
+            "stages": run.stages.iter().map(stage).collect::<Vec<_>>(),
+            "device": stage(&run.device),
+            "model": {
+                "vms": (0..sys.vms.len()).map(|i| json!({"id": i + 1, "throughput_per_s": p.model_throughput(i)})).collect::<Vec<_>>(),
+                "stages": names.iter().zip(&m.solution.utilization).map(|(n, u)| json!({"name": n, "utilization": u})).collect::<Vec<_>>(),
+                "max_lossless_per_s": finite(paper(m.solution.max_lossless_per_s, s)),
+                "bottleneck": m.solution.bottleneck,
+                "cpus": m.cpus,
+                "stage_cpus": p.model_cpus(),
+                "cpu_bound": m.cpu_bound,
+                "error": p.model_error(),
+                "at_cpu": {
+                    "vms": (0..sys.vms.len()).map(|i| json!({"id": i + 1, "throughput_per_s": p.model_at_cpu_throughput(i)})).collect::<Vec<_>>(),
+                    "error": p.model_at_cpu_error(),
+                },
+                "judged_error": p.judged_error(),
+            },
+            "costs": {
+                "shared_ns": p.costs.shared_ns,
+                "vm_ns": p.costs.vm_ns,
+                "kick_ns": finite(p.costs.kick_ns),
+                "wake_ns": finite(p.costs.wake_ns),
+                "ring_ns": finite(p.costs.ring_ns),
+                "nominal_shared_ns": real_sys.shared_ns,
+                "nominal_vm_ns": real_sys.vms.iter().map(|v| v.service_ns).collect::<Vec<_>>(),
+            },
+            "cpus": run.cpus,
+            "threads": run.threads,
+            "stage_threads": run.stages.len(),
+            "oversubscribed": run.oversubscribed(),
+            "busy_threads": run.busy_threads(),
+            "vm_core": run.vm_core,
+            "others_cpu": run.others_cpu,
+            "window_s": run.window_s,
+            "tries": p.tries,
+            "disturbed": p.disturbed,
+        });
+        return crate::print_json(&v);
+    }
+    println!(
+        "backend futex: threads over kicklab rings, the paper's times x {s} ({} {}, {} per VM), rates x {}; rates in the paper's time, [measured]",
+        fmt_ns(real_sys.shared_ns),
+        names[0],
+        fmt_ns(real_sys.vms[0].service_ns),
+        1.0 / s
+    );
+    let others = run.others_cpu.unwrap_or(0.0);
+    let vm_threads: f64 = run.stages[1..].iter().map(|st| st.cpu).sum();
+    match run.vm_core {
+        kicklab_testbed::qos::VmCore::Timed => println!(
+            "threads     device, {}: {} CPUs, fewer than a thread per stage needs: the VMs run on timed cores of their own (sleeping while they serve; {:.2} CPUs to wake up), {} is the busy thread; the model gives it {:.2} CPUs, sharing them with the device ({:.2}), the VMs' threads and other processes ({:.2})",
+            names.join(", "),
+            run.cpus,
+            vm_threads,
+            names[0],
+            p.model_cpus(),
+            run.device.cpu,
+            others
+        ),
+        kicklab_testbed::qos::VmCore::Busy => println!(
+            "threads     device, {}: {} busy stage threads on {} CPUs{}; the model gives them {:.2} CPUs, sharing them max-min fair with the device ({:.2}) and other processes ({:.2})",
+            names.join(", "),
+            run.busy_threads(),
+            run.cpus,
+            if run.oversubscribed() {
+                ": MORE BUSY THREADS THAN CPUS, they time-share"
+            } else {
+                ""
+            },
+            p.model_cpus(),
+            run.device.cpu,
+            others
+        ),
+    }
+    let vm_cost = match run.vm_core {
+        kicklab_testbed::qos::VmCore::Busy => format!(
+            "vm {} of CPU per request (nominal {})",
+            fmt_ns(p.costs.vm_ns[0]),
+            fmt_ns(real_sys.vms[0].service_ns)
+        ),
+        kicklab_testbed::qos::VmCore::Timed => {
+            format!("vm {} (timed)", fmt_ns(real_sys.vms[0].service_ns))
+        }
+    };
+    println!(
+        "calibrated  {} {} of CPU per request (nominal {}), {vm_cost}; rings {} a request; kick {}, sleep and wake-up {}",
+        names[0],
+        fmt_ns(p.costs.shared_ns),
+        fmt_ns(real_sys.shared_ns),
+        fmt_ns(p.costs.ring_ns),
+        fmt_ns(p.costs.kick_ns),
+        fmt_ns(p.costs.wake_ns)
+    );
+    println!(
+        "{:<6} {:>10} {:>12} {:>10} {:>10} {:>10} {:>10}   [measured: completed/s, p50]",
+        "vm", "offered/s", "completed/s", "dropped/s", "model/s", "p50", "p99"
+    );
+    for (i, v) in run.vms.iter().enumerate() {
+        println!(
+            "{:<6} {:>10.1} {:>12.1} {:>10.1} {:>10.1} {:>10} {:>10}   [{:.0}/s, {}]",
+            format!("vm{}", i + 1),
+            paper(v.offered_per_s, s),
+            paper(v.throughput_per_s, s),
+            paper(v.dropped_per_s, s),
+            p.model_throughput(i),
+            lat(v.latency_ns[0] / s),
+            lat(v.latency_ns[1] / s),
+            v.throughput_per_s,
+            lat(v.latency_ns[0])
+        );
+    }
+    for (i, st) in run.stages.iter().enumerate() {
+        println!(
+            "stage {:<10} busy {:.3}, CPU {:.3} ({}/request in the run, {} sleeps, {} kicks sent), model busy {:.3}",
+            st.name,
+            st.busy,
+            st.cpu,
+            fmt_ns(st.cpu_per_request_ns),
+            st.sleeps,
+            st.kicks,
+            m.solution.utilization[i]
+        );
+    }
+    println!(
+        "device       CPU {:.3} ({} requests, {} kicks sent)",
+        run.device.cpu, run.device.requests, run.device.kicks
+    );
+    let (gen, lost, dup, drop): (u64, u64, u64, u64) = run.vms.iter().fold((0, 0, 0, 0), |t, v| {
+        (
+            t.0 + v.generated,
+            t.1 + v.lost,
+            t.2 + v.duplicated,
+            t.3 + v.dropped,
+        )
+    });
+    println!("checked     {gen} requests: {lost} lost, {dup} duplicated or reordered ({drop} dropped, each counted where it was)");
+    println!(
+        "model       {:.1}% off the measured throughput (worst VM); at most {:.1} requests/s per VM without loss (equal load, these CPUs); bottleneck {}",
+        p.model_error() * 100.0,
+        paper(m.solution.max_lossless_per_s, s),
+        m.solution.bottleneck
+    );
+    println!(
+        "at CPU      {:.1}% off given the CPU the stages had: {} requests/s per VM",
+        p.model_at_cpu_error() * 100.0,
+        (0..sys.vms.len())
+            .map(|i| format!("{:.1}", p.model_at_cpu_throughput(i)))
+            .collect::<Vec<_>>()
+            .join(", ")
+    );
+    // The device hands requests over in batches: a buffer that holds less
+    // than a batch drops what the fluid model does not see.
+    let batch: f64 = real_sys.vms.iter().map(|v| v.offered_per_s).sum::<f64>()
+        * kicklab_testbed::qos::DEVICE_PERIOD_NS
+        / 1e9;
+    if f64::from(sys.buffer) < 2.0 * batch {
+        println!(
+            "note        the device hands requests over every {} ({batch:.1} at this load): a buffer of {} drops bursts the model does not see",
+            fmt_ns(kicklab_testbed::qos::DEVICE_PERIOD_NS),
+            sys.buffer
+        );
+    }
+    if p.disturbed {
+        eprintln!(
+            "warning: other processes used {others:.2} CPUs during the run (after {} tries): it is disturbed",
+            p.tries
+        );
+    }
+    Ok(())
+}
+
+/// A latency, or `-` without completions.
+fn lat(ns: f64) -> String {
+    if ns.is_finite() {
+        kicklab_model::fmt_ns(ns)
+    } else {
+        "-".into()
+    }
+}
+
+/// The real figures: both shapes measured, the targets checked.
+fn real_figures(a: &QosArgs) -> anyhow::Result<()> {
+    use kicklab_lab::qos_real;
+    let o = qos_real::RealOptions {
+        scale: a.scale,
+        seconds: a.seconds,
+        seed: a.seed,
+        core: vm_core(a, 2),
+        ..qos_real::RealOptions::new()
+    };
+    let f =
+        qos_real::real_figures(&o, &crate::Bars::default()).map_err(|e| real_usage(e, a.scale))?;
+    let section = qos_real::section(&f)?;
+    let page = Page {
+        title: "kicklab qos --backend futex".into(),
+        intro_html: String::new(),
+        sections: vec![section],
+    };
+    page.write(&a.out)?;
+    let table = qos_real::table(&f);
+    kicklab_report::write_atomic(&a.out.join("qos-real.csv"), table.to_csv())?;
+    if a.json {
+        return crate::print_json(&serde_json::to_value(&f)?);
+    }
+    let c = &f.capacity.0;
+    println!(
+        "backend futex, the paper's times x {} ({}); rates in the paper's time",
+        f.scale,
+        match (c.run.vm_core, c.run.oversubscribed()) {
+            (kicklab_testbed::qos::VmCore::Timed, _) => format!(
+                "{} CPUs: the VMs on timed cores of their own, the shared stage the busy thread",
+                c.run.cpus
+            ),
+            (_, true) => format!(
+                "{} busy threads on {} CPUs: they time-share, the model shares the CPUs",
+                c.run.busy_threads(),
+                c.run.cpus
+            ),
+            (_, false) => format!(
+                "{} busy threads on {} CPUs",
+                c.run.busy_threads(),
+                c.run.cpus
+            ),
+        }
+    );
+    let lossless = |x: f64| {
+        if x > 0.0 {
+            format!("{x:.0}/s")
+        } else {
+            "none found".into()
+        }
+    };
+    println!(
+        "lossless per VM: shared {}, direct {}: {} (target >= 1.5; paper 950, 1500: 1.58x)",
+        lossless(f.lossless.0 .0),
+        lossless(f.lossless.1 .0),
+        if f.lossless.0 .0 > 0.0 && f.lossless.1 .0 > 0.0 {
+            format!("{:.2}x", f.lossless.1 .0 / f.lossless.0 .0)
+        } else {
+            "no ratio".into()
+        }
+    );
+    println!(
+        "{:<38} {:>6} {:>6} {:>6} {:>6} {:>6} {:>6} {:>6} {:>6} {:>6}",
+        "run", "VM1/s", "model", "@CPU", "VM2/s", "model", "@CPU", "CPU", "others", "error"
+    );
+    for (label, p) in f.runs() {
+        println!(
+            "{label:<38} {:>6.0} {:>6.0} {:>6.0} {:>6.0} {:>6.0} {:>6.0} {:>6.2} {:>6.2} {:>5.1}%{}",
+            p.throughput(0),
+            p.model_throughput(0),
+            p.model_at_cpu_throughput(0),
+            p.throughput(1),
+            p.model_throughput(1),
+            p.model_at_cpu_throughput(1),
+            p.run.stages[0].cpu,
+            p.run.others_cpu.unwrap_or(f64::NAN),
+            p.judged_error() * 100.0,
+            if p.disturbed { "  DISTURBED" } else { "" }
+        );
+    }
+    println!(
+        "(model: on this machine's CPUs shared with the run's other threads and other processes; @CPU: given the CPU the shared stage had; CPU: the shared stage's; others: other processes'; error: the model's, @CPU's where DISTURBED)"
+    );
+    if f.failures.is_empty() {
+        println!(
+            "all targets hold (worst model error {:.1}%)",
+            f.worst_model_error * 100.0
+        );
+    } else {
+        println!("targets missed: {}", f.failures.join("; "));
+    }
+    eprintln!(
+        "wrote qos-real.csv, the chart and index.html in {}",
+        a.out.display()
+    );
+    Ok(())
 }

@@ -21,6 +21,7 @@ pub mod flags;
 pub mod map;
 pub mod pingpong;
 pub mod qos;
+pub mod qos_real;
 pub mod real;
 pub mod report;
 pub mod scale;

@@ -740,6 +740,8 @@ fn closed_forms_section() -> Section {
 
 /// Simulated seconds per point of the multi-VM figures.
 const QOS_SECONDS: f64 = 5.0;
+/// The paper's seconds per real qos run (times 1/10: 0.5 s real).
+const QOS_REAL_SECONDS: f64 = 5.0;
 
 /// Seconds per run of the idle-with-timeout sweep (10 runs).
 const SCALE_SECONDS: f64 = 0.5;
@@ -895,6 +897,22 @@ pub fn build(a: &ReportOptions, progress: &dyn Progress) -> Result<Report, LabEr
     let qos = crate::qos::figures(QOS_SECONDS, a.seed)?;
     sections.push(crate::qos::section(&qos, QOS_SECONDS, a.seed)?);
     csvs.push(("qos.csv".into(), crate::qos::csv(&qos)));
+    if a.testbed {
+        // The same system for real (about 10 s): threads over kicklab
+        // rings, the paper's times x 1/10, 0.5 s per run, no retries.
+        progress.note("report: several VMs, one device, real threads");
+        let o = crate::qos_real::RealOptions {
+            seconds: QOS_REAL_SECONDS,
+            tries: 1,
+            ..crate::qos_real::RealOptions::new()
+        };
+        let real = crate::qos_real::real_figures(&o, progress)?;
+        sections.push(crate::qos_real::section(&real)?);
+        csvs.push((
+            "qos-real.csv".into(),
+            crate::qos_real::table(&real).to_csv(),
+        ));
+    }
     if a.testbed {
         sections.extend(testbed_sections(a, progress)?);
         let runs = crate::scale::sweep(SCALE_SECONDS, progress)?;

@@ -63,3 +63,27 @@ fn kicks_and_wake_ups_are_paid_on_hand_offs_to_sleeping_stages() {
     let want = 20_000.0 + 20_000.0 + 5_000.0 + 20_000.0 + sys.vms[0].service_ns;
     assert!((lat - want).abs() <= 0.01 * want, "{lat} vs {want}");
 }
+
+#[test]
+fn a_short_real_run_matches_the_model_below_saturation() {
+    use kicklab_lab::qos_real::{real_point, DEFAULT_SCALE};
+    use kicklab_testbed::qos::VmCore;
+    // 0.3 s real of the paper's system at 1/10 of its times, light load:
+    // everything carried, every request accounted for.
+    let sys = QosSystem::paper(Path::Shared, Police::Ingress, 400.0);
+    let p = real_point(&sys, DEFAULT_SCALE, 3.0, 1, VmCore::Timed, 2, None).unwrap();
+    assert_eq!(p.check(), (0, 0));
+    for (i, v) in p.run.vms.iter().enumerate() {
+        assert_eq!(v.generated, v.completed + v.dropped, "{v:?}");
+        // The paper's time: 400/s offered, all of it carried (a stall of
+        // the whole machine may cost a few).
+        assert!((p.throughput(i) - 400.0).abs() < 0.05 * 400.0, "{v:?}");
+        assert!(
+            (p.model_throughput(i) - 400.0).abs() < 1e-6,
+            "{:?}",
+            p.model
+        );
+    }
+    assert!(p.judged_error() < 0.15, "{}", p.judged_error());
+    assert!(p.costs.shared_ns > 0.9 * sys.shared_ns * DEFAULT_SCALE);
+}

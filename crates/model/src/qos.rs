@@ -278,6 +278,268 @@ pub fn solve(sys: &QosSystem) -> QosSolution {
     }
 }
 
+/// The solution on a host whose stages are threads sharing `cpus` CPUs
+/// ([`solve_on_cpus`]).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct CpuSolution {
+    /// Throughput, drops, utilization (each stage's busy fraction of one
+    /// CPU), the largest lossless equal load and the bottleneck, on these
+    /// CPUs.
+    pub solution: QosSolution,
+    /// The CPU each stage's thread gets (the shared stage, then each VM),
+    /// in CPUs.
+    pub cpu: Vec<f64>,
+    /// The CPUs the stages shared.
+    pub cpus: f64,
+    /// Whether the stages would have used more than `cpus` CPUs: they
+    /// time-share.
+    pub cpu_bound: bool,
+}
+
+/// One stage's figures on a fixed allocation of CPU.
+struct Flows {
+    throughput: Vec<f64>,
+    /// CPU each stage would use given enough (at most 1, a thread).
+    demand: Vec<f64>,
+    /// CPU each stage uses of what it got.
+    used: Vec<f64>,
+    /// CPU each stage would need for all it is offered (uncapped).
+    need: Vec<f64>,
+}
+
+/// Max-min fair shares of `supply` among `demand`s (the scheduler's fair
+/// share: a thread that wants less than an equal share gets what it wants,
+/// the rest is split evenly among the others).
+fn max_min(demand: &[f64], supply: f64) -> Vec<f64> {
+    let mut order: Vec<usize> = (0..demand.len()).collect();
+    order.sort_by(|a, b| demand[*a].total_cmp(&demand[*b]));
+    let mut left = supply.max(0.0);
+    let mut out = vec![0.0; demand.len()];
+    for (k, &i) in order.iter().enumerate() {
+        #[allow(clippy::cast_precision_loss)]
+        let fair = left / (demand.len() - k) as f64;
+        out[i] = demand[i].min(fair);
+        left -= out[i];
+    }
+    out
+}
+
+/// Flows through the system when each stage's thread gets `alloc` CPUs;
+/// `sat` says which stages are saturated (never sleep: hand-offs to them
+/// cost no kick, they pay no wake-up).
+fn flows(
+    sys: &QosSystem,
+    host: &Host,
+    admitted: &[f64],
+    alloc: &[f64],
+    sat: &[bool],
+) -> (Flows, Vec<bool>) {
+    let n = sys.vms.len();
+    let per_s = |ns: f64| ns / 1e9;
+    let vm_wake = if host.vms_own_cores { 0.0 } else { sys.wake_ns };
+    let vm_cost = |i: usize| per_s(sys.vms[i].service_ns + if sat[i + 1] { 0.0 } else { vm_wake });
+    // Kicks per request served by the shared stage: the share of its
+    // requests handed to a VM stage that sleeps (from the admitted mix; a
+    // post-policed drop is no hand-off).
+    let fwd: Vec<f64> = sys
+        .vms
+        .iter()
+        .zip(admitted)
+        .map(|(vm, a)| match (sys.police, vm.limit) {
+            (Police::Post, Some((r, _))) => a.min(r),
+            _ => *a,
+        })
+        .collect();
+    let total: f64 = admitted.iter().sum();
+    // VMs on timed cores of their own need no kick.
+    let kicks = if total > 0.0 && !host.vms_own_cores {
+        (0..n).filter(|i| !sat[i + 1]).map(|i| fwd[i]).sum::<f64>() / total
+    } else {
+        0.0
+    };
+    let base0 = per_s(sys.shared_ns + sys.kick_ns * kicks);
+    // A device that coalesces hands requests over in batches: the shared
+    // stage wakes at most once per batch.
+    let wakes = if total > 0.0 {
+        (host.batches_per_s / total).min(1.0)
+    } else {
+        1.0
+    };
+    let c0 = base0
+        + if sat[0] {
+            0.0
+        } else {
+            per_s(sys.wake_ns) * wakes
+        };
+    let load0: f64 = total * c0;
+    let share = if load0 > alloc[0] && load0 > 0.0 {
+        alloc[0] / load0
+    } else {
+        1.0
+    };
+    let mut need = vec![load0];
+    let mut demand = vec![load0.min(1.0)];
+    let mut used = vec![load0.min(alloc[0])];
+    let mut now_sat = vec![total * base0 >= alloc[0] * (1.0 - 1e-12) && total > 0.0];
+    let mut throughput = Vec::with_capacity(n);
+    for i in 0..n {
+        let t = admitted[i] * share;
+        let f = match (sys.police, sys.vms[i].limit) {
+            (Police::Post, Some((r, _))) => t.min(r),
+            _ => t,
+        };
+        let c = vm_cost(i);
+        let x = if c > 0.0 { f.min(alloc[i + 1] / c) } else { f };
+        need.push(f * c);
+        demand.push((f * c).min(1.0));
+        used.push(x * c);
+        now_sat.push(f * per_s(sys.vms[i].service_ns) >= alloc[i + 1] * (1.0 - 1e-12) && f > 0.0);
+        throughput.push(x);
+    }
+    (
+        Flows {
+            throughput,
+            demand,
+            used,
+            need,
+        },
+        now_sat,
+    )
+}
+
+/// Where the stages' threads run ([`solve_on_cpus`]).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Host {
+    /// CPUs the stages' threads share.
+    pub cpus: f64,
+    /// Other threads that compete for the same CPUs, as what each wants
+    /// (at most 1 CPU each): a run's own helper threads, other processes.
+    pub others: Vec<f64>,
+    /// The device hands requests to the shared stage at most this many
+    /// times a second (it coalesces arrivals: a sleeping shared stage
+    /// wakes once per batch); infinite: every request on its own.
+    pub batches_per_s: f64,
+    /// The VMs' stages run on cores of their own, not on `cpus` (a real
+    /// run whose VMs are timed cores: a delay of their service time per
+    /// request, each core keeping its own time, so it pays no wake-up and
+    /// the shared stage no kick); only the shared stage draws on `cpus`.
+    pub vms_own_cores: bool,
+}
+
+/// Solves the system as [`solve`] does, on a host where every stage is a
+/// thread (at most one CPU each) and the threads share `host.cpus` CPUs
+/// the way a fair scheduler shares them: max-min fair, a thread that
+/// wants less than an equal share gets what it wants. A stage that is
+/// saturated never sleeps: hand-offs to it cost no kick and it pays no
+/// wake-up; a hand-off to one with spare capacity kicks it and it wakes
+/// ([`solve`]'s rule, exact for evenly spaced arrivals below saturation).
+/// With `cpus` at least the number of stages and no kick or wake-up costs
+/// it is [`solve`]. `docs/qos.md`, "The real backend".
+pub fn solve_on_cpus(sys: &QosSystem, host: &Host) -> CpuSolution {
+    let n = sys.vms.len();
+    let cpus = if host.cpus.is_finite() {
+        host.cpus.max(0.0)
+    } else {
+        1e9
+    };
+    let at = |offered: &dyn Fn(usize) -> f64| -> (Flows, Vec<f64>) {
+        let admitted: Vec<f64> = (0..n)
+            .map(|i| match (sys.police, sys.vms[i].limit) {
+                (Police::Ingress, Some((r, _))) => offered(i).min(r),
+                _ => offered(i),
+            })
+            .collect();
+        let mut alloc = vec![1f64.min(cpus); n + 1];
+        if host.vms_own_cores {
+            alloc[1..].fill(1.0);
+        }
+        let mut sat = vec![false; n + 1];
+        let others = host.others.iter().map(|o| o.clamp(0.0, 1.0));
+        for k in 0..400 {
+            let (f, s) = flows(sys, host, &admitted, &alloc, &sat);
+            let next = if host.vms_own_cores {
+                let d: Vec<f64> = std::iter::once(f.demand[0]).chain(others.clone()).collect();
+                let mut v = vec![1.0; n + 1];
+                v[0] = max_min(&d, cpus)[0];
+                v
+            } else {
+                let d: Vec<f64> = f.demand.iter().copied().chain(others.clone()).collect();
+                max_min(&d, cpus)[..=n].to_vec()
+            };
+            // Damped, so the coupled shares settle instead of swinging.
+            let w = if k < 200 { 0.5 } else { 0.1 };
+            for (a, b) in alloc.iter_mut().zip(&next) {
+                *a = (1.0 - w) * *a + w * b;
+            }
+            sat = s;
+        }
+        (flows(sys, host, &admitted, &alloc, &sat).0, alloc)
+    };
+    let (f, alloc) = at(&|i| sys.vms[i].offered_per_s);
+    let others: f64 = host.others.iter().map(|o| o.clamp(0.0, 1.0)).sum();
+    let cpu_bound = if host.vms_own_cores {
+        f.demand[0] + others > cpus * (1.0 + 1e-9)
+    } else {
+        f.demand.iter().sum::<f64>() + others > cpus * (1.0 + 1e-9)
+    };
+    let dropped = sys
+        .vms
+        .iter()
+        .zip(&f.throughput)
+        .map(|(vm, t)| (vm.offered_per_s - t).max(0.0))
+        .collect();
+    // The largest equal load without loss (limited VMs carry their limit),
+    // by bisection; the bottleneck is the stage saturated just above it.
+    let lossless = |x: f64| {
+        let (g, _) = at(&|_| x);
+        sys.vms.iter().zip(&g.throughput).all(|(vm, t)| {
+            // A limited VM carries its limit: what it drops above is the
+            // policer's, not loss.
+            let want = vm.limit.map_or(x, |(r, _)| x.min(r));
+            *t >= want * (1.0 - 1e-6)
+        })
+    };
+    let (mut lo, mut hi) = (0.0, 1e9);
+    if lossless(hi) {
+        lo = f64::INFINITY;
+    } else {
+        for _ in 0..60 {
+            let mid = 0.5 * (lo + hi);
+            if lossless(mid) {
+                lo = mid;
+            } else {
+                hi = mid;
+            }
+        }
+    }
+    let names = sys.stage_names();
+    let bottleneck = if lo.is_finite() {
+        let (g, a) = at(&|_| lo * 1.01 + 1e-9);
+        // The fullest stage; the first of equals.
+        let fill = |i: usize| g.need[i] / a[i].max(1e-12);
+        let worst = (0..=n).fold(0, |w, i| if fill(i) > fill(w) + 1e-9 { i } else { w });
+        if a[worst] < 0.999 {
+            format!("{} (on its share of the CPUs)", names[worst])
+        } else {
+            names[worst].clone()
+        }
+    } else {
+        String::new()
+    };
+    CpuSolution {
+        solution: QosSolution {
+            throughput_per_s: f.throughput,
+            dropped_per_s: dropped,
+            utilization: f.used,
+            max_lossless_per_s: lo,
+            bottleneck,
+        },
+        cpu: alloc,
+        cpus,
+        cpu_bound,
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -313,6 +575,167 @@ mod tests {
                 (post.throughput_per_s[0] - 950.0).abs() < 1e-6,
                 "{r}: {post:?}"
             );
+        }
+    }
+
+    fn many() -> Host {
+        Host {
+            cpus: 64.0,
+            others: Vec::new(),
+            batches_per_s: f64::INFINITY,
+            vms_own_cores: false,
+        }
+    }
+
+    fn two() -> Host {
+        Host {
+            cpus: 2.0,
+            others: Vec::new(),
+            batches_per_s: f64::INFINITY,
+            vms_own_cores: false,
+        }
+    }
+
+    #[test]
+    fn on_enough_cpus_it_is_the_fluid_model() {
+        for (path, x) in [
+            (Path::Shared, 800.0),
+            (Path::Shared, 2000.0),
+            (Path::Direct, 1400.0),
+            (Path::Direct, 2500.0),
+        ] {
+            let sys = QosSystem::paper(path, Police::Post, x);
+            let (a, b) = (solve(&sys), solve_on_cpus(&sys, &many()));
+            assert!(!b.cpu_bound);
+            for (u, v) in a.throughput_per_s.iter().zip(&b.solution.throughput_per_s) {
+                assert!(
+                    (u - v).abs() <= 1e-6 * u.max(1.0),
+                    "{path:?} {x}: {a:?} {b:?}"
+                );
+            }
+            for (u, v) in a.utilization.iter().zip(&b.solution.utilization) {
+                assert!((u - v).abs() <= 1e-6, "{path:?} {x}: {a:?} {b:?}");
+            }
+            assert!(
+                (a.max_lossless_per_s - b.solution.max_lossless_per_s).abs()
+                    < 1e-5 * a.max_lossless_per_s,
+                "{a:?} {b:?}"
+            );
+            assert_eq!(a.bottleneck, b.solution.bottleneck);
+        }
+        let mut sys = QosSystem::paper(Path::Shared, Police::Ingress, 2000.0);
+        sys.vms[1].limit = Some((300.0, 10.0));
+        let (a, b) = (solve(&sys), solve_on_cpus(&sys, &many()));
+        for (u, v) in a.throughput_per_s.iter().zip(&b.solution.throughput_per_s) {
+            assert!((u - v).abs() <= 1e-6 * u, "{a:?} {b:?}");
+        }
+    }
+
+    #[test]
+    fn three_busy_stages_on_two_cpus_share_them() {
+        // Shared path, overloaded: the backend would take a CPU and each VM
+        // 63% of one; on 2 CPUs the VMs (below an equal share) get what
+        // they need and the backend the rest: b = 2 / (1 + s_vm / s_b).
+        let sys = QosSystem::paper(Path::Shared, Police::Post, 2000.0);
+        let h = solve_on_cpus(&sys, &two());
+        assert!(h.cpu_bound);
+        let b = 2.0 / (1.0 + (1e9 / 1500.0) / (1e9 / 1900.0));
+        assert!((h.cpu[0] - b).abs() < 1e-3, "{h:?}");
+        let per_vm = b * 950.0;
+        for t in &h.solution.throughput_per_s {
+            assert!((t - per_vm).abs() < 0.5, "{h:?}");
+        }
+        assert!(h.cpu.iter().sum::<f64>() <= 2.0 + 1e-6);
+        // Direct path: each VM wants a whole CPU, the hypervisor 2 x 1500 x
+        // 20 us; the VMs split what the hypervisor leaves.
+        let d = solve_on_cpus(
+            &QosSystem::paper(Path::Direct, Police::Post, 2000.0),
+            &two(),
+        );
+        let hyp = d.cpu[0];
+        assert!(hyp > 0.0 && hyp < 0.1, "{d:?}");
+        for t in &d.solution.throughput_per_s {
+            assert!((t - (2.0 - hyp) / 2.0 * 1500.0).abs() < 1.0, "{d:?}");
+        }
+        assert!(d.solution.bottleneck.contains("share of the CPUs"), "{d:?}");
+        // VMs on cores of their own: only the backend draws on the CPUs,
+        // and it has one.
+        let own = solve_on_cpus(
+            &sys,
+            &Host {
+                cpus: 1.5,
+                others: vec![0.2],
+                batches_per_s: f64::INFINITY,
+                vms_own_cores: true,
+            },
+        );
+        assert!(!own.cpu_bound);
+        for t in &own.solution.throughput_per_s {
+            assert!((t - 950.0).abs() < 0.01, "{own:?}");
+        }
+        // Two CPUs, and other processes' two busy threads: an equal third
+        // each.
+        let third = solve_on_cpus(
+            &sys,
+            &Host {
+                cpus: 2.0,
+                others: vec![1.0, 1.0],
+                batches_per_s: f64::INFINITY,
+                vms_own_cores: true,
+            },
+        );
+        assert!(third.cpu_bound);
+        for t in &third.solution.throughput_per_s {
+            assert!((t - 950.0 * 2.0 / 3.0).abs() < 0.01, "{third:?}");
+        }
+        // A light thread gets what it wants however busy the others are.
+        let mut light = QosSystem::paper(Path::Direct, Police::Post, 1000.0);
+        light.shared_ns = 20_000.0;
+        let l = solve_on_cpus(
+            &light,
+            &Host {
+                cpus: 2.0,
+                others: vec![1.0, 1.0, 1.0],
+                batches_per_s: f64::INFINITY,
+                vms_own_cores: true,
+            },
+        );
+        assert_eq!(l.solution.throughput_per_s, vec![1000.0, 1000.0]);
+    }
+
+    #[test]
+    fn saturated_stages_pay_no_wake_up_and_get_no_kick() {
+        // Overloaded shared path with kicks: the backend never sleeps (no
+        // wake-up) but kicks the VMs, which sleep between requests.
+        let mut sys = QosSystem::paper(Path::Shared, Police::Post, 2000.0);
+        sys.kick_ns = 10_000.0;
+        sys.wake_ns = 30_000.0;
+        let h = solve_on_cpus(&sys, &many());
+        let want = 1e9 / (sys.shared_ns + 10_000.0) / 2.0;
+        for t in &h.solution.throughput_per_s {
+            assert!((t - want).abs() < 1e-6 * want, "{h:?}");
+        }
+        // A device that coalesces: the backend, below saturation, wakes
+        // once per batch.
+        let mut light = QosSystem::paper(Path::Shared, Police::Post, 400.0);
+        light.wake_ns = 100_000.0;
+        let per_request = solve_on_cpus(&light, &many());
+        let batched = solve_on_cpus(
+            &light,
+            &Host {
+                batches_per_s: 100.0,
+                ..many()
+            },
+        );
+        let work = 800.0 * light.shared_ns / 1e9;
+        assert!((per_request.solution.utilization[0] - (work + 800.0 * 1e-4)).abs() < 1e-9);
+        assert!((batched.solution.utilization[0] - (work + 100.0 * 1e-4)).abs() < 1e-9);
+        // Light load: every hand-off kicks and wakes, as in solve().
+        sys.vms[0].offered_per_s = 100.0;
+        sys.vms[1].offered_per_s = 100.0;
+        let (a, b) = (solve(&sys), solve_on_cpus(&sys, &many()));
+        for (u, v) in a.utilization.iter().zip(&b.solution.utilization) {
+            assert!((u - v).abs() <= 1e-9, "{a:?} {b:?}");
         }
     }
 }

@@ -17,6 +17,7 @@ pub mod flags;
 mod pair;
 mod party;
 pub mod pingpong;
+pub mod qos;
 pub mod scale;
 
 pub use backend::kvm;

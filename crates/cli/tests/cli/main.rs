@@ -1275,12 +1275,85 @@ fn qos_json_contract() {
     // The model alone, and the backends not built yet refused in one line.
     let m = json(&["qos", "--backend", "model", "--path", "direct", "--json"]);
     assert_eq!(m["stages"][0]["name"], "hypervisor");
-    let out = kicklab(&["qos", "--backend", "futex"]);
+    let out = kicklab(&["qos", "--backend", "kvm"]);
     assert_eq!(out.status.code(), Some(2));
-    assert!(String::from_utf8_lossy(&out.stderr).contains("not built yet"));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("kvm is not built") && err.contains("futex"),
+        "{err}"
+    );
     let out = kicklab(&["qos", "--limit", "3=100"]);
     assert_eq!(out.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&out.stderr).contains("no VM 3"));
+}
+
+#[test]
+fn qos_futex_json_contract() {
+    // A short real run (0.3 s): the sim's fields in the paper's time, the
+    // measured ones beside them, every request accounted for.
+    let v = json(&[
+        "qos",
+        "--backend",
+        "futex",
+        "--limit",
+        "2=300",
+        "--police",
+        "post",
+        "--offered",
+        "1500",
+        "--seconds",
+        "3",
+        "--json",
+    ]);
+    assert_eq!(v["path"], "shared");
+    assert_eq!(v["police"], "post");
+    assert_eq!(v["backend"], "futex");
+    let scale = v["scale"].as_f64().unwrap();
+    assert!((scale - 0.1).abs() < 1e-12);
+    let vms = v["vms"].as_array().unwrap();
+    assert_eq!(vms.len(), 2);
+    for (i, vm) in vms.iter().enumerate() {
+        assert_eq!(vm["id"], i + 1);
+        for key in ["offered_per_s", "throughput_per_s", "dropped_per_s"] {
+            assert!(vm[key].is_number(), "{key}: {vm}");
+            // The paper's time: the measured rate times the scale.
+            let m = vm["measured"][key].as_f64().unwrap();
+            assert!(
+                (vm[key].as_f64().unwrap() - m * scale).abs() < 1e-6,
+                "{key}: {vm}"
+            );
+        }
+        assert!(vm["latency_ns"]["p50"].is_number() && vm["latency_ns"]["p99"].is_number());
+        assert_eq!(vm["lost"], 0, "{vm}");
+        assert_eq!(vm["duplicated"], 0, "{vm}");
+        let (g, c, d) = (
+            vm["generated"].as_u64().unwrap(),
+            vm["completed"].as_u64().unwrap(),
+            vm["dropped"].as_u64().unwrap(),
+        );
+        assert!(g > 0 && g == c + d, "{vm}");
+        // Offered 1500/s of the paper's time.
+        let offered = vm["offered_per_s"].as_f64().unwrap();
+        assert!((offered - 1500.0).abs() < 0.1 * 1500.0, "{vm}");
+    }
+    // VM2 is held to its limit after receive.
+    assert!(
+        vms[1]["throughput_per_s"].as_f64().unwrap() <= 300.0 * 1.2,
+        "{v}"
+    );
+    let stages = v["stages"].as_array().unwrap();
+    assert_eq!(stages.len(), 3);
+    assert_eq!(stages[0]["name"], "backend");
+    for s in stages {
+        let u = s["utilization"].as_f64().unwrap();
+        assert!((0.0..=1.05).contains(&u), "{s}");
+    }
+    let model = v["model"]["vms"].as_array().unwrap();
+    assert_eq!(model.len(), 2);
+    assert!(model[0]["throughput_per_s"].as_f64().unwrap() > 0.0);
+    assert!(v["costs"]["shared_ns"].as_f64().unwrap() > 0.0);
+    assert!(v["cpus"].as_u64().unwrap() >= 1);
+    assert!(v["vm_core"] == "busy" || v["vm_core"] == "timed", "{v}");
 }
 
 #[test]
@@ -1476,6 +1549,61 @@ fn the_new_commands_refuse_hostile_values_in_one_line() {
             "--seconds",
         ),
         (vec!["qos", "--vms", "100000"], "--vms"),
+        (vec!["qos", "--backend", "futex", "--vms", "200"], "--vms"),
+        (
+            vec!["qos", "--backend", "futex", "--offered", "1e8"],
+            "--offered",
+        ),
+        (vec!["qos", "--backend", "futex", "--scale", "0"], "--scale"),
+        (
+            vec!["qos", "--backend", "futex", "--scale", "-1"],
+            "--scale",
+        ),
+        (
+            vec!["qos", "--backend", "futex", "--scale", "1e-12"],
+            "--scale",
+        ),
+        (
+            vec![
+                "qos",
+                "--backend",
+                "futex",
+                "--scale",
+                "1e-3",
+                "--seconds",
+                "3000",
+            ],
+            "--offered",
+        ),
+        (
+            vec!["qos", "--backend", "futex", "--seconds", "0.001"],
+            "--seconds",
+        ),
+        (
+            vec!["qos", "--backend", "futex", "--buffer", "10000000"],
+            "--buffer",
+        ),
+        (
+            vec!["qos", "--backend", "futex", "--vm-service", "1h"],
+            "--vm-service",
+        ),
+        (
+            vec!["qos", "--backend", "futex", "--limit", "2=0"],
+            "--limit",
+        ),
+        (
+            vec![
+                "qos",
+                "--backend",
+                "futex",
+                "--figures",
+                "--scale",
+                "7",
+                "--out",
+                out,
+            ],
+            "--scale",
+        ),
         (vec!["qos", "--buffer", "0"], "--buffer"),
         (
             vec!["qos", "--figures", "--seconds", "-1", "--out", out],
