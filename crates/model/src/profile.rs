@@ -205,8 +205,8 @@ pub struct Profile {
     /// The ring's cost per message to P when P sets the pace and C sleeps
     /// (W_P = 4 us, W_C = 0, notify, C woken every L/2 messages: T - W_P
     /// less P's kicks), one sample per run. Without a polling peer on the
-    /// shared lines it is far below [`Profile::overhead`] on a contended
-    /// machine (KVM here: 0.1 us against 0.3 us); [`Profile::apply_notify`]
+    /// shared lines it is below [`Profile::overhead`] (KVM here: the host
+    /// consumer's 71-90 ns against 100-130 ns); [`Profile::apply_notify`]
     /// adds it to W_P (`docs/calibration.md`, "The ring's cost per
     /// message").
     #[serde(default, skip_serializing_if = "Option::is_none")]
