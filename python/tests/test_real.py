@@ -43,6 +43,7 @@ def test_calibrate_has_the_cli_fields(cli, profile):
     got = {k: v for k, v in profile.items() if k != "path"}
     assert set(got) == set(want)
     assert got["backend"] == "futex" and got["idle_curve"] == [] and got["overhead_ns"] is None
+    assert got["overhead_p_ns"] is None and got["overhead_c_ns"] is None
     for k in ("NP_ns", "NC_ns", "SP_ns", "SC_ns"):
         assert got[k] > 0
     # The saved file is the profile.

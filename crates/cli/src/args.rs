@@ -254,6 +254,21 @@ impl ParamArgs {
         self.build(|profile, p| profile.apply(p, spread))
     }
 
+    /// [`ParamArgs::params_with`] for a pair whose parties both wait by
+    /// `notify` (`notify`: the ring's cost per message as measured with the
+    /// peer asleep, `Profile::apply_notify`), else the same.
+    ///
+    /// # Errors
+    ///
+    /// A [`Usage`] error naming the flag.
+    pub fn params_for(&self, spread: bool, notify: bool) -> Result<Params, Usage> {
+        if notify {
+            self.build(|profile, p| profile.apply_notify(p, spread))
+        } else {
+            self.params_with(spread)
+        }
+    }
+
     fn build(&self, apply: impl Fn(&kicklab_model::Profile, &mut Params)) -> Result<Params, Usage> {
         self.build_with(self.load_profile()?.as_ref(), apply)
     }

@@ -220,10 +220,33 @@ pub fn print_profile(p: &Profile) {
             "ring",
             o,
             &format!(
-                "per message of a polling pair with no work, {} runs; the model adds it to W_P and W_C",
+                "per message of a polling pair with no work, {} runs; the model adds it to W_P and W_C of polling pairs",
                 o.n
             ),
         );
+    }
+    for (name, o, who) in [
+        (
+            "ring P",
+            &p.overhead_p,
+            "P sets the pace (W_P 4us, W_C 0), C asleep",
+        ),
+        (
+            "ring C",
+            &p.overhead_c,
+            "C sets the pace (W_C 4us, W_P 0), P asleep",
+        ),
+    ] {
+        if let Some(o) = o {
+            row(
+                name,
+                o,
+                &format!(
+                    "per message to the pace-setter, {who}, less its kicks; {} runs; the model adds it to notify pairs",
+                    o.n
+                ),
+            );
+        }
     }
     if let Some(r) = &p.in_run {
         for (name, stat, what) in [

@@ -30,7 +30,7 @@ pub fn prediction_json(p: &Prediction) -> serde_json::Value {
 }
 
 pub fn run(a: &ModelArgs) -> anyhow::Result<()> {
-    let params = a.params.params_with(false)?;
+    let params = a.params.params_for(false, a.mode == WaitMode::Notify)?;
     if let WaitMode::Spin { .. } = a.mode {
         return Err(Usage(
             "--mode: the model covers notify and poll; simulate spin:<budget> with `kicklab sim`"

@@ -69,13 +69,14 @@ pub fn run(a: &SimArgs) -> anyhow::Result<()> {
     if a.bench {
         return crate::bench::run(a.json);
     }
-    // With a profile, the simulator gets the measured spread of N and S.
-    let params = a.params.params_with(true)?;
     let bound = |m: WaitMode| m.with_latency(a.latency);
     let (mode_p, mode_c) = (
         bound(a.mode_p.unwrap_or(a.mode)),
         bound(a.mode_c.unwrap_or(a.mode)),
     );
+    // With a profile, the simulator gets the measured spread of N and S.
+    let notify = mode_p == WaitMode::Notify && mode_c == WaitMode::Notify;
+    let params = a.params.params_for(true, notify)?;
     let cfg = SimConfig {
         params,
         mode_p,

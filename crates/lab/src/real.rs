@@ -184,8 +184,12 @@ pub fn predicted(
 /// Invalid parameters, or a failed simulation.
 pub fn simulated(spec: &RunSpec, profile: &Profile) -> Result<Rates, LabError> {
     let mut p = spec.params;
-    profile.apply(&mut p, true);
     let [mode_p, mode_c] = spec.modes();
+    if mode_p == WaitMode::Notify && mode_c == WaitMode::Notify {
+        profile.apply_notify(&mut p, true);
+    } else {
+        profile.apply(&mut p, true);
+    }
     let s = simulate(&SimConfig {
         mode_p,
         mode_c,
@@ -300,7 +304,11 @@ pub fn predicted_at_idle(
     mode: WaitMode,
 ) -> Result<Option<IdlePrediction>, LabError> {
     let mut p = *params;
-    profile.apply(&mut p, false);
+    if mode == WaitMode::Notify {
+        profile.apply_notify(&mut p, false);
+    } else {
+        profile.apply(&mut p, false);
+    }
     let one = |p: &Params| match predict(p, mode) {
         Ok(x) => Ok(Some(x)),
         Err(kicklab_model::ModelError::NoClosedForm) => Ok(None),
@@ -450,6 +458,8 @@ pub fn profile_json(p: &Profile) -> serde_json::Value {
         "SP_V_ns": p.start(Party::P).mean_ns,
         "SC_V_ns": p.start(Party::C).mean_ns,
         "overhead_ns": mean(p.overhead.as_ref()),
+        "overhead_p_ns": mean(p.overhead_p.as_ref()),
+        "overhead_c_ns": mean(p.overhead_c.as_ref()),
         "in_run": p.in_run.map(|r| serde_json::json!({
             "NP_ns": mean(r.np.as_ref()),
             "NC_ns": mean(r.nc.as_ref()),

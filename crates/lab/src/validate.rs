@@ -459,10 +459,14 @@ pub fn validate(
     let mut out = Vec::new();
     for x in vary.values() {
         let p = vary.apply(base, x);
+        // Notify pairs take the ring's cost per message as measured with
+        // the peer asleep; the polling pair the polling pair's.
         let mut mean = p;
-        profile.apply(&mut mean, false);
+        profile.apply_notify(&mut mean, false);
         let mut spread = p;
-        profile.apply(&mut spread, true);
+        profile.apply_notify(&mut spread, true);
+        let mut polling = p;
+        profile.apply(&mut polling, false);
         // The headline model takes S as calibrated (at the profile's idle
         // gap). The model with each sleeper's S looked up at its idle time
         // on the idle curve (a fixed point over the sleep length) is shown
@@ -473,7 +477,7 @@ pub fn validate(
         let mut typical = p;
         profile.apply_medians(&mut typical);
         let mm = predict(&typical, WaitMode::Notify)?;
-        let g = predict(&mean, WaitMode::Poll)?;
+        let g = predict(&polling, WaitMode::Poll)?;
         let what = format!("{}={}", vary.param.name(), fmt_ns(x));
         let (reps, tries) = repetitions(
             opts,

@@ -202,6 +202,18 @@ pub struct Profile {
     /// run. [`Profile::apply`] adds it to W_P and W_C.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub overhead: Option<Stat>,
+    /// The ring's cost per message to P when P sets the pace and C sleeps
+    /// (W_P = 4 us, W_C = 0, notify, C woken every L/2 messages: T - W_P
+    /// less P's kicks), one sample per run. Without a polling peer on the
+    /// shared lines it is below [`Profile::overhead`] (KVM here: the host
+    /// consumer's 71-90 ns against 100-130 ns); [`Profile::apply_notify`]
+    /// adds it to W_P (`docs/calibration.md`, "The ring's cost per
+    /// message").
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub overhead_p: Option<Stat>,
+    /// The same for C: W_C = 4 us, W_P = 0, P woken every L/2 free slots.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub overhead_c: Option<Stat>,
     /// N, V and S after other idle gaps, ascending by gap
     /// ([`Profile::start_at_idle`]).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
@@ -334,6 +346,8 @@ impl Profile {
             sp_v: None,
             sc_v: None,
             overhead: None,
+            overhead_p: None,
+            overhead_c: None,
             idle_curve: Vec::new(),
             in_run: None,
         }
@@ -407,10 +421,32 @@ impl Profile {
     /// work a real party spins plus what the ring costs it per message.
     pub fn apply(&self, params: &mut crate::Params, spread: bool) {
         self.apply_costs(params, spread);
-        if let Some(o) = &self.overhead {
-            let o = o.mean_ns.max(0.0);
-            params.w_p = params.w_p.plus(o);
-            params.w_c = params.w_c.plus(o);
+        let [o_p, o_c] = self.overheads(false, |s| s.mean_ns);
+        params.w_p = params.w_p.plus(o_p);
+        params.w_c = params.w_c.plus(o_c);
+    }
+
+    /// As [`Profile::apply`], for a pair whose parties wait by `notify`:
+    /// the ring's cost per message to each party is the one measured with
+    /// its peer asleep ([`Profile::overhead_p`], [`Profile::overhead_c`]),
+    /// where the profile has both; else [`Profile::overhead`].
+    pub fn apply_notify(&self, params: &mut crate::Params, spread: bool) {
+        self.apply_costs(params, spread);
+        let [o_p, o_c] = self.overheads(true, |s| s.mean_ns);
+        params.w_p = params.w_p.plus(o_p);
+        params.w_c = params.w_c.plus(o_c);
+    }
+
+    /// The ring's cost per message added to W_P and W_C: with `notify` the
+    /// peer-asleep ones where the profile has both (their medians: a
+    /// pace-setter taken off its CPU by another process only ever adds to
+    /// a sample), else the polling pair's (`pick` reads the statistic); 0
+    /// without.
+    fn overheads(&self, notify: bool, pick: impl Fn(&Stat) -> f64) -> [f64; 2] {
+        match (notify, &self.overhead_p, &self.overhead_c, &self.overhead) {
+            (true, Some(p), Some(c), _) => [p.median_ns.max(0.0), c.median_ns.max(0.0)],
+            (_, _, _, Some(o)) => [pick(o).max(0.0); 2],
+            _ => [0.0; 2],
         }
     }
 
@@ -483,8 +519,9 @@ impl Profile {
 
     /// Puts the calibrated medians into `params` as constants: the typical
     /// cost, insensitive to the rare very slow wake-ups that dominate the
-    /// means here (`docs/calibration.md`); the overhead's median is added
-    /// to W_P and W_C as in [`Profile::apply`].
+    /// means here (`docs/calibration.md`), for a pair that waits by
+    /// `notify`; the overheads' medians are added to W_P and W_C as in
+    /// [`Profile::apply_notify`].
     pub fn apply_medians(&self, params: &mut crate::Params) {
         let c = |s: &Stat| Cost::Const(s.median_ns.max(0.0));
         (params.n_p, params.n_c, params.s_p, params.s_c) = (
@@ -504,11 +541,9 @@ impl Profile {
             let median = |s: &Option<Stat>| s.map(|s| s.median_ns);
             self.apply_in_run(params, r, &median, |s| s.median_ns, |_, v| Cost::Const(v));
         }
-        if let Some(o) = &self.overhead {
-            let o = o.median_ns.max(0.0);
-            params.w_p = params.w_p.plus(o);
-            params.w_c = params.w_c.plus(o);
-        }
+        let [o_p, o_c] = self.overheads(true, |s| s.median_ns);
+        params.w_p = params.w_p.plus(o_p);
+        params.w_c = params.w_c.plus(o_c);
     }
 
     /// A value of the idle curve at `idle_ns` of idling before the
@@ -695,6 +730,25 @@ mod tests {
         assert_eq!(med.s_c, Cost::Const(3e3));
         assert_eq!(med.v_p, Some(Cost::Const(10e3)));
         assert_eq!(med.w_c, Cost::Const(1200.0));
+        // With the peer-asleep overheads, a notify pair takes those (and
+        // a polling pair still the polling pair's).
+        let mut n = crate::Params::default();
+        p.apply_notify(&mut n, false);
+        assert_eq!((n.w_p, n.w_c), (Cost::Const(1100.0), Cost::Const(1200.0)));
+        p.overhead_p = Some(Stat::constant(30.0));
+        p.overhead_c = Some(Stat::constant(-5.0));
+        let mut n = crate::Params::default();
+        p.apply_notify(&mut n, false);
+        assert_eq!((n.w_p, n.w_c), (Cost::Const(1030.0), Cost::Const(1100.0)));
+        let mut med = crate::Params::default();
+        p.apply_medians(&mut med);
+        assert_eq!(
+            (med.w_p, med.w_c),
+            (Cost::Const(1030.0), Cost::Const(1100.0))
+        );
+        let mut poll = crate::Params::default();
+        p.apply(&mut poll, false);
+        assert_eq!(poll.w_p, Cost::Const(1100.0));
     }
 
     #[test]

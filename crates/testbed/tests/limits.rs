@@ -248,4 +248,10 @@ fn thread_calibration_measures_all_four_costs() {
     let o = p.overhead.expect("overhead measured");
     assert_eq!(o.n, 2);
     assert!(o.mean_ns > 0.0 && o.mean_ns < 10e3, "{o:?}");
+    // And each pace-setter's, with its peer asleep: a sample per run.
+    for o in [p.overhead_p, p.overhead_c] {
+        let o = o.expect("measured with the overhead");
+        assert_eq!(o.n, 2);
+        assert!(o.median_ns.abs() < 10e3, "{o:?}");
+    }
 }

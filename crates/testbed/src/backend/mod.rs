@@ -125,7 +125,77 @@ impl Backend {
         if c.reference_runs > 0 {
             p.in_run = self.in_run(c.reference_runs)?;
         }
+        if c.overhead_runs > 0 {
+            // N as runs meet it where timed, else as calibrated: each
+            // pace-setter's kicks are taken out of its T.
+            let n =
+                |run: Option<Stat>, isolated: &Stat| run.map_or(isolated.mean_ns, |s| s.mean_ns);
+            let (np, nc) = (
+                n(p.in_run.and_then(|r| r.np), &p.np),
+                n(p.in_run.and_then(|r| r.nc), &p.nc),
+            );
+            [p.overhead_p, p.overhead_c] = self.overhead_alone(c.overhead_runs, [np, nc])?;
+        }
         Ok(p)
+    }
+
+    /// The ring's cost per message to the party that sets the pace while
+    /// its peer sleeps, P's and C's: a notify pair in which that party has
+    /// 4 us of work per message and the other none, the sleeper woken once
+    /// every L/2 messages (L = 256: C registers for 128 published, P for
+    /// 128 free), so the pace-setter never waits; T - 4 us less its kicks
+    /// (N each: the run's own mean where the backend times it, else
+    /// `n_ns`, the calibrated mean of P's and C's) per message is one
+    /// sample; `runs` runs of 30 000 messages. This is the per-message cost
+    /// that sets T in FC (P's) and FP (C's); the polling pair of
+    /// [`Backend::overhead`] adds the cost of a peer spinning on the shared
+    /// lines, which a sleeping peer does not have.
+    ///
+    /// # Errors
+    ///
+    /// As [`Backend::run_pair`].
+    #[allow(clippy::cast_precision_loss)]
+    pub fn overhead_alone(
+        self,
+        runs: u32,
+        n_ns: [f64; 2],
+    ) -> Result<[Option<Stat>; 2], TestbedError> {
+        const W_NS: f64 = 4000.0;
+        let pair = |w_p: f64, w_c: f64, k_p: u32, k_c: u32| {
+            let params = Params {
+                len: 256,
+                k_p,
+                k_c,
+                w_p: Cost::Const(w_p),
+                w_c: Cost::Const(w_c),
+                ..Params::default()
+            };
+            PairConfig {
+                params,
+                mode_p: WaitMode::Notify,
+                mode_c: WaitMode::Notify,
+                backend: self,
+                messages: 30_000,
+                warmup: 3_000,
+                seed: 1,
+                timeout: crate::stall_limit(&params),
+                batch: 1,
+                flush: crate::Flush::Full,
+                latency: false,
+            }
+        };
+        let (p_paces, c_paces) = (pair(W_NS, 0.0, 128, 1), pair(0.0, W_NS, 1, 128));
+        let (mut o_p, mut o_c) = (Vec::new(), Vec::new());
+        for _ in 0..runs {
+            let a = self.run_pair(&p_paces)?;
+            let kicks = a.rates.notifications_p as f64 / a.rates.messages.max(1) as f64;
+            o_p.push(a.rates.t_ns - W_NS - kicks * a.kick_p_ns.unwrap_or(n_ns[0]));
+            let b = self.run_pair(&c_paces)?;
+            let kicks = b.rates.notifications_c as f64 / b.rates.messages.max(1) as f64;
+            o_c.push(b.rates.t_ns - W_NS - kicks * b.kick_c_ns.unwrap_or(n_ns[1]));
+        }
+        let stat = |v: Vec<f64>| (!v.is_empty()).then(|| Stat::of(v));
+        Ok([stat(o_p), stat(o_c)])
     }
 
     /// N and the wake-up R = V + S as a run meets them: the kicks and

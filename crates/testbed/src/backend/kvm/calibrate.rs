@@ -356,6 +356,8 @@ pub fn calibrate(
         sp_v: Some(sp_v),
         sc_v: Some(sc_v),
         overhead: None,
+        overhead_p: None,
+        overhead_c: None,
         idle_curve: Vec::new(),
         in_run: None,
     })

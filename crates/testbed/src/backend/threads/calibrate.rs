@@ -257,6 +257,8 @@ pub fn calibrate(
         sp_v: Some(st(10)),
         sc_v: Some(st(11)),
         overhead: None,
+        overhead_p: None,
+        overhead_c: None,
         idle_curve: Vec::new(),
         in_run: None,
     })
