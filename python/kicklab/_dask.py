@@ -21,9 +21,9 @@ def chunk_rows(
     mode: str,
     messages: int,
     seed: int,
+    profile: tuple[str, str] | None,
     start: int,
     stop: int,
-    profile: tuple[str, str] | None,
 ) -> str:
     """Rows ``start..stop`` of the sweep's CSV, without the header (what a
     worker runs)."""
@@ -35,6 +35,20 @@ def bounds(points: int, chunks: int) -> list[tuple[int, int]]:
     size (none empty)."""
     chunks = max(1, min(chunks, points))
     return [(points * i // chunks, points * (i + 1) // chunks) for i in range(chunks)]
+
+
+def gather_csv(client: Any, chunks: int | None, per_thread: int, header: str, points: int, rows: Any, *args: Any) -> str:
+    """``header`` and the rows of ``points`` points computed in chunks on
+    ``client``'s workers: ``rows(*args, start, stop)`` for each chunk, in
+    order. ``chunks`` None: ``per_thread`` per worker thread."""
+    if chunks is None:
+        threads = sum(client.nthreads().values()) or 1
+        chunks = per_thread * threads
+    elif isinstance(chunks, bool) or not isinstance(chunks, int) or chunks < 1:
+        raise ValueError(f"chunks: invalid value '{chunks}': need a whole number >= 1")
+    futures = [client.submit(rows, *args, a, b, pure=False) for a, b in bounds(points, chunks)]
+    parts: list[str] = client.gather(futures)
+    return header + "".join(parts)
 
 
 def sweep_csv_on(
@@ -52,17 +66,7 @@ def sweep_csv_on(
     # Checks every input and every point, and gives the header line.
     header = _kicklab.sweep_chunk_csv(args, vary, mode, messages, seed, 0, 0, True, profile)
     points = _kicklab.sweep_len(vary)
-    if chunks is None:
-        threads = sum(client.nthreads().values()) or 1
-        chunks = 2 * threads
-    elif isinstance(chunks, bool) or not isinstance(chunks, int) or chunks < 1:
-        raise ValueError(f"chunks: invalid value '{chunks}': need a whole number >= 1")
-    futures = [
-        client.submit(chunk_rows, args, vary, mode, messages, seed, a, b, profile, pure=False)
-        for a, b in bounds(points, chunks)
-    ]
-    rows: list[str] = client.gather(futures)
-    return header + "".join(rows)
+    return gather_csv(client, chunks, 2, header, points, chunk_rows, args, vary, mode, messages, seed, profile)
 
 
 def map_rows(
@@ -72,9 +76,9 @@ def map_rows(
     mode: str,
     messages: int,
     seed: int,
+    profile: tuple[str, str] | None,
     start: int,
     stop: int,
-    profile: tuple[str, str] | None,
 ) -> str:
     """Points ``start..stop`` of the map's CSV, without the header (what a
     worker runs)."""
@@ -98,14 +102,4 @@ def map_csv_on(
     # header line.
     header = _kicklab.map_chunk_csv(args, x, y, mode, messages, seed, 0, 0, True, profile)
     points = _kicklab.map_len(x, y)
-    if chunks is None:
-        threads = sum(client.nthreads().values()) or 1
-        chunks = 4 * threads
-    elif isinstance(chunks, bool) or not isinstance(chunks, int) or chunks < 1:
-        raise ValueError(f"chunks: invalid value '{chunks}': need a whole number >= 1")
-    futures = [
-        client.submit(map_rows, args, x, y, mode, messages, seed, a, b, profile, pure=False)
-        for a, b in bounds(points, chunks)
-    ]
-    rows: list[str] = client.gather(futures)
-    return header + "".join(rows)
+    return gather_csv(client, chunks, 4, header, points, map_rows, args, x, y, mode, messages, seed, profile)

@@ -656,6 +656,17 @@ fn sweep_len(vary: &str) -> PyResult<u32> {
     Ok(parse_vary(vary)?.points)
 }
 
+/// Checks that the chunk `start..stop` lies within the `len` points of a
+/// `what` (sweep, map).
+fn chunk_within(start: usize, stop: usize, len: usize, what: &str) -> Res<()> {
+    if start > stop || stop > len {
+        return Err(bad(format!(
+            "chunk {start}..{stop} is not within the {what}'s {len} points"
+        )));
+    }
+    Ok(())
+}
+
 /// Points `start..stop` of a sweep as CSV rows (with the header line when
 /// `header`): what [`sweep_csv`] has on those rows, computed point by
 /// point as `kicklab_sim::sweep` computes each (a chunk of a sweep
@@ -678,13 +689,7 @@ fn sweep_chunk_csv(
 ) -> PyResult<String> {
     let (base, vary, mode) = sweep_inputs(&params, vary, mode, messages, profile)?;
     let points = kicklab_sim::sweep_points(&base, &vary).map_err(|e| sim_err(&e))?;
-    if start > stop || stop > points.len() {
-        return Err(bad(format!(
-            "chunk {start}..{stop} is not within the sweep's {} points",
-            points.len()
-        ))
-        .into());
-    }
+    chunk_within(start, stop, points.len(), "sweep")?;
     let run = |&(x, params): &(f64, Params)| -> Result<SweepPoint, SimError> {
         kicklab_sim::sweep_point(x, params, mode, messages, seed)
     };
@@ -743,13 +748,7 @@ fn map_chunk_csv(
         seed,
     };
     let grid = kicklab_lab::map::grid(&spec).map_err(|e| lab_err(&e))?;
-    if start > stop || stop > grid.len() {
-        return Err(bad(format!(
-            "chunk {start}..{stop} is not within the map's {} points",
-            grid.len()
-        ))
-        .into());
-    }
+    chunk_within(start, stop, grid.len(), "map")?;
     let points = py
         .detach(|| kicklab_lab::map::map_points(&spec, &grid[start..stop], &Silent))
         .map_err(|e| lab_err(&e))?;

@@ -335,4 +335,12 @@ pub fn print_profile(p: &Profile) {
             "NOT stable within 5% (noisy machine): see the spread"
         }
     );
+    for w in kicklab_lab::disturbance::check_profile(p) {
+        if matches!(
+            w,
+            kicklab_lab::disturbance::Warning::UnsteadyRingCost { .. }
+        ) {
+            println!("warning: {w}");
+        }
+    }
 }

@@ -73,6 +73,15 @@ pub enum Warning {
         /// Rounds it took.
         rounds: usize,
     },
+    /// The ring's cost per message varied across calibration's polling
+    /// runs far more than a quiet machine lets it: something else ran
+    /// while calibrating.
+    UnsteadyRingCost {
+        /// Its median [ns].
+        median_ns: f64,
+        /// Its 90th percentile [ns].
+        p90_ns: f64,
+    },
     /// A calibrated start-up cost came out negative (the woken party ran
     /// before the notifier's call returned); the model takes it as 0.
     NegativeStart {
@@ -85,13 +94,15 @@ pub enum Warning {
 
 impl Warning {
     /// Its kind, a stable lowercase name (`slow_polling`, `off_cpu`,
-    /// `oversubscribed`, `unstable_profile`, `negative_start`).
+    /// `oversubscribed`, `unstable_profile`, `unsteady_ring_cost`,
+    /// `negative_start`).
     pub fn kind(&self) -> &'static str {
         match self {
             Warning::SlowPolling { .. } => "slow_polling",
             Warning::OffCpu { .. } => "off_cpu",
             Warning::Oversubscribed => "oversubscribed",
             Warning::UnstableProfile { .. } => "unstable_profile",
+            Warning::UnsteadyRingCost { .. } => "unsteady_ring_cost",
             Warning::NegativeStart { .. } => "negative_start",
         }
     }
@@ -111,6 +122,7 @@ impl Warning {
             }
             Warning::Oversubscribed => "oversubscribed".into(),
             Warning::UnstableProfile { .. } => "unstable calibration".into(),
+            Warning::UnsteadyRingCost { .. } => "unsteady ring cost".into(),
             Warning::NegativeStart { cost, .. } => format!("negative {cost}"),
         }
     }
@@ -172,6 +184,14 @@ impl std::fmt::Display for Warning {
                 f,
                 "the calibration did not settle in {rounds} rounds: its N and S are in doubt \
                  (kicklab calibrate --save FILE on a quiet machine)"
+            ),
+            Warning::UnsteadyRingCost { median_ns, p90_ns } => write!(
+                f,
+                "the ring's cost per message varied across calibration's polling runs (median {}, \
+                 90th percentile {}): something else ran while calibrating, so its N and S are in \
+                 doubt too (kicklab calibrate --save FILE on a quiet machine)",
+                fmt_ns(median_ns),
+                fmt_ns(p90_ns)
             ),
             Warning::NegativeStart { cost, mean_ns } => write!(
                 f,
@@ -245,6 +265,18 @@ pub fn check_profile(p: &Profile) -> Vec<Warning> {
     let mut w = Vec::new();
     if !p.stable {
         w.push(Warning::UnstableProfile { rounds: p.rounds });
+    }
+    // Quiet, the polling runs agree within a few percent (133-145 ns for a
+    // median of 135 here); disturbed, their 90th percentile was 5x the
+    // median. Twice the median plus 100 ns leaves room for a slower
+    // machine's jitter.
+    if let Some(o) = &p.overhead {
+        if o.p90_ns > 2.0 * o.median_ns + 100.0 {
+            w.push(Warning::UnsteadyRingCost {
+                median_ns: o.median_ns,
+                p90_ns: o.p90_ns,
+            });
+        }
     }
     for cost in p.negative_starts() {
         let mean_ns = if cost == "S_P" { p.sp } else { p.sc }.mean_ns;
@@ -434,6 +466,34 @@ pub(crate) mod tests {
             ]
         );
         assert!(w.iter().all(|w| !w.retry_may_help()));
+        // A ring cost measured while something else ran (numbers from a
+        // disturbed calibration here) is doubtful; a steady one is not.
+        let mut q = profile();
+        q.overhead = Some(kicklab_model::Stat {
+            median_ns: 500.0,
+            mean_ns: 1094.0,
+            p10_ns: 246.0,
+            p90_ns: 2676.0,
+            sigma_log: 0.98,
+            n: 5,
+        });
+        assert_eq!(
+            check_profile(&q),
+            [Warning::UnsteadyRingCost {
+                median_ns: 500.0,
+                p90_ns: 2676.0
+            }]
+        );
+        assert!(!check_profile(&q)[0].retry_may_help());
+        q.overhead = Some(kicklab_model::Stat {
+            median_ns: 135.0,
+            mean_ns: 137.0,
+            p10_ns: 134.0,
+            p90_ns: 145.0,
+            sigma_log: 0.03,
+            n: 5,
+        });
+        assert_eq!(check_profile(&q), []);
         // `check` adds them to the run's own.
         let r = run(1100.0, [1100.0, 1100.0], [0, 0]);
         let all = check(&r, &Params::default(), WaitMode::Poll, &p).unwrap();
