@@ -493,6 +493,7 @@ def sweep(
 def map(
     x: str = "wp=0.1us..3us:60",
     y: str = "wc=0.1us..3us:60",
+    z: str | None = None,
     mode: str = "notify",
     messages: int = 20_000,
     seed: int = 1,
@@ -510,6 +511,10 @@ def map(
     x, y:
         The grid's columns and rows, ``NAME=FROM..TO:POINTS`` as in
         :func:`sweep` (two different parameters).
+    z:
+        A third parameter, ``NAME=FROM..TO:POINTS``, for a 3-D grid: one
+        map per value, stacked, with a first column named after it (the
+        value in ns, or the count). ``None``: a 2-D map.
     mode:
         How both parties wait.
     messages:
@@ -543,16 +548,36 @@ def map(
     >>> df = kicklab.map("wp=0.5us..3us:6", "wc=0.5us..3us:6", messages=5_000)
     >>> df.pivot(index="wc", columns="wp", values="regime")  # doctest: +SKIP
     """
-    args = _params("map", params)
     messages = _whole("messages", messages)
     seed = _whole("seed", seed)
     prof = _profile(profile)
+    if z is None:
+        args = _params("map", params)
+        if client is None:
+            points = _kicklab.map_len(x, y)
+            return _frame(_kicklab.map_chunk_csv(args, x, y, mode, messages, seed, 0, points, True, prof))
+        from ._dask import map_csv_on
+
+        return _frame(map_csv_on(client, chunks, args, x, y, mode, messages, seed, prof))
+    name, values, is_count = _kicklab.vary_values(z)
+    if name in (_kicklab.vary_values(x)[0], _kicklab.vary_values(y)[0]):
+        raise ValueError("z: vary another parameter than x and y")
+    if params.get(name) is not None:
+        raise ValueError(f"z: varies {name}, also given as {name}=")
+    layers = [_params("map", {**params, name: int(v) if is_count else v}) for v in values]
     if client is None:
         points = _kicklab.map_len(x, y)
-        return _frame(_kicklab.map_chunk_csv(args, x, y, mode, messages, seed, 0, points, True, prof))
-    from ._dask import map_csv_on
+        texts = [_kicklab.map_chunk_csv(a, x, y, mode, messages, seed, 0, points, True, prof) for a in layers]
+    else:
+        from ._dask import map_layers_on
 
-    return _frame(map_csv_on(client, chunks, args, x, y, mode, messages, seed, prof))
+        texts = map_layers_on(client, chunks, layers, x, y, mode, messages, seed, prof)
+    frames = []
+    for v, text in zip(values, texts):
+        f = _frame(text)
+        f.insert(0, name, int(v) if is_count else v)
+        frames.append(f)
+    return _pd.concat(frames, ignore_index=True)
 
 
 def advise(

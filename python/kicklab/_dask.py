@@ -103,3 +103,33 @@ def map_csv_on(
     header = _kicklab.map_chunk_csv(args, x, y, mode, messages, seed, 0, 0, True, profile)
     points = _kicklab.map_len(x, y)
     return gather_csv(client, chunks, 4, header, points, map_rows, args, x, y, mode, messages, seed, profile)
+
+
+def map_layers_on(
+    client: Any,
+    chunks: int | None,
+    layers: list[dict[str, str]],
+    x: str,
+    y: str,
+    mode: str,
+    messages: int,
+    seed: int,
+    profile: tuple[str, str] | None,
+) -> list[str]:
+    """A 3-D map: the CSV text of the map of each parameter set in
+    ``layers``, every layer's points computed in chunks on ``client``'s
+    workers, all submitted before any is gathered."""
+    points = _kicklab.map_len(x, y)
+    # Checks every layer's inputs and points, and gives their header lines.
+    headers = [_kicklab.map_chunk_csv(a, x, y, mode, messages, seed, 0, 0, True, profile) for a in layers]
+    if chunks is None:
+        threads = sum(client.nthreads().values()) or 1
+        chunks = max(1, 4 * threads // len(layers))
+    elif isinstance(chunks, bool) or not isinstance(chunks, int) or chunks < 1:
+        raise ValueError(f"chunks: invalid value '{chunks}': need a whole number >= 1")
+    futures = [
+        [client.submit(map_rows, a, x, y, mode, messages, seed, profile, s, e, pure=False) for s, e in bounds(points, chunks)]
+        for a in layers
+    ]
+    gathered: list[list[str]] = client.gather(futures)
+    return [h + "".join(rows) for h, rows in zip(headers, gathered)]

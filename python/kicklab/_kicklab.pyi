@@ -87,6 +87,10 @@ def map_chunk_csv(
     line when ``header``), computed on their own; ``messages`` 0: the model
     only."""
 
+def vary_values(vary: str) -> Tuple[str, List[float], bool]:
+    """``vary``'s parameter name, its values (ns or counts) and whether it
+    is a count."""
+
 def map_len(x: str, y: str) -> int:
     """The number of points of a map over ``x`` and ``y``."""
 

@@ -761,6 +761,14 @@ fn map_chunk_csv(
     })
 }
 
+/// A `NAME=FROM..TO:POINTS` range's parameter name, its values (ns, or
+/// counts) in the order sweeps visit them, and whether it is a count.
+#[pyfunction]
+fn vary_values(vary: &str) -> PyResult<(String, Vec<f64>, bool)> {
+    let v = parse_vary(vary)?;
+    Ok((v.param.name().to_string(), v.values(), v.param.is_count()))
+}
+
 /// The number of points of a map over `x` and `y` (checked).
 #[pyfunction]
 fn map_len(x: &str, y: &str) -> PyResult<u64> {
@@ -1060,6 +1068,7 @@ fn _kicklab(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(sweep_chunk_csv, m)?)?;
     m.add_function(wrap_pyfunction!(map_chunk_csv, m)?)?;
     m.add_function(wrap_pyfunction!(map_len, m)?)?;
+    m.add_function(wrap_pyfunction!(vary_values, m)?)?;
     m.add_function(wrap_pyfunction!(advise_json, m)?)?;
     m.add_function(wrap_pyfunction!(control_csv, m)?)?;
     m.add_function(wrap_pyfunction!(calibrate_json, m)?)?;

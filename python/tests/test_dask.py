@@ -58,6 +58,26 @@ def test_cluster_map_is_the_local_map(client, kwargs):
         pd.testing.assert_frame_equal(spread, local, check_exact=True)
 
 
+def test_a_3d_map_stacks_the_2d_maps_and_the_cluster_gives_the_same(client):
+    kw = {"x": "wp=0.2us..3us:4", "y": "wc=0.2us..3us:3", "messages": 3_000, "seed": 2}
+    cube = kicklab.map(z="kc=1..64:3", **kw)
+    assert list(cube.columns[:3]) == ["kc", "wp", "wc"]
+    assert len(cube) == 3 * 12
+    for k, layer in cube.groupby("kc", sort=False):
+        want = kicklab.map(kc=int(k), **kw)
+        got = layer.drop(columns="kc").reset_index(drop=True)
+        pd.testing.assert_frame_equal(got, want, check_exact=True)
+    for chunks in (None, 1, 5):
+        pd.testing.assert_frame_equal(kicklab.map(z="kc=1..64:3", client=client, chunks=chunks, **kw), cube, check_exact=True)
+    # A duration axis: the value in ns.
+    d = kicklab.map(z="np=1us..4us:2", **kw)
+    assert sorted(d["np"].unique()) == [1000.0, 4000.0]
+    with pytest.raises(ValueError, match="^z: vary another parameter than x and y"):
+        kicklab.map(z="wp=1us..2us:2", **kw)
+    with pytest.raises(ValueError, match="^z: varies kc, also given as kc="):
+        kicklab.map(z="kc=1..4:2", kc=3, **kw)
+
+
 def test_cluster_map_checks_inputs_before_submitting(client):
     with pytest.raises(ValueError, match=r"^vary: at kp=300"):
         kicklab.map("kp=1..300:3", "wc=1us..2us:2", client=client)
