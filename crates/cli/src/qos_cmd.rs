@@ -73,7 +73,7 @@ pub struct QosArgs {
     /// --backend futex: what the VMs' own processing runs on: busy (busy
     /// work on this machine's CPUs), timed (a timed core of its own per
     /// VM), auto (busy if every stage and the device can have a CPU).
-    #[arg(long, default_value = "auto", value_parser = ["auto", "busy", "timed"])]
+    #[arg(long, default_value = "auto", value_parser = vm_core_name, allow_hyphen_values = true)]
     vm_core: String,
     /// Seed of Poisson arrivals.
     #[arg(long, default_value_t = 1, allow_hyphen_values = true)]
@@ -384,6 +384,13 @@ fn real_usage(e: kicklab_lab::LabError, scale: f64) -> anyhow::Error {
             }
         }
         _ => e.into(),
+    }
+}
+
+fn vm_core_name(s: &str) -> Result<String, String> {
+    match s {
+        "auto" | "busy" | "timed" => Ok(s.to_string()),
+        _ => Err(format!("unknown VM core `{s}` (use auto, busy or timed)")),
     }
 }
 

@@ -170,19 +170,7 @@ impl Backend {
                 w_c: Cost::Const(w_c),
                 ..Params::default()
             };
-            PairConfig {
-                params,
-                mode_p: WaitMode::Notify,
-                mode_c: WaitMode::Notify,
-                backend: self,
-                messages: 30_000,
-                warmup: 3_000,
-                seed: 1,
-                timeout: crate::stall_limit(&params),
-                batch: 1,
-                flush: crate::Flush::Full,
-                latency: false,
-            }
+            self.reference(params, WaitMode::Notify, 30_000)
         };
         let (p_paces, c_paces) = (pair(W_NS, 0.0, 128, 1), pair(0.0, W_NS, 1, 128));
         let (mut o_p, mut o_c) = (Vec::new(), Vec::new());
@@ -196,6 +184,25 @@ impl Backend {
         }
         let stat = |v: Vec<f64>| (!v.is_empty()).then(|| Stat::of(v));
         Ok([stat(o_p), stat(o_c)])
+    }
+
+    /// A calibration's reference pair: `params` on this backend, both
+    /// parties waiting by `mode`, `messages` measured after a tenth as
+    /// many, seed 1, no combining, no latency.
+    fn reference(self, params: Params, mode: WaitMode, messages: u64) -> PairConfig {
+        PairConfig {
+            params,
+            mode_p: mode,
+            mode_c: mode,
+            backend: self,
+            messages,
+            warmup: messages / 10,
+            seed: 1,
+            timeout: crate::stall_limit(&params),
+            batch: 1,
+            flush: crate::Flush::Full,
+            latency: false,
+        }
     }
 
     /// N and the wake-up R = V + S as a run meets them: the kicks and
@@ -218,19 +225,7 @@ impl Backend {
                 w_c: Cost::Const(w_c),
                 ..Params::default()
             };
-            PairConfig {
-                params,
-                mode_p: WaitMode::Notify,
-                mode_c: WaitMode::Notify,
-                backend: self,
-                messages: 60_000,
-                warmup: 6_000,
-                seed: 1,
-                timeout: crate::stall_limit(&params),
-                batch: 1,
-                flush: crate::Flush::Full,
-                latency: false,
-            }
+            self.reference(params, WaitMode::Notify, 60_000)
         };
         let (fc, fp) = (pair(2000.0, 1000.0), pair(1000.0, 2000.0));
         let mut v: [Vec<f64>; 4] = Default::default();
@@ -264,19 +259,7 @@ impl Backend {
             w_c: Cost::Const(0.0),
             ..Params::default()
         };
-        let cfg = PairConfig {
-            params,
-            mode_p: WaitMode::Poll,
-            mode_c: WaitMode::Poll,
-            backend: self,
-            messages,
-            warmup: messages / 10,
-            seed: 1,
-            timeout: crate::stall_limit(&params),
-            batch: 1,
-            flush: crate::Flush::Full,
-            latency: false,
-        };
+        let cfg = self.reference(params, WaitMode::Poll, messages);
         let t = (0..runs)
             .map(|_| self.run_pair(&cfg).map(|r| r.rates.t_ns))
             .collect::<Result<Vec<f64>, TestbedError>>()?;
