@@ -185,7 +185,7 @@ pub fn run(a: &RunArgs) -> anyhow::Result<()> {
             fmt_ns(l.p99),
             fmt_ns(l.max)
         ),
-        None => println!("latency        not measured (the guest consumes, or is emulated)"),
+        None => println!("latency        not measured (the emulated guest keeps no stamps)"),
     }
     println!(
         "checked        {} messages: {} lost, {} duplicated or reordered",

@@ -116,6 +116,69 @@ pub(crate) struct HostParty<'a> {
     /// guest's stamps are its own TSC: the guest-minus-host offset in
     /// ticks; 0 for a host producer's).
     pub stamp_offset: i64,
+    /// Producer: the consumer's completion stamps, for latency where the
+    /// consumer is a guest (`None`: not measured this way).
+    pub done: Option<DoneStamps<'a>>,
+}
+
+/// A guest consumer's completion stamps, read back by the host producer:
+/// the guest stores its TSC in slot i's stamp when it is done with the
+/// message there (after its work, before it frees the slot), so the
+/// producer, which knows when it wrote each message (`publish_times`),
+/// reads a message's latency when it is about to write that slot again
+/// (the slot is free: the stamp is there), and the last lap's once the
+/// guest has finished ([`DoneStamps::last_lap`]).
+pub(crate) struct DoneStamps<'a> {
+    /// The guest's stamps, one per slot (its TSC).
+    pub times: &'a [AtomicU64],
+    /// The guest-minus-host offset of its TSC, in ticks.
+    pub offset: i64,
+    /// The window's latencies [ns].
+    pub hist: &'a std::cell::RefCell<Histogram<u64>>,
+}
+
+impl DoneStamps<'_> {
+    /// Records message `seq`'s latency: from `published` (host TSC) to
+    /// the guest's stamp in its slot. The stamp is untrusted: one before
+    /// the write or after now is not counted.
+    pub(crate) fn record(&self, seq: u64, published: u64, tsc: &Tsc) {
+        #[allow(clippy::cast_possible_truncation)] // < len, a usize
+        let i = (seq % self.times.len() as u64) as usize;
+        let done = self.times[i]
+            .load(Ordering::Relaxed)
+            .wrapping_add_signed(self.offset.wrapping_neg());
+        if done < published || done > rdtsc() {
+            return;
+        }
+        #[allow(clippy::cast_possible_truncation, clippy::cast_sign_loss)]
+        let ns = tsc.ns(done - published).round() as u64;
+        let mut h = self.hist.borrow_mut();
+        // `record` grows the histogram; `saturating_record` alone would
+        // clamp to its current range.
+        if h.record(ns).is_err() {
+            h.saturating_record(ns);
+        }
+    }
+
+    /// After the guest has finished: the latencies of the messages the
+    /// producer did not write over (the last lap of `total`, from
+    /// `warmup`), then the window's figures.
+    pub(crate) fn last_lap(
+        &self,
+        publish_times: &[AtomicU64],
+        warmup: u64,
+        total: u64,
+    ) -> Option<Latency> {
+        let tsc = Tsc::get();
+        let len = self.times.len() as u64;
+        for seq in total.saturating_sub(len).max(warmup)..total {
+            #[allow(clippy::cast_possible_truncation)] // < len, a usize
+            let published = publish_times[(seq % len) as usize].load(Ordering::Relaxed);
+            self.record(seq, published, &tsc);
+        }
+        let h = self.hist.borrow();
+        (!h.is_empty()).then(|| latency_of(&h))
+    }
 }
 
 /// The kick stamps two parties share, so that each times its wake-ups from
@@ -439,6 +502,16 @@ impl HostParty<'_> {
             }
             let work_start = l.waits.work_start();
             self.busy(&tsc)?;
+            if let (Some(done), Some(times)) = (&self.done, self.publish_times) {
+                // The slot is free: the message written there a lap ago
+                // is done, and its stamp is there.
+                let len = times.len() as u64;
+                if seq >= len + self.warmup {
+                    #[allow(clippy::cast_possible_truncation)] // < len, a usize
+                    let published = times[(seq % len) as usize].load(Ordering::Relaxed);
+                    done.record(seq - len, published, &tsc);
+                }
+            }
             producer.write(seq)?;
             if let Some(times) = self.publish_times {
                 #[allow(clippy::cast_possible_truncation)] // < len, a usize

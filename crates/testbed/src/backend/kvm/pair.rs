@@ -39,7 +39,7 @@ use super::waits::{DelegatedCounts, DelegatedWaits};
 use super::{Direction, KvmOptions};
 use crate::clock::Tsc;
 use crate::pair::{basic_strategy, busy_waits, placement, PartyCounts, RunGuard};
-use crate::party::{HostParty, KickStamps};
+use crate::party::{DoneStamps, HostParty, KickStamps};
 use crate::{Flush, PairConfig, PairResult, Setting, TestbedError};
 
 /// The host's notifier: notify wakes a halted guest (the doorbell its vCPU
@@ -105,6 +105,26 @@ impl KickStamps for GuestStamps {
             g => (i128::from(g) - self.offset).clamp(0, i128::from(u64::MAX)) as u64,
         }
     }
+}
+
+/// The guest's latency stamps, one u64 per slot of a ring of `len`.
+fn guest_stamps_of(mem: &GuestMemory, len: u32) -> &[AtomicU64] {
+    assert!(len <= map::MAX_LEN, "the ring's length was checked");
+    // SAFETY: STAMPS + 8 L lies inside the guest mapping (the map's
+    // compile-time checks, with L <= MAX_LEN), is 8-byte aligned, and the
+    // slice borrows `mem`, which keeps the mapping alive; the guest writes
+    // it with aligned 32-bit stores, the host only loads (a torn stamp is
+    // only a wrong latency, never unsafety).
+    unsafe {
+        std::slice::from_raw_parts(
+            mem.as_ptr().add(map::STAMPS as usize).cast::<AtomicU64>(),
+            len as usize,
+        )
+    }
+}
+
+fn new_histogram() -> hdrhistogram::Histogram<u64> {
+    hdrhistogram::Histogram::new(3).expect("3 significant digits")
 }
 
 /// The guest's wait from the run's strategy.
@@ -245,9 +265,16 @@ pub fn run_pair_with(
     })?;
     let mem = Arc::clone(&vm.mem);
     let tx_dir = opts.direction == Direction::Tx;
-    // Message latency where the guest writes and the host consumes: the
-    // guest stamps each message with its TSC (64-bit guest only).
-    let write_stamps = cfg.latency && tx_dir && opts.guest == GuestMode::User;
+    // Message latency (64-bit guest only): where the guest writes, it
+    // stamps each message as it writes it and the host consumer reads
+    // the stamp; where it consumes, it stamps each as it is done with it
+    // and the host producer reads the stamp back (`DoneStamps`).
+    let guest_stamps = cfg.latency && opts.guest == GuestMode::User;
+    let write_stamps = guest_stamps && tx_dir;
+    let done_stamps = guest_stamps && !tx_dir;
+    // The host producer's write times, for the guest's done stamps.
+    let host_writes: Option<Arc<[AtomicU64]>> =
+        done_stamps.then(|| (0..p.len).map(|_| AtomicU64::new(0)).collect());
     let (guest_side, host_mode) = (
         guest_strategy(cfg, opts.direction)?,
         guest_and_host(cfg, opts.direction).1,
@@ -294,7 +321,7 @@ pub fn run_pair_with(
         } else {
             GuestFlush::Full
         },
-        stamps: write_stamps,
+        stamps: guest_stamps,
         // In user mode the guest times its kicks and wake-ups (and stamps
         // its writes) by its TSC: the host relates the two clocks first.
         sync: if opts.guest == GuestMode::User {
@@ -363,6 +390,7 @@ pub fn run_pair_with(
     let (progress_h, notifier_h) = (Arc::clone(&progress), Arc::clone(&notifier));
     let vclock = session.vcpu.clock_id();
     let mem_h = Arc::clone(&mem);
+    let host_writes_h = host_writes.clone();
     let host = move |stop: &AtomicBool| {
         let pinned = crate::clock::pin_cpu(usize::from(tx_dir));
         // The guest's clock's offset from ours (guest - host ticks).
@@ -377,23 +405,18 @@ pub fn run_pair_with(
         });
         let p = host_cfg.params;
         let vcpu_ns = move || clock_ns(vclock);
-        // The guest's write stamps.
-        let (stamp_times, stamp_offset) = if let (true, Some(off)) = (write_stamps, offset) {
-            // SAFETY: STAMPS + 8 L lies inside the guest mapping (the map's
-            // compile-time checks: L <= MAX_LEN was checked), is 8-byte
-            // aligned, and `mem_h` keeps the mapping alive while the slice
-            // is used (this closure); the guest writes it with aligned
-            // 32-bit stores, the host only loads (a torn stamp is only a
-            // wrong latency, never unsafety).
-            let times: &[AtomicU64] = unsafe {
-                std::slice::from_raw_parts(
-                    mem_h.as_ptr().add(map::STAMPS as usize).cast::<AtomicU64>(),
-                    p.len as usize,
-                )
-            };
-            (Some(times), i64::try_from(off).unwrap_or(0))
-        } else {
-            (None, 0)
+        // The guest's stamps.
+        let offset_ticks = offset.map_or(0, |o| i64::try_from(o).unwrap_or(0));
+        let guest_times = guest_stamps_of(&mem_h, p.len);
+        let stamp_times = (write_stamps && offset.is_some()).then_some(guest_times);
+        let done_hist = std::cell::RefCell::new(new_histogram());
+        let done = match (&host_writes_h, offset) {
+            (Some(_), Some(_)) => Some(DoneStamps {
+                times: guest_times,
+                offset: offset_ticks,
+                hist: &done_hist,
+            }),
+            _ => None,
         };
         let party = HostParty {
             total,
@@ -414,8 +437,9 @@ pub fn run_pair_with(
             progress: &progress_h,
             extra_clock: Some(&vcpu_ns),
             stamps: stamps.as_ref().map(|s| s as &dyn KickStamps),
-            publish_times: stamp_times,
-            stamp_offset,
+            publish_times: stamp_times.or(host_writes_h.as_deref()),
+            stamp_offset: if write_stamps { offset_ticks } else { 0 },
+            done,
         };
         let m = if tx_dir {
             drop(producer);
@@ -426,7 +450,7 @@ pub fn run_pair_with(
             let mut producer = producer;
             party.produce(&mut producer)?
         };
-        Ok((pinned, m))
+        Ok((pinned, m, offset_ticks, done_hist.into_inner()))
     };
     let combining_guest = tx_dir && (cfg.batch > 1 || cfg.flush != Flush::Full);
     // The run must keep moving: host messages or the guest's index.
@@ -439,19 +463,20 @@ pub fn run_pair_with(
         )
     };
     let now2 = now.clone();
-    let (host_pinned, m) = session.run("kicklab-host", host, cfg.timeout, now, || {
-        let (done, index) = now2();
-        format!(
-            "{done} of {total} messages handled by the host, the guest's {} index at {index} \
+    let (host_pinned, m, offset_ticks, done_hist) =
+        session.run("kicklab-host", host, cfg.timeout, now, || {
+            let (done, index) = now2();
+            format!(
+                "{done} of {total} messages handled by the host, the guest's {} index at {index} \
              (a guest that never kicks or never runs{}, or a lost wake-up)",
-            if tx_dir { "tail" } else { "head" },
-            if combining_guest {
-                ", or holds what it writes and never publishes it (send combining)"
-            } else {
-                ""
-            },
-        )
-    })?;
+                if tx_dir { "tail" } else { "head" },
+                if combining_guest {
+                    ", or holds what it writes and never publishes it (send combining)"
+                } else {
+                    ""
+                },
+            )
+        })?;
 
     // The guest's own timing of its kicks and wake-ups (user mode; its
     // counters are untrusted, so only reported).
@@ -497,15 +522,28 @@ pub fn run_pair_with(
     } else {
         [m.side(), guest]
     };
+    // Latency: the host consumer's (tx), or, where the guest consumed
+    // (rx), from its done stamps, the last lap's read now that it has
+    // finished.
+    let latency = match &host_writes {
+        Some(writes) => {
+            let hist = std::cell::RefCell::new(done_hist);
+            DoneStamps {
+                times: guest_stamps_of(&mem, p.len),
+                offset: offset_ticks,
+                hist: &hist,
+            }
+            .last_lap(writes, cfg.warmup, total)
+        }
+        None => m.latency,
+    };
     drop(vm);
-    // Latency where the guest stamped its writes (tx); not where it
-    // consumes (rx).
     let mut r = PairResult::of_window(
         cfg.messages,
         tsc.ns(m.t1 - m.t0),
         sides,
         (lost, bad),
-        m.latency,
+        latency,
     );
     let guest_cpu = guest_pinned.then_some(guest_cpu);
     let (cpu_p, cpu_c) = if tx_dir {

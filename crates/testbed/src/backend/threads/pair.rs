@@ -119,6 +119,7 @@ pub fn run_pair(cfg: &PairConfig, kind: NotifierKind) -> Result<PairResult, Test
                 stamps: Some(&stamps_of_side),
                 publish_times: publish_times.as_deref(),
                 stamp_offset: 0,
+                done: None,
             };
             let m = match end {
                 Endpoint::P(mut pr) => party.produce(&mut pr),

@@ -44,8 +44,9 @@ pub const RING_BYTES: usize = 0x8000;
 /// Longest ring that fits.
 #[allow(clippy::cast_possible_truncation)] // RING_BYTES is 32 KiB
 pub const MAX_LEN: u32 = ((RING_BYTES - kicklab_ring::offsets::SLOTS) / 8) as u32;
-/// Write stamps (64-bit guest only, for message latency): the guest's TSC
-/// when it wrote the message in slot i, a u64 at `STAMPS + 8 i`.
+/// Latency stamps (64-bit guest only): the guest's TSC when it wrote the
+/// message in slot i (a producer) or was done with it (a consumer), a u64
+/// at `STAMPS + 8 i`.
 pub const STAMPS: u32 = 0x1_4000;
 
 // The regions do not overlap (checked at compile time).

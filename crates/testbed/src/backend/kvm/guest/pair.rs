@@ -37,8 +37,10 @@ pub struct PairProgram {
     pub batch: u32,
     /// Send combining: when a partial batch goes out as well.
     pub flush: GuestFlush,
-    /// A producer stamps each message with its TSC as it writes it
-    /// ([`map::STAMPS`]; 64-bit guest only), for its latency.
+    /// Latency stamps ([`map::STAMPS`], one u64 per slot; 64-bit guest
+    /// only): a producer stamps each message with its TSC as it writes
+    /// it, a consumer as it is done with it (after its work, before it
+    /// frees the slot).
     pub stamps: bool,
     /// Ping answers before the message loop ([`SYNC`] or 0), relating the
     /// guest's TSC to the host's (the stamps are the guest's TSC).
@@ -433,6 +435,13 @@ impl PairProgram {
             a.inc(c(ctrl::NEXT))?;
             a.set_label(&mut checked)?;
             busy(a)?;
+            if self.stamps {
+                // Done with it: the completion stamp, stored before the
+                // slot is freed (x86 keeps the two stores in order).
+                a.rdtsc()?;
+                a.mov(dword_ptr(edi + map::STAMPS), eax)?;
+                a.mov(dword_ptr(edi + (map::STAMPS + 4)), edx)?;
+            }
         }
         let mut nowrap = a.create_label();
         a.add(edi, 8)?;
