@@ -1,7 +1,8 @@
 //! `kicklab qos`: several VMs sharing one device (Lakshmi and Nandy), one
 //! point in the model and the simulator, or for real with threads
-//! (`--backend futex`); or (`--figures`) the sweeps that reproduce the
-//! paper's Figs. 2.10-2.12, and with `--backend futex` their real shapes.
+//! (`--backend futex`, or `kvm` with a guest per VM); or (`--figures`)
+//! the sweeps that reproduce the paper's Figs. 2.10-2.12, and with a real
+//! backend their real shapes.
 
 use std::path::PathBuf;
 
@@ -58,21 +59,23 @@ pub struct QosArgs {
     #[arg(long, default_value = "deterministic", value_parser = ["deterministic", "poisson"])]
     arrivals: String,
     /// sim (events), model (analytic), futex (threads over kicklab rings,
-    /// the paper's times scaled by --scale); kvm is not built.
+    /// the paper's times scaled by --scale), kvm (as futex, with a real
+    /// KVM guest per VM consuming over a ring in its memory).
     #[arg(long, default_value = "sim", value_parser = ["sim", "model", "futex", "kvm"])]
     backend: String,
     /// Seconds measured, of the paper's time (after 1 s of warm-up); a
-    /// real run (--backend futex) takes them times --scale.
+    /// real run (--backend futex or kvm) takes them times --scale.
     #[arg(long, default_value_t = 10.0, allow_hyphen_values = true)]
     seconds: f64,
-    /// --backend futex: real time over the paper's (service times times
+    /// --backend futex or kvm: real time over the paper's (service times times
     /// this, rates divided by it); figures are given in the paper's time
     /// and as measured.
     #[arg(long, default_value_t = kicklab_lab::qos_real::DEFAULT_SCALE, allow_hyphen_values = true)]
     scale: f64,
     /// --backend futex: what the VMs' own processing runs on: busy (busy
     /// work on this machine's CPUs), timed (a timed core of its own per
-    /// VM), auto (busy if every stage and the device can have a CPU).
+    /// VM), auto (busy if every stage and the device can have a CPU);
+    /// with --backend kvm, a guest per VM.
     #[arg(long, default_value = "auto", value_parser = vm_core_name, allow_hyphen_values = true)]
     vm_core: String,
     /// Seed of Poisson arrivals.
@@ -128,11 +131,25 @@ fn vm_limit(s: &str) -> Result<(usize, f64, f64), String> {
 }
 
 pub fn run(a: &QosArgs) -> anyhow::Result<()> {
+    let real_backend = matches!(a.backend.as_str(), "futex" | "kvm");
     if a.backend == "kvm" {
-        return Err(Usage(
-            "--backend: kvm is not built for qos (the guest drives one ring pair; several guests as producers are not built): use --backend futex for real threads, or sim, model".into(),
-        )
-        .into());
+        if matches!(a.vm_core.as_str(), "busy" | "timed") {
+            return Err(Usage(format!(
+                "--vm-core {}: with --backend kvm every VM is a guest of its own (use --backend futex for {} cores)",
+                a.vm_core, a.vm_core
+            ))
+            .into());
+        }
+        if a.vms > kicklab_testbed::qos::MAX_VMS {
+            return Err(Usage(format!(
+                "--vms: 1 to {} guests with kvm",
+                kicklab_testbed::qos::MAX_VMS
+            ))
+            .into());
+        }
+        kicklab_testbed::kvm::available().map_err(|why| {
+            kicklab_testbed::TestbedError::Kvm(format!("kvm is not usable here: {why}"))
+        })?;
     }
     if !(a.seconds.is_finite() && a.seconds > 0.0 && a.seconds <= 3600.0) {
         return Err(Usage("--seconds: a window between 0 and 3600 s".into()).into());
@@ -140,14 +157,14 @@ pub fn run(a: &QosArgs) -> anyhow::Result<()> {
     if a.vms == 0 || a.vms > kicklab_model::qos::MAX_VMS {
         return Err(Usage(format!("--vms: 1 to {} VMs", kicklab_model::qos::MAX_VMS)).into());
     }
-    if a.backend == "futex" && !(a.scale.is_finite() && a.scale > 0.0 && a.scale <= 1.0) {
+    if real_backend && !(a.scale.is_finite() && a.scale > 0.0 && a.scale <= 1.0) {
         return Err(Usage(format!(
             "--scale: {} must be above 0 and at most 1",
             a.scale
         ))
         .into());
     }
-    if a.figures && a.backend == "futex" {
+    if a.figures && real_backend {
         crate::check_out_dir(&a.out, "--out")?;
         return real_figures(a);
     }
@@ -252,7 +269,7 @@ pub fn run(a: &QosArgs) -> anyhow::Result<()> {
         };
         Usage(format!("{flag}: {e}"))
     })?;
-    if a.backend == "futex" {
+    if real_backend {
         return real(a, &sys);
     }
     let model = kicklab_model::qos::solve(&sys);
@@ -372,7 +389,7 @@ fn real_usage(e: kicklab_lab::LabError, scale: f64) -> anyhow::Error {
                 _ => "--vms",
             };
             Usage(format!(
-                "{flag}: {reason} (--backend futex, at --scale {scale})"
+                "{flag}: {reason} (a real backend, at --scale {scale})"
             ))
             .into()
         }
@@ -397,6 +414,9 @@ fn vm_core_name(s: &str) -> Result<String, String> {
 /// The VMs' core: as asked, or the one that fits this machine.
 fn vm_core(a: &QosArgs, vms: usize) -> kicklab_testbed::qos::VmCore {
     use kicklab_testbed::qos::VmCore;
+    if a.backend == "kvm" {
+        return VmCore::Guest;
+    }
     match a.vm_core.as_str() {
         "busy" => VmCore::Busy,
         "timed" => VmCore::Timed,
@@ -444,6 +464,7 @@ fn real(a: &QosArgs, sys: &QosSystem) -> anyhow::Result<()> {
                     "dropped": v.dropped,
                     "lost": v.lost,
                     "duplicated": v.duplicated,
+                    "bad_stamps": v.bad_stamps,
                 })
             })
             .collect();
@@ -461,7 +482,7 @@ fn real(a: &QosArgs, sys: &QosSystem) -> anyhow::Result<()> {
         let v = json!({
             "path": a.path,
             "police": a.police,
-            "backend": "futex",
+            "backend": a.backend,
             "scale": s,
             "vms": vms,
             "stages": run.stages.iter().map(stage).collect::<Vec<_>>(),
@@ -487,6 +508,8 @@ fn real(a: &QosArgs, sys: &QosSystem) -> anyhow::Result<()> {
                 "kick_ns": finite(p.costs.kick_ns),
                 "wake_ns": finite(p.costs.wake_ns),
                 "ring_ns": finite(p.costs.ring_ns),
+                "guest_kick_ns": p.costs.guest_hand_off.map(|h| h.0),
+                "guest_wake_ns": p.costs.guest_hand_off.map(|h| h.1),
                 "nominal_shared_ns": real_sys.shared_ns,
                 "nominal_vm_ns": real_sys.vms.iter().map(|v| v.service_ns).collect::<Vec<_>>(),
             },
@@ -504,7 +527,13 @@ fn real(a: &QosArgs, sys: &QosSystem) -> anyhow::Result<()> {
         return crate::print_json(&v);
     }
     println!(
-        "backend futex: threads over kicklab rings, the paper's times x {s} ({} {}, {} per VM), rates x {}; rates in the paper's time, [measured]",
+        "backend {}: {}, the paper's times x {s} ({} {}, {} per VM), rates x {}; rates in the paper's time, [measured]",
+        a.backend,
+        if run.vm_core == kicklab_testbed::qos::VmCore::Guest {
+            "threads over kicklab rings to a KVM guest per VM"
+        } else {
+            "threads over kicklab rings"
+        },
         fmt_ns(real_sys.shared_ns),
         names[0],
         fmt_ns(real_sys.vms[0].service_ns),
@@ -523,9 +552,14 @@ fn real(a: &QosArgs, sys: &QosSystem) -> anyhow::Result<()> {
             run.device.cpu,
             others
         ),
-        kicklab_testbed::qos::VmCore::Busy => println!(
-            "threads     device, {}: {} busy stage threads on {} CPUs{}; the model gives them {:.2} CPUs, sharing them max-min fair with the device ({:.2}) and other processes ({:.2})",
+        kicklab_testbed::qos::VmCore::Busy | kicklab_testbed::qos::VmCore::Guest => println!(
+            "threads     device, {}{}: {} busy stage threads on {} CPUs{}; the model gives them {:.2} CPUs, sharing them max-min fair with the device ({:.2}) and other processes ({:.2})",
             names.join(", "),
+            if run.vm_core == kicklab_testbed::qos::VmCore::Guest {
+                " (each VM a guest's vCPU thread)"
+            } else {
+                ""
+            },
             run.busy_threads(),
             run.cpus,
             if run.oversubscribed() {
@@ -547,15 +581,24 @@ fn real(a: &QosArgs, sys: &QosSystem) -> anyhow::Result<()> {
         kicklab_testbed::qos::VmCore::Timed => {
             format!("vm {} (timed)", fmt_ns(real_sys.vms[0].service_ns))
         }
+        kicklab_testbed::qos::VmCore::Guest => format!(
+            "vm {} of busy work by the guest's TSC",
+            fmt_ns(real_sys.vms[0].service_ns)
+        ),
     };
     println!(
-        "calibrated  {} {} of CPU per request (nominal {}), {vm_cost}; rings {} a request; kick {}, sleep and wake-up {}",
+        "calibrated  {} {} of CPU per request (nominal {}), {vm_cost}; rings {} a request; kick {}, sleep and wake-up {}{}",
         names[0],
         fmt_ns(p.costs.shared_ns),
         fmt_ns(real_sys.shared_ns),
         fmt_ns(p.costs.ring_ns),
         fmt_ns(p.costs.kick_ns),
-        fmt_ns(p.costs.wake_ns)
+        fmt_ns(p.costs.wake_ns),
+        p.costs.guest_hand_off.map_or(String::new(), |(k, w)| format!(
+            "; a guest's kick {}, its halt and wake-up {} (its vCPU thread's CPU)",
+            fmt_ns(k),
+            fmt_ns(w)
+        ))
     );
     println!(
         "{:<6} {:>10} {:>12} {:>10} {:>10} {:>10} {:>10}   [measured: completed/s, p50]",
@@ -658,7 +701,7 @@ fn real_figures(a: &QosArgs) -> anyhow::Result<()> {
         qos_real::real_figures(&o, &crate::Bars::default()).map_err(|e| real_usage(e, a.scale))?;
     let section = qos_real::section(&f)?;
     let page = Page {
-        title: "kicklab qos --backend futex".into(),
+        title: format!("kicklab qos --backend {}", a.backend),
         intro_html: String::new(),
         sections: vec![section],
     };
@@ -670,7 +713,8 @@ fn real_figures(a: &QosArgs) -> anyhow::Result<()> {
     }
     let c = &f.capacity.0;
     println!(
-        "backend futex, the paper's times x {} ({}); rates in the paper's time",
+        "backend {}, the paper's times x {} ({}); rates in the paper's time",
+        a.backend,
         f.scale,
         match (c.run.vm_core, c.run.oversubscribed()) {
             (kicklab_testbed::qos::VmCore::Timed, _) => format!(

@@ -216,7 +216,7 @@ pub fn real_point(
     let cfg = config(sys, scale, seconds, seed, core);
     let costs = match costs {
         Some(c) => c.clone(),
-        None => calibrate_qos(&cfg.system)?,
+        None => calibrate_qos(&cfg.system, core)?,
     };
     let mut best: Option<QosRunResult> = None;
     let most = tries.clamp(1, TRIES);
@@ -260,8 +260,8 @@ pub fn real_point(
 
 /// The run's system (real time) with the calibrated costs in place of
 /// the nominal ones: the shared stage's busy work and ring handling, the
-/// VMs' too on busy cores (a timed core takes its nominal time), kicks and
-/// wake-ups.
+/// VMs' too on busy cores (a timed core takes its nominal time, and so
+/// does a guest, whose work runs by its TSC), kicks and wake-ups.
 fn calibrated(real: &QosSystem, costs: &QosCosts, core: VmCore) -> QosSystem {
     let mut m = real.clone();
     let ring = finite_or_zero(costs.ring_ns);
@@ -309,6 +309,7 @@ pub fn model_of(real: &QosSystem, costs: &QosCosts, run: &QosRunResult) -> CpuSo
             others,
             batches_per_s: batches_per_s(),
             vms_own_cores: timed,
+            vm_hand_off: costs.guest_hand_off,
         },
     )
 }
@@ -346,6 +347,7 @@ pub fn model_at_measured_cpu(
             others: Vec::new(),
             batches_per_s: batches_per_s(),
             vms_own_cores: timed,
+            vm_hand_off: costs.guest_hand_off,
         },
     )
 }
@@ -538,10 +540,16 @@ pub fn real_figures(o: &RealOptions, progress: &dyn Progress) -> Result<RealFigu
         "qos (real)",
         2 + 2 * LADDER.len() as u64 + 2 * o.limits.len() as u64,
     );
-    let costs = calibrate_qos(&scaled(&paper(Path::Shared, Police::Post, overload), scale))?;
+    let costs = calibrate_qos(
+        &scaled(&paper(Path::Shared, Police::Post, overload), scale),
+        o.core,
+    )?;
     let direct_costs = {
         // The hypervisor's busy work is another length.
-        let c = calibrate_qos(&scaled(&paper(Path::Direct, Police::Post, overload), scale))?;
+        let c = calibrate_qos(
+            &scaled(&paper(Path::Direct, Police::Post, overload), scale),
+            VmCore::Busy,
+        )?;
         QosCosts {
             shared_ns: c.shared_ns,
             ..costs.clone()
@@ -808,13 +816,32 @@ pub fn html(f: &RealFigures) -> String {
         ),
         (false, false) => "Every stage is busy work on a thread of its own. ".into(),
     };
-    let vm_cost = if timed {
-        format!(
+    let guest = c.run.vm_core == VmCore::Guest;
+    let vm_cost = match c.run.vm_core {
+        VmCore::Timed => format!(
             "a VM {} (timed)",
             fmt_ns(c.system.vms[0].service_ns * f.scale)
+        ),
+        VmCore::Guest => format!(
+            "a VM {} of busy work by its guest's TSC",
+            fmt_ns(c.system.vms[0].service_ns * f.scale)
+        ),
+        VmCore::Busy => format!("a VM {} of CPU", fmt_ns(f.costs.vm_ns[0])),
+    };
+    let (heading, what) = if guest {
+        (
+            "Real KVM guests",
+            "threads over kicklab rings with futex kicks up to the shared stage, then a real KVM guest per VM \
+             (one vCPU, placed by the scheduler like the other threads) that takes its requests off a ring in its own \
+             memory, halts when it is empty and is woken by the shared stage's kick \
+             (<code>kicklab qos --backend kvm</code>, <code>docs/qos.md</code>, \"The real backend\")",
         )
     } else {
-        format!("a VM {} of CPU", fmt_ns(f.costs.vm_ns[0]))
+        (
+            "Real threads",
+            "threads over kicklab rings with futex kicks \
+             (<code>kicklab qos --backend futex</code>, <code>docs/qos.md</code>, \"The real backend\")",
+        )
     };
     let ratio = if f.lossless.0 .0 > 0.0 && f.lossless.1 .0 > 0.0 {
         format!("{:.2}x", f.lossless.1 .0 / f.lossless.0 .0)
@@ -823,8 +850,7 @@ pub fn html(f: &RealFigures) -> String {
     };
     let disturbed = f.runs().iter().filter(|(_, p)| p.disturbed).count();
     format!(
-        "<h3>Real threads</h3><p>The same system as threads over kicklab rings with futex kicks \
-         (<code>kicklab qos --backend futex</code>, <code>docs/qos.md</code>, \"The real backend\"): a device thread makes \
+        "<h3>{heading}</h3><p>The same system as {what}: a device thread makes \
          both VMs' arrivals (coalesced every 200 us), a shared-stage thread (backend or hypervisor) spends its service \
          time as busy work of its own CPU time, the paper's times x {} (rates x {}); rates below are in the paper's \
          time. {cores}Costs calibrated on this machine before the runs: the backend {} and the hypervisor {} of CPU per \
@@ -858,15 +884,25 @@ pub fn html(f: &RealFigures) -> String {
 ///
 /// A chart that cannot be drawn.
 pub fn section(f: &RealFigures) -> Result<Section, LabError> {
+    let guest = f.capacity.0.run.vm_core == VmCore::Guest;
+    let (id, on, backend) = if guest {
+        ("qos-real-kvm", "real KVM guests", "kvm")
+    } else {
+        ("qos-real", "real threads", "futex")
+    };
     let mut s = Section::new(
-        "qos-real",
-        "Several VMs, one device, on real threads: shared vs direct path, and where to police",
+        id,
+        &format!("Several VMs, one device, on {on}: shared vs direct path, and where to police"),
     );
-    s.html = html(f).replacen("<h3>Real threads</h3>", "", 1);
+    s.html = html(f).replacen("<h3>Real threads</h3>", "", 1).replacen(
+        "<h3>Real KVM guests</h3>",
+        "",
+        1,
+    );
     s.html.push_str(&format!(
-        "<p>Reproduce: <code>kicklab qos --figures --backend futex --seconds {} --out DIR</code>.</p>",
+        "<p>Reproduce: <code>kicklab qos --figures --backend {backend} --seconds {} --out DIR</code>.</p>",
         f.seconds
     ));
-    s.push_chart("qos-real-limit", &limit_chart(f), 960, 540)?;
+    s.push_chart(&format!("{id}-limit"), &limit_chart(f), 960, 540)?;
     Ok(s)
 }

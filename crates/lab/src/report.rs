@@ -912,6 +912,25 @@ pub fn build(a: &ReportOptions, progress: &dyn Progress) -> Result<Report, LabEr
             "qos-real.csv".into(),
             crate::qos_real::table(&real).to_csv(),
         ));
+        // And with a KVM guest per VM (about 15 s), where KVM is usable.
+        match kicklab_testbed::kvm::available() {
+            Ok(()) => {
+                progress.note("report: several VMs, one device, a KVM guest per VM");
+                let o = crate::qos_real::RealOptions {
+                    core: kicklab_testbed::qos::VmCore::Guest,
+                    ..o
+                };
+                let real = crate::qos_real::real_figures(&o, progress)?;
+                sections.push(crate::qos_real::section(&real)?);
+                csvs.push((
+                    "qos-real-kvm.csv".into(),
+                    crate::qos_real::table(&real).to_csv(),
+                ));
+            }
+            Err(why) => progress.note(&format!(
+                "report: no KVM guests for several VMs, one device ({why})"
+            )),
+        }
     }
     if a.testbed {
         sections.extend(testbed_sections(a, progress)?);

@@ -336,7 +336,8 @@ fn flows(
 ) -> (Flows, Vec<bool>) {
     let n = sys.vms.len();
     let per_s = |ns: f64| ns / 1e9;
-    let vm_wake = if host.vms_own_cores { 0.0 } else { sys.wake_ns };
+    let (vm_kick, vm_wake) = host.vm_hand_off.unwrap_or((sys.kick_ns, sys.wake_ns));
+    let vm_wake = if host.vms_own_cores { 0.0 } else { vm_wake };
     let vm_cost = |i: usize| per_s(sys.vms[i].service_ns + if sat[i + 1] { 0.0 } else { vm_wake });
     // Kicks per request served by the shared stage: the share of its
     // requests handed to a VM stage that sleeps (from the admitted mix; a
@@ -357,7 +358,7 @@ fn flows(
     } else {
         0.0
     };
-    let base0 = per_s(sys.shared_ns + sys.kick_ns * kicks);
+    let base0 = per_s(sys.shared_ns + vm_kick * kicks);
     // A device that coalesces hands requests over in batches: the shared
     // stage wakes at most once per batch.
     let wakes = if total > 0.0 {
@@ -424,6 +425,11 @@ pub struct Host {
     /// request, each core keeping its own time, so it pays no wake-up and
     /// the shared stage no kick); only the shared stage draws on `cpus`.
     pub vms_own_cores: bool,
+    /// The kick to a VM's stage and its wake-up [ns], where they are not
+    /// the system's `kick_ns` and `wake_ns` (a KVM guest per VM: the
+    /// doorbell write, and the guest's halt, exit and re-entry as its
+    /// vCPU thread's CPU); `None`: the system's.
+    pub vm_hand_off: Option<(f64, f64)>,
 }
 
 /// Solves the system as [`solve`] does, on a host where every stage is a
@@ -584,6 +590,7 @@ mod tests {
             others: Vec::new(),
             batches_per_s: f64::INFINITY,
             vms_own_cores: false,
+            vm_hand_off: None,
         }
     }
 
@@ -593,6 +600,7 @@ mod tests {
             others: Vec::new(),
             batches_per_s: f64::INFINITY,
             vms_own_cores: false,
+            vm_hand_off: None,
         }
     }
 
@@ -667,6 +675,7 @@ mod tests {
                 others: vec![0.2],
                 batches_per_s: f64::INFINITY,
                 vms_own_cores: true,
+                vm_hand_off: None,
             },
         );
         assert!(!own.cpu_bound);
@@ -682,6 +691,7 @@ mod tests {
                 others: vec![1.0, 1.0],
                 batches_per_s: f64::INFINITY,
                 vms_own_cores: true,
+                vm_hand_off: None,
             },
         );
         assert!(third.cpu_bound);
@@ -698,6 +708,7 @@ mod tests {
                 others: vec![1.0, 1.0, 1.0],
                 batches_per_s: f64::INFINITY,
                 vms_own_cores: true,
+                vm_hand_off: None,
             },
         );
         assert_eq!(l.solution.throughput_per_s, vec![1000.0, 1000.0]);
@@ -730,6 +741,23 @@ mod tests {
         let work = 800.0 * light.shared_ns / 1e9;
         assert!((per_request.solution.utilization[0] - (work + 800.0 * 1e-4)).abs() < 1e-9);
         assert!((batched.solution.utilization[0] - (work + 100.0 * 1e-4)).abs() < 1e-9);
+        // A VM hand-off of its own (a guest per VM): its kick charged to
+        // the shared stage, its wake-up to the VM, the shared stage's own
+        // wake-up unchanged.
+        let guest = solve_on_cpus(
+            &light,
+            &Host {
+                vm_hand_off: Some((7_000.0, 50_000.0)),
+                ..many()
+            },
+        );
+        let u = &guest.solution.utilization;
+        assert!(
+            (u[0] - (work + 800.0 * 7e-6 + 800.0 * 1e-4)).abs() < 1e-9,
+            "{u:?}"
+        );
+        let vm = 400.0 * (light.vms[0].service_ns + 50_000.0) / 1e9;
+        assert!((u[1] - vm).abs() < 1e-9, "{u:?}");
         // Light load: every hand-off kicks and wakes, as in solve().
         sys.vms[0].offered_per_s = 100.0;
         sys.vms[1].offered_per_s = 100.0;

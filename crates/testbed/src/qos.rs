@@ -81,6 +81,12 @@ pub enum VmCore {
     /// when it starts (when it arrived, or the previous one ended), and
     /// sleeps meanwhile; it uses this machine's CPU only to wake up.
     Timed,
+    /// A real KVM guest of its own (one vCPU, `kicklab run`'s guest
+    /// consuming over a ring in its memory, halting when it is empty and
+    /// woken by the shared stage's kick): its work is busy work by its
+    /// TSC, so a guest the host preempts still ends a request on time but
+    /// sees it only when it runs again (`crate::backend::kvm::qos`).
+    Guest,
 }
 
 impl std::str::FromStr for VmCore {
@@ -89,7 +95,8 @@ impl std::str::FromStr for VmCore {
         match s {
             "busy" => Ok(VmCore::Busy),
             "timed" => Ok(VmCore::Timed),
-            _ => Err(format!("unknown VM core `{s}` (use busy or timed)")),
+            "guest" => Ok(VmCore::Guest),
+            _ => Err(format!("unknown VM core `{s}` (use busy, timed or guest)")),
         }
     }
 }
@@ -147,6 +154,10 @@ pub struct QosRunVm {
     pub lost: u64,
     /// Completed more than once or out of order.
     pub duplicated: u64,
+    /// A guest's done stamps that made no sense (before the request was
+    /// made, or from the future): those requests count as done when seen
+    /// (guest cores; 0 otherwise).
+    pub bad_stamps: u64,
 }
 
 /// One thread's figures over the window.
@@ -196,7 +207,7 @@ impl QosRunResult {
     /// cores).
     pub fn busy_threads(&self) -> usize {
         match self.vm_core {
-            VmCore::Busy => self.stages.len(),
+            VmCore::Busy | VmCore::Guest => self.stages.len(),
             VmCore::Timed => 1,
         }
     }
@@ -224,6 +235,11 @@ pub struct QosCosts {
     pub ring_ns: f64,
     /// Kicks measured.
     pub samples: usize,
+    /// With a guest per VM: the shared stage's kick of a halted guest
+    /// (its doorbell write) and the guest's wake-up (its halt, exit to the
+    /// VMM and re-entry, and taking the request, as its vCPU thread's CPU)
+    /// [ns], which the model takes for the VMs' hand-offs.
+    pub guest_hand_off: Option<(f64, f64)>,
 }
 
 /// Checks a configuration (what [`run_qos`] checks first).
@@ -240,6 +256,16 @@ pub fn check_qos(cfg: &QosRunConfig) -> Result<(), TestbedError> {
         return Err(TestbedError::limit(
             Setting::Vms,
             format!("a real run takes at most {MAX_VMS} VMs (a thread each)"),
+        ));
+    }
+    let guest_len = crate::backend::kvm::guest::map::MAX_LEN;
+    if cfg.vm_core == VmCore::Guest && sys.buffer >= guest_len {
+        return Err(TestbedError::limit(
+            Setting::Len,
+            format!(
+                "a guest's ring holds its buffer and the request in service: a buffer of at most {} with guests",
+                guest_len - 1
+            ),
         ));
     }
     if sys.buffer > MAX_BUFFER {
@@ -349,8 +375,8 @@ fn header(vm: usize, seq: u64) -> u64 {
 const SEQ_MASK: u64 = (1 << 48) - 1;
 
 /// What every thread shares.
-struct Ctx {
-    tsc: Tsc,
+pub(crate) struct Ctx {
+    pub(crate) tsc: Tsc,
     /// The window, in TSC ticks; set before `go`.
     t0: AtomicU64,
     t1: AtomicU64,
@@ -359,15 +385,30 @@ struct Ctx {
     /// The window's CPU clocks have been read: the device may exit (a
     /// thread's CPU clock reads 0 once it has).
     measured: AtomicBool,
-    abort: AtomicBool,
+    pub(crate) abort: AtomicBool,
     /// Each thread's CPU clock id (device, shared, vm1, ...).
-    clocks: Vec<AtomicI64>,
-    ready: AtomicUsize,
+    pub(crate) clocks: Vec<AtomicI64>,
+    pub(crate) ready: AtomicUsize,
     off_cpu: u64,
 }
 
 impl Ctx {
-    fn window(&self) -> (u64, u64) {
+    /// Before the run: no window yet, `vms` VM stages.
+    pub(crate) fn new(tsc: Tsc, vms: usize) -> Ctx {
+        Ctx {
+            tsc,
+            t0: AtomicU64::new(u64::MAX),
+            t1: AtomicU64::new(u64::MAX),
+            go: AtomicU64::new(0),
+            measured: AtomicBool::new(false),
+            abort: AtomicBool::new(false),
+            clocks: (0..vms + 2).map(|_| AtomicI64::new(i64::MIN)).collect(),
+            ready: AtomicUsize::new(0),
+            off_cpu: tsc.ticks(OFF_CPU_NS),
+        }
+    }
+
+    pub(crate) fn window(&self) -> (u64, u64) {
         (
             self.t0.load(Ordering::Relaxed),
             self.t1.load(Ordering::Relaxed),
@@ -389,16 +430,16 @@ impl Ctx {
 /// What a thread says when another one's failure stopped the run.
 const STOPPED: &str = "the run was stopped";
 
-fn aborted() -> TestbedError {
+pub(crate) fn aborted() -> TestbedError {
     TestbedError::Hang(STOPPED.into())
 }
 
 /// A thread's counts over the window.
 #[derive(Debug, Default, Clone, Copy)]
-struct Counts {
-    requests: u64,
-    sleeps: u64,
-    kicks: u64,
+pub(crate) struct Counts {
+    pub(crate) requests: u64,
+    pub(crate) sleeps: u64,
+    pub(crate) kicks: u64,
 }
 
 /// Space for one request.
@@ -655,25 +696,78 @@ fn device(
 }
 
 /// The shared stage's counts per VM.
-#[derive(Debug, Default, Clone)]
+#[derive(Default)]
 struct SharedOut {
     dropped: Vec<u64>,
     dropped_w: Vec<u64>,
     policed_w: Vec<u64>,
     counts: Counts,
+    /// The VMs' figures, where their stages are not threads of the run
+    /// ([`Outlets::finish`]).
+    vms: Option<Vec<VmOut>>,
+}
+
+/// Where the shared stage hands requests on: the VMs' stages.
+pub(crate) trait Outlets: Send {
+    /// Before the run (the shared stage's thread, before it says it is
+    /// ready).
+    ///
+    /// # Errors
+    ///
+    /// A VM stage that cannot be reached.
+    fn prepare(&mut self, _ctx: &Ctx) -> Result<(), TestbedError> {
+        Ok(())
+    }
+
+    /// Hands request `req` (header, made, handed on) to VM `vm`'s stage:
+    /// `None` if its buffer is full (the request is dropped), else
+    /// whether the stage had asked for a kick and was kicked.
+    ///
+    /// # Errors
+    ///
+    /// A corrupt ring, a kick that fails.
+    fn deliver(&mut self, vm: usize, req: [u64; 3]) -> Result<Option<bool>, TestbedError>;
+
+    /// Nothing more comes. Stages that are not threads of the run finish
+    /// what they hold here and give their figures.
+    ///
+    /// # Errors
+    ///
+    /// A stage that does not finish.
+    fn finish(&mut self, _ctx: &Ctx) -> Result<Option<Vec<VmOut>>, TestbedError> {
+        Ok(None)
+    }
+}
+
+/// The VMs' stages as threads: a ring and a futex each.
+struct ThreadOutlets {
+    outs: Vec<Producer>,
+    notes: Vec<Arc<FutexNotifier>>,
+}
+
+impl Outlets for ThreadOutlets {
+    fn deliver(&mut self, vm: usize, req: [u64; 3]) -> Result<Option<bool>, TestbedError> {
+        if !room(&mut self.outs[vm])? {
+            return Ok(None);
+        }
+        let kick = send(&mut self.outs[vm], req)?;
+        if kick {
+            self.notes[vm].notify()?;
+        }
+        Ok(Some(kick))
+    }
 }
 
 /// The shared stage: the backend (shared path) or the hypervisor (direct).
-#[allow(clippy::too_many_arguments)]
 fn shared_stage(
     ctx: &Ctx,
     sys: &QosSystem,
     input: &mut Consumer,
     note: &FutexNotifier,
     device_done: &AtomicBool,
-    outs: &mut [Producer],
-    notes: &[Arc<FutexNotifier>],
+    outs: &mut dyn Outlets,
 ) -> Result<SharedOut, TestbedError> {
+    outs.prepare(ctx)?;
     ctx.enter(1);
     let n = sys.vms.len();
     let mut o = SharedOut {
@@ -681,6 +775,7 @@ fn shared_stage(
         dropped_w: vec![0; n],
         policed_w: vec![0; n],
         counts: Counts::default(),
+        vms: None,
     };
     let tsc = ctx.tsc;
     let work = tsc.ticks(sys.shared_ns);
@@ -712,12 +807,14 @@ fn shared_stage(
                 c.requests += 1;
             }
             let pass = buckets[vm].as_mut().is_none_or(|b| b.take(now));
-            if pass && room(&mut outs[vm])? {
-                if send(&mut outs[vm], [hdr, stamp, now])? {
-                    notes[vm].notify()?;
-                    if in_w {
-                        c.kicks += 1;
-                    }
+            let handed = if pass {
+                outs.deliver(vm, [hdr, stamp, now])?
+            } else {
+                None
+            };
+            if let Some(kicked) = handed {
+                if kicked && in_w {
+                    c.kicks += 1;
                 }
             } else {
                 o.dropped[vm] += 1;
@@ -732,24 +829,27 @@ fn shared_stage(
         },
     )?;
     o.counts = counts;
+    o.vms = outs.finish(ctx)?;
     Ok(o)
 }
 
 /// A VM stage's counts.
-struct VmOut {
+pub(crate) struct VmOut {
     completed: u64,
-    duplicated: u64,
+    pub(crate) duplicated: u64,
     /// Dropped by a timed core's buffer, all and in the window.
     dropped: u64,
     dropped_w: u64,
     latency: Histogram<u64>,
     /// Ticks its core served within the window (timed cores).
     busy_ticks: u64,
-    counts: Counts,
+    pub(crate) counts: Counts,
+    /// A guest's done stamps that made no sense (guest cores).
+    pub(crate) bad_stamps: u64,
 }
 
 impl VmOut {
-    fn new() -> VmOut {
+    pub(crate) fn new() -> VmOut {
         VmOut {
             completed: 0,
             duplicated: 0,
@@ -758,11 +858,12 @@ impl VmOut {
             latency: Histogram::new(3).expect("3 significant digits"),
             busy_ticks: 0,
             counts: Counts::default(),
+            bad_stamps: 0,
         }
     }
 
     /// Request `hdr` of VM `id`, made at `stamp`, completed at `at`.
-    fn complete(
+    pub(crate) fn complete(
         &mut self,
         id: usize,
         hdr: u64,
@@ -936,57 +1037,34 @@ fn sleep_until(tsc: Tsc, t: u64) {
     }
 }
 
-/// Runs the system for real: warm-up, then the window, then the queues
-/// are flushed (without work) and every request accounted for.
-///
-/// # Errors
-///
-/// A bad configuration ([`check_qos`]), a thread that cannot be spawned,
-/// a corrupt ring, or a run that does not stop (a hang).
-#[allow(
-    clippy::too_many_lines,
-    clippy::cast_precision_loss,
-    clippy::cast_possible_truncation
-)]
-pub fn run_qos(cfg: &QosRunConfig) -> Result<QosRunResult, TestbedError> {
-    check_qos(cfg)?;
-    let sys = Arc::new(cfg.system.clone());
-    let n = sys.vms.len();
-    let tsc = Tsc::get();
-    let ctx = Arc::new(Ctx {
-        tsc,
-        t0: AtomicU64::new(u64::MAX),
-        t1: AtomicU64::new(u64::MAX),
-        go: AtomicU64::new(0),
-        measured: AtomicBool::new(false),
-        abort: AtomicBool::new(false),
-        clocks: (0..n + 2).map(|_| AtomicI64::new(i64::MIN)).collect(),
-        ready: AtomicUsize::new(0),
-        off_cpu: tsc.ticks(OFF_CPU_NS),
-    });
-    let slots = SLOTS * sys.buffer;
-    let (mut dev_out, mut shared_in) = ring(slots);
-    let note0 = Arc::new(FutexNotifier::default());
-    let notes: Vec<Arc<FutexNotifier>> =
-        (0..n).map(|_| Arc::new(FutexNotifier::default())).collect();
+/// A VM stage's thread.
+type VmThread = std::thread::JoinHandle<Result<VmOut, TestbedError>>;
+
+/// Starts the VMs' stages as threads (busy or timed cores), each with a
+/// ring from the shared stage and a futex; returns the rings' producer
+/// ends.
+fn thread_stages(
+    cfg: &QosRunConfig,
+    sys: &Arc<QosSystem>,
+    ctx: &Arc<Ctx>,
+    notes: &[Arc<FutexNotifier>],
+    shared_done: &Arc<AtomicBool>,
+    vm_threads: &mut Vec<VmThread>,
+) -> Result<Vec<Producer>, TestbedError> {
     // A timed core keeps its buffer itself; its ring only has to hold what
     // arrives while its thread sleeps.
     let vm_slots = match cfg.vm_core {
-        VmCore::Busy => slots,
+        VmCore::Busy | VmCore::Guest => SLOTS * sys.buffer,
         VmCore::Timed => SLOTS * sys.buffer.max(TIMED_RING),
     };
-    let (mut to_vm, mut vm_in): (Vec<Producer>, Vec<Consumer>) =
-        (0..n).map(|_| ring(vm_slots)).unzip();
-    let device_done = Arc::new(AtomicBool::new(false));
-    let shared_done = Arc::new(AtomicBool::new(false));
-
-    let mut vm_threads = Vec::with_capacity(n);
-    for (i, mut input) in vm_in.drain(..).enumerate() {
+    let (to_vm, vm_in): (Vec<Producer>, Vec<Consumer>) =
+        (0..sys.vms.len()).map(|_| ring(vm_slots)).unzip();
+    for (i, mut input) in vm_in.into_iter().enumerate() {
         let (ctx, note, done, sys, core) = (
-            Arc::clone(&ctx),
+            Arc::clone(ctx),
             Arc::clone(&notes[i]),
-            Arc::clone(&shared_done),
-            Arc::clone(&sys),
+            Arc::clone(shared_done),
+            Arc::clone(sys),
             cfg.vm_core,
         );
         vm_threads.push(
@@ -994,7 +1072,7 @@ pub fn run_qos(cfg: &QosRunConfig) -> Result<QosRunResult, TestbedError> {
                 .name(format!("qos-vm{}", i + 1))
                 .spawn(move || {
                     let r = match core {
-                        VmCore::Busy => {
+                        VmCore::Busy | VmCore::Guest => {
                             vm_stage(&ctx, i, sys.vms[i].service_ns, &mut input, &note, &done)
                         }
                         VmCore::Timed => vm_stage_timed(
@@ -1013,6 +1091,52 @@ pub fn run_qos(cfg: &QosRunConfig) -> Result<QosRunResult, TestbedError> {
                 })?,
         );
     }
+    Ok(to_vm)
+}
+
+/// Runs the system for real: warm-up, then the window, then the queues
+/// are flushed (without work) and every request accounted for.
+///
+/// # Errors
+///
+/// A bad configuration ([`check_qos`]), a thread that cannot be spawned,
+/// a corrupt ring, or a run that does not stop (a hang).
+#[allow(
+    clippy::too_many_lines,
+    clippy::cast_precision_loss,
+    clippy::cast_possible_truncation
+)]
+pub fn run_qos(cfg: &QosRunConfig) -> Result<QosRunResult, TestbedError> {
+    check_qos(cfg)?;
+    let sys = Arc::new(cfg.system.clone());
+    let n = sys.vms.len();
+    let tsc = Tsc::get();
+    let ctx = Arc::new(Ctx::new(tsc, n));
+    let slots = SLOTS * sys.buffer;
+    let (mut dev_out, mut shared_in) = ring(slots);
+    let note0 = Arc::new(FutexNotifier::default());
+    let device_done = Arc::new(AtomicBool::new(false));
+    let shared_done = Arc::new(AtomicBool::new(false));
+    let mut vm_threads = Vec::with_capacity(n);
+    // The VMs' stages: guests of their own, or threads with a ring and a
+    // futex each.
+    let (mut outlets, notes, guests): (Box<dyn Outlets>, Vec<Arc<FutexNotifier>>, _) =
+        if cfg.vm_core == VmCore::Guest {
+            let (guests, outlets) = crate::backend::kvm::qos::start(&sys, &ctx)?;
+            (Box::new(outlets), Vec::new(), Some(guests))
+        } else {
+            let notes: Vec<Arc<FutexNotifier>> =
+                (0..n).map(|_| Arc::new(FutexNotifier::default())).collect();
+            let outs = thread_stages(cfg, &sys, &ctx, &notes, &shared_done, &mut vm_threads)?;
+            (
+                Box::new(ThreadOutlets {
+                    outs,
+                    notes: notes.clone(),
+                }),
+                notes,
+                None,
+            )
+        };
     let shared = {
         let (ctx, note, ddone, sdone, sys, notes) = (
             Arc::clone(&ctx),
@@ -1025,15 +1149,7 @@ pub fn run_qos(cfg: &QosRunConfig) -> Result<QosRunResult, TestbedError> {
         std::thread::Builder::new()
             .name("qos-shared".into())
             .spawn(move || {
-                let r = shared_stage(
-                    &ctx,
-                    &sys,
-                    &mut shared_in,
-                    &note,
-                    &ddone,
-                    &mut to_vm,
-                    &notes,
-                );
+                let r = shared_stage(&ctx, &sys, &mut shared_in, &note, &ddone, &mut *outlets);
                 if r.is_err() {
                     ctx.abort.store(true, Ordering::Relaxed);
                 }
@@ -1044,6 +1160,7 @@ pub fn run_qos(cfg: &QosRunConfig) -> Result<QosRunResult, TestbedError> {
                 r
             })?
     };
+
     let dev = {
         let (ctx, note, done, sys, seed) = (
             Arc::clone(&ctx),
@@ -1098,8 +1215,14 @@ pub fn run_qos(cfg: &QosRunConfig) -> Result<QosRunResult, TestbedError> {
     sleep_until(tsc, t0);
     let (w0, busy0, proc0) = (Instant::now(), machine_busy_s(), process_cpu_s());
     let cpu0: Vec<u64> = clocks.iter().map(read).collect();
+    let guest_sleeps0 = guests
+        .as_ref()
+        .map(crate::backend::kvm::qos::Guests::sleeps);
     sleep_until(tsc, t1);
     let cpu1: Vec<u64> = clocks.iter().map(read).collect();
+    let guest_sleeps1 = guests
+        .as_ref()
+        .map(crate::backend::kvm::qos::Guests::sleeps);
     let (busy1, proc1) = (machine_busy_s(), process_cpu_s());
     let window_s = w0.elapsed().as_secs_f64().max(1e-9);
     ctx.measured.store(true, Ordering::Release);
@@ -1114,7 +1237,7 @@ pub fn run_qos(cfg: &QosRunConfig) -> Result<QosRunResult, TestbedError> {
         .enumerate()
         .map(|(i, h)| join_within(h, within, &format!("vm{} stage", i + 1)))
         .collect();
-    let (d, s, v) = match (d, sh, v.into_iter().collect::<Result<Vec<_>, _>>()) {
+    let (d, mut s, v) = match (d, sh, v.into_iter().collect::<Result<Vec<_>, _>>()) {
         (Ok(d), Ok(s), Ok(v)) => (d, s, v),
         (d, s, v) => {
             wake_all(&ctx);
@@ -1128,6 +1251,15 @@ pub fn run_qos(cfg: &QosRunConfig) -> Result<QosRunResult, TestbedError> {
                 .unwrap_or_else(aborted));
         }
     };
+    // Guests: their figures came from the shared stage, which read their
+    // stamps; their sleeps are their own counts over the window.
+    let mut v = s.vms.take().unwrap_or(v);
+    if let (Some(a), Some(b)) = (guest_sleeps0, guest_sleeps1) {
+        for (vo, (a, b)) in v.iter_mut().zip(a.iter().zip(b)) {
+            vo.counts.sleeps = b.wrapping_sub(*a);
+        }
+    }
+    drop(guests);
     let names = sys.stage_names();
     let cpu = |slot: usize| {
         if clocks[slot].is_some() {
@@ -1181,6 +1313,7 @@ pub fn run_qos(cfg: &QosRunConfig) -> Result<QosRunResult, TestbedError> {
                 dropped,
                 lost: d.generated[i].saturating_sub(accounted),
                 duplicated: v[i].duplicated + accounted.saturating_sub(d.generated[i]),
+                bad_stamps: v[i].bad_stamps,
             }
         })
         .collect();
@@ -1203,14 +1336,16 @@ pub fn run_qos(cfg: &QosRunConfig) -> Result<QosRunResult, TestbedError> {
 /// Measures the run's costs on this machine: the CPU of each stage's busy
 /// work per request, and a kick and a sleep-and-wake-up of a stage over a
 /// ring with a futex (a thread that sleeps on an empty ring, another that
-/// hands it a request every 100 us and kicks it). About 0.1 s.
+/// hands it a request every 100 us and kicks it); with a guest per VM
+/// (`core`), the same hand-off to a guest. About 0.1 s (0.2 s with
+/// guests).
 ///
 /// # Errors
 ///
 /// As [`check_qos`] for the service times; a thread that cannot be
 /// spawned or hangs.
 #[allow(clippy::cast_precision_loss)]
-pub fn calibrate_qos(sys: &QosSystem) -> Result<QosCosts, TestbedError> {
+pub fn calibrate_qos(sys: &QosSystem, core: VmCore) -> Result<QosCosts, TestbedError> {
     let tsc = Tsc::get();
     let off_cpu = tsc.ticks(OFF_CPU_NS);
     let never = AtomicBool::new(false);
@@ -1254,7 +1389,16 @@ pub fn calibrate_qos(sys: &QosSystem) -> Result<QosCosts, TestbedError> {
         }
     }
     let (kick_ns, wake_ns, samples) = kick_and_wake(300, Duration::from_micros(100))?;
+    let guest_hand_off = if core == VmCore::Guest {
+        Some(crate::backend::kvm::qos::hand_off(
+            300,
+            Duration::from_micros(100),
+        )?)
+    } else {
+        None
+    };
     Ok(QosCosts {
+        guest_hand_off,
         shared_ns,
         vm_ns,
         kick_ns,

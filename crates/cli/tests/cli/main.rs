@@ -1293,16 +1293,65 @@ fn qos_json_contract() {
     // The model alone, and the backends not built yet refused in one line.
     let m = json(&["qos", "--backend", "model", "--path", "direct", "--json"]);
     assert_eq!(m["stages"][0]["name"], "hypervisor");
-    let out = kicklab(&["qos", "--backend", "kvm"]);
+    let out = kicklab(&["qos", "--backend", "kvm", "--vm-core", "timed"]);
     assert_eq!(out.status.code(), Some(2));
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(
-        err.contains("kvm is not built") && err.contains("futex"),
+        err.contains("--vm-core timed") && err.contains("guest"),
         "{err}"
     );
     let out = kicklab(&["qos", "--limit", "3=100"]);
     assert_eq!(out.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&out.stderr).contains("no VM 3"));
+}
+
+#[test]
+fn qos_kvm_json_contract() {
+    // A short run with a guest per VM (0.2 s): every request accounted
+    // for, the guests' figures and the model beside them; where KVM is
+    // missing, one line saying why.
+    let args = [
+        "qos",
+        "--backend",
+        "kvm",
+        "--offered",
+        "300",
+        "--seconds",
+        "2",
+        "--json",
+    ];
+    if let Err(why) = kicklab_testbed::kvm::available() {
+        let out = kicklab(&args);
+        assert_ne!(out.status.code(), Some(0));
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(err.contains("kvm is not usable here"), "{err}");
+        eprintln!("SKIPPED the run: no usable KVM here: {why}");
+        return;
+    }
+    let v = json(&args);
+    assert_eq!(v["backend"], "kvm");
+    assert_eq!(v["vm_core"], "guest");
+    let vms = v["vms"].as_array().unwrap();
+    assert_eq!(vms.len(), 2);
+    for vm in vms {
+        assert_eq!(vm["lost"], 0, "{vm}");
+        assert_eq!(vm["duplicated"], 0, "{vm}");
+        assert_eq!(vm["bad_stamps"], 0, "{vm}");
+        let (gen, done, dropped) = (
+            vm["generated"].as_u64().unwrap(),
+            vm["completed"].as_u64().unwrap(),
+            vm["dropped"].as_u64().unwrap(),
+        );
+        assert_eq!(gen, done + dropped, "{vm}");
+        assert!(vm["latency_ns"]["p50"].as_f64().unwrap() > 0.0, "{vm}");
+    }
+    assert_eq!(v["stages"].as_array().unwrap().len(), 3);
+    assert!(v["model"]["vms"][0]["throughput_per_s"].is_number());
+    // A buffer the guest's ring cannot hold, named by qos's own flag.
+    let out = kicklab(&["qos", "--backend", "kvm", "--buffer", "5000"]);
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("--buffer") && err.contains("guest"), "{err}");
 }
 
 #[test]

@@ -23,6 +23,7 @@ mod calibrate;
 pub mod guest;
 mod pair;
 pub mod pingpong;
+pub(crate) mod qos;
 pub mod scale;
 mod session;
 pub mod vm;

@@ -24,6 +24,10 @@ use vmm_sys_util::signal::Killable;
 use super::guest::{map, port, GuestMode, Program};
 use crate::TestbedError;
 
+/// [`Vm::start`]'s CPU for a vCPU thread the scheduler places (as it
+/// places the host's own threads).
+pub const UNPINNED: usize = usize::MAX;
+
 /// How the guest runs and how the host treats its halts.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct VmOptions {
@@ -269,7 +273,8 @@ impl Vm {
     }
 
     /// Loads `program` (code at [`map::CODE`]) and starts the vCPU on its
-    /// own thread, pinned to `cpu`.
+    /// own thread, pinned to `cpu` ([`UNPINNED`]: where the scheduler puts
+    /// it).
     ///
     /// # Errors
     ///
@@ -336,7 +341,7 @@ impl Vm {
         let handle = std::thread::Builder::new()
             .name("kicklab-vcpu".into())
             .spawn(move || {
-                let pinned = crate::clock::pin(cpu);
+                let pinned = cpu != UNPINNED && crate::clock::pin(cpu);
                 let _ = tx.send((thread_cpu_clock(), pinned));
                 let r = vcpu_loop(vcpu, &stop2, &doorbell, halt_poll, waits);
                 // Linger (asleep, so its CPU clock stands still) until the

@@ -1,0 +1,362 @@
+//! Several VMs sharing one device, with a real guest per VM (issue 15,
+//! `--vm-core guest`, `kicklab qos --backend kvm`): each VM's stage is a
+//! tiny KVM guest of its own running `kicklab run`'s consumer program over
+//! a ring in its memory, which the shared stage (a host thread, as in
+//! `crate::qos`) fills.
+//!
+//! ```text
+//!   device thread --ring--> shared stage thread --guest ring--> guest 1 (vCPU thread)
+//!                            (busy work, post policer)  \--guest ring--> guest 2 ...
+//! ```
+//!
+//! A guest takes one request per slot, does its service time as busy work
+//! by its TSC, stamps the slot with its TSC when it is done (before it
+//! frees the slot) and halts on an empty ring after registering for a
+//! kick; the shared stage kicks it through its doorbell only then. The
+//! ring holds the VM's buffer plus the request in service (a request that
+//! finds it full is dropped, drop-tail). The shared stage keeps what it
+//! wrote in each slot (the request's header and when the device made it)
+//! and, when it is about to write a slot again (the slot is free, so the
+//! guest's stamp is there), completes the request that was there at the
+//! guest's stamp, in host time by the clock exchange made before the run;
+//! at the end it waits for every guest to free what it holds and completes
+//! the rest. Guest memory is untrusted: the ring's endpoint validates the
+//! guest's index; a stamp before the request was made or from the future
+//! counts the request done when it is seen instead (and is counted).
+//!
+//! What does not live here: the device, the shared stage and the figures
+//! (`crate::qos`), the guest's code (`super::guest`).
+
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use kicklab_model::qos::QosSystem;
+use kicklab_ring::{on_raw, Producer, RawRing};
+use vmm_sys_util::eventfd::EventFd;
+
+use super::guest::{
+    ctrl, map, ring, GuestFlush, GuestMode, GuestRole, GuestWait, Misbehavior, PairProgram, SYNC,
+};
+use super::vm::{GuestMemory, VcpuThread, Vm, VmOptions, UNPINNED};
+use crate::clock::rdtsc;
+use crate::qos::{aborted, Ctx, Outlets, VmOut};
+use crate::{Setting, TestbedError};
+
+/// The guests of a run; dropping them stops them.
+pub(crate) struct Guests {
+    vcpus: Vec<VcpuThread>,
+    mems: Vec<Arc<GuestMemory>>,
+    // Last: the VMs outlive their vCPU threads.
+    _vms: Vec<Vm>,
+}
+
+impl Guests {
+    /// Each guest's halts so far (its own count: only reported).
+    pub(crate) fn sleeps(&self) -> Vec<u64> {
+        self.mems
+            .iter()
+            .map(|m| u64::from(m.read_u32(map::CTRL + ctrl::SLEEPS)))
+            .collect()
+    }
+}
+
+impl Drop for Guests {
+    fn drop(&mut self) {
+        for v in &mut self.vcpus {
+            v.stop();
+        }
+    }
+}
+
+/// One guest as the shared stage sees it.
+struct Outlet {
+    producer: Producer,
+    doorbell: EventFd,
+    mem: Arc<GuestMemory>,
+    /// Per slot: the header and the device's time of the request written
+    /// there last.
+    held: Vec<[u64; 2]>,
+    /// Requests written into the ring so far (the guest's sequence).
+    written: u64,
+    /// Guest TSC minus host TSC [ticks] (the clock exchange).
+    offset: i128,
+    out: VmOut,
+    last: Option<u64>,
+    /// Done stamps that made no sense (untrusted guest memory).
+    bad_stamps: u64,
+}
+
+impl Outlet {
+    /// Completes request `i` (its slot is free: the guest is done with it).
+    fn complete(&mut self, id: usize, i: u64, ctx: &Ctx) {
+        let len = self.held.len() as u64;
+        #[allow(clippy::cast_possible_truncation)] // < len, a usize
+        let slot = (i % len) as usize;
+        let [hdr, made] = self.held[slot];
+        let stamp = self.mem.load_u64(map::STAMPS + 8 * slot as u32);
+        #[allow(clippy::cast_possible_truncation, clippy::cast_sign_loss)]
+        let done = (i128::from(stamp) - self.offset).clamp(0, i128::from(u64::MAX)) as u64;
+        let now = rdtsc();
+        let at = if done < made || done > now {
+            self.bad_stamps += 1;
+            now
+        } else {
+            done
+        };
+        self.out.complete(id, hdr, made, at, &mut self.last, ctx);
+    }
+}
+
+/// The shared stage's side of the guests.
+pub(crate) struct GuestOutlets {
+    ctx: Arc<Ctx>,
+    outlets: Vec<Outlet>,
+    /// The longest a guest may take to finish what it holds at the end.
+    drain: Duration,
+}
+
+/// Starts a guest per VM of `sys` (real time), registers their vCPU
+/// threads' clocks with `ctx` as the VMs' stages, and returns them with
+/// the shared stage's side.
+///
+/// # Errors
+///
+/// No usable KVM, a buffer the guest's ring cannot hold, a service time
+/// the guest's 32-bit work table cannot count, a guest TSC at another
+/// rate than the host's.
+pub(crate) fn start(
+    sys: &QosSystem,
+    ctx: &Arc<Ctx>,
+) -> Result<(Guests, GuestOutlets), TestbedError> {
+    super::available().map_err(TestbedError::Kvm)?;
+    // Checked by `crate::qos::check_qos`.
+    let len = sys.buffer + 1;
+    assert!(len <= map::MAX_LEN, "the buffer was checked");
+    let tsc = ctx.tsc;
+    let mut guests = Guests {
+        vcpus: Vec::new(),
+        mems: Vec::new(),
+        _vms: Vec::new(),
+    };
+    let mut outlets = Vec::new();
+    for (i, vm_sys) in sys.vms.iter().enumerate() {
+        let ticks = tsc.ticks(vm_sys.service_ns);
+        let Ok(ticks) = u32::try_from(ticks) else {
+            return Err(TestbedError::limit(
+                Setting::Work,
+                "a guest counts its work in 32 bits of TSC ticks: a service time of at most about a second",
+            ));
+        };
+        let vm = Vm::new(VmOptions {
+            halt_poll: Duration::ZERO,
+            mode: GuestMode::User,
+            disable_hlt_exits: false,
+        })?;
+        let mem = Arc::clone(&vm.mem);
+        for k in 0..map::TABLE_LEN {
+            mem.write_u32(map::TABLE + 4 * k, ticks);
+        }
+        let program = PairProgram {
+            role: GuestRole::Consumer,
+            wait: GuestWait::Halt,
+            len,
+            k: 1,
+            // Runs until stopped.
+            total: i32::MAX.unsigned_abs(),
+            warmup: 0,
+            misbehavior: Misbehavior::None,
+            mode: GuestMode::User,
+            batch: 1,
+            flush: GuestFlush::Full,
+            stamps: true,
+            sync: SYNC,
+        }
+        .assemble()?;
+        let owner: Box<dyn Send + Sync> = Box::new(Arc::clone(&mem));
+        // SAFETY: as in the pair (`super::pair`): the region lies inside the
+        // guest mapping, is 64-byte aligned, `owner` keeps it mapped, and
+        // the guest uses the layout's aligned 32-bit accesses.
+        let raw = unsafe {
+            RawRing::from_raw(
+                mem.as_ptr().add(map::RING as usize),
+                map::RING_BYTES,
+                len,
+                owner,
+            )
+        }
+        .ok_or_else(|| TestbedError::Kvm("ring region rejected".into()))?;
+        let (producer, consumer) = on_raw(raw);
+        drop(consumer);
+        // Placed by the scheduler, as the other stages' threads are (the
+        // model shares the CPUs among them all).
+        let vcpu = vm.start(&program, UNPINNED)?;
+        if let Some(khz) = vcpu.guest_khz {
+            if (f64::from(khz) / (tsc.ticks_per_ns * 1e6) - 1.0).abs() > 0.02 {
+                return Err(TestbedError::Kvm(format!(
+                    "the guest TSC runs at {khz} kHz, the host's at {:.0} kHz: its work would be off",
+                    tsc.ticks_per_ns * 1e6
+                )));
+            }
+        }
+        ctx.clocks[2 + i].store(i64::from(vcpu.clock_id()), Ordering::Relaxed);
+        outlets.push(Outlet {
+            producer,
+            doorbell: vm.waker()?,
+            mem: Arc::clone(&mem),
+            held: vec![[0; 2]; len as usize],
+            written: 0,
+            offset: 0,
+            out: VmOut::new(),
+            last: None,
+            bad_stamps: 0,
+        });
+        guests.vcpus.push(vcpu);
+        guests.mems.push(mem);
+        guests._vms.push(vm);
+    }
+    let longest = sys.vms.iter().map(|v| v.service_ns).fold(0.0, f64::max);
+    #[allow(clippy::cast_possible_truncation, clippy::cast_sign_loss)]
+    let drain =
+        Duration::from_secs(2) + Duration::from_nanos((4.0 * longest * f64::from(len)) as u64);
+    ctx.ready.fetch_add(sys.vms.len(), Ordering::Release);
+    Ok((
+        guests,
+        GuestOutlets {
+            ctx: Arc::clone(ctx),
+            outlets,
+            drain,
+        },
+    ))
+}
+
+impl Outlets for GuestOutlets {
+    /// Relates each guest's clock to the host's (the guest answers
+    /// [`SYNC`] pings before its loop).
+    fn prepare(&mut self, ctx: &Ctx) -> Result<(), TestbedError> {
+        for o in &mut self.outlets {
+            o.offset = super::calibrate::ping(&o.mem, 1, SYNC, &ctx.abort)?.0;
+        }
+        Ok(())
+    }
+
+    fn deliver(
+        &mut self,
+        vm: usize,
+        [hdr, made, _]: [u64; 3],
+    ) -> Result<Option<bool>, TestbedError> {
+        let ctx = Arc::clone(&self.ctx);
+        let o = &mut self.outlets[vm];
+        if o.producer.free()? == 0 && o.producer.free_now()? == 0 {
+            return Ok(None);
+        }
+        let len = o.held.len() as u64;
+        if o.written >= len {
+            // The slot is free: the guest is done with what was there.
+            o.complete(vm, o.written - len, &ctx);
+        }
+        #[allow(clippy::cast_possible_truncation)] // < len, a usize
+        let slot = (o.written % len) as usize;
+        o.held[slot] = [hdr, made];
+        let ok = o.producer.write(o.written)?;
+        debug_assert!(ok, "room was checked");
+        o.written += 1;
+        let published = o.producer.publish();
+        let kick = o.producer.peer_wants_kick(published);
+        if kick {
+            o.doorbell.write(1)?;
+        }
+        Ok(Some(kick))
+    }
+
+    /// Waits for every guest to free what it holds, then completes it.
+    fn finish(&mut self, ctx: &Ctx) -> Result<Option<Vec<VmOut>>, TestbedError> {
+        let until = Instant::now() + self.drain;
+        let mut outs = Vec::with_capacity(self.outlets.len());
+        for (id, o) in self.outlets.iter_mut().enumerate() {
+            let len = o.held.len() as u64;
+            #[allow(clippy::cast_possible_truncation)] // the guest's 32-bit index
+            let want = o.written as u32;
+            loop {
+                if ctx.abort.load(Ordering::Relaxed) {
+                    return Err(aborted());
+                }
+                // Validated: an index that moves back or past what was
+                // written is an error.
+                if o.producer.free_now()? == o.producer.len() {
+                    break;
+                }
+                if Instant::now() > until {
+                    return Err(TestbedError::Hang(format!(
+                        "VM {}'s guest did not finish its requests within {:?}: its head at {} of {want}",
+                        id + 1,
+                        self.drain,
+                        o.mem.read_u32(ring::HEAD)
+                    )));
+                }
+                std::thread::sleep(Duration::from_micros(100));
+            }
+            for i in o.written.saturating_sub(len)..o.written {
+                o.complete(id, i, ctx);
+            }
+            let ctrl = |off| o.mem.read_u32(map::CTRL + off);
+            let (lost, bad) = (ctrl(ctrl::LOST), ctrl(ctrl::BAD));
+            if lost != 0 || bad != 0 {
+                return Err(TestbedError::Guest(format!(
+                    "VM {}'s guest missed {lost} requests and saw {bad} twice or out of order",
+                    id + 1
+                )));
+            }
+            let mut out = std::mem::replace(&mut o.out, VmOut::new());
+            out.bad_stamps = o.bad_stamps;
+            outs.push(out);
+        }
+        Ok(Some(outs))
+    }
+}
+
+/// A hand-off to a guest that halted, measured: one guest with no work,
+/// handed a request every `gap` (`samples` of them) and kicked when it
+/// asks. Returns the host's CPU per kick (the doorbell write, with the
+/// ring's handling) and the guest's vCPU thread's CPU per request (its
+/// halt, exit to the VMM, wake-up, re-entry, and taking the request) [ns].
+///
+/// # Errors
+///
+/// No usable KVM, a guest that does not start, answer or finish.
+#[allow(clippy::cast_precision_loss)]
+pub(crate) fn hand_off(samples: usize, gap: Duration) -> Result<(f64, f64), TestbedError> {
+    let mut sys = QosSystem::paper(
+        kicklab_model::qos::Path::Direct,
+        kicklab_model::qos::Police::Ingress,
+        1.0,
+    );
+    sys.vms.truncate(1);
+    sys.vms[0].service_ns = 0.0;
+    let ctx = Arc::new(Ctx::new(crate::clock::Tsc::get(), 1));
+    let (guests, mut outlets) = start(&sys, &ctx)?;
+    outlets.prepare(&ctx)?;
+    let vcpu = &guests.vcpus[0];
+    let (mut kick_ns, mut kicks) = (0u64, 0u64);
+    let cpu0 = vcpu.cpu_ns();
+    for k in 0..samples as u64 {
+        std::thread::sleep(gap);
+        let c0 = crate::clock::thread_cpu_ns();
+        let kicked = outlets.deliver(0, [k, rdtsc(), 0])?;
+        if kicked == Some(true) {
+            kick_ns += crate::clock::thread_cpu_ns() - c0;
+            kicks += 1;
+        }
+    }
+    outlets.finish(&ctx)?;
+    let guest_ns = vcpu.cpu_ns().saturating_sub(cpu0);
+    if kicks == 0 {
+        return Err(TestbedError::Guest(
+            "a guest handed a request every so often never asked for a kick".into(),
+        ));
+    }
+    Ok((
+        kick_ns as f64 / kicks as f64,
+        guest_ns as f64 / samples as f64,
+    ))
+}
