@@ -1101,12 +1101,25 @@ fn thread_stages(
 ///
 /// A bad configuration ([`check_qos`]), a thread that cannot be spawned,
 /// a corrupt ring, or a run that does not stop (a hang).
+pub fn run_qos(cfg: &QosRunConfig) -> Result<QosRunResult, TestbedError> {
+    run_qos_with(cfg, crate::backend::kvm::guest::Misbehavior::None)
+}
+
+/// [`run_qos`] with every guest misbehaving as `guest` (guest cores; the
+/// tests of a host that a guest must not crash or hang).
+///
+/// # Errors
+///
+/// As [`run_qos`]; a guest that misbehaves stops the run with an error.
 #[allow(
     clippy::too_many_lines,
     clippy::cast_precision_loss,
     clippy::cast_possible_truncation
 )]
-pub fn run_qos(cfg: &QosRunConfig) -> Result<QosRunResult, TestbedError> {
+pub fn run_qos_with(
+    cfg: &QosRunConfig,
+    guest: crate::backend::kvm::guest::Misbehavior,
+) -> Result<QosRunResult, TestbedError> {
     check_qos(cfg)?;
     let sys = Arc::new(cfg.system.clone());
     let n = sys.vms.len();
@@ -1122,7 +1135,7 @@ pub fn run_qos(cfg: &QosRunConfig) -> Result<QosRunResult, TestbedError> {
     // futex each.
     let (mut outlets, notes, guests): (Box<dyn Outlets>, Vec<Arc<FutexNotifier>>, _) =
         if cfg.vm_core == VmCore::Guest {
-            let (guests, outlets) = crate::backend::kvm::qos::start(&sys, &ctx)?;
+            let (guests, outlets) = crate::backend::kvm::qos::start(&sys, &ctx, guest)?;
             (Box::new(outlets), Vec::new(), Some(guests))
         } else {
             let notes: Vec<Arc<FutexNotifier>> =

@@ -154,3 +154,40 @@ fn a_guest_per_vm_accounts_for_every_request() {
         assert!(v.throughput_per_s <= 1.05e9 / service, "{v:?}");
     }
 }
+
+/// Guests that misbehave stop the run with an error naming what went
+/// wrong, within a bounded time, and never take the host down: one that
+/// writes an impossible index into its ring, one that hangs, one that
+/// crashes, one that stops early.
+#[test]
+fn a_misbehaving_guest_stops_the_run_with_an_error() {
+    use kicklab_testbed::kvm::guest::Misbehavior;
+    use kicklab_testbed::qos::run_qos_with;
+    if let Err(why) = kicklab_testbed::kvm::available() {
+        eprintln!("SKIPPED: no usable KVM here: {why}");
+        return;
+    }
+    for (how, says) in [
+        (
+            Misbehavior::GarbageIndex { at: 20 },
+            "VM 1's guest broke its ring",
+        ),
+        (Misbehavior::Hang { at: 20 }, "did not finish"),
+        (Misbehavior::Crash { at: 20 }, "did not finish"),
+        (Misbehavior::StopEarly { at: 20 }, "did not finish"),
+    ] {
+        let t = std::time::Instant::now();
+        let cfg = QosRunConfig {
+            system: system(Path::Direct, Police::Ingress, 200.0),
+            warmup: Duration::from_millis(50),
+            window: Duration::from_millis(100),
+            seed: 1,
+            vm_core: VmCore::Guest,
+        };
+        let err = run_qos_with(&cfg, how).expect_err("a misbehaving guest");
+        let text = err.to_string();
+        eprintln!("{how:?}: {text} ({:?})", t.elapsed());
+        assert!(text.contains(says), "{how:?}: {text}");
+        assert!(t.elapsed() < Duration::from_secs(10), "{how:?}");
+    }
+}

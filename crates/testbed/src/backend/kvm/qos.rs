@@ -128,6 +128,7 @@ pub(crate) struct GuestOutlets {
 pub(crate) fn start(
     sys: &QosSystem,
     ctx: &Arc<Ctx>,
+    misbehavior: Misbehavior,
 ) -> Result<(Guests, GuestOutlets), TestbedError> {
     super::available().map_err(TestbedError::Kvm)?;
     // Checked by `crate::qos::check_qos`.
@@ -165,7 +166,7 @@ pub(crate) fn start(
             // Runs until stopped.
             total: i32::MAX.unsigned_abs(),
             warmup: 0,
-            misbehavior: Misbehavior::None,
+            misbehavior,
             mode: GuestMode::User,
             batch: 1,
             flush: GuestFlush::Full,
@@ -247,7 +248,10 @@ impl Outlets for GuestOutlets {
     ) -> Result<Option<bool>, TestbedError> {
         let ctx = Arc::clone(&self.ctx);
         let o = &mut self.outlets[vm];
-        if o.producer.free()? == 0 && o.producer.free_now()? == 0 {
+        let guest = |e: kicklab_ring::RingError| {
+            TestbedError::Guest(format!("VM {}'s guest broke its ring: {e}", vm + 1))
+        };
+        if o.producer.free().map_err(guest)? == 0 && o.producer.free_now().map_err(guest)? == 0 {
             return Ok(None);
         }
         let len = o.held.len() as u64;
@@ -283,12 +287,15 @@ impl Outlets for GuestOutlets {
                 }
                 // Validated: an index that moves back or past what was
                 // written is an error.
-                if o.producer.free_now()? == o.producer.len() {
+                let free = o.producer.free_now().map_err(|e| {
+                    TestbedError::Guest(format!("VM {}'s guest broke its ring: {e}", id + 1))
+                })?;
+                if free == o.producer.len() {
                     break;
                 }
                 if Instant::now() > until {
                     return Err(TestbedError::Hang(format!(
-                        "VM {}'s guest did not finish its requests within {:?}: its head at {} of {want}",
+                        "VM {}'s guest did not finish its requests within {:?} (it hung, crashed or stopped): its head at {} of {want}",
                         id + 1,
                         self.drain,
                         o.mem.read_u32(ring::HEAD)
@@ -334,7 +341,7 @@ pub(crate) fn hand_off(samples: usize, gap: Duration) -> Result<(f64, f64), Test
     sys.vms.truncate(1);
     sys.vms[0].service_ns = 0.0;
     let ctx = Arc::new(Ctx::new(crate::clock::Tsc::get(), 1));
-    let (guests, mut outlets) = start(&sys, &ctx)?;
+    let (guests, mut outlets) = start(&sys, &ctx, Misbehavior::None)?;
     outlets.prepare(&ctx)?;
     let vcpu = &guests.vcpus[0];
     let (mut kick_ns, mut kicks) = (0u64, 0u64);
