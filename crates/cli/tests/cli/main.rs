@@ -731,8 +731,9 @@ fn kvm_runs_in_both_directions_where_there_is_kvm() {
             "{v}"
         );
         assert_eq!(v["predicted"]["source"], "sim", "{v}");
-        // Latency where the guest writes (tx).
-        assert_eq!(v["latency_ns"]["p99"].is_number(), dir == "tx", "{v}");
+        // Latency in both directions: from the guest's write stamps (tx)
+        // or its done stamps (rx).
+        assert!(v["latency_ns"]["p99"].is_number(), "{v}");
     }
 }
 
