@@ -6,7 +6,7 @@
 use std::time::Duration;
 
 use kicklab_report::{Chart, Section, Series, Style, YScale};
-use kicklab_testbed::flags::{flags, FlagPath, FlagsConfig, FlagsResult};
+use kicklab_testbed::flags::{flags, FlagPath, FlagsBackend, FlagsConfig, FlagsResult};
 
 use crate::{LabError, Progress};
 
@@ -17,22 +17,60 @@ pub const SOURCES: [usize; 7] = [1, 2, 4, 8, 16, 32, 64];
 /// machine is shared: one run can meet a neighbour's burst).
 pub const REPEAT: usize = 3;
 
-/// Runs every path at every count, `signals` each, 20 us apart (the
-/// consumer sleeps between two), [`REPEAT`] times, keeping the median.
+/// W_P of the pair the measured costs are fed to: slower than the
+/// consumer's 1.1 us (Fig. 4's W_C), so the consumer sleeps and is
+/// notified for every message (the FC regime), where N and S count most.
+pub const PAIR_WP_NS: f64 = 2000.0;
+
+/// The measured costs fed to the model as N and S: the paper's pair
+/// (Fig. 4's costs, L = 256) with W_P = [`PAIR_WP_NS`], the producer's
+/// notification N_P = this run's cost per notification and the
+/// consumer's wake-up S_C = its cost per wake-up. The model's (T, E) [ns],
+/// or `None` if the costs make no pair.
+pub fn pair_model(r: &FlagsResult) -> Option<(f64, f64)> {
+    use kicklab_model::{predict, Cost, Params, WaitMode};
+    let p = Params {
+        w_p: Cost::Const(PAIR_WP_NS),
+        n_p: Cost::Const(r.notify_ns),
+        s_c: Cost::Const(r.wake_ns),
+        ..Params::default()
+    };
+    let pr = predict(&p, WaitMode::Notify).ok()?;
+    Some((pr.rates.t_ns, pr.rates.e_ns))
+}
+
+/// The time between two signals by default: long enough for the watcher
+/// to sleep in between (a guest's signal through a port exits, which
+/// costs tens of microseconds nested).
+pub fn default_gap(backend: FlagsBackend) -> Duration {
+    match backend {
+        FlagsBackend::Threads => Duration::from_micros(20),
+        FlagsBackend::Kvm => Duration::from_micros(100),
+    }
+}
+
+/// Runs every path at every count, `signals` each, [`default_gap`] apart
+/// (the consumer sleeps between two), [`REPEAT`] times, keeping the
+/// median.
 ///
 /// # Errors
 ///
 /// A run that fails, or a signal lost or counted twice.
-pub fn sweep(signals: u64, progress: &dyn Progress) -> Result<Vec<FlagsResult>, LabError> {
+pub fn sweep(
+    backend: FlagsBackend,
+    signals: u64,
+    progress: &dyn Progress,
+) -> Result<Vec<FlagsResult>, LabError> {
     progress.start("flags", (SOURCES.len() * 3 * REPEAT) as u64);
     let mut out = Vec::new();
     for sources in SOURCES {
         for path in [FlagPath::Poll, FlagPath::Epoll, FlagPath::Bitmap] {
             let cfg = FlagsConfig {
+                backend,
                 sources,
                 path,
                 signals,
-                gap: Duration::from_micros(20),
+                gap: default_gap(backend),
             };
             out.push(median_run(&cfg, REPEAT, &|| progress.step())?);
         }
@@ -104,22 +142,22 @@ pub fn section(runs: &[FlagsResult], signals: u64) -> Result<Section, LabError> 
             .map(|r| (r.sources as f64, f(r)))
             .collect()
     };
+    let kvm = runs.first().is_some_and(|r| r.backend == FlagsBackend::Kvm);
+    let (bitmap_name, fd_name) = if kvm {
+        ("guest's bit vector, one kick ioeventfd", "ioeventfd")
+    } else {
+        ("shared bit vector, one futex", "eventfd")
+    };
+    let epoll_name = format!("epoll over one {fd_name} each");
+    let poll_name = format!("poll over one {fd_name} each (select family)");
     let chart = |title: &str, y: &str, f: &dyn Fn(&FlagsResult) -> f64| Chart {
         title: title.into(),
         x_label: "sources watched".into(),
         y_label: y.into(),
         series: [
-            (
-                "shared bit vector, one futex",
-                FlagPath::Bitmap,
-                Style::Thick,
-            ),
-            ("epoll over one eventfd each", FlagPath::Epoll, Style::Line),
-            (
-                "poll over one eventfd each (select family)",
-                FlagPath::Poll,
-                Style::Dashed,
-            ),
+            (bitmap_name, FlagPath::Bitmap, Style::Thick),
+            (epoll_name.as_str(), FlagPath::Epoll, Style::Line),
+            (poll_name.as_str(), FlagPath::Poll, Style::Dashed),
         ]
         .into_iter()
         .map(|(name, p, style)| Series {
@@ -132,12 +170,69 @@ pub fn section(runs: &[FlagsResult], signals: u64) -> Result<Section, LabError> 
         y_scale: YScale::Linear,
         ..Chart::default()
     };
-    let wake = chart("Consumer CPU per wake-up", "us", &|r| r.wake_ns / 1e3);
-    let notify = chart("Producer CPU per notification", "us", &|r| {
-        r.notify_ns / 1e3
-    });
+    let (wake_title, notify_title) = if kvm {
+        (
+            "Host thread's CPU per wake-up (a guest signals)",
+            "Guest's time per signal (its TSC)",
+        )
+    } else {
+        ("Consumer CPU per wake-up", "Producer CPU per notification")
+    };
+    let wake = chart(wake_title, "us", &|r| r.wake_ns / 1e3);
+    let notify = chart(notify_title, "us", &|r| r.notify_ns / 1e3);
+    let pair_e = chart(
+        "The pair's CPU per message, the model fed these costs as N_P and S_C",
+        "us (E, W_P 2 us, W_C 1.1 us)",
+        &|r| pair_model(r).map_or(f64::NAN, |(_, e)| e / 1e3),
+    );
     let g = |p| growth(runs, p).map_or("-".into(), |x| format!("{x:.2}x"));
     let sp = |p| spread(runs, p).map_or("-".into(), |x| format!("{x:.2}x"));
+    let gap = runs
+        .first()
+        .map_or(20.0, |r| default_gap(r.backend).as_secs_f64() * 1e6);
+    if kvm {
+        let mut s = Section::new(
+            "flags-kvm",
+            "Notification flags in shared memory vs a system call, from a KVM guest (VMware)",
+        );
+        s.html = format!(
+            "<p>The same with a real guest as the signaller (<code>kicklab flags --backend kvm</code>, \
+             <code>docs/vm-mechanisms.md</code>): every {gap:.0} us it signals one of 1 to 64 sources, either by setting \
+             the source's bit in a bit vector in its memory and kicking the one kick ioeventfd only if the host thread \
+             asked (it asks before it sleeps, then looks again), or by writing the source's own port, an ioeventfd each, \
+             which the host thread waits on with <code>poll</code> or <code>epoll</code>. The host validates the vector: \
+             a bit of a source that does not exist stops the run. {signals} signals per point, every one counted once; \
+             the median of {} runs. Host wake-up cost at 64 sources over 1: bit vector {}, epoll {}, poll {}; largest over \
+             smallest across the sources: bit vector {} (target: within 1.2x), poll {}. The third chart feeds these costs \
+             to the model as N_P and S_C, as above.</p>\
+             <p>Reproduce: <code>kicklab flags --backend kvm</code>.</p>",
+            REPEAT,
+            g(FlagPath::Bitmap),
+            g(FlagPath::Epoll),
+            g(FlagPath::Poll),
+            sp(FlagPath::Bitmap),
+            sp(FlagPath::Poll)
+        );
+        s.push_chart(
+            "flags-kvm-wake",
+            &wake,
+            kicklab_report::FIG_W,
+            kicklab_report::FIG_H,
+        )?;
+        s.push_chart(
+            "flags-kvm-notify",
+            &notify,
+            kicklab_report::FIG_W,
+            kicklab_report::FIG_H,
+        )?;
+        s.push_chart(
+            "flags-kvm-pair",
+            &pair_e,
+            kicklab_report::FIG_W,
+            kicklab_report::FIG_H,
+        )?;
+        return Ok(s);
+    }
     let mut s = Section::new(
         "flags",
         "Notification flags in shared memory vs a system call (VMware)",
@@ -145,11 +240,13 @@ pub fn section(runs: &[FlagsResult], signals: u64) -> Result<Section, LabError> 
     s.html = format!(
         "<p>VMware's hosted VMM checks a bit vector the host driver sets in shared memory on every IRQ instead of a \
          <code>select()</code> over all devices. Here one consumer thread watches 1 to 64 sources, signalled one at a time \
-         by a producer thread 20 us apart (so the consumer sleeps in between): with one eventfd per source and \
+         by a producer thread {gap:.0} us apart (so the consumer sleeps in between): with one eventfd per source and \
          <code>poll</code> (the select family) or <code>epoll</code>, or with a shared bit vector, per-source counters and \
          one futex for all (whose wake system call is made only when the consumer sleeps). {signals} signals per point, \
          every one counted once; the median of {} runs. Wake-up cost at 64 sources over 1: bit vector {}, epoll {}, poll {}; \
-         largest over smallest across the sources: bit vector {} (target: within 1.2x), poll {}.</p>\
+         largest over smallest across the sources: bit vector {} (target: within 1.2x), poll {}. The third chart feeds each \
+         run's costs to the model as the producer's notification N_P and the consumer's wake-up S_C of Fig. 4's pair with \
+         W_P = 2 us (the consumer sleeps for every message).</p>\
          <p>Reproduce: <code>kicklab flags</code>.</p>",
         REPEAT,
         g(FlagPath::Bitmap),
@@ -167,6 +264,12 @@ pub fn section(runs: &[FlagsResult], signals: u64) -> Result<Section, LabError> 
     s.push_chart(
         "flags-notify",
         &notify,
+        kicklab_report::FIG_W,
+        kicklab_report::FIG_H,
+    )?;
+    s.push_chart(
+        "flags-pair",
+        &pair_e,
         kicklab_report::FIG_W,
         kicklab_report::FIG_H,
     )?;

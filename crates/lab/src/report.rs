@@ -749,6 +749,9 @@ const SCALE_SECONDS: f64 = 0.5;
 /// Signals per run of the notification-flags sweep (63 runs of about
 /// 0.2 s).
 const FLAG_SIGNALS: u64 = 10_000;
+/// Signals per run of the sweep with a KVM guest (63 runs of about 0.2 s:
+/// 100 us apart).
+const FLAG_SIGNALS_KVM: u64 = 2_000;
 
 /// Runs everything the report shows and assembles the page.
 ///
@@ -934,10 +937,32 @@ pub fn build(a: &ReportOptions, progress: &dyn Progress) -> Result<Report, LabEr
     }
     if a.testbed {
         sections.extend(testbed_sections(a, progress)?);
-        let runs = crate::scale::sweep(SCALE_SECONDS, progress)?;
-        sections.push(crate::scale::section(&runs, SCALE_SECONDS)?);
-        let flags = crate::flags::sweep(FLAG_SIGNALS, progress)?;
+        let runs = crate::scale::sweep(false, SCALE_SECONDS, progress)?;
+        sections.push(crate::scale::section(&runs, SCALE_SECONDS, false)?);
+        match kicklab_testbed::kvm::available() {
+            Ok(()) => {
+                let runs = crate::scale::sweep(true, SCALE_SECONDS, progress)?;
+                sections.push(crate::scale::section(&runs, SCALE_SECONDS, true)?);
+            }
+            Err(why) => progress.note(&format!("report: no KVM guests at scale ({why})")),
+        }
+        let flags = crate::flags::sweep(
+            kicklab_testbed::flags::FlagsBackend::Threads,
+            FLAG_SIGNALS,
+            progress,
+        )?;
         sections.push(crate::flags::section(&flags, FLAG_SIGNALS)?);
+        match kicklab_testbed::kvm::available() {
+            Ok(()) => {
+                let flags = crate::flags::sweep(
+                    kicklab_testbed::flags::FlagsBackend::Kvm,
+                    FLAG_SIGNALS_KVM,
+                    progress,
+                )?;
+                sections.push(crate::flags::section(&flags, FLAG_SIGNALS_KVM)?);
+            }
+            Err(why) => progress.note(&format!("report: no flags from a KVM guest ({why})")),
+        }
         sections.extend(kvm_sections(a, progress)?);
     } else {
         progress.note("report: no real runs (testbed off)");

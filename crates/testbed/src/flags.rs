@@ -51,9 +51,35 @@ impl std::str::FromStr for FlagPath {
     }
 }
 
+/// Who signals and who watches.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum FlagsBackend {
+    /// A producer thread and a consumer thread.
+    #[default]
+    Threads,
+    /// A KVM guest signals (its bit vector and one kick ioeventfd, or a
+    /// port and an ioeventfd per source), a host thread watches
+    /// (`crate::backend::kvm::flags`).
+    Kvm,
+}
+
+impl std::str::FromStr for FlagsBackend {
+    type Err = String;
+    fn from_str(s: &str) -> Result<FlagsBackend, String> {
+        match s {
+            "threads" => Ok(FlagsBackend::Threads),
+            "kvm" => Ok(FlagsBackend::Kvm),
+            _ => Err(format!("unknown backend `{s}` (use threads or kvm)")),
+        }
+    }
+}
+
 /// One run.
 #[derive(Debug, Clone, Copy)]
 pub struct FlagsConfig {
+    /// Who signals and who watches.
+    pub backend: FlagsBackend,
     /// Sources watched (1 to 1024).
     pub sources: usize,
     /// How.
@@ -67,6 +93,8 @@ pub struct FlagsConfig {
 /// What a run measured.
 #[derive(Debug, Clone, Serialize)]
 pub struct FlagsResult {
+    /// Who signalled and who watched.
+    pub backend: FlagsBackend,
     /// Sources watched.
     pub sources: usize,
     /// How.
@@ -106,6 +134,9 @@ struct Shared {
 /// A bad configuration, or a system call that fails.
 #[allow(clippy::cast_precision_loss, clippy::too_many_lines)]
 pub fn flags(cfg: &FlagsConfig) -> Result<FlagsResult, TestbedError> {
+    if cfg.backend == FlagsBackend::Kvm {
+        return crate::backend::kvm::flags::flags(cfg);
+    }
     if cfg.sources == 0 || cfg.sources > 1024 {
         return Err(TestbedError::invalid(Setting::Vms, "1 to 1024 sources"));
     }
@@ -253,6 +284,7 @@ pub fn flags(cfg: &FlagsConfig) -> Result<FlagsResult, TestbedError> {
         .join()
         .map_err(|_| TestbedError::Hang("the consumer thread panicked".into()))??;
     Ok(FlagsResult {
+        backend: FlagsBackend::Threads,
         sources: n,
         path,
         notify_ns: notify_ns as f64 / total as f64,
@@ -272,6 +304,7 @@ mod tests {
         for path in [FlagPath::Poll, FlagPath::Epoll, FlagPath::Bitmap] {
             for sources in [1, 3, 64, 65] {
                 let r = flags(&FlagsConfig {
+                    backend: FlagsBackend::Threads,
                     sources,
                     path,
                     signals: 300,

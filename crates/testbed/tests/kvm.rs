@@ -941,3 +941,68 @@ fn kvm_limits_are_typed_and_name_the_parameter() {
         "{e:?}"
     );
 }
+
+/// Notification flags with a guest signalling: every path counts every
+/// signal once with 1, 8 and 64 sources (and a count that is not a
+/// multiple of the vector's words).
+#[test]
+fn flags_from_a_guest_count_every_signal_once() {
+    use kicklab_testbed::flags::{flags, FlagPath, FlagsBackend, FlagsConfig};
+    let _one = serial();
+    if !kvm_here() {
+        return;
+    }
+    for path in [FlagPath::Poll, FlagPath::Epoll, FlagPath::Bitmap] {
+        for sources in [1, 8, 64, 65] {
+            let r = flags(&FlagsConfig {
+                backend: FlagsBackend::Kvm,
+                sources,
+                path,
+                signals: 300,
+                gap: Duration::from_micros(100),
+            })
+            .unwrap_or_else(|e| panic!("{path:?} {sources}: {e}"));
+            assert_eq!(r.received, 300, "{path:?} {sources}: {r:?}");
+            assert!(r.wakeups >= 1 && r.wakeups <= 300, "{r:?}");
+            assert!(r.notify_ns > 0.0 && r.wake_ns > 0.0, "{r:?}");
+        }
+    }
+}
+
+/// A guest that flags a source that does not exist stops the run with an
+/// error naming it; one that sets its flags but never kicks a host that
+/// asked is stopped within seconds with where the run stood, not a hang.
+#[test]
+fn a_guest_that_flags_what_does_not_exist_or_never_kicks_is_stopped() {
+    use kicklab_testbed::flags::{FlagPath, FlagsBackend, FlagsConfig};
+    use kicklab_testbed::kvm::flags::flags_with;
+    let _one = serial();
+    if !kvm_here() {
+        return;
+    }
+    let cfg = |sources| FlagsConfig {
+        backend: FlagsBackend::Kvm,
+        sources,
+        path: FlagPath::Bitmap,
+        signals: 300,
+        gap: Duration::from_micros(100),
+    };
+    for sources in [1, 8, 64, 512] {
+        let e = flags_with(&cfg(sources), Misbehavior::BadFlag { at: 50 })
+            .expect_err("a flag of no source");
+        let text = e.to_string();
+        assert!(
+            text.contains(&format!(
+                "flagged source {sources}, but there are {sources} sources"
+            )),
+            "{text}"
+        );
+    }
+    let t = Instant::now();
+    let e = flags_with(&cfg(8), Misbehavior::NeverKick).expect_err("never kicks");
+    let text = e.to_string();
+    // The guest finishes its signals without kicking; the host, asleep
+    // since it asked for a kick, is stopped with where the run stood.
+    assert!(text.contains(" of 300 signals received"), "{text}");
+    assert!(t.elapsed() < Duration::from_secs(10), "{:?}", t.elapsed());
+}

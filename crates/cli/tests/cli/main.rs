@@ -1517,10 +1517,58 @@ fn flags_json_contract() {
             r["received"], r["signals"],
             "every signal counted once: {r}"
         );
+        // The costs fed to the model: a pair whose consumer sleeps pays
+        // for its notifications and wake-ups on top of the work, and
+        // runs no faster than its producer.
+        let (t, e) = (
+            r["pair_model"]["T_ns"].as_f64().unwrap(),
+            r["pair_model"]["E_ns"].as_f64().unwrap(),
+        );
+        assert!(t >= 2000.0 - 1e-6 && e > 2000.0 + 1100.0, "{r}");
     }
     assert_eq!(runs[1]["path"], "bitmap");
+    assert_eq!(runs[1]["backend"], "threads");
     let out = kicklab(&["flags", "--sources", "0"]);
     assert_eq!(out.status.code(), Some(2));
+    // A guest signalling: the same fields; where KVM is missing, one line
+    // saying why.
+    let args = [
+        "flags",
+        "--backend",
+        "kvm",
+        "--sources",
+        "1,64",
+        "--path",
+        "epoll,bitmap",
+        "--signals",
+        "300",
+        "--repeat",
+        "1",
+        "--json",
+    ];
+    if let Err(why) = kicklab_testbed::kvm::available() {
+        let out = kicklab(&args);
+        assert_ne!(out.status.code(), Some(0));
+        assert!(String::from_utf8_lossy(&out.stderr).contains("kvm is not usable here"));
+        eprintln!("SKIPPED the kvm runs: {why}");
+    } else {
+        let v = json(&args);
+        let runs = v["runs"].as_array().unwrap();
+        assert_eq!(runs.len(), 4);
+        for r in runs {
+            assert_eq!(r["backend"], "kvm", "{r}");
+            assert_eq!(r["received"], r["signals"], "{r}");
+        }
+    }
+    for bad in [
+        vec!["flags", "--backend", "kvm", "--sources", "513"],
+        vec!["flags", "--backend", "xen"],
+        vec!["flags", "--gap", "0s"],
+        vec!["flags", "--gap", "1s"],
+    ] {
+        let out = kicklab(&bad);
+        assert_eq!(out.status.code(), Some(2), "{bad:?}");
+    }
 }
 
 #[test]

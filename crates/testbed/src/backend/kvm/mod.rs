@@ -20,6 +20,7 @@
 //! backend reuses unchanged over guest memory).
 
 mod calibrate;
+pub mod flags;
 pub mod guest;
 mod pair;
 pub mod pingpong;

@@ -252,6 +252,21 @@ impl Vm {
         })
     }
 
+    /// An eventfd signalled by each guest `out` to `port` (an ioeventfd:
+    /// no exit to user space), besides [`port::KICK`]'s.
+    ///
+    /// # Errors
+    ///
+    /// The eventfd or the registration failed (KVM takes at most about
+    /// 1000 per bus).
+    pub fn port_eventfd(&self, port: u16) -> Result<EventFd, TestbedError> {
+        let fd = EventFd::new(libc::EFD_CLOEXEC | libc::EFD_NONBLOCK)?;
+        self.vm
+            .register_ioevent(&fd, &IoEventAddress::Pio(u64::from(port)), NoDatamatch)
+            .map_err(kvm_err("register a port's ioeventfd"))?;
+        Ok(fd)
+    }
+
     /// What wakes a halted guest: the irqfd (emulated mode) or the
     /// doorbell (user mode). A clone the caller owns.
     ///

@@ -49,6 +49,20 @@ pub const MAX_LEN: u32 = ((RING_BYTES - kicklab_ring::offsets::SLOTS) / 8) as u3
 /// at `STAMPS + 8 i`.
 pub const STAMPS: u32 = 0x1_4000;
 
+/// The flags program's bit vector, one bit per source (it uses the ring's
+/// region, which it has no ring in).
+pub const FLAG_BITS: u32 = RING;
+/// The flags program's counts, a u32 per source.
+pub const FLAG_COUNTS: u32 = RING + 0x80;
+/// The most sources of the flags program (its bit vector holds twice as
+/// many bits: a guest that flags a source past the last is caught).
+pub const FLAG_SOURCES: u32 = 512;
+/// The flags program's first source port (one port, and one ioeventfd,
+/// per source; all below 0x400, the ports the guest's I/O bitmap opens).
+pub const FLAG_PORT: u16 = 0x100;
+/// Ports the guest's I/O bitmap opens to user mode: 0 to this, excluded.
+pub const OPEN_PORTS: u32 = 0x400;
+
 // The regions do not overlap (checked at compile time).
 const _: () = {
     assert!(GDT + 7 * 8 <= TSS);
@@ -61,6 +75,9 @@ const _: () = {
     assert!(PML4 + 3 * 0x1000 <= STAMPS as usize);
     assert!(STAMPS as usize + 8 * MAX_LEN as usize <= MEM_SIZE);
     assert!(kicklab_ring::offsets::SLOTS + 8 * MAX_LEN as usize == RING_BYTES);
+    assert!(FLAG_COUNTS >= FLAG_BITS + 2 * FLAG_SOURCES / 8);
+    assert!(FLAG_COUNTS as usize + 4 * 2 * FLAG_SOURCES as usize <= RING as usize + RING_BYTES);
+    assert!(FLAG_PORT as u32 > 0xFF && FLAG_PORT as u32 + FLAG_SOURCES <= OPEN_PORTS);
 };
 
 /// Offsets of the control block's u32 fields (from [`CTRL`]).

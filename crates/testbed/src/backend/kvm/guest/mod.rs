@@ -34,12 +34,14 @@
 
 mod asm;
 mod calibration;
+mod flags;
 pub mod map;
 mod pair;
 mod pingpong;
 mod scale;
 
 pub use calibration::calibration_program;
+pub use flags::{FlagSignal, FlagsProgram};
 pub use map::{ctrl, port, ring};
 pub use pair::{PairProgram, SYNC};
 pub use pingpong::{pingpong_program, GuestIdle};
@@ -119,6 +121,12 @@ pub enum Misbehavior {
     /// one (send combining that never flushes): it fills its side of the
     /// ring, then halts waiting for space that never comes.
     NeverFlush,
+    /// The flags program: at signal `at`, flags a source that does not
+    /// exist (the one after the last).
+    BadFlag {
+        /// Signals before.
+        at: u32,
+    },
 }
 
 /// How the guest runs on this KVM.

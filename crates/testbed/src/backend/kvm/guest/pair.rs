@@ -234,7 +234,10 @@ fn flush_held(a: &mut CodeAssembler, misbehavior: Misbehavior, mode: GuestMode) 
 /// The misbehavior hook, placed after message `esi` is handled.
 fn misbehave(a: &mut CodeAssembler, how: Misbehavior, producer: bool) -> R {
     let at = match how {
-        Misbehavior::None | Misbehavior::NeverKick | Misbehavior::NeverFlush => return Ok(()),
+        Misbehavior::None
+        | Misbehavior::NeverKick
+        | Misbehavior::NeverFlush
+        | Misbehavior::BadFlag { .. } => return Ok(()),
         Misbehavior::GarbageIndex { at }
         | Misbehavior::KickStorm { at }
         | Misbehavior::Hang { at }
@@ -271,7 +274,10 @@ fn misbehave(a: &mut CodeAssembler, how: Misbehavior, producer: bool) -> R {
             a.out(0x99u32, al)?;
         }
         Misbehavior::StopEarly { .. } => done(a)?,
-        Misbehavior::None | Misbehavior::NeverKick | Misbehavior::NeverFlush => unreachable!(),
+        Misbehavior::None
+        | Misbehavior::NeverKick
+        | Misbehavior::NeverFlush
+        | Misbehavior::BadFlag { .. } => unreachable!(),
     }
     a.set_label(&mut fine)?;
     Ok(())
