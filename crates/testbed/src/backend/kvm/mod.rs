@@ -15,7 +15,9 @@
 //! N and S across the VM boundary ([`calibrate()`]) and the
 //! request/response workload with guest idle strategies ([`pingpong`]),
 //! and the guest's waits by any strategy, run by its vCPU thread
-//! (`waits`).
+//! (`waits`); idle-with-timeout at scale with many guests ([`scale`]),
+//! notification flags set by a guest ([`flags`]), and a guest per VM
+//! sharing one device (`qos`, behind `crate::qos`).
 //! What does not: the ring protocol itself (`kicklab-ring`, which this
 //! backend reuses unchanged over guest memory).
 
