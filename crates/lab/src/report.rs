@@ -338,7 +338,7 @@ fn kvm_sections(a: &ReportOptions, progress: &dyn Progress) -> Result<Vec<Sectio
     use kicklab_testbed::kvm::{Direction, KvmOptions};
     use kicklab_testbed::Backend;
     if let Err(why) = kicklab_testbed::kvm::available() {
-        progress.note("report: skipping the KVM sections: {why}");
+        progress.note(&format!("report: skipping the KVM sections: {why}"));
         return Ok(vec![Section {
             id: "kvm".into(),
             heading: "KVM guest (skipped)".into(),
