@@ -190,88 +190,56 @@ pub fn section(runs: &[FlagsResult], signals: u64) -> Result<Section, LabError> 
     let gap = runs
         .first()
         .map_or(20.0, |r| default_gap(r.backend).as_secs_f64() * 1e6);
-    if kvm {
-        let mut s = Section::new(
-            "flags-kvm",
-            "Notification flags in shared memory vs a system call, from a KVM guest (VMware)",
-        );
-        s.html = format!(
-            "<p>The same with a real guest as the signaller (<code>kicklab flags --backend kvm</code>, \
-             <code>docs/vm-mechanisms.md</code>): every {gap:.0} us it signals one of 1 to 64 sources, either by setting \
-             the source's bit in a bit vector in its memory and kicking the one kick ioeventfd only if the host thread \
-             asked (it asks before it sleeps, then looks again), or by writing the source's own port, an ioeventfd each, \
-             which the host thread waits on with <code>poll</code> or <code>epoll</code>. The host validates the vector: \
-             a bit of a source that does not exist stops the run. {signals} signals per point, every one counted once; \
-             the median of {} runs. Host wake-up cost at 64 sources over 1: bit vector {}, epoll {}, poll {}; largest over \
-             smallest across the sources: bit vector {} (target: within 1.2x), poll {}. The third chart feeds these costs \
-             to the model as N_P and S_C, as above.</p>\
-             <p>Reproduce: <code>kicklab flags --backend kvm</code>.</p>",
-            REPEAT,
-            g(FlagPath::Bitmap),
-            g(FlagPath::Epoll),
-            g(FlagPath::Poll),
-            sp(FlagPath::Bitmap),
-            sp(FlagPath::Poll)
-        );
-        s.push_chart(
-            "flags-kvm-wake",
-            &wake,
-            kicklab_report::FIG_W,
-            kicklab_report::FIG_H,
-        )?;
-        s.push_chart(
-            "flags-kvm-notify",
-            &notify,
-            kicklab_report::FIG_W,
-            kicklab_report::FIG_H,
-        )?;
-        s.push_chart(
-            "flags-kvm-pair",
-            &pair_e,
-            kicklab_report::FIG_W,
-            kicklab_report::FIG_H,
-        )?;
-        return Ok(s);
-    }
-    let mut s = Section::new(
-        "flags",
-        "Notification flags in shared memory vs a system call (VMware)",
-    );
-    s.html = format!(
-        "<p>VMware's hosted VMM checks a bit vector the host driver sets in shared memory on every IRQ instead of a \
-         <code>select()</code> over all devices. Here one consumer thread watches 1 to 64 sources, signalled one at a time \
-         by a producer thread {gap:.0} us apart (so the consumer sleeps in between): with one eventfd per source and \
-         <code>poll</code> (the select family) or <code>epoll</code>, or with a shared bit vector, per-source counters and \
-         one futex for all (whose wake system call is made only when the consumer sleeps). {signals} signals per point, \
-         every one counted once; the median of {} runs. Wake-up cost at 64 sources over 1: bit vector {}, epoll {}, poll {}; \
-         largest over smallest across the sources: bit vector {} (target: within 1.2x), poll {}. The third chart feeds each \
-         run's costs to the model as the producer's notification N_P and the consumer's wake-up S_C of Fig. 4's pair with \
-         W_P = 2 us (the consumer sleeps for every message).</p>\
-         <p>Reproduce: <code>kicklab flags</code>.</p>",
-        REPEAT,
+    let figures = format!(
+        "{signals} signals per point, every one counted once; the median of {REPEAT} runs. {} wake-up cost at 64 \
+         sources over 1: bit vector {}, epoll {}, poll {}; largest over smallest across the sources: bit vector {} \
+         (target: within 1.2x), poll {}. The third chart feeds each run's costs to the model as the signaller's \
+         notification N_P and the watcher's wake-up S_C of Fig. 4's pair with W_P = 2 us (the watcher sleeps).",
+        if kvm { "Host" } else { "Consumer" },
         g(FlagPath::Bitmap),
         g(FlagPath::Epoll),
         g(FlagPath::Poll),
         sp(FlagPath::Bitmap),
         sp(FlagPath::Poll)
     );
-    s.push_chart(
-        "flags-wake",
-        &wake,
-        kicklab_report::FIG_W,
-        kicklab_report::FIG_H,
-    )?;
-    s.push_chart(
-        "flags-notify",
-        &notify,
-        kicklab_report::FIG_W,
-        kicklab_report::FIG_H,
-    )?;
-    s.push_chart(
-        "flags-pair",
-        &pair_e,
-        kicklab_report::FIG_W,
-        kicklab_report::FIG_H,
-    )?;
+    let (id, heading, html) = if kvm {
+        (
+            "flags-kvm",
+            "Notification flags in shared memory vs a system call, from a KVM guest (VMware)",
+            format!(
+                "<p>The same with a real guest as the signaller (<code>kicklab flags --backend kvm</code>, \
+                 <code>docs/vm-mechanisms.md</code>): every {gap:.0} us it signals one of 1 to 64 sources, either by \
+                 setting the source's bit in a bit vector in its memory and kicking the one kick ioeventfd only if the \
+                 host thread asked (it asks before it sleeps, then looks again), or by writing the source's own port, an \
+                 ioeventfd each, which the host thread waits on with <code>poll</code> or <code>epoll</code>. The host \
+                 validates the vector: a bit of a source that does not exist stops the run. {figures}</p>\
+                 <p>Reproduce: <code>kicklab flags --backend kvm</code>.</p>"
+            ),
+        )
+    } else {
+        (
+            "flags",
+            "Notification flags in shared memory vs a system call (VMware)",
+            format!(
+                "<p>VMware's hosted VMM checks a bit vector the host driver sets in shared memory on every IRQ instead of \
+                 a <code>select()</code> over all devices. Here one consumer thread watches 1 to 64 sources, signalled one \
+                 at a time by a producer thread {gap:.0} us apart (so the consumer sleeps in between): with one eventfd per \
+                 source and <code>poll</code> (the select family) or <code>epoll</code>, or with a shared bit vector, \
+                 per-source counters and one futex for all (whose wake system call is made only when the consumer sleeps). \
+                 {figures}</p>\
+                 <p>Reproduce: <code>kicklab flags</code>.</p>"
+            ),
+        )
+    };
+    let mut s = Section::new(id, heading);
+    s.html = html;
+    for (name, chart) in [("wake", &wake), ("notify", &notify), ("pair", &pair_e)] {
+        s.push_chart(
+            &format!("{id}-{name}"),
+            chart,
+            kicklab_report::FIG_W,
+            kicklab_report::FIG_H,
+        )?;
+    }
     Ok(s)
 }

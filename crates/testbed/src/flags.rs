@@ -114,6 +114,28 @@ pub struct FlagsResult {
     pub received: u64,
 }
 
+/// An epoll instance watching each of `fds` for input, its index as the
+/// event's data.
+///
+/// # Errors
+///
+/// The system calls failed.
+pub(crate) fn epoll_over<F: std::os::fd::AsFd>(
+    fds: impl Iterator<Item = F>,
+) -> Result<OwnedFd, TestbedError> {
+    let ep = epoll::create(epoll::CreateFlags::CLOEXEC).map_err(std::io::Error::from)?;
+    for (i, fd) in fds.enumerate() {
+        epoll::add(
+            &ep,
+            fd,
+            epoll::EventData::new_u64(i as u64),
+            epoll::EventFlags::IN,
+        )
+        .map_err(std::io::Error::from)?;
+    }
+    Ok(ep)
+}
+
 fn spin_until(t: Instant) {
     while Instant::now() < t {
         std::hint::spin_loop();
@@ -168,18 +190,7 @@ pub fn flags(cfg: &FlagsConfig) -> Result<FlagsResult, TestbedError> {
                 let (mut received, mut wakeups) = (0u64, 0u64);
                 let cpu0 = thread_cpu_ns();
                 let ep = if path == FlagPath::Epoll {
-                    let ep =
-                        epoll::create(epoll::CreateFlags::CLOEXEC).map_err(std::io::Error::from)?;
-                    for (i, fd) in fds.iter().enumerate() {
-                        epoll::add(
-                            &ep,
-                            fd,
-                            epoll::EventData::new_u64(i as u64),
-                            epoll::EventFlags::IN,
-                        )
-                        .map_err(std::io::Error::from)?;
-                    }
-                    Some(ep)
+                    Some(epoll_over(fds.iter())?)
                 } else {
                     None
                 };

@@ -245,17 +245,7 @@ fn ports(
         .map(|f| unsafe { std::os::fd::BorrowedFd::borrow_raw(f.as_raw_fd()) })
         .collect();
     let ep = if use_epoll {
-        let ep = epoll::create(epoll::CreateFlags::CLOEXEC).map_err(std::io::Error::from)?;
-        for (i, fd) in borrowed.iter().enumerate() {
-            epoll::add(
-                &ep,
-                fd,
-                epoll::EventData::new_u64(i as u64),
-                epoll::EventFlags::IN,
-            )
-            .map_err(std::io::Error::from)?;
-        }
-        Some(ep)
+        Some(crate::flags::epoll_over(borrowed.iter())?)
     } else {
         None
     };
