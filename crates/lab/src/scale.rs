@@ -107,63 +107,47 @@ pub fn section(runs: &[ScaleResult], seconds: f64, kvm: bool) -> Result<Section,
         _ => "-".into(),
     };
     let cpus = runs.first().map_or(1, |r| r.cpus);
-    if kvm {
-        let mut s = Section::new(
+    let (r2, r4, r8, r16) = (ratio(2), ratio(4), ratio(8), ratio(16));
+    let (id, heading, html) = if kvm {
+        (
             "scale-kvm",
             "Idle-with-timeout at scale with KVM guests (Denali)",
-        );
-        s.html = format!(
-            "<p>The same load with a tiny KVM guest of one vCPU per VM (<code>kicklab scale --backend kvm</code>, \
-             <code>docs/vm-mechanisms.md</code>): each guest serves the requests a host client thread gives it and runs \
-             its 1 ms timer; idling by spinning it holds its vCPU thread runnable until the host scheduler takes the CPU \
-             away, idling with a timeout it exits to its VMM with \"wake me on a request or at my timer\" and its vCPU \
-             thread sleeps. {cpus} CPUs; more vCPU threads than CPUs time-share them. Idle-with-timeout over spinning: {} at \
-             2 guests, {} at 4, {} at 8 (target 1.5x; Denali: more than 2x), {} at 16 ({seconds} s per run).</p>\
-             <p>Reproduce: <code>kicklab scale --backend kvm --vms 1,2,4,8,16</code>.</p>",
-            ratio(2),
-            ratio(4),
-            ratio(8),
-            ratio(16)
-        );
+            format!(
+                "<p>The same load with a tiny KVM guest of one vCPU per VM (<code>kicklab scale --backend kvm</code>, \
+                 <code>docs/vm-mechanisms.md</code>): each guest serves the requests a host client thread gives it and \
+                 runs its 1 ms timer; idling by spinning it holds its vCPU thread runnable until the host scheduler takes \
+                 the CPU away, idling with a timeout it exits to its VMM with \"wake me on a request or at my timer\" and \
+                 its vCPU thread sleeps. {cpus} CPUs; more vCPU threads than CPUs time-share them. Idle-with-timeout over \
+                 spinning: {r2} at 2 guests, {r4} at 4, {r8} at 8 (target 1.5x; Denali: more than 2x), {r16} at 16 \
+                 ({seconds} s per run).</p>\
+                 <p>Reproduce: <code>kicklab scale --backend kvm --vms 1,2,4,8,16</code>.</p>"
+            ),
+        )
+    } else {
+        (
+            "scale",
+            "Idle-with-timeout at scale (Denali)",
+            format!(
+                "<p>Denali: a guest that idles while timers are pending must spin unless it can tell the host when it \
+                 next needs to run; with idle-with-timeout web-server VMs scale, without it overall performance drops by \
+                 more than a factor of two as the same load spreads over more VMs. Here each guest is a thread (the OS \
+                 scheduler plays the hypervisor) on this {cpus}-CPU machine, with a 1 ms timer and a share of one closed \
+                 load of 32 requests of 20 us each; more guests than CPUs time-share them. Idle-with-timeout over \
+                 spinning: {r2} at 2 guests, {r4} at 4, {r8} at 8, {r16} at 16 ({seconds} s per run). The KVM version \
+                 follows.</p>\
+                 <p>Reproduce: <code>kicklab scale --vms 1,2,4,8,16</code>.</p>"
+            ),
+        )
+    };
+    let mut s = Section::new(id, heading);
+    s.html = html;
+    for (name, chart) in [("throughput", &thr), ("cpu", &cpu)] {
         s.push_chart(
-            "scale-kvm-throughput",
-            &thr,
+            &format!("{id}-{name}"),
+            chart,
             kicklab_report::FIG_W,
             kicklab_report::FIG_H,
         )?;
-        s.push_chart(
-            "scale-kvm-cpu",
-            &cpu,
-            kicklab_report::FIG_W,
-            kicklab_report::FIG_H,
-        )?;
-        return Ok(s);
     }
-    let mut s = Section::new("scale", "Idle-with-timeout at scale (Denali)");
-    s.html = format!(
-        "<p>Denali: a guest that idles while timers are pending must spin unless it can tell the host when it next needs to \
-         run; with idle-with-timeout web-server VMs scale, without it overall performance drops by more than a factor of two \
-         as the same load spreads over more VMs. Here each guest is a thread (the OS scheduler plays the hypervisor) on this \
-         {cpus}-CPU machine, with a 1 ms timer and a share of one closed load of 32 requests of 20 us each; more guests than \
-         CPUs time-share them. Idle-with-timeout over spinning: {} at 2 guests, {} at 4, {} at 8, {} at 16 ({seconds} s per \
-         run). The KVM version follows.</p>\
-         <p>Reproduce: <code>kicklab scale --vms 1,2,4,8,16</code>.</p>",
-        ratio(2),
-        ratio(4),
-        ratio(8),
-        ratio(16)
-    );
-    s.push_chart(
-        "scale-throughput",
-        &thr,
-        kicklab_report::FIG_W,
-        kicklab_report::FIG_H,
-    )?;
-    s.push_chart(
-        "scale-cpu",
-        &cpu,
-        kicklab_report::FIG_W,
-        kicklab_report::FIG_H,
-    )?;
     Ok(s)
 }

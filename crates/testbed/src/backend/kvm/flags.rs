@@ -152,12 +152,8 @@ pub fn flags_with(
         wake_ns: cpu as f64 / wakeups.max(1) as f64,
         wakeups,
         signals: u64::from(signals),
-        received: total_received(&received),
+        received: received.load(Ordering::Relaxed),
     })
-}
-
-fn total_received(r: &AtomicU64) -> u64 {
-    r.load(Ordering::Relaxed)
 }
 
 /// Adds `got` to what was received; more than the guest was to send is

@@ -246,8 +246,7 @@ impl Outlets for GuestOutlets {
         vm: usize,
         [hdr, made, _]: [u64; 3],
     ) -> Result<Option<bool>, TestbedError> {
-        let ctx = Arc::clone(&self.ctx);
-        let o = &mut self.outlets[vm];
+        let (ctx, o) = (&*self.ctx, &mut self.outlets[vm]);
         let guest = |e: kicklab_ring::RingError| {
             TestbedError::Guest(format!("VM {}'s guest broke its ring: {e}", vm + 1))
         };
@@ -257,7 +256,7 @@ impl Outlets for GuestOutlets {
         let len = o.held.len() as u64;
         if o.written >= len {
             // The slot is free: the guest is done with what was there.
-            o.complete(vm, o.written - len, &ctx);
+            o.complete(vm, o.written - len, ctx);
         }
         #[allow(clippy::cast_possible_truncation)] // < len, a usize
         let slot = (o.written % len) as usize;
