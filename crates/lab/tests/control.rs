@@ -150,7 +150,11 @@ fn the_study_runs_every_strategy_for_real() {
             }
             Backend::Kvm(o) => {
                 assert_eq!(study.backend, format!("kvm {}", o.direction.name()));
-                assert!(poll.latency_ns[1].is_nan(), "a guest end: not measured");
+                // The guest's write (tx) or done (rx) stamps.
+                assert!(
+                    poll.latency_ns[1].is_finite(),
+                    "a user-mode guest end measures latency"
+                );
             }
         }
     }
