@@ -303,16 +303,22 @@ impl ParamArgs {
     ///
     /// A [`Usage`] error if it cannot be read or parsed.
     pub fn load_profile(&self) -> Result<Option<kicklab_model::Profile>, Usage> {
-        let Some(path) = &self.profile else {
-            return Ok(None);
-        };
-        let text = std::fs::read_to_string(path)
-            .map_err(|e| Usage(format!("--profile: cannot read {}: {e}", path.display())))?;
-        serde_json::from_str(&text).map(Some).map_err(|e| {
-            Usage(format!(
-                "--profile: {} is not a kicklab profile: {e}",
-                path.display()
-            ))
-        })
+        self.profile.as_deref().map(read_profile).transpose()
     }
+}
+
+/// The calibration profile at `path` (`--profile`).
+///
+/// # Errors
+///
+/// A [`Usage`] error if it cannot be read or parsed.
+pub fn read_profile(path: &std::path::Path) -> Result<kicklab_model::Profile, Usage> {
+    let text = std::fs::read_to_string(path)
+        .map_err(|e| Usage(format!("--profile: cannot read {}: {e}", path.display())))?;
+    serde_json::from_str(&text).map_err(|e| {
+        Usage(format!(
+            "--profile: {} is not a kicklab profile: {e}",
+            path.display()
+        ))
+    })
 }

@@ -1,8 +1,10 @@
 //! `kicklab scale`: idle-with-timeout at scale (Denali): N guests
-//! time-sharing the CPUs, idling by spinning or with a timeout.
+//! time-sharing the CPUs, idling by spinning or with a timeout; for real
+//! (threads, KVM guests) or simulated (`--backend sim`).
 
 use clap::Args;
-use kicklab_testbed::scale::{scale, ScaleConfig, ScaleIdle};
+use kicklab_sim::scale::{simulate_scale, ScaleSim};
+use kicklab_testbed::scale::{scale, ScaleConfig, ScaleIdle, ScaleResult};
 use kicklab_testbed::TestbedError;
 use serde_json::json;
 
@@ -25,8 +27,9 @@ pub struct ScaleArgs {
     idle: Vec<ScaleIdle>,
     /// futex: a thread per guest, the OS scheduler as the hypervisor; kvm:
     /// a tiny VM of one vCPU per guest, idling by spinning or through the
-    /// VMM with a timeout (at most 64 guests).
-    #[arg(long, default_value = "futex", value_parser = ["futex", "kvm"])]
+    /// VMM with a timeout (at most 64 guests); sim: the event simulator,
+    /// a round-robin scheduler over --cpus CPUs (docs/vm-mechanisms.md).
+    #[arg(long, default_value = "futex", value_parser = ["futex", "kvm", "sim"])]
     backend: String,
     /// Requests outstanding in all (the client's concurrency), spread over
     /// the guests.
@@ -44,6 +47,111 @@ pub struct ScaleArgs {
     /// Print JSON: one object for one run, {"runs": [...]} for several.
     #[arg(long)]
     json: bool,
+    #[command(flatten)]
+    sim: SimCosts,
+}
+
+/// The simulator's machine (`--backend sim` only).
+#[derive(Debug, Args)]
+#[command(next_help_heading = "Simulated machine (--backend sim)")]
+struct SimCosts {
+    /// CPUs the guests and the client share. [default: this machine's]
+    #[arg(long, allow_hyphen_values = true)]
+    cpus: Option<usize>,
+    /// Scheduler slice. [default: Linux's for --cpus: 0.75 ms x (1 + log2 CPUs, up to 8)]
+    #[arg(long, value_parser = crate::args::duration_ns, allow_hyphen_values = true)]
+    slice: Option<f64>,
+    /// What waking a blocked guest or client costs the waker. [default: 2us, or the --profile's N_P]
+    #[arg(long, value_parser = crate::args::duration_ns, allow_hyphen_values = true)]
+    kick: Option<f64>,
+    /// A woken guest's or client's start-up on its CPU. [default: 4us, or the --profile's S_C]
+    #[arg(long, value_parser = crate::args::duration_ns, allow_hyphen_values = true)]
+    wake: Option<f64>,
+    /// What resuming a preempted guest costs its CPU. [default: 1us]
+    #[arg(long, value_parser = crate::args::duration_ns, allow_hyphen_values = true)]
+    switch: Option<f64>,
+    /// The client's CPU per request it hands back. [default: 1us]
+    #[arg(long, value_parser = crate::args::duration_ns, allow_hyphen_values = true)]
+    client_cost: Option<f64>,
+    /// A calibration profile (`kicklab calibrate --save FILE`) for --kick
+    /// (its notifier's CPU, N_P) and --wake (its woken party's, S_C).
+    #[arg(long)]
+    profile: Option<std::path::PathBuf>,
+}
+
+impl SimCosts {
+    fn given(&self) -> bool {
+        self.cpus.is_some()
+            || self.slice.is_some()
+            || self.kick.is_some()
+            || self.wake.is_some()
+            || self.switch.is_some()
+            || self.client_cost.is_some()
+            || self.profile.is_some()
+    }
+
+    /// The simulated run for `vms` guests idling by `idle`, the load's
+    /// flags already in `cfg`.
+    fn config(&self, cfg: &ScaleConfig) -> Result<ScaleSim, Usage> {
+        let cpus = self.cpus.unwrap_or_else(|| {
+            std::thread::available_parallelism().map_or(1, std::num::NonZeroUsize::get)
+        });
+        if cpus == 0 || cpus > kicklab_sim::scale::MAX_CPUS {
+            return Err(Usage(format!(
+                "--cpus: 1 to {}, got {cpus}",
+                kicklab_sim::scale::MAX_CPUS
+            )));
+        }
+        if cfg.vms == 0 || cfg.vms > kicklab_sim::scale::MAX_ENTITIES {
+            return Err(Usage(format!(
+                "--vms: 1 to {} guests with sim, got {}",
+                kicklab_sim::scale::MAX_ENTITIES,
+                cfg.vms
+            )));
+        }
+        let profile = self
+            .profile
+            .as_deref()
+            .map(crate::args::read_profile)
+            .transpose()?;
+        let ns = |flag: &str, v: Option<f64>, from_profile: Option<f64>, default: f64| {
+            let v = v.or(from_profile).unwrap_or(default);
+            if v.is_finite() && (0.0..=1e9).contains(&v) {
+                #[allow(clippy::cast_possible_truncation, clippy::cast_sign_loss)]
+                Ok(v.round() as u64)
+            } else {
+                Err(Usage(format!("--{flag}: 0 to 1 s, got {v} ns")))
+            }
+        };
+        let base = kicklab_lab::scale::sim_config(cfg, cpus);
+        #[allow(clippy::cast_precision_loss)]
+        let slice = ns("slice", self.slice, None, base.slice_ns as f64)?;
+        if slice == 0 {
+            return Err(Usage("--slice: a slice > 0".into()));
+        }
+        #[allow(clippy::cast_precision_loss)]
+        let sim = ScaleSim {
+            slice_ns: slice,
+            kick_ns: ns(
+                "kick",
+                self.kick,
+                profile.as_ref().map(|p| p.np_cpu.median_ns),
+                base.kick_ns as f64,
+            )?,
+            wake_ns: ns(
+                "wake",
+                self.wake,
+                profile.as_ref().map(|p| p.sc_cpu.median_ns),
+                base.wake_ns as f64,
+            )?,
+            switch_ns: ns("switch", self.switch, None, base.switch_ns as f64)?,
+            client_ns: ns("client-cost", self.client_cost, None, base.client_ns as f64)?,
+            ..base
+        };
+        sim.check()
+            .map_err(|e| Usage(format!("--backend sim: {e}")))?;
+        Ok(sim)
+    }
 }
 
 pub fn run(a: &ScaleArgs) -> anyhow::Result<()> {
@@ -62,6 +170,16 @@ pub fn run(a: &ScaleArgs) -> anyhow::Result<()> {
         }
         kicklab_testbed::kvm::available()
             .map_err(|why| TestbedError::Kvm(format!("kvm is not usable here: {why}")))?;
+    }
+    let sim = a.backend == "sim";
+    if !sim && a.sim.given() {
+        return Err(Usage(
+            "--cpus, --slice, --kick, --wake, --switch, --client-cost and --profile describe the simulated machine: add --backend sim".into(),
+        )
+        .into());
+    }
+    if sim && a.work.is_zero() {
+        return Err(Usage("--work: a time > 0 with --backend sim".into()).into());
     }
     let duration = std::time::Duration::try_from_secs_f64(a.seconds)
         .ok()
@@ -83,7 +201,29 @@ pub fn run(a: &ScaleArgs) -> anyhow::Result<()> {
                 duration,
                 ..ScaleConfig::new(vms, idle)
             };
-            let r = if kvm {
+            if sim {
+                let r = simulate_scale(&a.sim.config(&cfg)?)
+                    .map_err(|e| Usage(format!("--backend sim: {e}")))?;
+                if !a.json {
+                    println!(
+                        "{:>4} guests  idle {:<8} {:>10.0} requests/s  CPU {:>5.1}% (spinning {:>5.1}%)  client waits {} per request{}",
+                        r.vms,
+                        format!("{:?}", r.idle).to_lowercase(),
+                        r.throughput_per_s,
+                        100.0 * r.cpu_util,
+                        100.0 * r.spin_util,
+                        kicklab_model::fmt_ns(r.client_delay_ns),
+                        if r.vms + 1 > r.cpus {
+                            format!("  (simulated: {} guests and the client on {} CPUs)", r.vms, r.cpus)
+                        } else {
+                            String::new()
+                        }
+                    );
+                }
+                runs.push(serde_json::to_value(&r)?);
+                continue;
+            }
+            let r: ScaleResult = if kvm {
                 kicklab_testbed::kvm::scale::scale(&cfg)?
             } else {
                 scale(&cfg)?
@@ -111,12 +251,12 @@ pub fn run(a: &ScaleArgs) -> anyhow::Result<()> {
                     }
                 );
             }
-            runs.push(r);
+            runs.push(serde_json::to_value(&r)?);
         }
     }
     if a.json {
         let v = if runs.len() == 1 {
-            serde_json::to_value(&runs[0])?
+            runs.swap_remove(0)
         } else {
             json!({ "runs": runs })
         };
@@ -124,11 +264,17 @@ pub fn run(a: &ScaleArgs) -> anyhow::Result<()> {
     }
     // The ratio per N where both were run.
     for &vms in &a.vms {
-        let get = |i| runs.iter().find(|r| r.vms == vms && r.idle == i);
+        let get = |idle: ScaleIdle| {
+            runs.iter()
+                .find(|r| {
+                    r["vms"] == vms && r["idle"] == serde_json::to_value(idle).unwrap_or_default()
+                })
+                .and_then(|r| r["throughput_per_s"].as_f64())
+        };
         if let (Some(s), Some(t)) = (get(ScaleIdle::Spin), get(ScaleIdle::Timeout)) {
             println!(
                 "{vms:>4} guests: idle-with-timeout {:.2}x spinning's throughput (Denali: more than 2x as the load spreads over more VMs)",
-                t.throughput_per_s / s.throughput_per_s
+                t / s
             );
         }
     }

@@ -17,6 +17,7 @@ use kicklab_report::{
 };
 use kicklab_sim::{simulate, sweep, SimConfig, Vary};
 
+use crate::scale::ScaleBackend;
 use crate::{Input, LabError, Progress};
 
 /// What the report runs.
@@ -745,6 +746,8 @@ const QOS_REAL_SECONDS: f64 = 5.0;
 
 /// Seconds per run of the idle-with-timeout sweep (10 runs).
 const SCALE_SECONDS: f64 = 0.5;
+/// Simulated seconds per point of the simulated scale sweep.
+const SCALE_SIM_SECONDS: f64 = 1.0;
 
 /// Signals per run of the notification-flags sweep (63 runs of about
 /// 0.2 s).
@@ -901,6 +904,13 @@ pub fn build(a: &ReportOptions, progress: &dyn Progress) -> Result<Report, LabEr
     let qos = crate::qos::figures(QOS_SECONDS, a.seed)?;
     sections.push(crate::qos::section(&qos, QOS_SECONDS, a.seed)?);
     csvs.push(("qos.csv".into(), crate::qos::csv(&qos)));
+    // Idle-with-timeout at scale (Denali), simulated (well under a second).
+    let runs = crate::scale::sweep(ScaleBackend::Sim, SCALE_SIM_SECONDS, progress)?;
+    sections.push(crate::scale::section(
+        &runs,
+        SCALE_SIM_SECONDS,
+        ScaleBackend::Sim,
+    )?);
     if a.testbed {
         // The same system for real (about 10 s): threads over kicklab
         // rings, the paper's times x 1/10, 0.5 s per run, no retries.
@@ -938,12 +948,20 @@ pub fn build(a: &ReportOptions, progress: &dyn Progress) -> Result<Report, LabEr
     }
     if a.testbed {
         sections.extend(testbed_sections(a, progress)?);
-        let runs = crate::scale::sweep(false, SCALE_SECONDS, progress)?;
-        sections.push(crate::scale::section(&runs, SCALE_SECONDS, false)?);
+        let runs = crate::scale::sweep(ScaleBackend::Threads, SCALE_SECONDS, progress)?;
+        sections.push(crate::scale::section(
+            &runs,
+            SCALE_SECONDS,
+            ScaleBackend::Threads,
+        )?);
         match kicklab_testbed::kvm::available() {
             Ok(()) => {
-                let runs = crate::scale::sweep(true, SCALE_SECONDS, progress)?;
-                sections.push(crate::scale::section(&runs, SCALE_SECONDS, true)?);
+                let runs = crate::scale::sweep(ScaleBackend::Kvm, SCALE_SECONDS, progress)?;
+                sections.push(crate::scale::section(
+                    &runs,
+                    SCALE_SECONDS,
+                    ScaleBackend::Kvm,
+                )?);
             }
             Err(why) => progress.note(&format!("report: no KVM guests at scale ({why})")),
         }

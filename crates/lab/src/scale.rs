@@ -1,27 +1,76 @@
 //! Idle-with-timeout at scale (Denali): the sweep over the number of
 //! guests, both idle strategies, and the report's section. The runs
-//! themselves are `kicklab_testbed::scale`.
+//! themselves are `kicklab_testbed::scale` (threads),
+//! `kicklab_testbed::kvm::scale` (KVM guests) and
+//! `kicklab_sim::scale` (the event simulator).
 
+use kicklab_model::fmt_ns;
 use kicklab_report::{Chart, Section, Series, Style};
+use kicklab_sim::scale::{simulate_scale, ScaleSim};
 use kicklab_testbed::scale::{scale, ScaleConfig, ScaleIdle, ScaleResult};
 
-use crate::{LabError, Progress};
+use crate::{Input, LabError, Progress};
 
 /// The guest counts of the sweep.
 pub const VMS: [usize; 5] = [1, 2, 4, 8, 16];
 
-/// Runs every count with both idle strategies, `seconds` each: guests as
-/// threads, or (`kvm`) as tiny KVM guests of one vCPU each.
+/// Where the guests of a sweep run.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ScaleBackend {
+    /// A thread per guest, the OS scheduler as the hypervisor.
+    Threads,
+    /// A tiny KVM guest of one vCPU per guest.
+    Kvm,
+    /// The event simulator: a round-robin scheduler over this machine's
+    /// CPU count, with its default costs.
+    Sim,
+}
+
+/// The simulator's run of the real runs' load `cfg` on `cpus` CPUs, with
+/// the simulator's default costs.
+pub fn sim_config(cfg: &ScaleConfig, cpus: usize) -> ScaleSim {
+    let nanos = |d: std::time::Duration| u64::try_from(d.as_nanos()).unwrap_or(u64::MAX);
+    ScaleSim {
+        concurrency: cfg.concurrency,
+        work_ns: nanos(cfg.work),
+        timer_ns: nanos(cfg.timer),
+        timer_work_ns: nanos(cfg.timer_work),
+        duration_ns: nanos(cfg.duration),
+        ..ScaleSim::new(cfg.vms, cpus, cfg.idle)
+    }
+}
+
+/// The simulated run of `cfg`'s load on `cpus` CPUs with the simulator's
+/// default costs, as the testbed reports a run.
+///
+/// # Errors
+///
+/// A configuration the simulator refuses.
+pub fn simulate(cfg: &ScaleConfig, cpus: usize) -> Result<ScaleResult, LabError> {
+    let r = simulate_scale(&sim_config(cfg, cpus)).map_err(|e| LabError::input(Input::Idle, e))?;
+    Ok(ScaleResult {
+        vms: r.vms,
+        cpus: r.cpus,
+        idle: r.idle,
+        throughput_per_s: r.throughput_per_s,
+        cpu_util: r.cpu_util,
+        oversubscribed: r.vms + 1 > r.cpus,
+    })
+}
+
+/// Runs every count with both idle strategies, `seconds` each (measured or
+/// simulated).
 ///
 /// # Errors
 ///
 /// A run that fails.
 pub fn sweep(
-    kvm: bool,
+    backend: ScaleBackend,
     seconds: f64,
     progress: &dyn Progress,
 ) -> Result<Vec<ScaleResult>, LabError> {
     let duration = std::time::Duration::from_secs_f64(seconds.clamp(0.01, 600.0));
+    let cpus = std::thread::available_parallelism().map_or(1, std::num::NonZeroUsize::get);
     progress.start("scale", (VMS.len() * 2) as u64);
     let mut out = Vec::new();
     for vms in VMS {
@@ -30,10 +79,10 @@ pub fn sweep(
                 duration,
                 ..ScaleConfig::new(vms, idle)
             };
-            out.push(if kvm {
-                kicklab_testbed::kvm::scale::scale(&cfg)?
-            } else {
-                scale(&cfg)?
+            out.push(match backend {
+                ScaleBackend::Threads => scale(&cfg)?,
+                ScaleBackend::Kvm => kicklab_testbed::kvm::scale::scale(&cfg)?,
+                ScaleBackend::Sim => simulate(&cfg, cpus)?,
             });
             progress.step();
         }
@@ -47,7 +96,11 @@ pub fn sweep(
 /// # Errors
 ///
 /// A chart that cannot be drawn.
-pub fn section(runs: &[ScaleResult], seconds: f64, kvm: bool) -> Result<Section, LabError> {
+pub fn section(
+    runs: &[ScaleResult],
+    seconds: f64,
+    backend: ScaleBackend,
+) -> Result<Section, LabError> {
     #[allow(clippy::cast_precision_loss)]
     let line = |idle: ScaleIdle, f: &dyn Fn(&ScaleResult) -> f64| -> Vec<(f64, f64)> {
         runs.iter()
@@ -64,7 +117,11 @@ pub fn section(runs: &[ScaleResult], seconds: f64, kvm: bool) -> Result<Section,
     let thr = Chart {
         title: format!(
             "Throughput over guests time-sharing the CPUs ({})",
-            if kvm { "KVM guests" } else { "threads" }
+            match backend {
+                ScaleBackend::Threads => "threads",
+                ScaleBackend::Kvm => "KVM guests",
+                ScaleBackend::Sim => "simulated",
+            }
         ),
         x_label: "guests".into(),
         y_label: "requests/s, all guests".into(),
@@ -108,8 +165,8 @@ pub fn section(runs: &[ScaleResult], seconds: f64, kvm: bool) -> Result<Section,
     };
     let cpus = runs.first().map_or(1, |r| r.cpus);
     let (r2, r4, r8, r16) = (ratio(2), ratio(4), ratio(8), ratio(16));
-    let (id, heading, html) = if kvm {
-        (
+    let (id, heading, html) = match backend {
+        ScaleBackend::Kvm => (
             "scale-kvm",
             "Idle-with-timeout at scale with KVM guests (Denali)",
             format!(
@@ -122,9 +179,31 @@ pub fn section(runs: &[ScaleResult], seconds: f64, kvm: bool) -> Result<Section,
                  ({seconds} s per run).</p>\
                  <p>Reproduce: <code>kicklab scale --backend kvm --vms 1,2,4,8,16</code>.</p>"
             ),
-        )
-    } else {
-        (
+        ),
+        ScaleBackend::Sim => (
+            "scale-sim",
+            "Idle-with-timeout at scale, simulated (Denali)",
+            {
+                let d = ScaleSim::new(1, cpus, ScaleIdle::Spin);
+                #[allow(clippy::cast_precision_loss)]
+                let f = |ns: u64| fmt_ns(ns as f64);
+                let (slice, wake, kick, switch, client) =
+                    (f(d.slice_ns), f(d.wake_ns), f(d.kick_ns), f(d.switch_ns), f(d.client_ns));
+                format!(
+                "<p>The same load in kicklab's event simulator (<code>kicklab scale --backend sim</code>, \
+                 <code>docs/vm-mechanisms.md</code>): the guests and the client time-share {cpus} CPUs under a \
+                 round-robin scheduler with Linux's default slice for {cpus} CPUs ({slice}) and no wake-up \
+                 preemption; a woken guest or client pays a start-up of {wake} and its waker a kick of {kick}, a \
+                 preempted one a switch of {switch}, the client {client} per request it hands back. A spinning guest \
+                 holds its CPU to the end of its slice, so the client waits for a CPU behind every spinner before it \
+                 can hand a request back. Idle-with-timeout over spinning: {r2} at 2 guests, {r4} at 4, {r8} at 8 \
+                 (target 1.5x; Denali: more than 2x), {r16} at 16 ({seconds} simulated s per run). Linux's scheduler, which \
+                 the measured runs use, has wake-up preemption: a woken client may get a CPU sooner than here.</p>\
+                 <p>Reproduce: <code>kicklab scale --backend sim --vms 1,2,4,8,16</code>.</p>"
+                )
+            },
+        ),
+        ScaleBackend::Threads => (
             "scale",
             "Idle-with-timeout at scale (Denali)",
             format!(
@@ -137,7 +216,7 @@ pub fn section(runs: &[ScaleResult], seconds: f64, kvm: bool) -> Result<Section,
                  follows.</p>\
                  <p>Reproduce: <code>kicklab scale --vms 1,2,4,8,16</code>.</p>"
             ),
-        )
+        ),
     };
     let mut s = Section::new(id, heading);
     s.html = html;

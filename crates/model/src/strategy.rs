@@ -409,6 +409,30 @@ impl TryFrom<String> for WaitMode {
     }
 }
 
+/// How an idle guest waits while its timers are pending (Denali's
+/// idle-with-timeout, `kicklab scale`): the guest-level counterpart of
+/// [`WaitMode`] for a guest time-sharing CPUs with others.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum ScaleIdle {
+    /// Spin until a request comes or the timer is due (Denali's guest
+    /// without idle-with-timeout).
+    Spin,
+    /// Sleep until a request comes or the timer is due (idle-with-timeout).
+    Timeout,
+}
+
+impl std::str::FromStr for ScaleIdle {
+    type Err = String;
+    fn from_str(s: &str) -> Result<ScaleIdle, String> {
+        match s {
+            "spin" => Ok(ScaleIdle::Spin),
+            "timeout" => Ok(ScaleIdle::Timeout),
+            _ => Err(format!("unknown idle `{s}` (use spin or timeout)")),
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

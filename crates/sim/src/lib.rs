@@ -34,6 +34,7 @@ mod engine;
 pub mod qos;
 pub mod reference;
 mod sampler;
+pub mod scale;
 pub mod sweep;
 
 pub use control::{simulate_control, simulate_trace};

@@ -19,27 +19,7 @@ use serde::Serialize;
 
 use crate::{Setting, TestbedError};
 
-/// How an idle guest waits.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "lowercase")]
-pub enum ScaleIdle {
-    /// Spin until a request comes or the timer is due (Denali's guest
-    /// without idle-with-timeout).
-    Spin,
-    /// Sleep until a request comes or the timer is due (idle-with-timeout).
-    Timeout,
-}
-
-impl std::str::FromStr for ScaleIdle {
-    type Err = String;
-    fn from_str(s: &str) -> Result<ScaleIdle, String> {
-        match s {
-            "spin" => Ok(ScaleIdle::Spin),
-            "timeout" => Ok(ScaleIdle::Timeout),
-            _ => Err(format!("unknown idle `{s}` (use spin or timeout)")),
-        }
-    }
-}
+pub use kicklab_model::ScaleIdle;
 
 /// One run.
 #[derive(Debug, Clone, Copy)]

@@ -252,6 +252,7 @@ fn report_writes_one_page() {
         "Model vs simulator vs measurement (futex)",
         "<svg",
         "Explorer: the model and the simulator, live",
+        "Idle-with-timeout at scale, simulated",
         "window.kicklabCharts",
     ] {
         assert!(html.contains(needle), "report lacks {needle}");
@@ -1453,6 +1454,44 @@ fn scale_json_contract() {
         "--json",
     ]);
     assert_eq!(both["runs"].as_array().unwrap().len(), 4);
+    // The simulator: the same fields on the CPUs asked for, and the
+    // target (8 guests on 2 CPUs) as a sequence check.
+    let sim = json(&[
+        "scale",
+        "--backend",
+        "sim",
+        "--vms",
+        "8",
+        "--cpus",
+        "2",
+        "--json",
+    ]);
+    let runs = sim["runs"].as_array().unwrap();
+    let thr = |idle: &str| {
+        let r = runs.iter().find(|r| r["idle"] == idle).unwrap();
+        assert_eq!(r["vms"], 8);
+        assert_eq!(r["cpus"], 2);
+        let cpu = r["cpu_util"].as_f64().unwrap();
+        assert!((0.0..=1.0).contains(&cpu), "{r}");
+        r["throughput_per_s"].as_f64().unwrap()
+    };
+    assert!(thr("timeout") >= 1.5 * thr("spin"), "{sim}");
+    for bad in [
+        &["--cpus", "0"][..],
+        &["--slice", "0s"],
+        &["--wake", "NaN"],
+        &["--profile", "/nonexistent"],
+    ] {
+        let mut args = vec!["scale", "--backend", "sim"];
+        args.extend_from_slice(bad);
+        let out = kicklab(&args);
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{bad:?}: {err}");
+        assert!(err.contains(bad[0]), "{bad:?}: {err}");
+    }
+    let out = kicklab(&["scale", "--cpus", "4"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("--backend sim"));
     let out = kicklab(&["scale", "--vms", "0"]);
     assert_eq!(out.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&out.stderr).contains("--vms"));
