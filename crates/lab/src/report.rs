@@ -1131,6 +1131,7 @@ mod tests {
                 "control",
                 "map",
                 "qos",
+                "scale-sim",
                 "closed-forms"
             ]
         );
