@@ -114,8 +114,8 @@ impl SimCosts {
             .as_deref()
             .map(crate::args::read_profile)
             .transpose()?;
-        let ns = |flag: &str, v: Option<f64>, from_profile: Option<f64>, default: f64| {
-            let v = v.or(from_profile).unwrap_or(default);
+        let ns = |flag: &str, v: Option<f64>, default: f64| {
+            let v = v.unwrap_or(default);
             if v.is_finite() && (0.0..=1e9).contains(&v) {
                 #[allow(clippy::cast_possible_truncation, clippy::cast_sign_loss)]
                 Ok(v.round() as u64)
@@ -123,29 +123,19 @@ impl SimCosts {
                 Err(Usage(format!("--{flag}: 0 to 1 s, got {v} ns")))
             }
         };
-        let base = kicklab_lab::scale::sim_config(cfg, cpus);
+        let base = kicklab_lab::scale::sim_config(cfg, cpus, profile.as_ref());
         #[allow(clippy::cast_precision_loss)]
-        let slice = ns("slice", self.slice, None, base.slice_ns as f64)?;
+        let slice = ns("slice", self.slice, base.slice_ns as f64)?;
         if slice == 0 {
             return Err(Usage("--slice: a slice > 0".into()));
         }
         #[allow(clippy::cast_precision_loss)]
         let sim = ScaleSim {
             slice_ns: slice,
-            kick_ns: ns(
-                "kick",
-                self.kick,
-                profile.as_ref().map(|p| p.np_cpu.median_ns),
-                base.kick_ns as f64,
-            )?,
-            wake_ns: ns(
-                "wake",
-                self.wake,
-                profile.as_ref().map(|p| p.sc_cpu.median_ns),
-                base.wake_ns as f64,
-            )?,
-            switch_ns: ns("switch", self.switch, None, base.switch_ns as f64)?,
-            client_ns: ns("client-cost", self.client_cost, None, base.client_ns as f64)?,
+            kick_ns: ns("kick", self.kick, base.kick_ns as f64)?,
+            wake_ns: ns("wake", self.wake, base.wake_ns as f64)?,
+            switch_ns: ns("switch", self.switch, base.switch_ns as f64)?,
+            client_ns: ns("client-cost", self.client_cost, base.client_ns as f64)?,
             ..base
         };
         sim.check()

@@ -226,7 +226,12 @@ fn idle_table(p: &Profile, be: &str) -> Table {
 
 /// Calibrates every thread backend and validates futex: the testbed
 /// section of the report.
-fn testbed_sections(a: &ReportOptions, progress: &dyn Progress) -> Result<Vec<Section>, LabError> {
+/// The calibration and validation sections, and the futex profile they
+/// calibrated (the simulated scale overlay takes its costs).
+fn testbed_sections(
+    a: &ReportOptions,
+    progress: &dyn Progress,
+) -> Result<(Vec<Section>, Profile), LabError> {
     use kicklab_ring::NotifierKind;
     let mut h = String::from(
         "<p>Measured by <code>kicklab calibrate --backend B</code> (method: <code>docs/calibration.md</code>): N is the \
@@ -330,7 +335,7 @@ fn testbed_sections(a: &ReportOptions, progress: &dyn Progress) -> Result<Vec<Se
         a.real_messages, a.repeat
     );
     let val = crate::validate::section(&points, &profile, be.name(), &cmd)?;
-    Ok(vec![calib, val])
+    Ok((vec![calib, val], profile))
 }
 
 /// The KVM sections: calibration against the paper's numbers, Fig. 4 with
@@ -910,6 +915,7 @@ pub fn build(a: &ReportOptions, progress: &dyn Progress) -> Result<Report, LabEr
         &runs,
         SCALE_SIM_SECONDS,
         ScaleBackend::Sim,
+        None,
     )?);
     if a.testbed {
         // The same system for real (about 10 s): threads over kicklab
@@ -947,12 +953,24 @@ pub fn build(a: &ReportOptions, progress: &dyn Progress) -> Result<Report, LabEr
         }
     }
     if a.testbed {
-        sections.extend(testbed_sections(a, progress)?);
+        let (testbed, futex) = testbed_sections(a, progress)?;
+        sections.extend(testbed);
         let runs = crate::scale::sweep(ScaleBackend::Threads, SCALE_SECONDS, progress)?;
+        let overlay = crate::scale::Overlay {
+            runs: crate::scale::sweep_with(
+                ScaleBackend::Sim,
+                SCALE_SIM_SECONDS,
+                Some(&futex),
+                progress,
+            )?,
+            kick_ns: futex.np_cpu.median_ns,
+            wake_ns: futex.sc_cpu.median_ns,
+        };
         sections.push(crate::scale::section(
             &runs,
             SCALE_SECONDS,
             ScaleBackend::Threads,
+            Some(&overlay),
         )?);
         match kicklab_testbed::kvm::available() {
             Ok(()) => {
@@ -961,6 +979,7 @@ pub fn build(a: &ReportOptions, progress: &dyn Progress) -> Result<Report, LabEr
                     &runs,
                     SCALE_SECONDS,
                     ScaleBackend::Kvm,
+                    None,
                 )?);
             }
             Err(why) => progress.note(&format!("report: no KVM guests at scale ({why})")),

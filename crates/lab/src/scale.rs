@@ -4,7 +4,9 @@
 //! `kicklab_testbed::kvm::scale` (KVM guests) and
 //! `kicklab_sim::scale` (the event simulator).
 
-use kicklab_model::fmt_ns;
+use std::fmt::Write as _;
+
+use kicklab_model::{fmt_ns, Profile};
 use kicklab_report::{Chart, Section, Series, Style};
 use kicklab_sim::scale::{simulate_scale, ScaleSim};
 use kicklab_testbed::scale::{scale, ScaleConfig, ScaleIdle, ScaleResult};
@@ -26,28 +28,44 @@ pub enum ScaleBackend {
     Sim,
 }
 
-/// The simulator's run of the real runs' load `cfg` on `cpus` CPUs, with
-/// the simulator's default costs.
-pub fn sim_config(cfg: &ScaleConfig, cpus: usize) -> ScaleSim {
+/// The simulator's run of the real runs' load `cfg` on `cpus` CPUs: the
+/// simulator's default costs, or a calibration's kick (its N_P CPU median)
+/// and start-up (its S_C CPU median).
+pub fn sim_config(cfg: &ScaleConfig, cpus: usize, profile: Option<&Profile>) -> ScaleSim {
     let nanos = |d: std::time::Duration| u64::try_from(d.as_nanos()).unwrap_or(u64::MAX);
-    ScaleSim {
+    #[allow(clippy::cast_possible_truncation, clippy::cast_sign_loss)]
+    let ns = |v: f64| v.clamp(0.0, 1e9).round() as u64;
+    let base = ScaleSim {
         concurrency: cfg.concurrency,
         work_ns: nanos(cfg.work),
         timer_ns: nanos(cfg.timer),
         timer_work_ns: nanos(cfg.timer_work),
         duration_ns: nanos(cfg.duration),
         ..ScaleSim::new(cfg.vms, cpus, cfg.idle)
+    };
+    match profile {
+        Some(p) => ScaleSim {
+            kick_ns: ns(p.np_cpu.median_ns),
+            wake_ns: ns(p.sc_cpu.median_ns),
+            ..base
+        },
+        None => base,
     }
 }
 
-/// The simulated run of `cfg`'s load on `cpus` CPUs with the simulator's
-/// default costs, as the testbed reports a run.
+/// The simulated run of `cfg`'s load on `cpus` CPUs (costs as
+/// [`sim_config`] takes them), as the testbed reports a run.
 ///
 /// # Errors
 ///
 /// A configuration the simulator refuses.
-pub fn simulate(cfg: &ScaleConfig, cpus: usize) -> Result<ScaleResult, LabError> {
-    let r = simulate_scale(&sim_config(cfg, cpus)).map_err(|e| LabError::input(Input::Idle, e))?;
+pub fn simulate(
+    cfg: &ScaleConfig,
+    cpus: usize,
+    profile: Option<&Profile>,
+) -> Result<ScaleResult, LabError> {
+    let r = simulate_scale(&sim_config(cfg, cpus, profile))
+        .map_err(|e| LabError::input(Input::Idle, e))?;
     Ok(ScaleResult {
         vms: r.vms,
         cpus: r.cpus,
@@ -59,7 +77,7 @@ pub fn simulate(cfg: &ScaleConfig, cpus: usize) -> Result<ScaleResult, LabError>
 }
 
 /// Runs every count with both idle strategies, `seconds` each (measured or
-/// simulated).
+/// simulated; simulated with the default costs).
 ///
 /// # Errors
 ///
@@ -67,6 +85,21 @@ pub fn simulate(cfg: &ScaleConfig, cpus: usize) -> Result<ScaleResult, LabError>
 pub fn sweep(
     backend: ScaleBackend,
     seconds: f64,
+    progress: &dyn Progress,
+) -> Result<Vec<ScaleResult>, LabError> {
+    sweep_with(backend, seconds, None, progress)
+}
+
+/// As [`sweep`], the simulator taking its kick and start-up from
+/// `profile` where given.
+///
+/// # Errors
+///
+/// A run that fails.
+pub fn sweep_with(
+    backend: ScaleBackend,
+    seconds: f64,
+    profile: Option<&Profile>,
     progress: &dyn Progress,
 ) -> Result<Vec<ScaleResult>, LabError> {
     let duration = std::time::Duration::from_secs_f64(seconds.clamp(0.01, 600.0));
@@ -82,13 +115,25 @@ pub fn sweep(
             out.push(match backend {
                 ScaleBackend::Threads => scale(&cfg)?,
                 ScaleBackend::Kvm => kicklab_testbed::kvm::scale::scale(&cfg)?,
-                ScaleBackend::Sim => simulate(&cfg, cpus)?,
+                ScaleBackend::Sim => simulate(&cfg, cpus, profile)?,
             });
             progress.step();
         }
     }
     progress.finish();
     Ok(out)
+}
+
+/// The simulator beside a measured sweep: its runs on the same load and
+/// CPUs with a calibration's kick and start-up (drawn dashed).
+#[derive(Debug, Clone)]
+pub struct Overlay {
+    /// The simulated runs.
+    pub runs: Vec<ScaleResult>,
+    /// The kick and start-up they took [ns].
+    pub kick_ns: f64,
+    /// The start-up [ns].
+    pub wake_ns: f64,
 }
 
 /// The report's section: throughput and CPU over the number of guests.
@@ -100,14 +145,16 @@ pub fn section(
     runs: &[ScaleResult],
     seconds: f64,
     backend: ScaleBackend,
+    simulated: Option<&Overlay>,
 ) -> Result<Section, LabError> {
     #[allow(clippy::cast_precision_loss)]
-    let line = |idle: ScaleIdle, f: &dyn Fn(&ScaleResult) -> f64| -> Vec<(f64, f64)> {
+    let line_of = |runs: &[ScaleResult], idle: ScaleIdle, f: &dyn Fn(&ScaleResult) -> f64| {
         runs.iter()
             .filter(|r| r.idle == idle)
             .map(|r| (r.vms as f64, f(r)))
-            .collect()
+            .collect::<Vec<(f64, f64)>>()
     };
+    let line = |idle, f: &dyn Fn(&ScaleResult) -> f64| line_of(runs, idle, f);
     let series = |name: &str, style, points| Series {
         name: name.into(),
         points,
@@ -158,6 +205,26 @@ pub fn section(
         y_range: Some((0.0, 1.05)),
         ..Chart::default()
     };
+    let mut thr = thr;
+    let mut cpu = cpu;
+    if let Some(o) = simulated {
+        for (chart, f) in [
+            (
+                &mut thr,
+                &(|r: &ScaleResult| r.throughput_per_s) as &dyn Fn(&ScaleResult) -> f64,
+            ),
+            (&mut cpu, &|r: &ScaleResult| r.cpu_util),
+        ] {
+            for (name, idle) in [
+                ("simulated, timeout", ScaleIdle::Timeout),
+                ("simulated, spinning", ScaleIdle::Spin),
+            ] {
+                chart
+                    .series
+                    .push(series(name, Style::Dashed, line_of(&o.runs, idle, f)));
+            }
+        }
+    }
     let at = |n: usize, idle| runs.iter().find(|r| r.vms == n && r.idle == idle);
     let ratio = |n| match (at(n, ScaleIdle::Timeout), at(n, ScaleIdle::Spin)) {
         (Some(t), Some(s)) => format!("{:.1}x", t.throughput_per_s / s.throughput_per_s),
@@ -220,6 +287,23 @@ pub fn section(
     };
     let mut s = Section::new(id, heading);
     s.html = html;
+    if let Some(o) = simulated {
+        let sim_at = |n: usize, idle| o.runs.iter().find(|r| r.vms == n && r.idle == idle);
+        let sim8 = match (sim_at(8, ScaleIdle::Timeout), sim_at(8, ScaleIdle::Spin)) {
+            (Some(t), Some(sp)) => format!("{:.1}x", t.throughput_per_s / sp.throughput_per_s),
+            _ => "-".into(),
+        };
+        let _ = write!(
+            s.html,
+            "<p>Dashed: the simulator on the same load and {cpus} CPUs, with the kick ({}) and start-up ({}) of this \
+             report's futex calibration (<code>kicklab scale --backend sim --profile futex.json</code>; rules in \
+             <code>docs/vm-mechanisms.md</code>, \"In the simulator\"); idle-with-timeout over spinning there: {sim8} \
+             at 8 guests. Its round-robin scheduler has no wake-up preemption, so its spinning is the pessimistic \
+             bound.</p>",
+            fmt_ns(o.kick_ns),
+            fmt_ns(o.wake_ns)
+        );
+    }
     for (name, chart) in [("throughput", &thr), ("cpu", &cpu)] {
         s.push_chart(
             &format!("{id}-{name}"),
