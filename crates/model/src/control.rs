@@ -311,6 +311,26 @@ impl Controller {
         }
     }
 
+    /// For a party that consults its controller only at its pause mark (a
+    /// guest, whose every consultation is an exit): it published with the
+    /// ring at or above [`Controller::pause_mark`], and `v` is the ring
+    /// now, which may have drained while it exited. `work` is its own work
+    /// per message since its last consultation where it ran long enough to
+    /// time it (`None`: the estimate stays as it is). Decides as
+    /// [`Controller::after_work`] with the mark taken as reached.
+    pub fn at_pause_mark(&mut self, v: &View, work: Option<u64>) -> Option<Action> {
+        match &mut self.state {
+            State::Adaptive(a) => {
+                if let Some(w) = work {
+                    a.own_work(w);
+                }
+                a.observe(v);
+                a.pause_action(v, true)
+            }
+            _ => None,
+        }
+    }
+
     /// The occupancy below which [`Controller::after_work`] would not
     /// pause now (`None`: it would not pause at any): a party that cannot
     /// consult its controller after every message (a guest, whose every
@@ -628,16 +648,29 @@ impl Adaptive {
         clippy::cast_precision_loss
     )]
     fn after_work(&mut self, v: &View, work: u64) -> Option<Action> {
+        self.own_work(work);
+        self.observe(v);
+        self.pause_action(v, false)
+    }
+
+    /// A sample of the party's own work per message [ps].
+    #[allow(clippy::cast_precision_loss)]
+    fn own_work(&mut self, work: u64) {
         let w = work as f64;
         self.w_own = Some(self.w_own.map_or(w, |a| a + (w - a) / OWN_WEIGHT));
-        self.observe(v);
+    }
+
+    /// A producer's nap, if it should take one now; `reached`: it is known
+    /// to have reached its pause mark (the ring may have drained since).
+    #[allow(clippy::cast_possible_truncation, clippy::cast_sign_loss)]
+    fn pause_action(&self, v: &View, reached: bool) -> Option<Action> {
         if self.party == Party::C {
             return None;
         }
         // A producer ahead of its consumer stops once the ring holds what
         // the latency bound allows, and sleeps while it drains.
         let high = self.pause_mark(v)?;
-        if v.occupancy() < high {
+        if !reached && v.occupancy() < high {
             return None;
         }
         let (peer, own) = (self.pace()?, self.w_own.unwrap_or(0.0));
@@ -768,6 +801,49 @@ mod tests {
         assert_eq!(mean.wait(&view(100), 100, true), Action::Nap(100 + 10_000));
         assert_eq!(min.wait(&view(100), 100, true), Action::Nap(100 + 5_000));
         assert_eq!(min.wait(&view(9_000), 100, false), Action::Spin(None));
+    }
+
+    /// A guest consults its controller only at its pause mark, through an
+    /// exit during which the consumer drains a few messages: the decision
+    /// takes the mark as reached (where `after_work`, which sees the ring
+    /// below it, would not pause), and a consultation without a timing of
+    /// its own work leaves the estimate as it was.
+    #[test]
+    fn a_pause_mark_reached_before_an_exit_still_naps() {
+        let p = Params::default();
+        let mode = WaitMode::parse("adaptive:latency=100us").unwrap();
+        let mut c = Controller::new(mode, Party::P, &p, None);
+        // A consumer at 1.16 us per message behind 100 waiting ones, the
+        // producer's own work 0.5 us.
+        let pace = 1_160_000;
+        let at = |k: u64, occupancy: u64| View {
+            now: k * pace,
+            len: 256,
+            published: k + occupancy,
+            consumed: k,
+        };
+        for k in 0..100 {
+            c.observe(&at(k, 100));
+        }
+        assert_eq!(c.after_work(&at(100, 100), 500_000).map(|_| ()), Some(()));
+        let mark = c
+            .pause_mark(&at(101, 100))
+            .expect("the faster party pauses");
+        // At the exit the ring held the mark; 11 messages drained since.
+        let drained = at(111, mark - 11);
+        assert_eq!(c.clone().after_work(&drained, 500_000), None);
+        assert!(matches!(
+            c.clone().at_pause_mark(&drained, None),
+            Some(Action::Nap(t)) if t > drained.now
+        ));
+        // Without a timing the estimate stands: still the faster party.
+        for k in 0..50 {
+            let _ = c.at_pause_mark(&at(112 + k, mark), None);
+        }
+        assert!(c.pause_mark(&at(200, mark)).is_some());
+        // Not an adaptive party: nothing to decide.
+        let mut poll = Controller::new(WaitMode::Poll, Party::P, &p, None);
+        assert_eq!(poll.at_pause_mark(&drained, Some(500_000)), None);
     }
 
     #[test]

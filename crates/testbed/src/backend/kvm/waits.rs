@@ -32,6 +32,10 @@ use super::vm::{GuestMemory, GuestWaits};
 use crate::clock::TscClock;
 use crate::TestbedError;
 
+/// The fewest messages between two consultations over which the guest's
+/// own work per message is timed.
+const MIN_TIMED_MESSAGES: u64 = 16;
+
 /// The longest single sleep of a nap: a stopped run is noticed this soon.
 const NAP_SLICE: Duration = Duration::from_millis(5);
 
@@ -274,17 +278,17 @@ impl GuestWaits for DelegatedWaits {
         let v = self.view(now);
         // The guest's work per message since it last resumed (its exits
         // and kicks included: what it spends per message when not waiting).
+        // Timed over a few messages only, the exit back into the guest and
+        // this one would pass for work: a guest that paused after one
+        // message timed itself at 28 us a message here, judged itself the
+        // slower party, stopped pausing and so never timed itself again.
         let handled = self.handled();
-        let work = self
-            .resumed
-            .and_then(|(t, n)| (handled > n && now > t).then(|| (now - t) / (handled - n)));
-        let action = match work {
-            Some(w) => self.controller.after_work(&v, w),
-            None => {
-                self.controller.observe(&v);
-                None
-            }
-        };
+        let work = self.resumed.and_then(|(t, n)| {
+            (handled >= n + MIN_TIMED_MESSAGES && now > t).then(|| (now - t) / (handled - n))
+        });
+        // It exited because it reached its mark; the consumer may have
+        // drained some of the ring during the exit.
+        let action = self.controller.at_pause_mark(&v, work);
         match action {
             Some(Action::Nap(until)) => self.nap(until, stop),
             Some(Action::Spin(Some(until))) => {
