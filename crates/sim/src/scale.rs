@@ -89,8 +89,9 @@ impl ScaleSim {
 
     /// The testbed's load (`kicklab_testbed::scale::ScaleConfig::new`:
     /// 32 requests outstanding, 20 us each, a 1 ms timer with 2 us of
-    /// work, 1 s measured) with the given costs of the machine: the
-    /// client's CPU per request, a start-up and a switch.
+    /// work, 1 s measured) on `cpus` CPUs with Linux's slice and the
+    /// default costs: a 2 us kick, a 4 us start-up, a 1 us switch and
+    /// 1 us of the client's CPU per request.
     pub fn new(vms: usize, cpus: usize, idle: ScaleIdle) -> ScaleSim {
         ScaleSim {
             vms,
@@ -113,7 +114,8 @@ impl ScaleSim {
     ///
     /// # Errors
     ///
-    /// No guests or CPUs (or more than [`MAX_ENTITIES`]), no requests,
+    /// No guests or CPUs (or more than [`MAX_ENTITIES`] guests or
+    /// [`MAX_CPUS`] CPUs), no requests,
     /// zero work, timer, slice or duration, or a window over 1000 s.
     pub fn check(&self) -> Result<(), String> {
         if self.vms == 0 || self.vms > MAX_ENTITIES {
