@@ -90,9 +90,13 @@ impl SimCosts {
             || self.profile.is_some()
     }
 
-    /// The simulated run for `vms` guests idling by `idle`, the load's
-    /// flags already in `cfg`.
-    fn config(&self, cfg: &ScaleConfig) -> Result<ScaleSim, Usage> {
+    /// The simulated run of the load in `cfg` (guests, idle, the load's
+    /// flags), with `profile` (read once, from `--profile`) for its costs.
+    fn config(
+        &self,
+        cfg: &ScaleConfig,
+        profile: Option<&kicklab_model::Profile>,
+    ) -> Result<ScaleSim, Usage> {
         let cpus = self.cpus.unwrap_or_else(|| {
             std::thread::available_parallelism().map_or(1, std::num::NonZeroUsize::get)
         });
@@ -109,11 +113,6 @@ impl SimCosts {
                 cfg.vms
             )));
         }
-        let profile = self
-            .profile
-            .as_deref()
-            .map(crate::args::read_profile)
-            .transpose()?;
         let ns = |flag: &str, v: Option<f64>, default: f64| {
             let v = v.unwrap_or(default);
             if v.is_finite() && (0.0..=1e9).contains(&v) {
@@ -123,7 +122,7 @@ impl SimCosts {
                 Err(Usage(format!("--{flag}: 0 to 1 s, got {v} ns")))
             }
         };
-        let base = kicklab_lab::scale::sim_config(cfg, cpus, profile.as_ref());
+        let base = kicklab_lab::scale::sim_config(cfg, cpus, profile);
         #[allow(clippy::cast_precision_loss)]
         let slice = ns("slice", self.slice, base.slice_ns as f64)?;
         if slice == 0 {
@@ -168,6 +167,12 @@ pub fn run(a: &ScaleArgs) -> anyhow::Result<()> {
         )
         .into());
     }
+    let profile = a
+        .sim
+        .profile
+        .as_deref()
+        .map(crate::args::read_profile)
+        .transpose()?;
     if sim && a.work.is_zero() {
         return Err(Usage("--work: a time > 0 with --backend sim".into()).into());
     }
@@ -192,7 +197,7 @@ pub fn run(a: &ScaleArgs) -> anyhow::Result<()> {
                 ..ScaleConfig::new(vms, idle)
             };
             if sim {
-                let r = simulate_scale(&a.sim.config(&cfg)?)
+                let r = simulate_scale(&a.sim.config(&cfg, profile.as_ref())?)
                     .map_err(|e| Usage(format!("--backend sim: {e}")))?;
                 if !a.json {
                     println!(
