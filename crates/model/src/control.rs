@@ -41,6 +41,11 @@ pub enum Action {
     Nap(u64),
     /// Register for a kick and sleep; pays S when woken.
     Block,
+    /// A pause between messages ([`Controller::after_work`] only): register
+    /// for a kick once the peer has brought this many slots free (a
+    /// producer) or messages queued (a consumer), and sleep once; pays S
+    /// when woken, and goes on whatever it finds. The peer pays the kick.
+    BlockUntil(u32),
 }
 
 /// How a wait ended, for the strategies that learn from it.
@@ -303,11 +308,20 @@ impl Controller {
 
     /// The party finished a message (published or freed) whose work took
     /// `work` [ps]: a pause before the next one, if any (`Spin` with a
-    /// deadline or `Nap`).
+    /// deadline, `Nap`, or `BlockUntil`).
     pub fn after_work(&mut self, v: &View, work: u64) -> Option<Action> {
         match &mut self.state {
             State::Adaptive(a) => a.after_work(v, work),
             _ => None,
+        }
+    }
+
+    /// A nap that was to end at `planned` [ps] ended with the party running
+    /// again at `now`: what a timed sleep really costs it (the model's S of
+    /// a nap), which `adaptive` learns.
+    pub fn woke(&mut self, planned: u64, now: u64) {
+        if let State::Adaptive(a) = &mut self.state {
+            a.woke(planned, now);
         }
     }
 
@@ -325,7 +339,8 @@ impl Controller {
                     a.own_work(w);
                 }
                 a.observe(v);
-                a.pause_action(v, true)
+                // Never a kick: the guest's VMM carries out naps and spins.
+                a.pause_action(v, true, false)
             }
             _ => None,
         }
@@ -385,6 +400,20 @@ struct Adaptive {
     peer: PeerPace,
     /// Last observation: (time, peer's count, occupancy).
     last: Option<(u64, u64, u64)>,
+    /// What its naps' wake-ups took [ps], moving average: from the planned
+    /// end to running again.
+    late: Option<f64>,
+    /// Naps timed so far.
+    late_n: u32,
+    /// Messages the peer handles while a producer wakes from a kicked
+    /// pause and publishes once, moving average.
+    kick_wake: Option<f64>,
+    /// The margin [messages] of a kicked pause just taken, until the next
+    /// publish measures how much of it the wake-up used.
+    paused_margin: Option<f64>,
+    /// The peer's kick threshold (k_P for a producer): a consumer asleep
+    /// for k_P messages is surely awake, or kicked, once that many wait.
+    k_peer: u64,
 }
 
 /// Windows of at least this many of the peer's messages make one sample
@@ -397,6 +426,13 @@ const WINDOW_MESSAGES: u64 = 16;
 const OWN_WEIGHT: f64 = 32.0;
 /// Samples a producer keeps (it takes their minimum).
 const KEEP: usize = 4;
+/// Naps timed before a producer judges what a nap costs it.
+const NAP_SAMPLES: u32 = 4;
+/// Weight of a new sample in the averages of a nap's wake-up (after the
+/// first 8, their mean) and of a kicked pause's: 1/8 and 1/4 (a few
+/// wake-ups, not one, decide).
+const LATE_WEIGHT: f64 = 8.0;
+const KICK_WEIGHT: f64 = 4.0;
 
 /// The peer's pace, estimated from windows of the ring's indices.
 #[derive(Debug, Clone)]
@@ -488,7 +524,49 @@ impl Adaptive {
                 samples: Vec::with_capacity(KEEP),
             },
             last: None,
+            late: None,
+            late_n: 0,
+            kick_wake: None,
+            paused_margin: None,
+            k_peer: u64::from(match party {
+                Party::P => p.k_p,
+                Party::C => p.k_c,
+            }),
         }
+    }
+
+    /// What a nap's wake-up costs [ps]: as its naps showed, else the
+    /// model's S.
+    fn nap_cost(&self) -> f64 {
+        self.late.unwrap_or(self.s_own)
+    }
+
+    /// Whether a nap costs clearly more than a kicked wake-up: over at
+    /// least [`NAP_SAMPLES`] naps, waking took more than 1.5 times S plus
+    /// the peer's kick (the margin keeps the spread of random wake-ups
+    /// from flipping the choice). Never under the model's own rules (a nap
+    /// pays S), so only a machine whose timed sleeps cost more than its
+    /// kicks pauses by kicks.
+    fn naps_dear(&self) -> bool {
+        self.late_n >= NAP_SAMPLES && self.nap_cost() > 1.5 * self.block_cost
+    }
+
+    #[allow(clippy::cast_precision_loss)]
+    fn woke(&mut self, planned: u64, now: u64) {
+        let x = now.saturating_sub(planned) as f64;
+        self.late_n = self.late_n.saturating_add(1);
+        // The mean of the first naps, then a moving average.
+        let weight = f64::from(self.late_n).min(LATE_WEIGHT);
+        self.late = Some(self.late.map_or(x, |a| a + (x - a) / weight));
+    }
+
+    /// The messages a producer leaves queued when it asks for a kick: what
+    /// the consumer handles while it wakes and publishes again (learned,
+    /// else from S + N and its own work), plus two standard deviations of
+    /// a Poisson count.
+    fn kick_margin(&self, peer: f64, own: f64) -> f64 {
+        let m = self.kick_wake.unwrap_or((self.block_cost + own) / peer);
+        m + 2.0 + 2.0 * m.sqrt()
     }
 
     fn peer_count(&self, v: &View) -> u64 {
@@ -612,7 +690,7 @@ impl Adaptive {
         // Never longer than the latency budget: a consumer that looks slow
         // may only be waiting for this producer (a kick threshold k_P it has
         // not reached), and no message should wait longer anyway.
-        ((q - margin) * peer - self.s_own - own).min(self.budget)
+        ((q - margin) * peer - self.nap_cost() - own).min(self.budget)
     }
 
     fn done(&mut self, v: &View, _e: Episode) {
@@ -650,7 +728,20 @@ impl Adaptive {
     fn after_work(&mut self, v: &View, work: u64) -> Option<Action> {
         self.own_work(work);
         self.observe(v);
-        self.pause_action(v, false)
+        if let Some(m) = self.paused_margin.take() {
+            // It asked for its kick with m messages queued and has woken and
+            // published one since: the consumer freed m + 1 - occupancy
+            // meanwhile. A ring that ran dry says only that it took longer:
+            // count twice the margin.
+            let occupancy = v.occupancy() as f64;
+            let x = if occupancy <= 1.0 {
+                2.0 * m
+            } else {
+                (m + 1.0 - occupancy).max(0.0)
+            };
+            self.kick_wake = Some(self.kick_wake.map_or(x, |a| a + (x - a) / KICK_WEIGHT));
+        }
+        self.pause_action(v, false, true)
     }
 
     /// A sample of the party's own work per message [ps].
@@ -660,10 +751,16 @@ impl Adaptive {
         self.w_own = Some(self.w_own.map_or(w, |a| a + (w - a) / OWN_WEIGHT));
     }
 
-    /// A producer's nap, if it should take one now; `reached`: it is known
-    /// to have reached its pause mark (the ring may have drained since).
-    #[allow(clippy::cast_possible_truncation, clippy::cast_sign_loss)]
-    fn pause_action(&self, v: &View, reached: bool) -> Option<Action> {
+    /// A producer's pause, if it should take one now; `reached`: it is
+    /// known to have reached its pause mark (the ring may have drained
+    /// since); `kick`: it may pause until the consumer's kick (where naps
+    /// cost it more than that).
+    #[allow(
+        clippy::cast_possible_truncation,
+        clippy::cast_sign_loss,
+        clippy::cast_precision_loss
+    )]
+    fn pause_action(&mut self, v: &View, reached: bool, kick: bool) -> Option<Action> {
         if self.party == Party::C {
             return None;
         }
@@ -674,8 +771,22 @@ impl Adaptive {
             return None;
         }
         let (peer, own) = (self.pace()?, self.w_own.unwrap_or(0.0));
+        if kick && self.naps_dear() {
+            // Sleep until the consumer has drained the ring down to the
+            // margin, and let it kick: the wake-up starts exactly then.
+            // Only with at least k_P queued: a consumer that fell asleep
+            // waiting for k_P messages must have been kicked by now, or it
+            // would wait for this producer while this producer waits for it.
+            let margin = self.kick_margin(peer, own).ceil();
+            if (v.occupancy() as f64) < margin + 2.0 || v.occupancy() < self.k_peer {
+                return None;
+            }
+            self.paused_margin = Some(margin);
+            let free = (v.len as f64 - margin).max(1.0);
+            return Some(Action::BlockUntil(free.min(f64::from(u32::MAX)) as u32));
+        }
         let nap = self.drain_time(v.occupancy(), peer, own);
-        (nap > self.s_own).then(|| Action::Nap(v.now + nap as u64))
+        (nap > self.nap_cost()).then(|| Action::Nap(v.now + nap as u64))
     }
 }
 
@@ -690,6 +801,79 @@ mod tests {
             published: 0,
             consumed: 0,
         }
+    }
+
+    /// A producer twice as fast as its consumer, taught the pace of both
+    /// (16 publishes a window, the consumer 2 us a message, its own work
+    /// 1 us), with the ring at `occupancy`; returns it and the time.
+    fn fast_producer(p: &Params, occupancy: u64) -> (Controller, u64) {
+        let mut c = Controller::new(WaitMode::parse("adaptive").unwrap(), Party::P, p, None);
+        let us = 1_000_000;
+        let mut t = 0;
+        for round in 0..8u64 {
+            t += 32 * us;
+            let v = View {
+                now: t,
+                len: 256,
+                published: 16 * (round + 1) + occupancy,
+                consumed: 16 * (round + 1),
+            };
+            let _ = c.after_work(&v, us);
+        }
+        (c, t)
+    }
+
+    #[test]
+    fn a_producer_naps_by_the_models_rules_and_pauses_by_kicks_where_naps_cost_more() {
+        let p = Params::default(); // S_P 3.9 us, N_C 0.2 us
+        let us = 1_000_000;
+        // The consumer goes on at 2 us a message; the producer has run
+        // 200 ahead.
+        let (mut c, t) = fast_producer(&p, 2);
+        let at = |now: u64, ahead: u64| View {
+            now,
+            len: 256,
+            published: 128 + (now - t) / (2 * us) + ahead,
+            consumed: 128 + (now - t) / (2 * us),
+        };
+        let full = |now| at(now, 200);
+        // Naps that wake S late, as the model says: it keeps napping.
+        for i in 0..8 {
+            let Some(Action::Nap(until)) = c.after_work(&full(t + i * 100 * us), us) else {
+                panic!("a producer 200 messages ahead naps");
+            };
+            c.woke(until, until + 3_900_000);
+        }
+        assert!(matches!(
+            c.after_work(&full(t + 900 * us), us),
+            Some(Action::Nap(_))
+        ));
+        // Naps that wake 20 us late (a timer through a nested hypervisor):
+        // it pauses until the consumer's kick, leaving a margin queued.
+        let (mut c, t) = fast_producer(&p, 2);
+        for i in 0..3 {
+            let Some(Action::Nap(until)) = c.after_work(&full(t + i * 100 * us), us) else {
+                panic!("naps until it knows what they cost");
+            };
+            c.woke(until, until + 20 * us);
+        }
+        let Some(Action::Nap(until)) = c.after_work(&full(t + 300 * us), us) else {
+            panic!("three naps are not enough to judge");
+        };
+        c.woke(until, until + 20 * us);
+        let Some(Action::BlockUntil(free)) = c.after_work(&full(t + 400 * us), us) else {
+            panic!("four dear naps: a kicked pause");
+        };
+        // Margin: m = (S_P + N_C + W_P) / pace = 5.1 us / 2 us, and two
+        // standard deviations: m + 2 + 2 sqrt(m) = 7.7, so 8 left queued.
+        assert_eq!(free, 256 - 8);
+        // A ring below the margin (plus two) is no reason to pause.
+        assert_eq!(c.after_work(&at(t + 500 * us, 10), us), None);
+        // The guest's consultations never pause by kicks.
+        assert!(!matches!(
+            c.at_pause_mark(&full(t + 600 * us), None),
+            Some(Action::BlockUntil(_))
+        ));
     }
 
     #[test]

@@ -10,6 +10,7 @@
 //! | `Spin(Some(d))` | polls the condition and the clock until it holds or `d` passes | never |
 //! | `Nap(t)` | a real timed sleep until `t` (`std::thread::sleep`), no registration; counted in [`WaitStats::sleeps`] and [`WaitStats::naps`] | never |
 //! | `Block` | today's protocol: register need-kick -> fence -> re-check -> block | by the peer, per the protocol |
+//! | `BlockUntil(k)` | a pause: the same protocol once, asking for a kick at `k` slots free (messages queued), then goes on | by the peer, at `k` |
 //!
 //! Design: the ring depends on `kicklab-model` (serde, thiserror, libm: no
 //! more) and runs its [`Controller`] directly, so a library user picks any
@@ -28,7 +29,7 @@
 //!   policy.wait(view, start, first) -> Spin | Nap | Block    policy.after_work(view, W)
 //!     Spin: poll condition (+ clock)  --+                       -> None | Nap | Spin(deadline)
 //!     Nap:  sleep, re-check          ---+-> until it holds
-//!     Block: register, re-check, block -+
+//!     Block: register, re-check, block -+      BlockUntil(k): register at k, block once
 //!   policy.done(view, episode)
 //! ```
 //!
@@ -41,7 +42,7 @@ use kicklab_model::WaitMode;
 pub use kicklab_model::control::{Action, Controller, Episode, View};
 
 use crate::sync::spin_hint;
-use crate::wait::{block, Notifier, Side, WaitError, WaitStats};
+use crate::wait::{block, block_once, Notifier, Side, WaitError, WaitStats};
 use crate::{Consumer, Producer};
 
 /// A monotonic clock in picoseconds (the unit of [`View::now`]).
@@ -94,6 +95,11 @@ pub trait Policy {
         let _ = (v, work_ps);
         None
     }
+    /// A nap planned to end at `planned` [ps] ended with the party running
+    /// again at `now`.
+    fn woke(&mut self, planned: u64, now: u64) {
+        let _ = (planned, now);
+    }
 }
 
 impl Policy for Controller {
@@ -105,6 +111,9 @@ impl Policy for Controller {
     }
     fn after_work(&mut self, v: &View, work_ps: u64) -> Option<Action> {
         Controller::after_work(self, v, work_ps)
+    }
+    fn woke(&mut self, planned: u64, now: u64) {
+        Controller::woke(self, planned, now);
     }
 }
 
@@ -212,6 +221,8 @@ impl<P: Policy, C: Clock> Driven<P, C> {
                 }
                 Action::Nap(until) => {
                     self.nap(until, stats);
+                    let now = self.now();
+                    self.policy.woke(until, now);
                     if side.have()? > 0 {
                         break;
                     }
@@ -219,7 +230,8 @@ impl<P: Policy, C: Clock> Driven<P, C> {
                         return Err(WaitError::Stopped);
                     }
                 }
-                Action::Block => {
+                // A wait takes the side's own threshold.
+                Action::Block | Action::BlockUntil(_) => {
                     let t0 = self.now();
                     block(side, k, notifier, stats)?;
                     blocked = Some(self.now() - t0);
@@ -255,10 +267,16 @@ impl<P: Policy, C: Clock> Driven<P, C> {
         match self.policy.after_work(&v, work_ps) {
             Some(Action::Nap(until)) => {
                 self.nap(until, stats);
+                let now = self.now();
+                self.policy.woke(until, now);
                 Ok(true)
             }
             Some(Action::Spin(Some(until))) => {
                 self.spin::<S>(None, Some(until), notifier)?;
+                Ok(true)
+            }
+            Some(Action::BlockUntil(k)) => {
+                block_once(side, k, notifier, stats)?;
                 Ok(true)
             }
             Some(Action::Spin(None) | Action::Block) | None => Ok(false),

@@ -421,11 +421,14 @@ impl Producer {
     ///
     /// [`RingError::Corrupt`] if the consumer's index is impossible.
     pub fn prepare_sleep(&mut self, k_c: u32) -> Result<bool, RingError> {
+        // Slots written and not yet published stay taken however far the
+        // consumer gets: asking for more than the rest would never be met.
+        let k_c = k_c.min(self.len - self.written).max(1);
         let wake_at = self
             .tail
             .wrapping_add(self.written)
             .wrapping_sub(self.len)
-            .wrapping_add(k_c.clamp(1, self.len));
+            .wrapping_add(k_c);
         self.wait_point().register(wake_at);
         // SeqCst fence: the registration above before the re-read of `head`
         // below (pairs with the fence in `Consumer::peer_wants_kick`).

@@ -41,7 +41,12 @@ impl WaitPoint {
         // Publishes `wake_at` with the flag; pairs with the SeqCst load in
         // `take_if_reached`, and with the owner's SeqCst fence before it
         // re-reads the peer's index (Dekker: one of the two sees the other).
-        self.need_kick.store(1, Ordering::SeqCst);
+        // A swap, not a store: the same `xchg` on x86, and loom, which
+        // models SeqCst accesses as acquire/release only, otherwise lets
+        // the peer read the flag of a registration cancelled just before
+        // (a false lost wake-up it found once pauses registered and
+        // cancelled after every publish).
+        self.need_kick.swap(1, Ordering::SeqCst);
     }
 
     /// Withdraws a registration. Returns false if the peer already took it

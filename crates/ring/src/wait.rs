@@ -188,6 +188,25 @@ fn wait_for<S: Side>(
     block(side, k, notifier, stats)
 }
 
+/// A pause: register need-kick at `k` -> fence -> re-check -> block, once.
+/// The party goes on whatever it finds on waking (it has slots or
+/// messages already); a stale kick only ends the pause early.
+pub(crate) fn block_once<S: Side>(
+    side: &mut S,
+    k: u32,
+    notifier: &dyn Notifier,
+    stats: &mut WaitStats,
+) -> Result<(), WaitError> {
+    if side.prepare_sleep(k)? {
+        stats.sleeps += 1;
+        notifier.wait()?;
+        side.finish_sleep();
+    } else {
+        stats.averted += 1;
+    }
+    Ok(())
+}
+
 /// Register need-kick -> fence -> re-check -> block, until the condition
 /// holds: a wake-up that finds nothing (a stale kick) blocks again.
 pub(crate) fn block<S: Side>(

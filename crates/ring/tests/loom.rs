@@ -175,6 +175,8 @@ impl Clock for NoClock {
 struct Scripted {
     script: &'static [Action],
     step: usize,
+    /// The pause after every message, if any.
+    pause: Option<Action>,
 }
 
 impl Policy for Scripted {
@@ -189,6 +191,10 @@ impl Policy for Scripted {
     fn done(&mut self, v: &View, e: Episode) {
         assert!(e.end >= e.start);
         assert!(v.occupancy() <= v.len);
+    }
+    fn after_work(&mut self, v: &View, _work_ps: u64) -> Option<Action> {
+        assert!(v.occupancy() <= v.len);
+        self.pause
     }
 }
 
@@ -209,12 +215,16 @@ const BLOCK_NOW: &[Action] = &[Action::Block];
 struct Side {
     script: &'static [Action],
     coalesce: Option<u64>,
+    /// The producer's pause after each publish (`adaptive`'s
+    /// `BlockUntil`: block once until the consumer's kick).
+    pause: Option<Action>,
 }
 
 const fn side(script: &'static [Action]) -> Side {
     Side {
         script,
         coalesce: None,
+        pause: None,
     }
 }
 
@@ -241,6 +251,7 @@ fn transfer_driven(len: u32, messages: u64, k_p: u32, k_c: u32, sp: Side, sc: Si
                 Scripted {
                     script: sp.script,
                     step: 0,
+                    pause: sp.pause,
                 },
                 NoClock,
             );
@@ -257,6 +268,13 @@ fn transfer_driven(len: u32, messages: u64, k_p: u32, k_c: u32, sp: Side, sc: Si
                 if kick_now(&mut co, wanted, || u64::from(len - p.free_now().unwrap())) {
                     to_c2.notify().unwrap();
                 }
+                if sp.pause.is_some() {
+                    // A held kick goes before this side pauses, too.
+                    if co.as_mut().is_some_and(Coalescer::flush) {
+                        to_c2.notify().unwrap();
+                    }
+                    p.pause_by(0, &mut by, &*to_p2, &mut st).unwrap();
+                }
             }
             // ... and before it finishes; end of stream: fewer than k_P
             // messages may be left, so kick anyway.
@@ -269,6 +287,7 @@ fn transfer_driven(len: u32, messages: u64, k_p: u32, k_c: u32, sp: Side, sc: Si
             Scripted {
                 script: sc.script,
                 step: 0,
+                pause: None,
             },
             NoClock,
         );
@@ -329,8 +348,24 @@ fn driven_coalesced_kicks_are_flushed_before_waiting() {
     let hold = |script| Side {
         script,
         coalesce: Some(2),
+        pause: None,
     };
     transfer_driven(3, 4, 1, 1, hold(BLOCK_NOW), side(BLOCK_NOW));
     transfer_driven(2, 3, 1, 1, side(BLOCK_NOW), hold(BLOCK_NOW));
     transfer_driven(3, 3, 1, 2, hold(BLOCK_NOW), side(NAP_SPIN_BLOCK));
+}
+
+#[test]
+fn driven_producer_pauses_until_the_consumers_kick() {
+    // After every publish P blocks once until k slots are free, and C must
+    // kick it there: until the ring is empty, until one slot is free (the
+    // threshold met at once or soon), and against a consumer that naps.
+    let pause = |k, script| Side {
+        script,
+        coalesce: None,
+        pause: Some(Action::BlockUntil(k)),
+    };
+    transfer_driven(3, 3, 1, 1, pause(3, BLOCK_NOW), side(BLOCK_NOW));
+    transfer_driven(2, 3, 1, 1, pause(1, BLOCK_NOW), side(NAP_SPIN_BLOCK));
+    transfer_driven(3, 3, 1, 2, pause(2, NAP_SPIN_BLOCK), side(DEFER));
 }

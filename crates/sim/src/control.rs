@@ -65,6 +65,9 @@ struct Side {
     work: u64,
     /// Since when its kick has been held back (coalescing).
     pending_since: Option<u64>,
+    /// Blocked in a pause until the peer brings this many (`BlockUntil`):
+    /// the peer kicks at this threshold, not at its k.
+    pause_k: Option<u64>,
     ctl: Controller,
 }
 
@@ -158,6 +161,7 @@ fn run(
         blocked_for: None,
         work: 0,
         pending_since: None,
+        pause_k: None,
         ctl: Controller::new(mode, party, prm, None),
     };
     let mut s = [side(Party::P, cfg.mode_p), side(Party::C, cfg.mode_c)];
@@ -203,7 +207,7 @@ fn run(
         ($me:expr, $peer:expr, $now:expr) => {{
             let (me, peer, now): (usize, usize, u64) = ($me, $peer, $now);
             let mut kicked = false;
-            if s[peer].phase == Phase::Blocked && have[peer] >= k[me] {
+            if s[peer].phase == Phase::Blocked && have[peer] >= s[peer].pause_k.unwrap_or(k[me]) {
                 let due = match coalesce[me] {
                     None => true,
                     Some((n, t)) => {
@@ -219,7 +223,10 @@ fn run(
                     let st = costs.start_up::<false>(start_i[peer], idle);
                     s[me].busy += n;
                     s[peer].busy += st;
-                    s[peer].blocked_for = Some(idle);
+                    // A pause is no episode of waiting.
+                    if s[peer].pause_k.take().is_none() {
+                        s[peer].blocked_for = Some(idle);
+                    }
                     p_kicked |= peer == 0;
                     s[peer].phase = Phase::Attempt;
                     s[peer].t = now + v + st;
@@ -326,13 +333,22 @@ fn run(
                             s[me].sleeps += 1;
                             s[me].busy += st;
                             s[me].t = until + st;
+                            s[me].ctl.woke(until, until + st);
                         }
                         Action::Spin(Some(until)) => {
                             let until = until.max(at);
                             s[me].busy += until - at;
                             s[me].t = until;
                         }
-                        Action::Spin(None) | Action::Block => {}
+                        // Registered at once, so only when no kick of its
+                        // own is still running (else the peer could wake it
+                        // before it slept); if the peer has already brought
+                        // the threshold, the re-check averts the sleep.
+                        Action::BlockUntil(want) if at == now && have[me] < u64::from(want) => {
+                            s[me].pause_k = Some(u64::from(want));
+                            s[me].block(now);
+                        }
+                        Action::BlockUntil(_) | Action::Spin(None) | Action::Block => {}
                     }
                 }
             }
@@ -385,7 +401,8 @@ fn run(
                 let start = *s[me].episode.get_or_insert(now);
                 let v = view(now, &s, pending);
                 match s[me].ctl.wait(&v, start, new_episode) {
-                    Action::Block => s[me].block(now),
+                    // A wait takes the party's own threshold.
+                    Action::Block | Action::BlockUntil(_) => s[me].block(now),
                     Action::Spin(deadline) => {
                         s[me].spin_since = now;
                         match deadline {
@@ -406,6 +423,7 @@ fn run(
                         s[me].busy += st;
                         s[me].phase = Phase::Attempt;
                         s[me].t = until + st;
+                        s[me].ctl.woke(until, until + st);
                     }
                 }
                 // An attempt that follows a nap is not a new episode.

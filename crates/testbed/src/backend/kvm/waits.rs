@@ -260,7 +260,8 @@ impl GuestWaits for DelegatedWaits {
                         break;
                     }
                 }
-                Action::Block => {
+                // A wait takes the ring's own threshold.
+                Action::Block | Action::BlockUntil(_) => {
                     let at = self.now();
                     self.blocked = Some((start, at));
                     break;
@@ -294,7 +295,9 @@ impl GuestWaits for DelegatedWaits {
             Some(Action::Spin(Some(until))) => {
                 self.spin(Some(until), true, stop);
             }
-            Some(Action::Spin(None) | Action::Block) | None => {}
+            // `at_pause_mark` never pauses by a kick: a guest's pauses are
+            // exits, and the VMM carries out naps and spins only.
+            Some(Action::Spin(None) | Action::Block | Action::BlockUntil(_)) | None => {}
         }
         self.resume();
         Ok(())
