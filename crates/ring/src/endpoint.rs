@@ -423,7 +423,7 @@ impl Producer {
     pub fn prepare_sleep(&mut self, k_c: u32) -> Result<bool, RingError> {
         // Slots written and not yet published stay taken however far the
         // consumer gets: asking for more than the rest would never be met.
-        let k_c = k_c.min(self.len - self.written).max(1);
+        let k_c = k_c.min(self.len.saturating_sub(self.written)).max(1);
         let wake_at = self
             .tail
             .wrapping_add(self.written)

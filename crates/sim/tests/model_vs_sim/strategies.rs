@@ -2,7 +2,7 @@
 //! (no deadlock, no message lost) with random costs and any mix of
 //! strategies per party, and each keeps the rule that defines it.
 
-use kicklab_model::{Cost, Params, WaitMode};
+use kicklab_model::{Cost, IdleScale, Params, WaitMode};
 use kicklab_sim::{simulate, Combine, Flush, SimConfig, Start};
 use proptest::prelude::*;
 
@@ -63,7 +63,7 @@ proptest! {
     /// every message consumed once, the ring never over- or under-full, and
     /// the counts add up.
     #[test]
-    fn every_strategy_finishes_and_loses_nothing(p in params(), mode_p in strategy(), mode_c in strategy(), seed in any::<u64>(), messages in 1u64..4000, full in any::<bool>(), batch in 1u32..12, flush in flush_rule()) {
+    fn every_strategy_finishes_and_loses_nothing(p in params(), mode_p in strategy(), mode_c in strategy(), seed in any::<u64>(), messages in 1u64..4000, full in any::<bool>(), batch in 1u32..12, flush in flush_rule(), dear in proptest::option::of(1.0f64..10.0)) {
         let cfg = SimConfig {
             params: p,
             mode_p,
@@ -73,7 +73,9 @@ proptest! {
             seed,
             latency: true,
             start: if full { Start::Full } else { Start::Empty },
-            idle_scale: [None, None],
+            // Start-ups that grow with idle time, up to `dear` times S after
+            // 20 us, make long naps dear: `adaptive` then pauses by kicks.
+            idle_scale: [dear.map(dearer_after_idle), dear.map(dearer_after_idle)],
             // Send combining too, any batch up to L, any flush rule.
             combine: Combine { batch: batch.min(p.len), flush },
         };
@@ -119,6 +121,11 @@ proptest! {
         prop_assert_eq!(a.totals, b.totals);
         prop_assert_eq!(a.rates, b.rates);
     }
+}
+
+/// Start-ups `factor` times dearer after 20 us of idle than after 1 us.
+fn dearer_after_idle(factor: f64) -> IdleScale {
+    IdleScale::new(&[(1000.0, 1.0), (20_000.0, factor)]).unwrap()
 }
 
 /// Any flush rule: full, a timer of 1-50 us, or on-interrupt.
@@ -252,6 +259,46 @@ fn adaptive_keeps_polling_throughput_at_a_fraction_of_its_cost() {
             "W_P {w_p}: p99 {}",
             tight.rates.latency_ns.unwrap().p99
         );
+    }
+}
+
+/// Where a producer's naps cost more than a kicked wake-up (start-ups 5
+/// times dearer after 20 us of idle, so a nap of 50 us wakes 19.5 us late
+/// against S_P + N_C = 4.1 us), `adaptive` pauses until the consumer's
+/// kick: the consumer kicks it (it never does for naps), nothing is lost,
+/// and throughput and the latency bound hold as with naps.
+#[test]
+fn adaptive_pauses_by_kicks_where_naps_cost_more() {
+    for w_p in [200.0, 500.0] {
+        let cfg = |mode: &str, dear: bool| SimConfig {
+            mode_p: WaitMode::parse(mode).unwrap(),
+            mode_c: WaitMode::parse(mode).unwrap(),
+            idle_scale: [dear.then(|| dearer_after_idle(5.0)), None],
+            ..SimConfig::new(paper(w_p), WaitMode::Notify, 100_000)
+        };
+        let poll = simulate(&cfg("poll", false)).unwrap();
+        let naps = simulate(&cfg("adaptive:latency=100us", false)).unwrap();
+        let kicks = simulate(&cfg("adaptive:latency=100us", true)).unwrap();
+        assert_eq!(
+            naps.rates.notifications_c, 0,
+            "W_P {w_p}: naps are never kicked"
+        );
+        assert!(
+            // (A sleep just before the window can end with a kick in it.)
+            kicks.rates.notifications_c > 100
+                && kicks.rates.sleeps_p + 1 >= kicks.rates.notifications_c,
+            "W_P {w_p}: {:?}",
+            kicks.rates
+        );
+        assert_eq!(kicks.rates.messages, 100_000);
+        assert!(kicks.totals.published - kicks.totals.consumed <= 256);
+        assert!(
+            kicks.rates.t_ns <= 1.05 * poll.rates.t_ns,
+            "W_P {w_p}: T {} vs polling's {}",
+            kicks.rates.t_ns,
+            poll.rates.t_ns
+        );
+        assert!(kicks.rates.latency_ns.unwrap().p99 <= 100_000.0);
     }
 }
 
