@@ -32,16 +32,17 @@ pub struct AdviseArgs {
 
 pub fn run(a: &AdviseArgs) -> anyhow::Result<()> {
     let params = a.params.params_with(true)?;
-    let idle_scale = match a.params.load_profile()? {
-        Some(p) => [
-            p.idle_scale(kicklab_model::Party::P),
-            p.idle_scale(kicklab_model::Party::C),
-        ],
-        None => [None, None],
-    };
+    let profile = a.params.load_profile()?;
+    let (p, c) = (kicklab_model::Party::P, kicklab_model::Party::C);
     let spec = AdviseSpec {
         params,
-        idle_scale,
+        idle_scale: profile
+            .as_ref()
+            .map_or([None, None], |f| [f.idle_scale(p), f.idle_scale(c)]),
+        // Naps wake as the profile's did.
+        nap_ns: profile
+            .as_ref()
+            .map_or([None, None], |f| [f.nap_ns(p), f.nap_ns(c)]),
         latency_ns: a.latency,
         messages: a.messages,
         seed: a.seed,

@@ -248,6 +248,18 @@ pub fn print_profile(p: &Profile) {
             );
         }
     }
+    for (name, nap, cpu) in [("nap P", &p.nap_p, "P's"), ("nap C", &p.nap_c, "C's")] {
+        if let Some(n) = nap {
+            row(
+                name,
+                n,
+                &format!(
+                    "a timed sleep of the gap on {cpu} CPU: planned end -> running; {} naps; the simulator's naps pay it",
+                    n.n
+                ),
+            );
+        }
+    }
     if let Some(r) = &p.in_run {
         for (name, stat, what) in [
             (

@@ -247,6 +247,8 @@ fn usage_of(e: &anyhow::Error) -> Option<String> {
             )),
             // "batch: ..." / "flush: ..." name their flags.
             SimError::Combine(_) => Some(format!("--{s}")),
+            // Only a profile sets it.
+            SimError::Nap { .. } => Some(format!("--profile: {s}")),
             SimError::Deadlock { .. } => None,
         };
     }

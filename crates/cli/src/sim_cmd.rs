@@ -77,6 +77,7 @@ pub fn run(a: &SimArgs) -> anyhow::Result<()> {
     // With a profile, the simulator gets the measured spread of N and S.
     let notify = mode_p == WaitMode::Notify && mode_c == WaitMode::Notify;
     let params = a.params.params_for(true, notify)?;
+    let profile = a.params.load_profile()?;
     let cfg = SimConfig {
         params,
         mode_p,
@@ -98,10 +99,18 @@ pub fn run(a: &SimArgs) -> anyhow::Result<()> {
             batch: a.batch,
             flush: a.flush,
         },
-        idle_scale: match a.params.load_profile()? {
+        idle_scale: match &profile {
             Some(p) => [
                 p.idle_scale(kicklab_model::Party::P),
                 p.idle_scale(kicklab_model::Party::C),
+            ],
+            None => [None, None],
+        },
+        // ... and each nap wakes as the profile's naps did.
+        nap_ns: match &profile {
+            Some(p) => [
+                p.nap_ns(kicklab_model::Party::P),
+                p.nap_ns(kicklab_model::Party::C),
             ],
             None => [None, None],
         },

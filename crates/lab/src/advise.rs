@@ -18,6 +18,9 @@ pub struct AdviseSpec {
     pub params: Params,
     /// How start-ups scale with idle time (from a profile), per party.
     pub idle_scale: [Option<IdleScale>; 2],
+    /// What a nap's wake-up costs each party (from a profile) [ns]; `None`:
+    /// S.
+    pub nap_ns: [Option<f64>; 2],
     /// Bound on the p99 message latency [ns].
     pub latency_ns: f64,
     /// Messages simulated per candidate.
@@ -134,6 +137,7 @@ pub fn advise(spec: &AdviseSpec, progress: &dyn Progress) -> Result<Advice, LabE
                 warmup: default_warmup(spec.messages, spec.params.len).max(20_000),
                 seed: spec.seed,
                 idle_scale: spec.idle_scale,
+                nap_ns: spec.nap_ns,
                 ..SimConfig::new(spec.params, mode, spec.messages)
             };
             let r = simulate(&cfg)?;

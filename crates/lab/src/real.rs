@@ -195,6 +195,7 @@ pub fn simulated(spec: &RunSpec, profile: &Profile) -> Result<Rates, LabError> {
         mode_c,
         seed: spec.seed,
         idle_scale: [profile.idle_scale(Party::P), profile.idle_scale(Party::C)],
+        nap_ns: [profile.nap_ns(Party::P), profile.nap_ns(Party::C)],
         combine: spec.combine(),
         ..SimConfig::new(p, mode_p, spec.messages.min(1_000_000))
     })?;

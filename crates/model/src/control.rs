@@ -771,22 +771,23 @@ impl Adaptive {
             return None;
         }
         let (peer, own) = (self.pace()?, self.w_own.unwrap_or(0.0));
-        if kick && self.naps_dear() {
-            // Sleep until the consumer has drained the ring down to the
-            // margin, and let it kick: the wake-up starts exactly then.
+        let nap = self.drain_time(v.occupancy(), peer, own);
+        let nap_fits = nap > self.nap_cost();
+        // Where naps cost clearly more, or have shown they wake too late to
+        // fit at all, sleep until the consumer has drained the ring down to
+        // the margin and let it kick: the wake-up starts exactly then.
+        if kick && (self.naps_dear() || (!nap_fits && self.late_n >= NAP_SAMPLES)) {
             // Only with at least k_P queued: a consumer that fell asleep
             // waiting for k_P messages must have been kicked by now, or it
             // would wait for this producer while this producer waits for it.
             let margin = self.kick_margin(peer, own).ceil();
-            if (v.occupancy() as f64) < margin + 2.0 || v.occupancy() < self.k_peer {
-                return None;
+            if (v.occupancy() as f64) >= margin + 2.0 && v.occupancy() >= self.k_peer {
+                self.paused_margin = Some(margin);
+                let free = (v.len as f64 - margin).max(1.0);
+                return Some(Action::BlockUntil(free.min(f64::from(u32::MAX)) as u32));
             }
-            self.paused_margin = Some(margin);
-            let free = (v.len as f64 - margin).max(1.0);
-            return Some(Action::BlockUntil(free.min(f64::from(u32::MAX)) as u32));
         }
-        let nap = self.drain_time(v.occupancy(), peer, own);
-        (nap > self.nap_cost()).then(|| Action::Nap(v.now + nap as u64))
+        nap_fits.then(|| Action::Nap(v.now + nap as u64))
     }
 }
 
@@ -867,7 +868,8 @@ mod tests {
         // Margin: m = (S_P + N_C + W_P) / pace = 5.1 us / 2 us, and two
         // standard deviations: m + 2 + 2 sqrt(m) = 7.7, so 8 left queued.
         assert_eq!(free, 256 - 8);
-        // A ring below the margin (plus two) is no reason to pause.
+        // A ring below the pause mark (80 us / 2 us = 40) is no reason to
+        // pause.
         assert_eq!(c.after_work(&at(t + 500 * us, 10), us), None);
         // The guest's consultations never pause by kicks.
         assert!(!matches!(

@@ -224,6 +224,15 @@ pub struct Profile {
     /// `docs/calibration.md`, "In-run costs").
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub in_run: Option<InRunCosts>,
+    /// A timed sleep of the profile's gap as a party's naps take it
+    /// (`std::thread::sleep`, timer slack 1 ns), on P's CPU: from its
+    /// planned end to the thread running again [ns]. The simulator's naps
+    /// pay this ([`Profile::nap_ns`]) where the model would charge S.
+    #[serde(rename = "nap_P", default, skip_serializing_if = "Option::is_none")]
+    pub nap_p: Option<Stat>,
+    /// The same on C's CPU.
+    #[serde(rename = "nap_C", default, skip_serializing_if = "Option::is_none")]
+    pub nap_c: Option<Stat>,
 }
 
 /// N and the wake-up R = V + S timed inside runs of reference pairs (means
@@ -350,6 +359,8 @@ impl Profile {
             overhead_c: None,
             idle_curve: Vec::new(),
             in_run: None,
+            nap_p: None,
+            nap_c: None,
         }
     }
 
@@ -595,6 +606,17 @@ impl Profile {
         }
         curve.truncate(IdleScale::MAX_POINTS);
         IdleScale::new(&curve).ok()
+    }
+
+    /// What waking from a nap costs `party`, the mean of its calibrated
+    /// naps [ns]; `None` in profiles from before naps were measured.
+    pub fn nap_ns(&self, party: Party) -> Option<f64> {
+        match party {
+            Party::P => self.nap_p,
+            Party::C => self.nap_c,
+        }
+        .map(|s| s.mean_ns)
+        .filter(|ns| ns.is_finite() && *ns >= 0.0)
     }
 
     /// The mean start-up of `party` ([`Profile::start`]) after idling

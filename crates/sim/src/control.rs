@@ -109,6 +109,15 @@ pub fn simulate_control(cfg: &SimConfig) -> Result<SimResult, SimError> {
     run(cfg, &mut costs_of(cfg), None)
 }
 
+/// What waking from a nap of `idle` [ps] costs party `me` [ps]: the
+/// calibrated nap wake-up where there is one, else its S.
+fn nap_start(cfg: &SimConfig, costs: &mut Costs, me: usize, idle: u64) -> u64 {
+    match cfg.nap_ns[me] {
+        Some(ns) => to_ps(ns),
+        None => costs.start_up::<false>([S_P, S_C][me], idle),
+    }
+}
+
 /// The run's cost streams.
 fn costs_of(cfg: &SimConfig) -> Costs {
     let (samplers, consts, _) = samplers(cfg);
@@ -329,7 +338,7 @@ fn run(
                     match a {
                         Action::Nap(until) => {
                             let until = until.max(at);
-                            let st = costs.start_up::<false>(start_i[me], until - at);
+                            let st = nap_start(cfg, costs, me, until - at);
                             s[me].sleeps += 1;
                             s[me].busy += st;
                             s[me].t = until + st;
@@ -418,7 +427,7 @@ fn run(
                     }
                     Action::Nap(until) => {
                         let until = until.max(now);
-                        let st = costs.start_up::<false>(start_i[me], until - now);
+                        let st = nap_start(cfg, costs, me, until - now);
                         s[me].sleeps += 1;
                         s[me].busy += st;
                         s[me].phase = Phase::Attempt;

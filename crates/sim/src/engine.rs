@@ -165,6 +165,11 @@ pub struct SimConfig {
     /// curve; `None`: S does not depend on it (the model's rule).
     #[serde(default)]
     pub idle_scale: [Option<IdleScale>; 2],
+    /// What a timed sleep's wake-up costs P and C [ns], where a
+    /// calibration measured it apart from the kicked one (a profile's
+    /// `nap_P`, `nap_C`); `None`: S, the model's rule (`control.md`).
+    #[serde(default)]
+    pub nap_ns: [Option<f64>; 2],
     /// Send combining: P holds written messages and publishes them
     /// together (VMware's hosted VMM, `run --batch` on threads).
     #[serde(default)]
@@ -312,6 +317,7 @@ impl SimConfig {
             latency: true,
             start: Start::Empty,
             idle_scale: [None, None],
+            nap_ns: [None, None],
             combine: Combine::default(),
         }
     }
@@ -438,6 +444,14 @@ pub enum SimError {
     /// Send combining that makes no sense (a batch of 0 or above L).
     #[error("{0}")]
     Combine(String),
+    /// A nap's wake-up cost that is negative, not a number, or over 1 s.
+    #[error("{party:?}'s nap wake-up cost: {ns} (give 0 to 1 s)")]
+    Nap {
+        /// Whose.
+        party: Party,
+        /// The value, as given [ns].
+        ns: String,
+    },
     /// Simulated time ran past the clock's range.
     #[error("simulated time overflowed (costs too large for this many messages)")]
     TimeOverflow,
@@ -573,6 +587,16 @@ pub(crate) fn check_config(cfg: &SimConfig) -> Result<(), SimError> {
     cfg.combine
         .check(cfg.params.len)
         .map_err(SimError::Combine)?;
+    for (party, nap) in [(Party::P, cfg.nap_ns[0]), (Party::C, cfg.nap_ns[1])] {
+        if let Some(ns) = nap {
+            if !(ns.is_finite() && (0.0..=1e9).contains(&ns)) {
+                return Err(SimError::Nap {
+                    party,
+                    ns: format!("{ns} ns"),
+                });
+            }
+        }
+    }
     Ok(())
 }
 

@@ -63,7 +63,7 @@ proptest! {
     /// every message consumed once, the ring never over- or under-full, and
     /// the counts add up.
     #[test]
-    fn every_strategy_finishes_and_loses_nothing(p in params(), mode_p in strategy(), mode_c in strategy(), seed in any::<u64>(), messages in 1u64..4000, full in any::<bool>(), batch in 1u32..12, flush in flush_rule(), dear in proptest::option::of(1.0f64..10.0)) {
+    fn every_strategy_finishes_and_loses_nothing(p in params(), mode_p in strategy(), mode_c in strategy(), seed in any::<u64>(), messages in 1u64..4000, full in any::<bool>(), batch in 1u32..12, flush in flush_rule(), dear in proptest::option::of(1.0f64..10.0), nap in proptest::option::of(0.0f64..30_000.0)) {
         let cfg = SimConfig {
             params: p,
             mode_p,
@@ -76,6 +76,8 @@ proptest! {
             // Start-ups that grow with idle time, up to `dear` times S after
             // 20 us, make long naps dear: `adaptive` then pauses by kicks.
             idle_scale: [dear.map(dearer_after_idle), dear.map(dearer_after_idle)],
+            // Naps that cost what a calibration measured, not S.
+            nap_ns: [nap, nap],
             // Send combining too, any batch up to L, any flush rule.
             combine: Combine { batch: batch.min(p.len), flush },
         };
@@ -113,6 +115,7 @@ proptest! {
                 latency: true,
                 start: if full { Start::Full } else { Start::Empty },
                 idle_scale: [None, None],
+                nap_ns: [None, None],
                 combine: Combine { batch: batch.min(p.len), flush },
             })
             .unwrap()
@@ -260,6 +263,34 @@ fn adaptive_keeps_polling_throughput_at_a_fraction_of_its_cost() {
             tight.rates.latency_ns.unwrap().p99
         );
     }
+}
+
+/// A calibrated nap cost replaces S for naps only: a consumer in timed
+/// sleeps of 20 us pays 10 us per wake-up instead of S_C, and a kicked
+/// (`notify`) consumer still pays S_C.
+#[test]
+fn naps_pay_the_calibrated_nap_cost_and_kicks_pay_s() {
+    let cfg = |mode_c: &str, nap: Option<f64>| SimConfig {
+        mode_c: WaitMode::parse(mode_c).unwrap(),
+        nap_ns: [None, nap],
+        ..SimConfig::new(paper(3000.0), WaitMode::Notify, 100_000)
+    };
+    let per_wake = |r: &kicklab_sim::SimResult| {
+        (r.rates.e_c_ns - 1100.0) * r.rates.messages as f64 / r.rates.sleeps_c as f64
+    };
+    let s = simulate(&cfg("sleep:20us", None)).unwrap();
+    let nap = simulate(&cfg("sleep:20us", Some(10_000.0))).unwrap();
+    assert!((per_wake(&s) - 200.0).abs() < 1.0, "{}", per_wake(&s));
+    assert!(
+        (per_wake(&nap) - 10_000.0).abs() < 1.0,
+        "{}",
+        per_wake(&nap)
+    );
+    let kicked = simulate(&cfg("notify", Some(10_000.0))).unwrap();
+    assert_eq!(kicked.rates, simulate(&cfg("notify", None)).unwrap().rates);
+    // A hostile value is refused, naming it.
+    let bad = simulate(&cfg("sleep:20us", Some(-1.0))).unwrap_err();
+    assert!(bad.to_string().contains("nap wake-up cost"), "{bad}");
 }
 
 /// Where a producer's naps cost more than a kicked wake-up (start-ups 5

@@ -136,6 +136,7 @@ impl Backend {
             );
             [p.overhead_p, p.overhead_c] = self.overhead_alone(c.overhead_runs, [np, nc])?;
         }
+        [p.nap_p, p.nap_c] = naps(NAPS, c.gap).map(Some);
         Ok(p)
     }
 
@@ -291,4 +292,33 @@ impl std::str::FromStr for Backend {
             .map(Backend::Threads)
             .map_err(|_| format!("unknown backend `{s}` (use futex, eventfd, pipe or kvm)"))
     }
+}
+
+/// Naps a calibration times on each party's CPU.
+const NAPS: usize = 200;
+
+/// What a nap costs a party here: `count` timed sleeps of `gap` as runs
+/// take them (`std::thread::sleep`, timer slack 1 ns), on P's CPU and then
+/// on C's, each from its planned end to the thread running again [ns]. A
+/// host thread either way: a KVM guest's naps are its VMM's. Where this is
+/// well above the kicked wake-up, `adaptive` pauses by kicks
+/// (`docs/control.md`), and the simulator's naps pay it.
+#[allow(clippy::cast_precision_loss)]
+pub fn naps(count: usize, gap: Duration) -> [Stat; 2] {
+    let on = |cpu: usize| {
+        std::thread::spawn(move || {
+            crate::clock::pin(cpu);
+            let _ = rustix::thread::set_current_timer_slack(std::num::NonZeroU64::new(1));
+            let mut late = Vec::with_capacity(count);
+            for _ in 0..count {
+                let end = std::time::Instant::now() + gap;
+                std::thread::sleep(gap);
+                late.push(end.elapsed().as_nanos() as f64);
+            }
+            Stat::of(late)
+        })
+        .join()
+        .unwrap_or_else(|_| Stat::of(Vec::new()))
+    };
+    [on(0), on(1)]
 }

@@ -360,5 +360,7 @@ pub fn calibrate(
         overhead_c: None,
         idle_curve: Vec::new(),
         in_run: None,
+        nap_p: None,
+        nap_c: None,
     })
 }

@@ -261,6 +261,8 @@ pub fn calibrate(
         overhead_c: None,
         idle_curve: Vec::new(),
         in_run: None,
+        nap_p: None,
+        nap_c: None,
     })
 }
 
