@@ -96,6 +96,8 @@ fn sim_err(e: &SimError) -> Fail {
             "messages: {e}: the simulated time of this many messages at these costs exceeds the clock's 213 days"
         )),
         SimError::Deadlock { .. } => Fail::Runtime(e.to_string()),
+        // Only a profile sets it.
+        SimError::Nap { .. } => bad(format!("profile: {e}")),
     }
 }
 
@@ -326,6 +328,14 @@ impl Pair {
     fn idle_scale(&self) -> [Option<kicklab_model::IdleScale>; 2] {
         match &self.profile {
             Some(p) => [p.idle_scale(Party::P), p.idle_scale(Party::C)],
+            None => [None, None],
+        }
+    }
+
+    /// What each party's naps cost, from the profile.
+    fn nap_ns(&self) -> [Option<f64>; 2] {
+        match &self.profile {
+            Some(p) => [p.nap_ns(Party::P), p.nap_ns(Party::C)],
             None => [None, None],
         }
     }
@@ -571,6 +581,8 @@ fn sim_json(
         // With a profile, each start-up scales with the sleeper's idle
         // time on the profile's idle curve.
         idle_scale: pair.idle_scale(),
+        // ... and each nap wakes as the profile's naps did.
+        nap_ns: pair.nap_ns(),
         combine: kicklab_sim::Combine::default(),
     };
     let r = py.detach(|| simulate(&cfg)).map_err(|e| sim_err(&e))?;
@@ -797,6 +809,7 @@ fn advise_json(
     let spec = kicklab_lab::advise::AdviseSpec {
         params,
         idle_scale: pair.idle_scale(),
+        nap_ns: pair.nap_ns(),
         latency_ns: duration_ns("latency", latency)?,
         messages,
         seed,
