@@ -608,8 +608,15 @@ impl Adaptive {
                         }
                     }
                 }
+                // A producer that stops publishing while messages still
+                // wait has paused (for this consumer's kick, or a nap), not
+                // slowed down: such a window is dropped as the producer
+                // drops a stalled consumer's, or this consumer would nap
+                // while the producer waits for it.
                 Party::C => {
-                    if v.occupancy() < v.len {
+                    if v.occupancy() < v.len && occupied >= 1 {
+                        self.peer.add_busy(v.now - t, count - c, guess);
+                    } else if v.occupancy() < v.len {
                         self.peer.add(v.now - t, count - c, guess);
                     } else {
                         self.peer.acc_t = 0;
