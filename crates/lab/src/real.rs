@@ -461,6 +461,8 @@ pub fn profile_json(p: &Profile) -> serde_json::Value {
         "overhead_ns": mean(p.overhead.as_ref()),
         "overhead_p_ns": mean(p.overhead_p.as_ref()),
         "overhead_c_ns": mean(p.overhead_c.as_ref()),
+        "nap_p_ns": p.nap_ns(Party::P),
+        "nap_c_ns": p.nap_ns(Party::C),
         "in_run": p.in_run.map(|r| serde_json::json!({
             "NP_ns": mean(r.np.as_ref()),
             "NC_ns": mean(r.nc.as_ref()),

@@ -306,6 +306,12 @@ fn calibrate_saves_a_profile_that_model_and_sim_load() {
         assert!(v[key].as_f64().unwrap().is_finite(), "{key}: {v}");
     }
     assert!(v["overhead_ns"].as_f64().unwrap() > 0.0, "{v}");
+    // 200 naps timed on each party's CPU; a nap never ends before its
+    // planned end.
+    for (key, stat) in [("nap_p_ns", "nap_P"), ("nap_c_ns", "nap_C")] {
+        assert!(v[key].as_f64().unwrap() >= 0.0, "{key}: {v}");
+        assert_eq!(v["profile"][stat]["n"], 200, "{stat}: {v}");
+    }
     let curve = v["idle_curve"].as_array().unwrap();
     assert_eq!(curve.len(), 7, "the default gaps: {v}");
     assert_eq!(curve[0]["gap_ns"], 5000.0);
