@@ -17,8 +17,8 @@ use std::time::Duration;
 
 use kicklab_lab::{Input, LabError, Silent};
 use kicklab_model::{
-    parse_duration_ns, predict, Cost, ModelError, Param, ParamError, Params, Party, Prediction,
-    Profile, Regime, UnknownParam, WaitMode,
+    parse_duration_ns, predict, Cost, ModelError, Param, ParamError, Params, Prediction, Profile,
+    Regime, UnknownParam, WaitMode,
 };
 use kicklab_sim::{default_warmup, simulate, SimConfig, SimError, Start, SweepPoint, Vary};
 use kicklab_testbed::{Setting, TestbedError};
@@ -324,20 +324,12 @@ impl Pair {
             .build(self.profile.as_ref(), |pr, p| pr.apply(p, spread))
     }
 
-    /// How start-ups scale with idle time, from the profile.
-    fn idle_scale(&self) -> [Option<kicklab_model::IdleScale>; 2] {
-        match &self.profile {
-            Some(p) => [p.idle_scale(Party::P), p.idle_scale(Party::C)],
-            None => [None, None],
-        }
-    }
-
-    /// What each party's naps cost, from the profile.
-    fn nap_ns(&self) -> [Option<f64>; 2] {
-        match &self.profile {
-            Some(p) => [p.nap_ns(Party::P), p.nap_ns(Party::C)],
-            None => [None, None],
-        }
+    /// How start-ups scale with idle time and what naps cost, per party,
+    /// from the profile.
+    fn sim_costs(&self) -> ([Option<kicklab_model::IdleScale>; 2], [Option<f64>; 2]) {
+        self.profile
+            .as_ref()
+            .map_or(([None, None], [None, None]), Profile::sim_costs)
     }
 }
 
@@ -569,6 +561,7 @@ fn sim_json(
     };
     let bound = |m: WaitMode| m.with_latency(latency);
     let (mode_p, mode_c) = (bound(mode_p.unwrap_or(mode)), bound(mode_c.unwrap_or(mode)));
+    let (idle_scale, nap_ns) = pair.sim_costs();
     let cfg = SimConfig {
         params,
         mode_p,
@@ -580,9 +573,9 @@ fn sim_json(
         start,
         // With a profile, each start-up scales with the sleeper's idle
         // time on the profile's idle curve.
-        idle_scale: pair.idle_scale(),
         // ... and each nap wakes as the profile's naps did.
-        nap_ns: pair.nap_ns(),
+        idle_scale,
+        nap_ns,
         combine: kicklab_sim::Combine::default(),
     };
     let r = py.detach(|| simulate(&cfg)).map_err(|e| sim_err(&e))?;
@@ -806,10 +799,11 @@ fn advise_json(
 ) -> PyResult<String> {
     let pair = Pair::parse(&params, profile)?;
     let params = pair.params_with(true)?;
+    let (idle_scale, nap_ns) = pair.sim_costs();
     let spec = kicklab_lab::advise::AdviseSpec {
         params,
-        idle_scale: pair.idle_scale(),
-        nap_ns: pair.nap_ns(),
+        idle_scale,
+        nap_ns,
         latency_ns: duration_ns("latency", latency)?,
         messages,
         seed,

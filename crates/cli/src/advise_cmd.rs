@@ -32,17 +32,14 @@ pub struct AdviseArgs {
 
 pub fn run(a: &AdviseArgs) -> anyhow::Result<()> {
     let params = a.params.params_with(true)?;
-    let profile = a.params.load_profile()?;
-    let (p, c) = (kicklab_model::Party::P, kicklab_model::Party::C);
+    let (idle_scale, nap_ns) = a
+        .params
+        .load_profile()?
+        .map_or(([None, None], [None, None]), |p| p.sim_costs());
     let spec = AdviseSpec {
         params,
-        idle_scale: profile
-            .as_ref()
-            .map_or([None, None], |f| [f.idle_scale(p), f.idle_scale(c)]),
-        // Naps wake as the profile's did.
-        nap_ns: profile
-            .as_ref()
-            .map_or([None, None], |f| [f.nap_ns(p), f.nap_ns(c)]),
+        idle_scale,
+        nap_ns,
         latency_ns: a.latency,
         messages: a.messages,
         seed: a.seed,

@@ -77,7 +77,12 @@ pub fn run(a: &SimArgs) -> anyhow::Result<()> {
     // With a profile, the simulator gets the measured spread of N and S.
     let notify = mode_p == WaitMode::Notify && mode_c == WaitMode::Notify;
     let params = a.params.params_for(true, notify)?;
-    let profile = a.params.load_profile()?;
+    // With a profile, each start-up scales with the sleeper's idle time on
+    // the profile's idle curve, and each nap wakes as the profile's did.
+    let (idle_scale, nap_ns) = a
+        .params
+        .load_profile()?
+        .map_or(([None, None], [None, None]), |p| p.sim_costs());
     let cfg = SimConfig {
         params,
         mode_p,
@@ -93,27 +98,12 @@ pub fn run(a: &SimArgs) -> anyhow::Result<()> {
         } else {
             Start::Empty
         },
-        // With a profile, each start-up scales with the sleeper's idle
-        // time on the profile's idle curve.
         combine: kicklab_sim::Combine {
             batch: a.batch,
             flush: a.flush,
         },
-        idle_scale: match &profile {
-            Some(p) => [
-                p.idle_scale(kicklab_model::Party::P),
-                p.idle_scale(kicklab_model::Party::C),
-            ],
-            None => [None, None],
-        },
-        // ... and each nap wakes as the profile's naps did.
-        nap_ns: match &profile {
-            Some(p) => [
-                p.nap_ns(kicklab_model::Party::P),
-                p.nap_ns(kicklab_model::Party::C),
-            ],
-            None => [None, None],
-        },
+        idle_scale,
+        nap_ns,
     };
     let r = simulate(&cfg)?;
     // The closed form, where one exists for these modes.

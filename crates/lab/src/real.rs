@@ -190,12 +190,13 @@ pub fn simulated(spec: &RunSpec, profile: &Profile) -> Result<Rates, LabError> {
     } else {
         profile.apply(&mut p, true);
     }
+    let (idle_scale, nap_ns) = profile.sim_costs();
     let s = simulate(&SimConfig {
         mode_p,
         mode_c,
         seed: spec.seed,
-        idle_scale: [profile.idle_scale(Party::P), profile.idle_scale(Party::C)],
-        nap_ns: [profile.nap_ns(Party::P), profile.nap_ns(Party::C)],
+        idle_scale,
+        nap_ns,
         combine: spec.combine(),
         ..SimConfig::new(p, mode_p, spec.messages.min(1_000_000))
     })?;

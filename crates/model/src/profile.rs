@@ -608,6 +608,16 @@ impl Profile {
         IdleScale::new(&curve).ok()
     }
 
+    /// The simulator's per-party costs beside Params: how each party's
+    /// start-up scales with idle time ([`Profile::idle_scale`]) and what
+    /// its naps cost ([`Profile::nap_ns`]), P's then C's.
+    pub fn sim_costs(&self) -> ([Option<IdleScale>; 2], [Option<f64>; 2]) {
+        (
+            [self.idle_scale(Party::P), self.idle_scale(Party::C)],
+            [self.nap_ns(Party::P), self.nap_ns(Party::C)],
+        )
+    }
+
     /// What waking from a nap costs `party`, the mean of its calibrated
     /// naps [ns]; `None` in profiles from before naps were measured.
     pub fn nap_ns(&self, party: Party) -> Option<f64> {

@@ -136,7 +136,7 @@ impl Backend {
             );
             [p.overhead_p, p.overhead_c] = self.overhead_alone(c.overhead_runs, [np, nc])?;
         }
-        [p.nap_p, p.nap_c] = naps(NAPS, c.gap).map(Some);
+        [p.nap_p, p.nap_c] = naps(NAPS, c.gap);
         Ok(p)
     }
 
@@ -302,9 +302,10 @@ const NAPS: usize = 200;
 /// on C's, each from its planned end to the thread running again [ns]. A
 /// host thread either way: a KVM guest's naps are its VMM's. Where this is
 /// well above the kicked wake-up, `adaptive` pauses by kicks
-/// (`docs/control.md`), and the simulator's naps pay it.
+/// (`docs/control.md`), and the simulator's naps pay it. `None` for a CPU
+/// whose timing thread failed.
 #[allow(clippy::cast_precision_loss)]
-pub fn naps(count: usize, gap: Duration) -> [Stat; 2] {
+pub fn naps(count: usize, gap: Duration) -> [Option<Stat>; 2] {
     let on = |cpu: usize| {
         std::thread::spawn(move || {
             crate::clock::pin(cpu);
@@ -318,7 +319,7 @@ pub fn naps(count: usize, gap: Duration) -> [Stat; 2] {
             Stat::of(late)
         })
         .join()
-        .unwrap_or_else(|_| Stat::of(Vec::new()))
+        .ok()
     };
     [on(0), on(1)]
 }
