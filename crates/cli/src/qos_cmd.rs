@@ -465,6 +465,7 @@ fn real(a: &QosArgs, sys: &QosSystem) -> anyhow::Result<()> {
                     "lost": v.lost,
                     "duplicated": v.duplicated,
                     "bad_stamps": v.bad_stamps,
+                    "clock_drift_ns": v.clock_drift_ns.map(finite),
                 })
             })
             .collect();
@@ -643,6 +644,18 @@ fn real(a: &QosArgs, sys: &QosSystem) -> anyhow::Result<()> {
         )
     });
     println!("checked     {gen} requests: {lost} lost, {dup} duplicated or reordered ({drop} dropped, each counted where it was)");
+    let drift = run
+        .vms
+        .iter()
+        .filter_map(|v| v.clock_drift_ns)
+        .fold(None, |m: Option<f64>, d| Some(m.map_or(d, |m| m.max(d))));
+    if let Some(drift) = drift {
+        let bad: u64 = run.vms.iter().map(|v| v.bad_stamps).sum();
+        println!(
+            "clocks      the guests' clocks moved up to {} against the host's over the run (their stamps placed between the clock exchanges before and after it); {bad} stamps made no sense",
+            fmt_ns(drift)
+        );
+    }
     println!(
         "model       {:.1}% off the measured throughput (worst VM); at most {:.1} requests/s per VM without loss (equal load, these CPUs); bottleneck {}",
         p.model_error() * 100.0,

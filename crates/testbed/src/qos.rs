@@ -158,6 +158,11 @@ pub struct QosRunVm {
     /// made, or from the future): those requests count as done when seen
     /// (guest cores; 0 otherwise).
     pub bad_stamps: u64,
+    /// With guests: how far the guest's clock moved against the host's
+    /// between the clock exchanges before and after the run [ns]; its
+    /// stamps are placed by the offset interpolated between the two.
+    /// `None` without guests.
+    pub clock_drift_ns: Option<f64>,
 }
 
 /// One thread's figures over the window.
@@ -846,6 +851,9 @@ pub(crate) struct VmOut {
     pub(crate) counts: Counts,
     /// A guest's done stamps that made no sense (guest cores).
     pub(crate) bad_stamps: u64,
+    /// How far the guest's clock moved against the host's over the run
+    /// (guest cores) [ns].
+    pub(crate) clock_drift_ns: Option<f64>,
 }
 
 impl VmOut {
@@ -859,6 +867,7 @@ impl VmOut {
             busy_ticks: 0,
             counts: Counts::default(),
             bad_stamps: 0,
+            clock_drift_ns: None,
         }
     }
 
@@ -1327,6 +1336,7 @@ pub fn run_qos_with(
                 lost: d.generated[i].saturating_sub(accounted),
                 duplicated: v[i].duplicated + accounted.saturating_sub(d.generated[i]),
                 bad_stamps: v[i].bad_stamps,
+                clock_drift_ns: v[i].clock_drift_ns,
             }
         })
         .collect();

@@ -139,6 +139,7 @@ fn a_guest_per_vm_accounts_for_every_request() {
         for (v, st) in r.vms.iter().zip(&r.stages[1..]) {
             assert!(v.dropped * 100 <= v.generated, "{path:?}: {v:?}");
             assert_eq!(v.bad_stamps, 0, "{path:?}: {v:?}");
+            assert!(v.clock_drift_ns.is_some_and(|d| d >= 0.0), "{v:?}");
             assert!(v.latency_ns[0] >= 0.9 * work, "{path:?}: {v:?}");
             assert!(st.sleeps > 0, "{path:?}: {st:?}");
         }
@@ -152,6 +153,41 @@ fn a_guest_per_vm_accounts_for_every_request() {
     for v in &r.vms {
         assert!(v.dropped > 0, "{v:?}");
         assert!(v.throughput_per_s <= 1.05e9 / service, "{v:?}");
+    }
+}
+
+/// A guest whose clock runs 977 per million slow (as a guest TSC that KVM
+/// does not keep in step with the host's) drifts from the host's over the
+/// run: the clock exchanges before and after it measure the drift, and
+/// the stamps placed between them all make sense (by the first exchange
+/// alone, the later half of them would land before their requests were
+/// made).
+#[test]
+fn a_guest_clock_that_drifts_is_followed() {
+    use kicklab_testbed::kvm::guest::Misbehavior;
+    use kicklab_testbed::qos::run_qos_with;
+    if let Err(why) = kicklab_testbed::kvm::available() {
+        eprintln!("SKIPPED: no usable KVM here: {why}");
+        return;
+    }
+    let sys = system(Path::Direct, Police::Ingress, 200.0);
+    let work = sys.shared_ns + sys.vms[0].service_ns;
+    let cfg = QosRunConfig {
+        system: sys,
+        warmup: Duration::from_millis(50),
+        window: Duration::from_millis(250),
+        seed: 1,
+        vm_core: VmCore::Guest,
+    };
+    let r = run_qos_with(&cfg, Misbehavior::SlowClock { shift: 10 }).unwrap();
+    accounted(&r);
+    for v in &r.vms {
+        // 977 ppm of at least the warm-up and window between the
+        // exchanges (300 ms): 293 us.
+        let drift = v.clock_drift_ns.unwrap();
+        assert!(drift > 0.9 * 293e3 && drift < 1e-3 * 5e9, "{v:?}");
+        assert_eq!(v.bad_stamps, 0, "{v:?}");
+        assert!(v.latency_ns[0] >= 0.9 * work, "{v:?}");
     }
 }
 

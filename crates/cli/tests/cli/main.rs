@@ -1345,6 +1345,7 @@ fn qos_kvm_json_contract() {
         assert_eq!(vm["lost"], 0, "{vm}");
         assert_eq!(vm["duplicated"], 0, "{vm}");
         assert_eq!(vm["bad_stamps"], 0, "{vm}");
+        assert!(vm["clock_drift_ns"].as_f64().unwrap() >= 0.0, "{vm}");
         let (gen, done, dropped) = (
             vm["generated"].as_u64().unwrap(),
             vm["completed"].as_u64().unwrap(),

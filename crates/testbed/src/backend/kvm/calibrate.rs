@@ -20,7 +20,7 @@
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use super::guest::{calibration_program, ctrl, map, GuestMode};
 use super::session::Session;
@@ -56,14 +56,28 @@ struct Round {
 }
 
 /// Spins until the counter at `off` has reached `v` (it only grows; the
-/// guest may already be past `v`).
-fn spin_until(mem: &GuestMemory, off: u32, v: u32, stop: &AtomicBool) -> Result<(), TestbedError> {
+/// guest may already be past `v`), or until `stop` is set or `until`
+/// passes (errors).
+fn spin_until(
+    mem: &GuestMemory,
+    off: u32,
+    v: u32,
+    stop: &AtomicBool,
+    until: Option<Instant>,
+) -> Result<(), TestbedError> {
     let mut i = 0u32;
     while mem.read_u32(off).wrapping_sub(v) >= 1 << 31 {
         std::hint::spin_loop();
         i = i.wrapping_add(1);
-        if i.is_multiple_of(1024) && stop.load(Ordering::Relaxed) {
-            return Err(TestbedError::Hang("calibration stopped".into()));
+        if i.is_multiple_of(1024) {
+            if stop.load(Ordering::Relaxed) {
+                return Err(TestbedError::Hang("calibration stopped".into()));
+            }
+            if until.is_some_and(|t| Instant::now() > t) {
+                return Err(TestbedError::Hang(
+                    "the guest did not answer the clock exchange".into(),
+                ));
+            }
         }
     }
     Ok(())
@@ -71,17 +85,20 @@ fn spin_until(mem: &GuestMemory, off: u32, v: u32, stop: &AtomicBool) -> Result<
 
 /// The guest-minus-host TSC offset from `sync` ping exchanges starting at
 /// request `first`: (offset in ticks, half the best round trip in ticks).
+/// A guest that stops answering is an error once `stop` is set or `until`
+/// passes.
 pub(super) fn ping(
     mem: &GuestMemory,
     first: u32,
     sync: u32,
     stop: &AtomicBool,
+    until: Option<Instant>,
 ) -> Result<(i128, u64), TestbedError> {
     let mut best = (0i128, u64::MAX);
     for i in first..first + sync {
         let h0 = rdtsc();
         mem.write_u32(map::CTRL + ctrl::REQ, i);
-        spin_until(mem, map::CTRL + ctrl::RESP, i, stop)?;
+        spin_until(mem, map::CTRL + ctrl::RESP, i, stop, until)?;
         let h1 = rdtsc();
         let g = mem.read_u64(map::CTRL + ctrl::PONG_TSC);
         if h1 - h0 < best.1 {
@@ -112,7 +129,7 @@ fn round(mode: GuestMode, samples: u32, gap: Duration) -> Result<Round, TestbedE
         let mem = &*mem_h;
         pin(1);
         let mut r = Round::default();
-        let (off0, unc0) = ping(mem, 1, SYNC, stop_h)?;
+        let (off0, unc0) = ping(mem, 1, SYNC, stop_h, None)?;
         let mut req = SYNC;
         // Guest -> host kicks. Every fourth one the host polls the
         // eventfd instead of blocking on it: when a kick becomes
@@ -144,14 +161,14 @@ fn round(mode: GuestMode, samples: u32, gap: Duration) -> Result<Round, TestbedE
             if stop_h.load(Ordering::Relaxed) {
                 return Err(TestbedError::Hang("calibration stopped".into()));
             }
-            spin_until(mem, map::CTRL + ctrl::RESP, req, stop_h)?;
+            spin_until(mem, map::CTRL + ctrl::RESP, req, stop_h, None)?;
         }
         // Host -> guest wake-ups.
         let mut sent = Vec::with_capacity(samples as usize);
         let v0 = clock_ns(vclock);
         for _ in 0..samples {
             req += 1;
-            spin_until(mem, map::CTRL + ctrl::RESP, req, stop_h)?;
+            spin_until(mem, map::CTRL + ctrl::RESP, req, stop_h, None)?;
             tsc.spin_ticks(u64::from(gap_ticks));
             mem.write_u32(map::CTRL + ctrl::REQ, req); // "this one is for you"
             let c0 = thread_cpu_ns();
@@ -163,7 +180,7 @@ fn round(mode: GuestMode, samples: u32, gap: Duration) -> Result<Round, TestbedE
             sent.push(t1);
         }
         // The guest stores its last wake-up before its next ping.
-        let (off1, unc1) = ping(mem, req + 1, SYNC, stop_h)?;
+        let (off1, unc1) = ping(mem, req + 1, SYNC, stop_h, None)?;
         let v1 = clock_ns(vclock);
         let off = (off0 + off1) / 2;
         let to_host = |g: u64| i128::from(g) - off;

@@ -329,6 +329,7 @@ pub fn run_pair_with(
         } else {
             0
         },
+        until_stopped: false,
     }
     .assemble()?;
     let timed = opts.guest == GuestMode::User;
@@ -395,7 +396,7 @@ pub fn run_pair_with(
         let pinned = crate::clock::pin_cpu(usize::from(tx_dir));
         // The guest's clock's offset from ours (guest - host ticks).
         let offset = if timed {
-            Some(super::calibrate::ping(&mem_h, 1, SYNC, stop)?.0)
+            Some(super::calibrate::ping(&mem_h, 1, SYNC, stop, None)?.0)
         } else {
             None
         };

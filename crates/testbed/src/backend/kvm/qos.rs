@@ -17,12 +17,16 @@
 //! finds it full is dropped, drop-tail). The shared stage keeps what it
 //! wrote in each slot (the request's header and when the device made it)
 //! and, when it is about to write a slot again (the slot is free, so the
-//! guest's stamp is there), completes the request that was there at the
-//! guest's stamp, in host time by the clock exchange made before the run;
-//! at the end it waits for every guest to free what it holds and completes
-//! the rest. Guest memory is untrusted: the ring's endpoint validates the
-//! guest's index; a stamp before the request was made or from the future
-//! counts the request done when it is seen instead (and is counted).
+//! guest's stamp is there), keeps the request that was there with the
+//! guest's stamp. At the end it waits for every guest to free what it
+//! holds, stops it (a word in its memory, and one more request to take)
+//! and relates the two clocks again: the guests' stamps are placed in host
+//! time by the offset interpolated between the clock exchanges before and
+//! after the run (a guest clock that drifts at a steady rate is followed;
+//! the drift is reported), and every request completes then. Guest memory
+//! is untrusted: the ring's endpoint validates the guest's index; a stamp
+//! before the request was made or after its slot was seen free counts the
+//! request done when it was seen instead (and is counted).
 //!
 //! What does not live here: the device, the shared stage and the figures
 //! (`crate::qos`), the guest's code (`super::guest`).
@@ -79,38 +83,86 @@ struct Outlet {
     held: Vec<[u64; 2]>,
     /// Requests written into the ring so far (the guest's sequence).
     written: u64,
-    /// Guest TSC minus host TSC [ticks] (the clock exchange).
-    offset: i128,
+    /// The clock exchanges before and after the run: (host TSC at the
+    /// exchange, guest TSC minus host TSC) [ticks].
+    sync: [(u64, i128); 2],
+    /// The requests whose slots the guest freed, in order: [header, made,
+    /// the guest's done stamp, host TSC when the slot was seen free].
+    /// Completed at the end, once the exchange after the run places the
+    /// stamps (32 bytes a request).
+    freed: Vec<[u64; 4]>,
     out: VmOut,
     last: Option<u64>,
-    /// Done stamps that made no sense (untrusted guest memory).
-    bad_stamps: u64,
 }
 
 impl Outlet {
-    /// Completes request `i` (its slot is free: the guest is done with it).
-    fn complete(&mut self, id: usize, i: u64, ctx: &Ctx) {
+    /// Request `i`'s slot is free (the guest is done with it), as seen at
+    /// host TSC `seen`: keeps its stamp for the end.
+    fn freed(&mut self, i: u64, seen: u64) {
         let len = self.held.len() as u64;
         #[allow(clippy::cast_possible_truncation)] // < len, a usize
         let slot = (i % len) as usize;
         let [hdr, made] = self.held[slot];
         let stamp = self.mem.load_u64(map::STAMPS + 8 * slot as u32);
-        #[allow(clippy::cast_possible_truncation, clippy::cast_sign_loss)]
-        let done = (i128::from(stamp) - self.offset).clamp(0, i128::from(u64::MAX)) as u64;
-        let now = rdtsc();
-        let at = if done < made || done > now {
-            self.bad_stamps += 1;
-            now
-        } else {
-            done
-        };
-        self.out.complete(id, hdr, made, at, &mut self.last, ctx);
+        self.freed.push([hdr, made, stamp, seen]);
     }
+
+    /// Completes every freed request at its guest's stamp, in host time
+    /// ([`place`]); a stamp that makes no sense completes it when it was
+    /// seen (counted).
+    fn complete_freed(&mut self, id: usize, ctx: &Ctx) {
+        for [hdr, made, stamp, seen] in std::mem::take(&mut self.freed) {
+            let at = place(stamp, made, seen, self.sync).unwrap_or_else(|| {
+                self.out.bad_stamps += 1;
+                seen
+            });
+            self.out.complete(id, hdr, made, at, &mut self.last, ctx);
+        }
+    }
+}
+
+/// A guest's done `stamp` (its TSC) in host TSC, by the clock exchanges
+/// `sync` before and after the run ((host TSC, guest minus host) each):
+/// the offset interpolated linearly at the stamp, so a guest clock that
+/// drifts at a steady rate is followed. Guest memory is untrusted: `None`
+/// for a stamp before the request was `made` or after its slot was `seen`
+/// free.
+#[allow(clippy::cast_precision_loss, clippy::cast_possible_truncation)]
+fn place(stamp: u64, made: u64, seen: u64, sync: [(u64, i128); 2]) -> Option<u64> {
+    let [(t0, o0), (t1, o1)] = sync;
+    let g = i128::from(stamp);
+    let offset = if t1 > t0 {
+        // Where the stamp falls, held between the exchanges.
+        let t = (g - o0).clamp(i128::from(t0), i128::from(t1));
+        let f = (t - i128::from(t0)) as f64 / (t1 - t0) as f64;
+        o0 + ((o1 - o0) as f64 * f).round() as i128
+    } else {
+        o0
+    };
+    let done = g - offset;
+    (done >= i128::from(made) && done <= i128::from(seen)).then(|| {
+        #[allow(clippy::cast_sign_loss)] // within [made, seen]
+        let done = done as u64;
+        done
+    })
+}
+
+/// A clock exchange with a guest (`sync` pings from `first`): host TSC at
+/// its middle, and the guest-minus-host offset.
+fn exchange(
+    mem: &GuestMemory,
+    first: u32,
+    stop: &std::sync::atomic::AtomicBool,
+    until: Option<Instant>,
+) -> Result<(u64, i128), TestbedError> {
+    let a = rdtsc();
+    let (offset, _) = super::calibrate::ping(mem, first, SYNC, stop, until)?;
+    let b = rdtsc();
+    Ok((a / 2 + b / 2, offset))
 }
 
 /// The shared stage's side of the guests.
 pub(crate) struct GuestOutlets {
-    ctx: Arc<Ctx>,
     outlets: Vec<Outlet>,
     /// The longest a guest may take to finish what it holds at the end.
     drain: Duration,
@@ -172,6 +224,7 @@ pub(crate) fn start(
             flush: GuestFlush::Full,
             stamps: true,
             sync: SYNC,
+            until_stopped: true,
         }
         .assemble()?;
         let owner: Box<dyn Send + Sync> = Box::new(Arc::clone(&mem));
@@ -207,10 +260,10 @@ pub(crate) fn start(
             mem: Arc::clone(&mem),
             held: vec![[0; 2]; len as usize],
             written: 0,
-            offset: 0,
+            sync: [(0, 0); 2],
+            freed: Vec::new(),
             out: VmOut::new(),
             last: None,
-            bad_stamps: 0,
         });
         guests.vcpus.push(vcpu);
         guests.mems.push(mem);
@@ -221,14 +274,7 @@ pub(crate) fn start(
     let drain =
         Duration::from_secs(2) + Duration::from_nanos((4.0 * longest * f64::from(len)) as u64);
     ctx.ready.fetch_add(sys.vms.len(), Ordering::Release);
-    Ok((
-        guests,
-        GuestOutlets {
-            ctx: Arc::clone(ctx),
-            outlets,
-            drain,
-        },
-    ))
+    Ok((guests, GuestOutlets { outlets, drain }))
 }
 
 impl Outlets for GuestOutlets {
@@ -236,7 +282,8 @@ impl Outlets for GuestOutlets {
     /// [`SYNC`] pings before its loop).
     fn prepare(&mut self, ctx: &Ctx) -> Result<(), TestbedError> {
         for o in &mut self.outlets {
-            o.offset = super::calibrate::ping(&o.mem, 1, SYNC, &ctx.abort)?.0;
+            o.sync[0] = exchange(&o.mem, 1, &ctx.abort, None)?;
+            o.sync[1] = o.sync[0];
         }
         Ok(())
     }
@@ -246,7 +293,7 @@ impl Outlets for GuestOutlets {
         vm: usize,
         [hdr, made, _]: [u64; 3],
     ) -> Result<Option<bool>, TestbedError> {
-        let (ctx, o) = (&*self.ctx, &mut self.outlets[vm]);
+        let o = &mut self.outlets[vm];
         let guest = |e: kicklab_ring::RingError| {
             TestbedError::Guest(format!("VM {}'s guest broke its ring: {e}", vm + 1))
         };
@@ -256,7 +303,7 @@ impl Outlets for GuestOutlets {
         let len = o.held.len() as u64;
         if o.written >= len {
             // The slot is free: the guest is done with what was there.
-            o.complete(vm, o.written - len, ctx);
+            o.freed(o.written - len, rdtsc());
         }
         #[allow(clippy::cast_possible_truncation)] // < len, a usize
         let slot = (o.written % len) as usize;
@@ -302,8 +349,9 @@ impl Outlets for GuestOutlets {
                 }
                 std::thread::sleep(Duration::from_micros(100));
             }
+            let seen = rdtsc();
             for i in o.written.saturating_sub(len)..o.written {
-                o.complete(id, i, ctx);
+                o.freed(i, seen);
             }
             let ctrl = |off| o.mem.read_u32(map::CTRL + off);
             let (lost, bad) = (ctrl(ctrl::LOST), ctrl(ctrl::BAD));
@@ -313,8 +361,30 @@ impl Outlets for GuestOutlets {
                     id + 1
                 )));
             }
+            // Stop the guest (the word, then one more request for it to
+            // take: it waits on an empty ring) and relate the two clocks
+            // again: its stamps are placed between the two exchanges.
+            o.mem.write_u32(map::CTRL + ctrl::STOP, 1);
+            let ok = o.producer.write(o.written)?;
+            debug_assert!(ok, "the ring is empty");
+            let published = o.producer.publish();
+            if o.producer.peer_wants_kick(published) {
+                o.doorbell.write(1)?;
+            }
+            o.sync[1] = exchange(&o.mem, SYNC + 1, &ctx.abort, Some(Instant::now() + self.drain))
+                .map_err(|e| match e {
+                    TestbedError::Hang(_) => TestbedError::Hang(format!(
+                        "VM {}'s guest did not answer the clock exchange after its run within {:?} (it hung, crashed or stopped)",
+                        id + 1,
+                        self.drain
+                    )),
+                    e => e,
+                })?;
+            o.complete_freed(id, ctx);
             let mut out = std::mem::replace(&mut o.out, VmOut::new());
-            out.bad_stamps = o.bad_stamps;
+            let drift =
+                u64::try_from((o.sync[1].1 - o.sync[0].1).unsigned_abs()).unwrap_or(u64::MAX);
+            out.clock_drift_ns = Some(ctx.tsc.ns(drift));
             outs.push(out);
         }
         Ok(Some(outs))
@@ -365,4 +435,40 @@ pub(crate) fn hand_off(samples: usize, gap: Duration) -> Result<(f64, f64), Test
         kick_ns as f64 / kicks as f64,
         guest_ns as f64 / samples as f64,
     ))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::place;
+
+    /// Host TSC 1000 at the first exchange, 1_001_000 at the second; the
+    /// guest's clock 500 ahead at the first, 1500 at the second (1000 ppm
+    /// fast).
+    const SYNC: [(u64, i128); 2] = [(1000, 500), (1_001_000, 1500)];
+
+    #[test]
+    fn a_steady_drift_is_followed() {
+        // Done at host 501_000 (half-way): the guest read 501_000 + 1000.
+        assert_eq!(place(502_000, 400_000, 600_000, SYNC), Some(501_000));
+        // At the exchanges themselves.
+        assert_eq!(place(1500, 0, 2000, SYNC), Some(1000));
+        assert_eq!(place(1_002_500, 0, 2_000_000, SYNC), Some(1_001_000));
+        // With the first offset only, the last stamp would land 1000
+        // ticks late, past when its slot was seen free.
+        assert_eq!(place(1_002_500, 0, 1_001_500, [SYNC[0], SYNC[0]]), None);
+        assert_eq!(place(1_002_500, 0, 1_001_500, SYNC), Some(1_001_000));
+    }
+
+    #[test]
+    fn stamps_that_make_no_sense_are_refused() {
+        // Before the request was made, after it was seen, and extremes.
+        assert_eq!(place(502_000, 501_001, 600_000, SYNC), None);
+        assert_eq!(place(502_000, 400_000, 500_999, SYNC), None);
+        assert_eq!(place(0, 0, u64::MAX, SYNC), None);
+        assert_eq!(place(u64::MAX, 0, u64::MAX, SYNC), Some(u64::MAX - 1500));
+        assert_eq!(place(u64::MAX, 0, u64::MAX - 1501, SYNC), None);
+        // Exchanges out of order (a nonsense clock): the first offset.
+        let back = [(5000, 100), (1000, 9_999_999)];
+        assert_eq!(place(3100, 0, 10_000, back), Some(3000));
+    }
 }

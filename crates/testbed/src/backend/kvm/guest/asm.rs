@@ -149,11 +149,47 @@ pub(super) fn busy(a: &mut CodeAssembler) -> R {
     Ok(())
 }
 
-/// `sync` ping answers (to relate the guest's TSC to the host's): for
-/// each, wait for REQ to reach the next value of esi (1-based, counted on
-/// from what esi holds), then write PONG_TSC = rdtsc and RESP = esi.
-/// Clobbers eax, edx, edi.
-pub(super) fn ping_answers(a: &mut CodeAssembler, sync: u32) -> R {
+/// The shift of a guest whose clock runs slow (`Misbehavior::SlowClock`,
+/// user mode only), or `None`: its clock is its TSC.
+pub(super) fn slow_clock(how: Misbehavior, mode: GuestMode) -> Option<u32> {
+    match (how, mode) {
+        (Misbehavior::SlowClock { shift }, GuestMode::User) => Some(shift.clamp(1, 63)),
+        _ => None,
+    }
+}
+
+/// Starts a slow clock (`slow`: [`slow_clock`]): its base is the TSC now.
+/// Clobbers rax, rdx.
+pub(super) fn clock_start(a: &mut CodeAssembler, slow: Option<u32>) -> R {
+    if slow.is_some() {
+        tsc64(a)?;
+        a.mov(qword_ptr(map::CTRL + ctrl::CLOCK_BASE), rax)?;
+    }
+    Ok(())
+}
+
+/// The guest's clock into edx:eax: its TSC, or a slow clock's reading
+/// (`slow`: [`slow_clock`]), TSC - ((TSC - base) >> shift). Clobbers rcx.
+pub(super) fn clock(a: &mut CodeAssembler, slow: Option<u32>) -> R {
+    let Some(shift) = slow else {
+        a.rdtsc()?;
+        return Ok(());
+    };
+    tsc64(a)?;
+    a.mov(rcx, rax)?;
+    a.sub(rcx, qword_ptr(map::CTRL + ctrl::CLOCK_BASE))?;
+    a.shr(rcx, shift)?;
+    a.sub(rax, rcx)?;
+    a.mov(rdx, rax)?;
+    a.shr(rdx, 32)?;
+    Ok(())
+}
+
+/// `sync` ping answers (to relate the guest's clock to the host's; `slow`:
+/// [`slow_clock`]): for each, wait for REQ to reach the next value of esi
+/// (1-based, counted on from what esi holds), then write PONG_TSC = the
+/// clock and RESP = esi. Clobbers eax, ecx, edx, edi.
+pub(super) fn ping_answers(a: &mut CodeAssembler, sync: u32, slow: Option<u32>) -> R {
     let (mut lp, mut wait) = (a.create_label(), a.create_label());
     a.mov(edi, sync as i32)?;
     a.set_label(&mut lp)?;
@@ -161,7 +197,7 @@ pub(super) fn ping_answers(a: &mut CodeAssembler, sync: u32) -> R {
     a.set_label(&mut wait)?;
     a.cmp(c(ctrl::REQ), esi)?;
     a.jne(wait)?;
-    a.rdtsc()?;
+    clock(a, slow)?;
     a.mov(c(ctrl::PONG_TSC), eax)?;
     a.mov(c(ctrl::PONG_TSC + 4), edx)?;
     a.mov(c(ctrl::RESP), esi)?;

@@ -31,7 +31,7 @@ pub fn calibration_program(
     let a = &mut b.a;
     // esi: counter of REQ values seen (1-based across the whole program).
     a.xor(esi, esi)?;
-    let ping_phase = |a: &mut CodeAssembler| ping_answers(a, sync);
+    let ping_phase = |a: &mut CodeAssembler| ping_answers(a, sync, None);
     ping_phase(a)?;
     // Phase 2: guest -> host kicks. ebp: sample address.
     {

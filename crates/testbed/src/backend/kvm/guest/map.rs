@@ -127,12 +127,17 @@ pub mod ctrl {
     /// Send combining: SLEEPS before a wait (a wait that halted was ended
     /// by the host's wake-up: flush on interrupt).
     pub const SLEEPS_SEEN: u32 = 0x9C;
-    /// Scale: the host asks the guest to finish (1).
+    /// Scale, and a pair program run until stopped
+    /// (`PairProgram::until_stopped`): the host asks the guest to finish
+    /// (1).
     pub const STOP: u32 = 0xA0;
     /// Scale: the guest's next timer deadline (low 32 bits of its TSC).
     pub const NEXT_T: u32 = 0xA4;
     /// Scale: timer expiries the guest handled.
     pub const TIMERS: u32 = 0xA8;
+    /// A guest whose clock runs slow (`Misbehavior::SlowClock`): its TSC
+    /// at its start (u64).
+    pub const CLOCK_BASE: u32 = 0xB0;
     // The pair program's in-run timing (user mode), u64s, 8-aligned: the
     // guest's kicks and its wake-ups from the host's kicks, timed by its
     // TSC (`docs/kvm.md`, "Timing inside runs").

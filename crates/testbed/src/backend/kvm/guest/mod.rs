@@ -127,6 +127,15 @@ pub enum Misbehavior {
         /// Signals before.
         at: u32,
     },
+    /// A guest whose clock runs slow against the host's (user mode; its
+    /// program is otherwise correct): its stamps and its answers to the
+    /// clock exchange read TSC - ((TSC - TSC at its start) >> `shift`), a
+    /// drift of 2^-`shift`, as a guest TSC that KVM does not keep in step
+    /// with the host's would.
+    SlowClock {
+        /// The drift is 2^-shift (10: 977 per million).
+        shift: u32,
+    },
 }
 
 /// How the guest runs on this KVM.
@@ -214,6 +223,7 @@ mod tests {
                         flush: GuestFlush::Timer(5000),
                         stamps: mode == GuestMode::User,
                         sync: 300,
+                        until_stopped: mode == GuestMode::User,
                     }
                     .assemble()
                     .unwrap();

@@ -7,7 +7,8 @@ use iced_x86::code_asm::{
 };
 
 use super::asm::{
-    busy, c, done, halt, kick, m, ping_answers, snapshot, timed_kick, tsc64, Builder, R,
+    busy, c, clock, clock_start, done, halt, kick, m, ping_answers, slow_clock, snapshot,
+    timed_kick, tsc64, Builder, R,
 };
 use super::map::{self, ctrl, port, ring};
 use super::{GuestFlush, GuestMode, GuestRole, GuestWait, Misbehavior, Program};
@@ -45,6 +46,13 @@ pub struct PairProgram {
     /// Ping answers before the message loop ([`SYNC`] or 0), relating the
     /// guest's TSC to the host's (the stamps are the guest's TSC).
     pub sync: u32,
+    /// Runs until the host sets [`ctrl::STOP`] (checked after each
+    /// message; `total` still bounds it), then answers `sync` more pings
+    /// (numbered on from the first `sync`), relating the two clocks at
+    /// the end as well, before it ends. The host stops a guest waiting on
+    /// an empty ring by setting the word, then handing it one more
+    /// message.
+    pub until_stopped: bool,
 }
 
 /// Ping exchanges a pair program answers before its loop when asked to
@@ -237,7 +245,8 @@ fn misbehave(a: &mut CodeAssembler, how: Misbehavior, producer: bool) -> R {
         Misbehavior::None
         | Misbehavior::NeverKick
         | Misbehavior::NeverFlush
-        | Misbehavior::BadFlag { .. } => return Ok(()),
+        | Misbehavior::BadFlag { .. }
+        | Misbehavior::SlowClock { .. } => return Ok(()),
         Misbehavior::GarbageIndex { at }
         | Misbehavior::KickStorm { at }
         | Misbehavior::Hang { at }
@@ -277,7 +286,8 @@ fn misbehave(a: &mut CodeAssembler, how: Misbehavior, producer: bool) -> R {
         Misbehavior::None
         | Misbehavior::NeverKick
         | Misbehavior::NeverFlush
-        | Misbehavior::BadFlag { .. } => unreachable!(),
+        | Misbehavior::BadFlag { .. }
+        | Misbehavior::SlowClock { .. } => unreachable!(),
     }
     a.set_label(&mut fine)?;
     Ok(())
@@ -348,9 +358,11 @@ impl PairProgram {
         let mode = self.mode;
         let a = &mut b.a;
         let mut main = a.create_label();
+        let slow = slow_clock(self.misbehavior, mode);
+        clock_start(a, slow)?;
         if self.sync > 0 {
             a.xor(esi, esi)?;
-            ping_answers(a, self.sync)?;
+            ping_answers(a, self.sync, slow)?;
         }
         a.xor(esi, esi)?; // messages handled
         a.xor(edi, edi)?; // byte offset of the next slot
@@ -416,7 +428,7 @@ impl PairProgram {
             a.mov(dword_ptr(edi + ring::SLOTS), esi)?;
             a.mov(dword_ptr(edi + (ring::SLOTS + 4)), 0)?;
             if self.stamps {
-                a.rdtsc()?;
+                clock(a, slow)?;
                 a.mov(dword_ptr(edi + map::STAMPS), eax)?;
                 a.mov(dword_ptr(edi + (map::STAMPS + 4)), edx)?;
             }
@@ -444,7 +456,7 @@ impl PairProgram {
             if self.stamps {
                 // Done with it: the completion stamp, stored before the
                 // slot is freed (x86 keeps the two stores in order).
-                a.rdtsc()?;
+                clock(a, slow)?;
                 a.mov(dword_ptr(edi + map::STAMPS), eax)?;
                 a.mov(dword_ptr(edi + (map::STAMPS + 4)), edx)?;
             }
@@ -471,7 +483,15 @@ impl PairProgram {
         a.inc(esi)?;
         misbehave(a, self.misbehavior, producer)?;
         a.cmp(esi, self.total as i32)?;
-        a.jb(main)?;
+        if self.until_stopped {
+            let mut end = a.create_label();
+            a.jae(end)?;
+            a.cmp(c(ctrl::STOP), 0)?;
+            a.je(main)?;
+            a.set_label(&mut end)?;
+        } else {
+            a.jb(main)?;
+        }
         if combining {
             // End of stream: publish the rest.
             flush_held(a, self.misbehavior, self.mode)?;
@@ -480,6 +500,10 @@ impl PairProgram {
         if producer {
             // End of stream: fewer than k_P messages may wait for a kick.
             any_kick(a, self.misbehavior, mode)?;
+        }
+        if self.until_stopped && self.sync > 0 {
+            a.mov(esi, self.sync as i32)?;
+            ping_answers(a, self.sync, slow)?;
         }
         done(a)?;
         b.finish()
