@@ -330,19 +330,36 @@ impl Controller {
     /// ring at or above [`Controller::pause_mark`], and `v` is the ring
     /// now, which may have drained while it exited. `work` is its own work
     /// per message since its last consultation where it ran long enough to
-    /// time it (`None`: the estimate stays as it is). Decides as
-    /// [`Controller::after_work`] with the mark taken as reached.
-    pub fn at_pause_mark(&mut self, v: &View, work: Option<u64>) -> Option<Action> {
+    /// time it (`None`: the estimate stays as it is); `kick`: whoever
+    /// carries out the pause can also block until the peer's kick
+    /// ([`Action::BlockUntil`]; then tell [`Controller::resumed`] what it
+    /// found on waking). Decides as [`Controller::after_work`] with the
+    /// mark taken as reached.
+    pub fn at_pause_mark(&mut self, v: &View, work: Option<u64>, kick: bool) -> Option<Action> {
         match &mut self.state {
             State::Adaptive(a) => {
                 if let Some(w) = work {
                     a.own_work(w);
                 }
                 a.observe(v);
-                // Never a kick: the guest's VMM carries out naps and spins.
-                a.pause_action(v, true, false)
+                a.pause_action(v, true, kick)
             }
             _ => None,
+        }
+    }
+
+    /// A party that paused until its peer's kick ([`Action::BlockUntil`])
+    /// is woken, finding the ring at `v` before it runs again (a guest's
+    /// VMM, which sees the ring only then; one that consults
+    /// [`Controller::after_work`] after every message learns there). What
+    /// the wake-up used of the margin so far is a lower bound on what it
+    /// will have used once the party publishes again (the guest has yet to
+    /// be entered), so `adaptive` learns it only where it exceeds its
+    /// estimate.
+    pub fn resumed(&mut self, v: &View) {
+        if let State::Adaptive(a) = &mut self.state {
+            a.observe(v);
+            a.learn_kick_wake_at_least(v);
         }
     }
 
@@ -735,20 +752,46 @@ impl Adaptive {
     fn after_work(&mut self, v: &View, work: u64) -> Option<Action> {
         self.own_work(work);
         self.observe(v);
+        self.learn_kick_wake(v, 1.0);
+        self.pause_action(v, false, true)
+    }
+
+    /// [`Adaptive::learn_kick_wake`] from a lower bound: the ring at `v`
+    /// before the party runs again.
+    #[allow(clippy::cast_precision_loss)]
+    fn learn_kick_wake_at_least(&mut self, v: &View) {
+        let Some(m) = self.paused_margin else { return };
+        let used = if v.occupancy() == 0 {
+            2.0 * m
+        } else {
+            (m - v.occupancy() as f64).max(0.0)
+        };
+        let estimate = self.kick_wake.unwrap_or_else(|| {
+            let (peer, own) = (self.pace().unwrap_or(f64::MAX), self.w_own.unwrap_or(0.0));
+            (self.block_cost + own) / peer
+        });
+        if used > estimate {
+            self.learn_kick_wake(v, 0.0);
+        } else {
+            self.paused_margin = None;
+        }
+    }
+
+    /// After a kicked pause with m messages left queued, the ring at `v`
+    /// once the producer has woken and published `published` since: the
+    /// consumer freed m + published - occupancy meanwhile. A ring that ran
+    /// dry says only that it took longer: count twice the margin.
+    #[allow(clippy::cast_precision_loss)]
+    fn learn_kick_wake(&mut self, v: &View, published: f64) {
         if let Some(m) = self.paused_margin.take() {
-            // It asked for its kick with m messages queued and has woken and
-            // published one since: the consumer freed m + 1 - occupancy
-            // meanwhile. A ring that ran dry says only that it took longer:
-            // count twice the margin.
             let occupancy = v.occupancy() as f64;
-            let x = if occupancy <= 1.0 {
+            let x = if occupancy <= published {
                 2.0 * m
             } else {
-                (m + 1.0 - occupancy).max(0.0)
+                (m + published - occupancy).max(0.0)
             };
             self.kick_wake = Some(self.kick_wake.map_or(x, |a| a + (x - a) / KICK_WEIGHT));
         }
-        self.pause_action(v, false, true)
     }
 
     /// A sample of the party's own work per message [ps].
@@ -782,13 +825,23 @@ impl Adaptive {
         let nap_fits = nap > self.nap_cost();
         // Where naps cost clearly more, or have shown they wake too late to
         // fit at all, sleep until the consumer has drained the ring down to
-        // the margin and let it kick: the wake-up starts exactly then.
-        if kick && (self.naps_dear() || (!nap_fits && self.late_n >= NAP_SAMPLES)) {
+        // the margin and let it kick: the wake-up starts exactly then. One
+        // nap that woke too late is enough for the second: a nap that does
+        // not fit is never taken, so no second one would ever be timed (a
+        // KVM guest whose first nap overslept by 80 us declined every
+        // pause after it).
+        if kick && (self.naps_dear() || (!nap_fits && self.late_n >= 1)) {
             // Only with at least k_P queued: a consumer that fell asleep
             // waiting for k_P messages must have been kicked by now, or it
             // would wait for this producer while this producer waits for it.
+            // And only where it pays: the pause (until the ring is down to
+            // the margin) outlasts what waking from it costs the pair.
             let margin = self.kick_margin(peer, own).ceil();
-            if (v.occupancy() as f64) >= margin + 2.0 && v.occupancy() >= self.k_peer {
+            let q = v.occupancy() as f64;
+            if q >= margin + 2.0
+                && (q - margin) * peer > self.block_cost
+                && v.occupancy() >= self.k_peer
+            {
                 self.paused_margin = Some(margin);
                 let free = (v.len as f64 - margin).max(1.0);
                 return Some(Action::BlockUntil(free.min(f64::from(u32::MAX)) as u32));
@@ -875,14 +928,51 @@ mod tests {
         // Margin: m = (S_P + N_C + W_P) / pace = 5.1 us / 2 us, and two
         // standard deviations: m + 2 + 2 sqrt(m) = 7.7, so 8 left queued.
         assert_eq!(free, 256 - 8);
+        let guest = c.clone();
         // A ring below the pause mark (80 us / 2 us = 40) is no reason to
         // pause.
         assert_eq!(c.after_work(&at(t + 500 * us, 10), us), None);
-        // The guest's consultations never pause by kicks.
+
+        // A guest with the same past, consulting only at its pause mark,
+        // pauses by kicks only where its VMM can block for it, with the
+        // same margin.
+        let mut g = guest;
         assert!(!matches!(
-            c.at_pause_mark(&full(t + 600 * us), None),
+            g.clone().at_pause_mark(&full(t + 600 * us), None, false),
             Some(Action::BlockUntil(_))
         ));
+        assert_eq!(
+            g.at_pause_mark(&full(t + 600 * us), None, true),
+            Some(Action::BlockUntil(256 - 8))
+        );
+        // 200 queued at t + 600 us; the consumer (2 us a message) drains
+        // 192 by t + 984 us and kicks. A VMM that finds 7 of the 8 left
+        // has seen less of the wake-up than the estimate (2.55 messages):
+        // nothing learned.
+        let mut quick = g.clone();
+        quick.resumed(&View {
+            now: t + 986 * us,
+            len: 256,
+            published: 628,
+            consumed: 621,
+        });
+        assert_eq!(
+            quick.at_pause_mark(&full(t + 1400 * us), None, true),
+            Some(Action::BlockUntil(256 - 8))
+        );
+        // One that finds 3 left at t + 994 us: the wake-up used at least
+        // 5 messages' time. The next margin is 5 + 2 + 2 sqrt(5) = 11.5,
+        // so 12 left queued.
+        g.resumed(&View {
+            now: t + 994 * us,
+            len: 256,
+            published: 628,
+            consumed: 625,
+        });
+        assert_eq!(
+            g.at_pause_mark(&full(t + 1400 * us), None, true),
+            Some(Action::BlockUntil(256 - 12))
+        );
     }
 
     #[test]
@@ -1026,17 +1116,17 @@ mod tests {
         let drained = at(111, mark - 11);
         assert_eq!(c.clone().after_work(&drained, 500_000), None);
         assert!(matches!(
-            c.clone().at_pause_mark(&drained, None),
+            c.clone().at_pause_mark(&drained, None, false),
             Some(Action::Nap(t)) if t > drained.now
         ));
         // Without a timing the estimate stands: still the faster party.
         for k in 0..50 {
-            let _ = c.at_pause_mark(&at(112 + k, mark), None);
+            let _ = c.at_pause_mark(&at(112 + k, mark), None, false);
         }
         assert!(c.pause_mark(&at(200, mark)).is_some());
         // Not an adaptive party: nothing to decide.
         let mut poll = Controller::new(WaitMode::Poll, Party::P, &p, None);
-        assert_eq!(poll.at_pause_mark(&drained, Some(500_000)), None);
+        assert_eq!(poll.at_pause_mark(&drained, Some(500_000), true), None);
     }
 
     #[test]

@@ -118,6 +118,16 @@ impl TscClock {
             ps_per_tick: 1000.0 / Tsc::get().ticks_per_ns,
         }
     }
+
+    /// `ticks` of the TSC as a duration [ps].
+    #[allow(
+        clippy::cast_possible_truncation,
+        clippy::cast_sign_loss,
+        clippy::cast_precision_loss
+    )]
+    pub fn ps(&self, ticks: u64) -> u64 {
+        (ticks as f64 * self.ps_per_tick) as u64
+    }
 }
 
 impl Default for TscClock {

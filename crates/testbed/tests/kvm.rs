@@ -98,6 +98,52 @@ fn both_directions_deliver_every_message_with_every_strategy() {
     }
 }
 
+/// A guest producer twice as fast as the host, run by `adaptive` with the
+/// paper's costs as its estimates (S_P 3.9 us, N_C 0.2 us): its VMM's naps
+/// wake far later than that here (20 us or more nested), so once it has
+/// timed four it pauses at its mark until the host's kick, which its VMM
+/// carries out over guest memory (register the guest's wait point, fence,
+/// re-check, sleep on the doorbell). Every message arrives, the guest
+/// sleeps without napping, and the host kicks it.
+#[test]
+fn a_guest_producer_pauses_until_the_hosts_kick_where_its_naps_cost_more() {
+    let _one = serial();
+    if !kvm_here() {
+        return;
+    }
+    let mut c = cfg(Direction::Tx, WaitMode::Notify, 1000.0, 2000.0, 20_000);
+    // Room for pauses that pay whatever the guest's wake-up costs here:
+    // a bound of 1 ms over a ring of 256.
+    c.params.len = 256;
+    c.mode_p = WaitMode::parse("adaptive:latency=1ms").unwrap();
+    c.latency = true;
+    let r = run_pair(&c).unwrap();
+    eprintln!(
+        "T {:.0} ns, E {:.0} ns, kicks {}/{}, sleeps {}/{} (naps {}/{}), p99 {:?}",
+        r.rates.t_ns,
+        r.rates.e_ns,
+        r.rates.notifications_p,
+        r.rates.notifications_c,
+        r.rates.sleeps_p,
+        r.rates.sleeps_c,
+        r.naps_p,
+        r.naps_c,
+        r.rates.latency_ns
+    );
+    assert_eq!((r.lost, r.duplicated_or_reordered), (0, 0));
+    // Paused by kicks: sleeps that were not naps, each ended by the host.
+    let kicked = r.rates.sleeps_p - r.naps_p;
+    assert!(kicked > 0, "{kicked}");
+    assert!(
+        r.rates.notifications_c >= kicked / 2,
+        "{}",
+        r.rates.notifications_c
+    );
+    // Never slower than the consumer's work allows by much: the pauses
+    // leave a margin queued.
+    assert!(r.rates.t_ns >= 2000.0, "T {}", r.rates.t_ns);
+}
+
 /// Both sides run any strategy: the host party a controller step by step,
 /// the guest through its VMM (`waits`); a guest does not hold its kicks,
 /// so `coalesce` on its side is refused, naming the guest side.

@@ -7,6 +7,18 @@ use std::time::Duration;
 use kicklab_model::qos::{Arrivals, Path, Police, QosSystem};
 use kicklab_testbed::qos::{calibrate_qos, run_qos, QosRunConfig, QosRunResult, VmCore};
 
+/// Real runs time themselves on the machine's CPUs: one at a time in this
+/// binary (the harness runs tests on parallel threads; two runs at once
+/// starve each other's stages, and a starved backend that never reaches a
+/// VM's limit gives its policer nothing to drop).
+static REAL_RUNS: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
+fn one_at_a_time() -> std::sync::MutexGuard<'static, ()> {
+    REAL_RUNS
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
+}
+
 /// The paper's system at 1/10 of its times, every VM offered `offered`
 /// requests/s of the paper's time.
 fn system(path: Path, police: Police, offered: f64) -> QosSystem {
@@ -48,6 +60,7 @@ fn accounted(r: &QosRunResult) {
 
 #[test]
 fn every_request_is_accounted_for() {
+    let _one = one_at_a_time();
     // Light load on both paths, timed and busy VM cores: nothing dropped,
     // everything completed, latency at least the work on the way.
     for (path, core) in [
@@ -71,6 +84,7 @@ fn every_request_is_accounted_for() {
 
 #[test]
 fn limits_drop_at_their_policer_and_overload_at_the_buffers() {
+    let _one = one_at_a_time();
     // Overloaded shared path, VM2 limited: at ingress the device drops
     // what is over the limit; after receive the backend serves it first.
     for police in [Police::Ingress, Police::Post] {
@@ -93,6 +107,7 @@ fn limits_drop_at_their_policer_and_overload_at_the_buffers() {
 
 #[test]
 fn poisson_arrivals_and_many_vms_are_accounted_for() {
+    let _one = one_at_a_time();
     let mut sys = system(Path::Direct, Police::Ingress, 300.0);
     sys.vms = vec![sys.vms[0]; 5];
     sys.arrivals = Arrivals::Poisson;
@@ -105,6 +120,7 @@ fn poisson_arrivals_and_many_vms_are_accounted_for() {
 
 #[test]
 fn calibration_measures_the_costs() {
+    let _one = one_at_a_time();
     let sys = system(Path::Shared, Police::Post, 100.0);
     let c = calibrate_qos(&sys, VmCore::Timed).unwrap();
     // Busy work is CPU time: at least what was asked, not far above.
@@ -126,6 +142,7 @@ fn calibration_measures_the_costs() {
 /// work allows.
 #[test]
 fn a_guest_per_vm_accounts_for_every_request() {
+    let _one = one_at_a_time();
     if let Err(why) = kicklab_testbed::kvm::available() {
         eprintln!("SKIPPED: no usable KVM here: {why}");
         return;
@@ -164,6 +181,7 @@ fn a_guest_per_vm_accounts_for_every_request() {
 /// made).
 #[test]
 fn a_guest_clock_that_drifts_is_followed() {
+    let _one = one_at_a_time();
     use kicklab_testbed::kvm::guest::Misbehavior;
     use kicklab_testbed::qos::run_qos_with;
     if let Err(why) = kicklab_testbed::kvm::available() {
@@ -197,6 +215,7 @@ fn a_guest_clock_that_drifts_is_followed() {
 /// crashes, one that stops early.
 #[test]
 fn a_misbehaving_guest_stops_the_run_with_an_error() {
+    let _one = one_at_a_time();
     use kicklab_testbed::kvm::guest::Misbehavior;
     use kicklab_testbed::qos::run_qos_with;
     if let Err(why) = kicklab_testbed::kvm::available() {

@@ -362,6 +362,11 @@ pub fn run_pair_with(
             p.len,
             (cfg.warmup, total),
             Arc::clone(&delegated),
+            // User mode: the guest sleeps on its doorbell, which the VMM
+            // can sleep on for it too.
+            (opts.guest == GuestMode::User)
+                .then(|| vm.waker())
+                .transpose()?,
         ))),
     };
     let session = Session::start_with(&vm, &program, guest_cpu, waits)?;
@@ -496,11 +501,12 @@ pub fn run_pair_with(
             mem.read_u32(map::CTRL + ctrl::KICKS)
                 .wrapping_sub(mem.read_u32(map::CTRL + ctrl::KICKS0)),
         ),
-        // Its halts, and the VMM's timed sleeps for it.
+        // Its halts, and the VMM's timed sleeps and kicked pauses for it.
         sleeps: u64::from(
             mem.read_u32(map::CTRL + ctrl::SLEEPS)
                 .wrapping_sub(mem.read_u32(map::CTRL + ctrl::SLEEPS0)),
-        ) + naps,
+        ) + naps
+            + delegated.kicked.load(Ordering::Relaxed),
         naps,
         // Whole run, as the thread backend counts it.
         spurious: u64::from(mem.read_u32(map::CTRL + ctrl::SPURIOUS)),

@@ -549,7 +549,7 @@ fn vcpu_loop(
 /// The guest halted: poll the doorbell for `poll` (host halt polling),
 /// then sleep on it until it rings, `timeout` passes (Denali's
 /// idle-with-timeout), or a stop signal arrives.
-fn halt(
+pub(super) fn halt(
     doorbell: &EventFd,
     poll: Duration,
     timeout: Option<Duration>,

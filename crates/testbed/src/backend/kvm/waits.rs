@@ -11,6 +11,7 @@
 //! | `Spin(d)` | the vCPU thread polls the ring (and the clock) | goes on |
 //! | `Nap(t)` | the vCPU thread sleeps until `t`, not woken by the host's kicks | re-checks |
 //! | `Block` | returns at once | registers for a kick and halts (its own protocol) |
+//! | `BlockUntil(k)` (a pause, user mode) | registers the guest's wait point for a kick at `k` slots free, re-checks, and sleeps on the guest's doorbell | goes on |
 //!
 //! What the guest pays that a thread does not: an exit to the VMM and back
 //! for each wait and each pause (a few microseconds nested). Its spins and
@@ -20,21 +21,18 @@
 //! What does not live here: the decisions (`kicklab_model::control`), the
 //! exits (`super::vm`), the guest's code (`super::guest`).
 
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{fence, AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
 use kicklab_model::control::{Action, Controller, Episode, View};
-use kicklab_ring::Clock;
+use kicklab_ring::{reached, Clock, WaitPoint};
+use vmm_sys_util::eventfd::EventFd;
 
 use super::guest::{ctrl, map, ring};
 use super::vm::{GuestMemory, GuestWaits};
 use crate::clock::TscClock;
 use crate::TestbedError;
-
-/// The fewest messages between two consultations over which the guest's
-/// own work per message is timed.
-const MIN_TIMED_MESSAGES: u64 = 16;
 
 /// The longest single sleep of a nap: a stopped run is noticed this soon.
 const NAP_SLICE: Duration = Duration::from_millis(5);
@@ -44,6 +42,8 @@ const NAP_SLICE: Duration = Duration::from_millis(5);
 pub(crate) struct DelegatedCounts {
     /// Timed sleeps while the guest was in the measured window.
     pub naps: AtomicU64,
+    /// Pauses until the host's kick that slept, in the window.
+    pub kicked: AtomicU64,
 }
 
 /// One guest's strategy, carried out by its vCPU thread.
@@ -61,16 +61,22 @@ pub(crate) struct DelegatedWaits {
     own: Option<u64>,
     /// A wait that ended in a block: (its start, when it blocked).
     blocked: Option<(u64, u64)>,
-    /// When the guest last went back to running, and its index then.
-    resumed: Option<(u64, u64)>,
+    /// When the guest last went back to running: its index, and the
+    /// ticks of its own work and of its kicks, then.
+    resumed: Option<(u64, u32, u64)>,
     counts: Arc<DelegatedCounts>,
     slack_set: bool,
+    /// What the host writes to wake the guest (user mode): a pause until
+    /// the host's kick sleeps on it. `None`: no such pauses.
+    doorbell: Option<EventFd>,
 }
 
 impl DelegatedWaits {
     /// `controller` for the guest on the producer's side (`producer`) or
     /// the consumer's, over the ring of `len` slots in `mem`; naps are
-    /// counted while the guest's index is within `window`.
+    /// counted while the guest's index is within `window`. With the
+    /// guest's `doorbell` (user mode), its pauses may also sleep until the
+    /// host's kick.
     pub(crate) fn new(
         controller: Controller,
         mem: Arc<GuestMemory>,
@@ -78,6 +84,7 @@ impl DelegatedWaits {
         len: u32,
         window: (u64, u64),
         counts: Arc<DelegatedCounts>,
+        doorbell: Option<EventFd>,
     ) -> DelegatedWaits {
         // Never pause before the strategy has a mark.
         mem.write_u32(map::CTRL + ctrl::PAUSE_AT, u32::MAX);
@@ -94,6 +101,7 @@ impl DelegatedWaits {
             resumed: None,
             counts,
             slack_set: false,
+            doorbell,
         }
     }
 
@@ -145,6 +153,16 @@ impl DelegatedWaits {
         }
     }
 
+    /// The guest's count of its own work's TSC ticks (wrapping).
+    fn work_ticks(&self) -> u32 {
+        self.mem.read_u32(map::CTRL + ctrl::WORK_TICKS)
+    }
+
+    /// The guest's count of its kicks' TSC ticks (user mode; 0 otherwise).
+    fn kick_ticks(&self) -> u64 {
+        self.mem.load_u64(map::CTRL + ctrl::KICK_TICKS)
+    }
+
     /// Messages the guest has handled so far.
     fn handled(&self) -> u64 {
         self.own.map_or(0, |o| o - (1 << 32))
@@ -186,10 +204,64 @@ impl DelegatedWaits {
         loop {
             let now = self.now();
             if now >= until || stop.load(Ordering::Relaxed) {
+                // What the nap's wake-up really took (the strategy learns
+                // what its timed sleeps cost).
+                self.controller.woke(until, now);
                 return;
             }
             std::thread::sleep(Duration::from_nanos((until - now) / 1000).min(NAP_SLICE));
         }
+    }
+
+    /// The guest's wait point (the producer's, or the consumer's) in its
+    /// ring.
+    fn wait_point(&self) -> &WaitPoint {
+        let at = if self.producer {
+            ring::PW_NEED
+        } else {
+            ring::CW_NEED
+        };
+        const _: () =
+            assert!(ring::PW_WAKE == ring::PW_NEED + 4 && ring::CW_WAKE == ring::CW_NEED + 4);
+        // SAFETY: the wait point lies inside the guest mapping (the map's
+        // compile-time checks), is 4-byte aligned, and is two `AtomicU32`s
+        // in `kicklab_ring`'s layout (`need_kick`, then `wake_at`, as the
+        // assertion above pins); the borrow of `self` keeps `mem`, and so
+        // the mapping, alive. The guest writes it with aligned 32-bit
+        // stores only while it runs, and it is stopped in this exit.
+        unsafe { &*self.mem.as_ptr().add(at as usize).cast::<WaitPoint>() }
+    }
+
+    /// A pause until the host's kick (`BlockUntil(k)`), as the ring's own
+    /// `block_once` takes it for a thread: register the guest's wait point
+    /// for a kick once `k` slots are free, fence, re-check, and sleep on the
+    /// doorbell once; then withdraw. The host's consumer kicks by the
+    /// ring's protocol, as it would kick the guest's own halt. Returns
+    /// whether it slept.
+    fn pause_until_kick(&mut self, k: u32, stop: &AtomicBool) -> Result<bool, TestbedError> {
+        let Some(doorbell) = self.doorbell.as_ref().map(EventFd::try_clone).transpose()? else {
+            return Ok(false);
+        };
+        // The guest published everything before it exited to its mark.
+        let tail = self.mem.read_u32(ring::TAIL);
+        let wake_at = tail
+            .wrapping_sub(self.len)
+            .wrapping_add(k.clamp(1, self.len));
+        self.wait_point().register(wake_at);
+        // SeqCst fence: the registration before the re-read of `head`
+        // (pairs with the fence in the host's `peer_wants_kick`).
+        fence(Ordering::SeqCst);
+        if reached(self.mem.read_u32(ring::HEAD), wake_at) {
+            self.wait_point().cancel();
+            return Ok(false);
+        }
+        let handled = self.handled();
+        if handled >= self.window.0 && handled < self.window.1 {
+            self.counts.kicked.fetch_add(1, Ordering::Relaxed);
+        }
+        super::vm::halt(&doorbell, Duration::ZERO, None, stop)?;
+        self.wait_point().cancel();
+        Ok(true)
     }
 
     fn done(&mut self, start: u64, end: u64, blocked: Option<u64>) {
@@ -222,7 +294,8 @@ impl DelegatedWaits {
             .pause_mark(&v)
             .map_or(u32::MAX, |m| m.min(u64::from(u32::MAX)) as u32);
         self.mem.write_u32(map::CTRL + ctrl::PAUSE_AT, mark);
-        self.resumed = Some((now, self.handled()));
+
+        self.resumed = Some((self.handled(), self.work_ticks(), self.kick_ticks()));
     }
 }
 
@@ -277,27 +350,39 @@ impl GuestWaits for DelegatedWaits {
         self.end_stale_block();
         let now = self.now();
         let v = self.view(now);
-        // The guest's work per message since it last resumed (its exits
-        // and kicks included: what it spends per message when not waiting).
-        // Timed over a few messages only, the exit back into the guest and
-        // this one would pass for work: a guest that paused after one
-        // message timed itself at 28 us a message here, judged itself the
-        // slower party, stopped pausing and so never timed itself again.
+        // The guest's own cost per message since it last resumed: its work
+        // and its kicks, as it times them by its TSC. Not the time between
+        // the exits, which also holds the exits and the re-entries: a guest
+        // that woke from a nap with a full ring timed itself at 2.3 us a
+        // message for 0.5 us of work, judged itself the slower party,
+        // stopped pausing and so never timed itself again. (Untrusted
+        // counters: a wrong figure only misleads its own strategy.)
         let handled = self.handled();
-        let work = self.resumed.and_then(|(t, n)| {
-            (handled >= n + MIN_TIMED_MESSAGES && now > t).then(|| (now - t) / (handled - n))
+        let work = self.resumed.and_then(|(n, w0, k0)| {
+            let ticks = u64::from(self.work_ticks().wrapping_sub(w0))
+                + self.kick_ticks().wrapping_sub(k0).min(u64::from(u32::MAX));
+            (handled > n).then(|| self.clock.ps(ticks) / (handled - n))
         });
         // It exited because it reached its mark; the consumer may have
         // drained some of the ring during the exit.
-        let action = self.controller.at_pause_mark(&v, work);
+        let action = self
+            .controller
+            .at_pause_mark(&v, work, self.doorbell.is_some());
+
         match action {
             Some(Action::Nap(until)) => self.nap(until, stop),
             Some(Action::Spin(Some(until))) => {
                 self.spin(Some(until), true, stop);
             }
-            // `at_pause_mark` never pauses by a kick: a guest's pauses are
-            // exits, and the VMM carries out naps and spins only.
-            Some(Action::Spin(None) | Action::Block | Action::BlockUntil(_)) | None => {}
+            Some(Action::BlockUntil(k)) => {
+                self.pause_until_kick(k, stop)?;
+                // What the wake-up left of the margin, before the guest
+                // publishes again.
+                let now = self.now();
+                let v = self.view(now);
+                self.controller.resumed(&v);
+            }
+            Some(Action::Spin(None) | Action::Block) | None => {}
         }
         self.resume();
         Ok(())

@@ -135,6 +135,10 @@ pub mod ctrl {
     pub const NEXT_T: u32 = 0xA4;
     /// Scale: timer expiries the guest handled.
     pub const TIMERS: u32 = 0xA8;
+    /// A guest whose waits its VMM runs (`GuestWait::Delegated`): the TSC
+    /// ticks of its own work, summed (u32, wrapping), for the VMM's
+    /// estimate of its work per message.
+    pub const WORK_TICKS: u32 = 0xAC;
     /// A guest whose clock runs slow (`Misbehavior::SlowClock`): its TSC
     /// at its start (u64).
     pub const CLOCK_BASE: u32 = 0xB0;

@@ -369,6 +369,7 @@ impl PairProgram {
         a.xor(ebp, ebp)?; // own index (tail or head; a producer's counts what it wrote)
         a.mov(c(ctrl::CACHE), 0)?;
         let producer = self.role == GuestRole::Producer;
+        let delegated = matches!(self.wait, GuestWait::Delegated { .. });
         // Send combining: the producer holds what it writes (ebp runs
         // ahead of `tail`) and publishes by the rule.
         let combining = producer
@@ -425,6 +426,11 @@ impl PairProgram {
         }
         if producer {
             busy(a)?;
+            if delegated {
+                // Its own work, as its VMM's estimate of it (eax: the ticks
+                // the busy loop ran).
+                a.add(c(ctrl::WORK_TICKS), eax)?;
+            }
             a.mov(dword_ptr(edi + ring::SLOTS), esi)?;
             a.mov(dword_ptr(edi + (ring::SLOTS + 4)), 0)?;
             if self.stamps {
@@ -453,6 +459,11 @@ impl PairProgram {
             a.inc(c(ctrl::NEXT))?;
             a.set_label(&mut checked)?;
             busy(a)?;
+            if delegated {
+                // Its own work, as its VMM's estimate of it (eax: the ticks
+                // the busy loop ran).
+                a.add(c(ctrl::WORK_TICKS), eax)?;
+            }
             if self.stamps {
                 // Done with it: the completion stamp, stored before the
                 // slot is freed (x86 keeps the two stores in order).
