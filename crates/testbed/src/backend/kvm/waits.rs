@@ -239,7 +239,7 @@ impl DelegatedWaits {
     /// ring's protocol, as it would kick the guest's own halt. Returns
     /// whether it slept.
     fn pause_until_kick(&mut self, k: u32, stop: &AtomicBool) -> Result<bool, TestbedError> {
-        let Some(doorbell) = self.doorbell.as_ref().map(EventFd::try_clone).transpose()? else {
+        let Some(doorbell) = &self.doorbell else {
             return Ok(false);
         };
         // The guest published everything before it exited to its mark.
@@ -259,7 +259,7 @@ impl DelegatedWaits {
         if handled >= self.window.0 && handled < self.window.1 {
             self.counts.kicked.fetch_add(1, Ordering::Relaxed);
         }
-        super::vm::halt(&doorbell, Duration::ZERO, None, stop)?;
+        super::vm::halt(doorbell, Duration::ZERO, None, stop)?;
         self.wait_point().cancel();
         Ok(true)
     }
@@ -294,7 +294,6 @@ impl DelegatedWaits {
             .pause_mark(&v)
             .map_or(u32::MAX, |m| m.min(u64::from(u32::MAX)) as u32);
         self.mem.write_u32(map::CTRL + ctrl::PAUSE_AT, mark);
-
         self.resumed = Some((self.handled(), self.work_ticks(), self.kick_ticks()));
     }
 }
@@ -368,19 +367,19 @@ impl GuestWaits for DelegatedWaits {
         let action = self
             .controller
             .at_pause_mark(&v, work, self.doorbell.is_some());
-
         match action {
             Some(Action::Nap(until)) => self.nap(until, stop),
             Some(Action::Spin(Some(until))) => {
                 self.spin(Some(until), true, stop);
             }
             Some(Action::BlockUntil(k)) => {
-                self.pause_until_kick(k, stop)?;
-                // What the wake-up left of the margin, before the guest
-                // publishes again.
-                let now = self.now();
-                let v = self.view(now);
-                self.controller.resumed(&v);
+                if self.pause_until_kick(k, stop)? {
+                    // What the wake-up left of the margin, before the guest
+                    // publishes again.
+                    let now = self.now();
+                    let v = self.view(now);
+                    self.controller.resumed(&v);
+                }
             }
             Some(Action::Spin(None) | Action::Block) | None => {}
         }
