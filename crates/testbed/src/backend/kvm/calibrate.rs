@@ -12,19 +12,19 @@
 //!   = N + S - the vCPU thread's CPU per wake-up, within [0, N], per
 //!   sample, and the model's S = N + S - V.
 //!
-//! Clocks: KVM runs the guest's TSC at the host's rate with an offset. The
-//! host writes a ping counter, the spinning guest answers with its TSC;
-//! offset = guest TSC - midpoint of the host's send and receive, taken from
-//! the fastest of a few hundred exchanges (uncertainty: half its round
-//! trip, reported), before and after the samples (drift, reported).
+//! Clocks: the guest's TSC is related to the host's by a clock exchange
+//! before the samples and one after (`super::clocks`); each guest stamp is
+//! placed by the offset interpolated between them. The larger uncertainty
+//! and the drift are reported.
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
+use super::clocks::{ping, spin_until, ClockMap};
 use super::guest::{calibration_program, ctrl, map, GuestMode};
 use super::session::Session;
-use super::vm::{clock_ns, GuestMemory, Vm, VmOptions};
+use super::vm::{clock_ns, Vm, VmOptions};
 use super::Direction;
 use crate::backend::threads::visibility;
 use crate::calibrate::{check_round, settled, start_after, Profile, Stat};
@@ -55,62 +55,6 @@ struct Round {
     drift_ns: f64,
 }
 
-/// Spins until the counter at `off` has reached `v` (it only grows; the
-/// guest may already be past `v`), or until `stop` is set or `until`
-/// passes (errors).
-fn spin_until(
-    mem: &GuestMemory,
-    off: u32,
-    v: u32,
-    stop: &AtomicBool,
-    until: Option<Instant>,
-) -> Result<(), TestbedError> {
-    let mut i = 0u32;
-    while mem.read_u32(off).wrapping_sub(v) >= 1 << 31 {
-        std::hint::spin_loop();
-        i = i.wrapping_add(1);
-        if i.is_multiple_of(1024) {
-            if stop.load(Ordering::Relaxed) {
-                return Err(TestbedError::Hang("calibration stopped".into()));
-            }
-            if until.is_some_and(|t| Instant::now() > t) {
-                return Err(TestbedError::Hang(
-                    "the guest did not answer the clock exchange".into(),
-                ));
-            }
-        }
-    }
-    Ok(())
-}
-
-/// The guest-minus-host TSC offset from `sync` ping exchanges starting at
-/// request `first`: (offset in ticks, half the best round trip in ticks).
-/// A guest that stops answering is an error once `stop` is set or `until`
-/// passes.
-pub(super) fn ping(
-    mem: &GuestMemory,
-    first: u32,
-    sync: u32,
-    stop: &AtomicBool,
-    until: Option<Instant>,
-) -> Result<(i128, u64), TestbedError> {
-    let mut best = (0i128, u64::MAX);
-    for i in first..first + sync {
-        let h0 = rdtsc();
-        mem.write_u32(map::CTRL + ctrl::REQ, i);
-        spin_until(mem, map::CTRL + ctrl::RESP, i, stop, until)?;
-        let h1 = rdtsc();
-        let g = mem.read_u64(map::CTRL + ctrl::PONG_TSC);
-        if h1 - h0 < best.1 {
-            best = (
-                i128::from(g) - (i128::from(h0) + i128::from(h1)) / 2,
-                h1 - h0,
-            );
-        }
-    }
-    Ok((best.0, best.1 / 2))
-}
-
 #[allow(clippy::cast_precision_loss, clippy::too_many_lines)]
 fn round(mode: GuestMode, samples: u32, gap: Duration) -> Result<Round, TestbedError> {
     let tsc = Tsc::get();
@@ -129,7 +73,7 @@ fn round(mode: GuestMode, samples: u32, gap: Duration) -> Result<Round, TestbedE
         let mem = &*mem_h;
         pin(1);
         let mut r = Round::default();
-        let (off0, unc0) = ping(mem, 1, SYNC, stop_h, None)?;
+        let before = ping(mem, 1, SYNC, stop_h, None)?;
         let mut req = SYNC;
         // Guest -> host kicks. Every fourth one the host polls the
         // eventfd instead of blocking on it: when a kick becomes
@@ -180,10 +124,10 @@ fn round(mode: GuestMode, samples: u32, gap: Duration) -> Result<Round, TestbedE
             sent.push(t1);
         }
         // The guest stores its last wake-up before its next ping.
-        let (off1, unc1) = ping(mem, req + 1, SYNC, stop_h, None)?;
+        let after = ping(mem, req + 1, SYNC, stop_h, None)?;
         let v1 = clock_ns(vclock);
-        let off = (off0 + off1) / 2;
-        let to_host = |g: u64| i128::from(g) - off;
+        let clocks = ClockMap::new(before, after);
+        let to_host = |g: u64| clocks.host(g);
         // Signed: a wake-up can come before the notifier's call
         // returns (the peer runs while the kick's exit unwinds).
         #[allow(clippy::cast_precision_loss)]
@@ -219,8 +163,8 @@ fn round(mode: GuestMode, samples: u32, gap: Duration) -> Result<Round, TestbedE
             r.wake_v.push(v);
             r.wake_s_v.push(s_v);
         }
-        r.sync_ns = tsc.ns(unc0.max(unc1));
-        r.drift_ns = tsc.ns(u64::try_from((off1 - off0).abs()).unwrap_or(u64::MAX));
+        r.sync_ns = tsc.ns(clocks.uncertainty());
+        r.drift_ns = tsc.ns(clocks.drift());
         Ok(r)
     };
     // Every ping, kick and wake-up moves REQ or RESP; each waits `gap`.

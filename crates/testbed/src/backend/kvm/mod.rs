@@ -22,6 +22,7 @@
 //! backend reuses unchanged over guest memory).
 
 mod calibrate;
+mod clocks;
 pub mod flags;
 pub mod guest;
 mod pair;

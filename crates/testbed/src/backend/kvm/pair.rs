@@ -401,7 +401,7 @@ pub fn run_pair_with(
         let pinned = crate::clock::pin_cpu(usize::from(tx_dir));
         // The guest's clock's offset from ours (guest - host ticks).
         let offset = if timed {
-            Some(super::calibrate::ping(&mem_h, 1, SYNC, stop, None)?.0)
+            Some(super::clocks::ping(&mem_h, 1, SYNC, stop, None)?.offset)
         } else {
             None
         };

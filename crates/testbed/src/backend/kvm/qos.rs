@@ -39,6 +39,7 @@ use kicklab_model::qos::QosSystem;
 use kicklab_ring::{on_raw, Producer, RawRing};
 use vmm_sys_util::eventfd::EventFd;
 
+use super::clocks::{ping, ClockMap, Exchange};
 use super::guest::{
     ctrl, map, ring, GuestFlush, GuestMode, GuestRole, GuestWait, Misbehavior, PairProgram, SYNC,
 };
@@ -83,9 +84,8 @@ struct Outlet {
     held: Vec<[u64; 2]>,
     /// Requests written into the ring so far (the guest's sequence).
     written: u64,
-    /// The clock exchanges before and after the run: (host TSC at the
-    /// exchange, guest TSC minus host TSC) [ticks].
-    sync: [(u64, i128); 2],
+    /// The clock exchange before the run.
+    before: Option<Exchange>,
     /// The requests whose slots the guest freed, in order: [header, made,
     /// the guest's done stamp, host TSC when the slot was seen free].
     /// Completed at the end, once the exchange after the run places the
@@ -110,9 +110,9 @@ impl Outlet {
     /// Completes every freed request at its guest's stamp, in host time
     /// ([`place`]); a stamp that makes no sense completes it when it was
     /// seen (counted).
-    fn complete_freed(&mut self, id: usize, ctx: &Ctx) {
+    fn complete_freed(&mut self, id: usize, clocks: &ClockMap, ctx: &Ctx) {
         for [hdr, made, stamp, seen] in std::mem::take(&mut self.freed) {
-            let at = place(stamp, made, seen, self.sync).unwrap_or_else(|| {
+            let at = place(clocks, stamp, made, seen).unwrap_or_else(|| {
                 self.out.bad_stamps += 1;
                 seen
             });
@@ -121,44 +121,16 @@ impl Outlet {
     }
 }
 
-/// A guest's done `stamp` (its TSC) in host TSC, by the clock exchanges
-/// `sync` before and after the run ((host TSC, guest minus host) each):
-/// the offset interpolated linearly at the stamp, so a guest clock that
-/// drifts at a steady rate is followed. Guest memory is untrusted: `None`
-/// for a stamp before the request was `made` or after its slot was `seen`
-/// free.
-#[allow(clippy::cast_precision_loss, clippy::cast_possible_truncation)]
-fn place(stamp: u64, made: u64, seen: u64, sync: [(u64, i128); 2]) -> Option<u64> {
-    let [(t0, o0), (t1, o1)] = sync;
-    let g = i128::from(stamp);
-    let offset = if t1 > t0 {
-        // Where the stamp falls, held between the exchanges.
-        let t = (g - o0).clamp(i128::from(t0), i128::from(t1));
-        let f = (t - i128::from(t0)) as f64 / (t1 - t0) as f64;
-        o0 + ((o1 - o0) as f64 * f).round() as i128
-    } else {
-        o0
-    };
-    let done = g - offset;
+/// A guest's done `stamp` (its TSC) in host TSC, by `clocks`. Guest memory
+/// is untrusted: `None` for a stamp before the request was `made` or after
+/// its slot was `seen` free.
+fn place(clocks: &ClockMap, stamp: u64, made: u64, seen: u64) -> Option<u64> {
+    let done = clocks.host(stamp);
     (done >= i128::from(made) && done <= i128::from(seen)).then(|| {
-        #[allow(clippy::cast_sign_loss)] // within [made, seen]
+        #[allow(clippy::cast_possible_truncation, clippy::cast_sign_loss)] // within [made, seen]
         let done = done as u64;
         done
     })
-}
-
-/// A clock exchange with a guest (`sync` pings from `first`): host TSC at
-/// its middle, and the guest-minus-host offset.
-fn exchange(
-    mem: &GuestMemory,
-    first: u32,
-    stop: &std::sync::atomic::AtomicBool,
-    until: Option<Instant>,
-) -> Result<(u64, i128), TestbedError> {
-    let a = rdtsc();
-    let (offset, _) = super::calibrate::ping(mem, first, SYNC, stop, until)?;
-    let b = rdtsc();
-    Ok((a / 2 + b / 2, offset))
 }
 
 /// The shared stage's side of the guests.
@@ -260,7 +232,7 @@ pub(crate) fn start(
             mem: Arc::clone(&mem),
             held: vec![[0; 2]; len as usize],
             written: 0,
-            sync: [(0, 0); 2],
+            before: None,
             freed: Vec::new(),
             out: VmOut::new(),
             last: None,
@@ -282,8 +254,7 @@ impl Outlets for GuestOutlets {
     /// [`SYNC`] pings before its loop).
     fn prepare(&mut self, ctx: &Ctx) -> Result<(), TestbedError> {
         for o in &mut self.outlets {
-            o.sync[0] = exchange(&o.mem, 1, &ctx.abort, None)?;
-            o.sync[1] = o.sync[0];
+            o.before = Some(ping(&o.mem, 1, SYNC, &ctx.abort, None)?);
         }
         Ok(())
     }
@@ -371,20 +342,28 @@ impl Outlets for GuestOutlets {
             if o.producer.peer_wants_kick(published) {
                 o.doorbell.write(1)?;
             }
-            o.sync[1] = exchange(&o.mem, SYNC + 1, &ctx.abort, Some(Instant::now() + self.drain))
-                .map_err(|e| match e {
-                    TestbedError::Hang(_) => TestbedError::Hang(format!(
-                        "VM {}'s guest did not answer the clock exchange after its run within {:?} (it hung, crashed or stopped)",
-                        id + 1,
-                        self.drain
-                    )),
-                    e => e,
-                })?;
-            o.complete_freed(id, ctx);
+            let after = ping(
+                &o.mem,
+                SYNC + 1,
+                SYNC,
+                &ctx.abort,
+                Some(Instant::now() + self.drain),
+            )
+            .map_err(|e| match e {
+                TestbedError::Hang(_) => TestbedError::Hang(format!(
+                    "VM {}'s guest did not answer the clock exchange after its run within {:?} (it hung, crashed or stopped)",
+                    id + 1,
+                    self.drain
+                )),
+                e => e,
+            })?;
+            let before = o
+                .before
+                .ok_or_else(|| TestbedError::Kvm("the guest's clock was never related".into()))?;
+            let clocks = ClockMap::new(before, after);
+            o.complete_freed(id, &clocks, ctx);
             let mut out = std::mem::replace(&mut o.out, VmOut::new());
-            let drift =
-                u64::try_from((o.sync[1].1 - o.sync[0].1).unsigned_abs()).unwrap_or(u64::MAX);
-            out.clock_drift_ns = Some(ctx.tsc.ns(drift));
+            out.clock_drift_ns = Some(ctx.tsc.ns(clocks.drift()));
             outs.push(out);
         }
         Ok(Some(outs))
@@ -439,36 +418,29 @@ pub(crate) fn hand_off(samples: usize, gap: Duration) -> Result<(f64, f64), Test
 
 #[cfg(test)]
 mod tests {
+    use super::super::clocks::{ClockMap, Exchange};
     use super::place;
-
-    /// Host TSC 1000 at the first exchange, 1_001_000 at the second; the
-    /// guest's clock 500 ahead at the first, 1500 at the second (1000 ppm
-    /// fast).
-    const SYNC: [(u64, i128); 2] = [(1000, 500), (1_001_000, 1500)];
-
-    #[test]
-    fn a_steady_drift_is_followed() {
-        // Done at host 501_000 (half-way): the guest read 501_000 + 1000.
-        assert_eq!(place(502_000, 400_000, 600_000, SYNC), Some(501_000));
-        // At the exchanges themselves.
-        assert_eq!(place(1500, 0, 2000, SYNC), Some(1000));
-        assert_eq!(place(1_002_500, 0, 2_000_000, SYNC), Some(1_001_000));
-        // With the first offset only, the last stamp would land 1000
-        // ticks late, past when its slot was seen free.
-        assert_eq!(place(1_002_500, 0, 1_001_500, [SYNC[0], SYNC[0]]), None);
-        assert_eq!(place(1_002_500, 0, 1_001_500, SYNC), Some(1_001_000));
-    }
 
     #[test]
     fn stamps_that_make_no_sense_are_refused() {
+        let e = |at, offset| Exchange {
+            at,
+            offset,
+            uncertainty: 10,
+        };
+        // 1000 ppm fast: at host 501_000 the guest reads 502_000.
+        let m = ClockMap::new(e(1000, 500), e(1_001_000, 1500));
+        assert_eq!(place(&m, 502_000, 400_000, 600_000), Some(501_000));
         // Before the request was made, after it was seen, and extremes.
-        assert_eq!(place(502_000, 501_001, 600_000, SYNC), None);
-        assert_eq!(place(502_000, 400_000, 500_999, SYNC), None);
-        assert_eq!(place(0, 0, u64::MAX, SYNC), None);
-        assert_eq!(place(u64::MAX, 0, u64::MAX, SYNC), Some(u64::MAX - 1500));
-        assert_eq!(place(u64::MAX, 0, u64::MAX - 1501, SYNC), None);
-        // Exchanges out of order (a nonsense clock): the first offset.
-        let back = [(5000, 100), (1000, 9_999_999)];
-        assert_eq!(place(3100, 0, 10_000, back), Some(3000));
+        assert_eq!(place(&m, 502_000, 501_001, 600_000), None);
+        assert_eq!(place(&m, 502_000, 400_000, 500_999), None);
+        assert_eq!(place(&m, 0, 0, u64::MAX), None);
+        assert_eq!(place(&m, u64::MAX, 0, u64::MAX), Some(u64::MAX - 1500));
+        assert_eq!(place(&m, u64::MAX, 0, u64::MAX - 1501), None);
+        // By the first exchange alone, the last stamp of the run would
+        // land after its slot was seen free.
+        let first = ClockMap::fixed(e(1000, 500));
+        assert_eq!(place(&first, 1_002_500, 0, 1_001_500), None);
+        assert_eq!(place(&m, 1_002_500, 0, 1_001_500), Some(1_001_000));
     }
 }
