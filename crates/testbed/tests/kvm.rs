@@ -100,8 +100,9 @@ fn both_directions_deliver_every_message_with_every_strategy() {
 
 /// A guest producer twice as fast as the host, run by `adaptive` with the
 /// paper's costs as its estimates (S_P 3.9 us, N_C 0.2 us): its VMM's naps
-/// wake far later than that here (20 us or more nested), so once it has
-/// timed four it pauses at its mark until the host's kick, which its VMM
+/// wake far later than that here (20 us or more nested), so once they have
+/// shown it (four naps, or one too late to fit) it pauses at its mark
+/// until the host's kick, which its VMM
 /// carries out over guest memory (register the guest's wait point, fence,
 /// re-check, sleep on the doorbell). Every message arrives, the guest
 /// sleeps without napping, and the host kicks it.
