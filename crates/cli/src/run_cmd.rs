@@ -191,6 +191,12 @@ pub fn run(a: &RunArgs) -> anyhow::Result<()> {
         "checked        {} messages: {} lost, {} duplicated or reordered",
         r.rates.messages, r.lost, r.duplicated_or_reordered
     );
+    if let Some(d) = r.clock_drift_ns {
+        println!(
+            "clocks         the guest's clock moved {} against the host's during the run (its kick, wake-up and latency timings across the boundary are off by up to that)",
+            fmt_ns(d)
+        );
+    }
     println!(
         "calibrated     N_P {}, N_C {}, S_P {}, S_C {}",
         fmt_ns(profile.np.mean_ns),

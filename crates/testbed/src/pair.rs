@@ -179,6 +179,12 @@ pub struct PairResult {
     pub wake_p_ns: Option<f64>,
     /// C's, from the start of P's kick (R_C = V_P + S_C).
     pub wake_c_ns: Option<f64>,
+    /// A KVM guest in user mode: how far its clock moved against the
+    /// host's during the run [ns], between the clock exchanges before and
+    /// after it. The in-run timings across the boundary (`kick_*_ns`,
+    /// `wake_*_ns`, a guest end's latency) use the first exchange's
+    /// offset, so they are off by up to this. `None` otherwise.
+    pub clock_drift_ns: Option<f64>,
 }
 
 /// Runs of the pair in progress in this process.

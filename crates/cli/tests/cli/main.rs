@@ -707,6 +707,9 @@ fn kvm_runs_in_both_directions_where_there_is_kvm() {
         assert_eq!(v["backend"], "kvm", "{v}");
         assert_eq!(v["lost"], 0, "{v}");
         assert!(v["T_ns"].as_f64().unwrap() >= 1000.0, "{v}");
+        // The user-mode guest relates its clock to the host's before and
+        // after the run.
+        assert!(v["clock_drift_ns"].as_f64().unwrap() >= 0.0, "{v}");
         // Send combining: the guest combines in tx, the host in rx; the
         // prediction is the simulator's with the same batch and rule.
         let v = json(&[

@@ -330,6 +330,8 @@ pub fn run_pair_with(
             0
         },
         until_stopped: false,
+        // And relates them again at the end: the drift, reported.
+        end_sync: opts.guest == GuestMode::User,
     }
     .assemble()?;
     let timed = opts.guest == GuestMode::User;
@@ -400,11 +402,12 @@ pub fn run_pair_with(
     let host = move |stop: &AtomicBool| {
         let pinned = crate::clock::pin_cpu(usize::from(tx_dir));
         // The guest's clock's offset from ours (guest - host ticks).
-        let offset = if timed {
-            Some(super::clocks::ping(&mem_h, 1, SYNC, stop, None)?.offset)
+        let before = if timed {
+            Some(super::clocks::ping(&mem_h, 1, SYNC, stop, None)?)
         } else {
             None
         };
+        let offset = before.map(|e| e.offset);
         let stamps = offset.map(|offset| GuestStamps {
             mem: Arc::clone(&mem_h),
             offset,
@@ -456,7 +459,16 @@ pub fn run_pair_with(
             let mut producer = producer;
             party.produce(&mut producer)?
         };
-        Ok((pinned, m, offset_ticks, done_hist.into_inner()))
+        // The clocks again (the guest answers after its loop): how far its
+        // clock moved against ours while the offset above was in use.
+        let drift = match before {
+            Some(b) => {
+                let after = super::clocks::ping(&mem_h, SYNC + 1, SYNC, stop, None)?;
+                Some(super::clocks::ClockMap::new(b, after).drift())
+            }
+            None => None,
+        };
+        Ok((pinned, m, offset_ticks, done_hist.into_inner(), drift))
     };
     let combining_guest = tx_dir && (cfg.batch > 1 || cfg.flush != Flush::Full);
     // The run must keep moving: host messages or the guest's index.
@@ -469,7 +481,7 @@ pub fn run_pair_with(
         )
     };
     let now2 = now.clone();
-    let (host_pinned, m, offset_ticks, done_hist) =
+    let (host_pinned, m, offset_ticks, done_hist, drift) =
         session.run("kicklab-host", host, cfg.timeout, now, || {
             let (done, index) = now2();
             format!(
@@ -558,6 +570,7 @@ pub fn run_pair_with(
     } else {
         (host_pinned, guest_cpu)
     };
+    r.clock_drift_ns = drift.map(|d| tsc.ns(d));
     let others = guard.others();
     placement(
         &mut r,

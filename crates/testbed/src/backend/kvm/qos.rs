@@ -197,6 +197,7 @@ pub(crate) fn start(
             stamps: true,
             sync: SYNC,
             until_stopped: true,
+            end_sync: true,
         }
         .assemble()?;
         let owner: Box<dyn Send + Sync> = Box::new(Arc::clone(&mem));

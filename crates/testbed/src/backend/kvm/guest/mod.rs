@@ -224,6 +224,7 @@ mod tests {
                         stamps: mode == GuestMode::User,
                         sync: 300,
                         until_stopped: mode == GuestMode::User,
+                        end_sync: mode == GuestMode::User,
                     }
                     .assemble()
                     .unwrap();

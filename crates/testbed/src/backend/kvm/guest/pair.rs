@@ -47,12 +47,14 @@ pub struct PairProgram {
     /// guest's TSC to the host's (the stamps are the guest's TSC).
     pub sync: u32,
     /// Runs until the host sets [`ctrl::STOP`] (checked after each
-    /// message; `total` still bounds it), then answers `sync` more pings
-    /// (numbered on from the first `sync`), relating the two clocks at
-    /// the end as well, before it ends. The host stops a guest waiting on
-    /// an empty ring by setting the word, then handing it one more
+    /// message; `total` still bounds it). The host stops a guest waiting
+    /// on an empty ring by setting the word, then handing it one more
     /// message.
     pub until_stopped: bool,
+    /// After its loop, answers `sync` more pings (numbered on from the
+    /// first `sync`) before it ends: the two clocks related at the end as
+    /// well.
+    pub end_sync: bool,
 }
 
 /// Ping exchanges a pair program answers before its loop when asked to
@@ -512,7 +514,7 @@ impl PairProgram {
             // End of stream: fewer than k_P messages may wait for a kick.
             any_kick(a, self.misbehavior, mode)?;
         }
-        if self.until_stopped && self.sync > 0 {
+        if self.end_sync && self.sync > 0 {
             a.mov(esi, self.sync as i32)?;
             ping_answers(a, self.sync, slow)?;
         }
