@@ -55,6 +55,11 @@ pub const MAX_SERVICE_NS: f64 = 100e6;
 pub const MAX_RATE_PER_S: f64 = 1e6;
 /// The longest measured window.
 pub const MAX_WINDOW: Duration = Duration::from_secs(600);
+/// With a guest per VM, the most requests a run may make (the offered rate
+/// times the warm-up and window): it keeps 32 bytes for each until its end,
+/// where the clock exchange after the run places the guests' stamps
+/// (512 MiB).
+pub const MAX_GUEST_REQUESTS: f64 = 16_777_216.0;
 /// The most requests the device makes in one wake-up before it reads the
 /// clock again (a device that fell behind catches up in steps).
 const MAX_BATCH: usize = 4096;
@@ -307,6 +312,15 @@ pub fn check_qos(cfg: &QosRunConfig) -> Result<(), TestbedError> {
         return Err(TestbedError::invalid(
             Setting::Messages,
             format!("the window must be > 0 and at most {MAX_WINDOW:?}, the warm-up at most that"),
+        ));
+    }
+    let requests = rate * (cfg.warmup + cfg.window).as_secs_f64();
+    if cfg.vm_core == VmCore::Guest && requests > MAX_GUEST_REQUESTS {
+        return Err(TestbedError::limit(
+            Setting::Messages,
+            format!(
+                "with a guest per VM a run keeps 32 bytes a request until its end: {requests:.0} requests (the offered rate times the warm-up and window) is more than {MAX_GUEST_REQUESTS:.0}; shorten the run or lower the rate"
+            ),
         ));
     }
     Ok(())
@@ -1576,8 +1590,23 @@ mod tests {
         let mut bad = ok.clone();
         bad.window = Duration::ZERO;
         assert!(run_qos(&bad).is_err());
-        let mut bad = ok;
+        let mut bad = ok.clone();
         bad.system.buffer = MAX_BUFFER + 1;
         assert!(run_qos(&bad).is_err());
+        // Guests: the requests kept until the end are bounded (checked
+        // before any guest starts, so with or without KVM).
+        let mut bad = ok;
+        bad.vm_core = VmCore::Guest;
+        bad.system.vms[0].offered_per_s = 500_000.0;
+        bad.window = MAX_WINDOW;
+        assert!(matches!(
+            check_qos(&bad),
+            Err(TestbedError::Limit {
+                what: Setting::Messages,
+                ..
+            })
+        ));
+        bad.window = Duration::from_secs(1);
+        assert!(check_qos(&bad).is_ok());
     }
 }
