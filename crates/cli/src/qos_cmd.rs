@@ -648,7 +648,7 @@ fn real(a: &QosArgs, sys: &QosSystem) -> anyhow::Result<()> {
         .vms
         .iter()
         .filter_map(|v| v.clock_drift_ns)
-        .fold(None, |m: Option<f64>, d| Some(m.map_or(d, |m| m.max(d))));
+        .reduce(f64::max);
     if let Some(drift) = drift {
         let bad: u64 = run.vms.iter().map(|v| v.bad_stamps).sum();
         println!(

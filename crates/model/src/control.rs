@@ -582,8 +582,14 @@ impl Adaptive {
     /// else from S + N and its own work), plus two standard deviations of
     /// a Poisson count.
     fn kick_margin(&self, peer: f64, own: f64) -> f64 {
-        let m = self.kick_wake.unwrap_or((self.block_cost + own) / peer);
+        let m = self.kick_wake_estimate(peer, own);
         m + 2.0 + 2.0 * m.sqrt()
+    }
+
+    /// The messages the peer handles while a producer wakes from a kicked
+    /// pause and publishes once: learned, else from S + N and its own work.
+    fn kick_wake_estimate(&self, peer: f64, own: f64) -> f64 {
+        self.kick_wake.unwrap_or((self.block_cost + own) / peer)
     }
 
     fn peer_count(&self, v: &View) -> u64 {
@@ -757,41 +763,34 @@ impl Adaptive {
     }
 
     /// [`Adaptive::learn_kick_wake`] from a lower bound: the ring at `v`
-    /// before the party runs again.
-    #[allow(clippy::cast_precision_loss)]
+    /// before the party runs again; learned only where it exceeds the
+    /// estimate.
     fn learn_kick_wake_at_least(&mut self, v: &View) {
-        let Some(m) = self.paused_margin else { return };
-        let used = if v.occupancy() == 0 {
-            2.0 * m
-        } else {
-            (m - v.occupancy() as f64).max(0.0)
-        };
-        let estimate = self.kick_wake.unwrap_or_else(|| {
-            let (peer, own) = (self.pace().unwrap_or(f64::MAX), self.w_own.unwrap_or(0.0));
-            (self.block_cost + own) / peer
-        });
-        if used > estimate {
-            self.learn_kick_wake(v, 0.0);
-        } else {
-            self.paused_margin = None;
+        if let Some(m) = self.paused_margin.take() {
+            let used = wake_used(m, v, 0.0);
+            let exceeds = match self.pace() {
+                Some(peer) => used > self.kick_wake_estimate(peer, self.w_own.unwrap_or(0.0)),
+                None => true,
+            };
+            if exceeds {
+                self.note_kick_wake(used);
+            }
         }
     }
 
-    /// After a kicked pause with m messages left queued, the ring at `v`
-    /// once the producer has woken and published `published` since: the
-    /// consumer freed m + published - occupancy meanwhile. A ring that ran
-    /// dry says only that it took longer: count twice the margin.
-    #[allow(clippy::cast_precision_loss)]
+    /// After a kicked pause, the ring at `v` once the producer has woken
+    /// and published `published` since: what the wake-up used of the
+    /// margin ([`wake_used`]), learned.
     fn learn_kick_wake(&mut self, v: &View, published: f64) {
         if let Some(m) = self.paused_margin.take() {
-            let occupancy = v.occupancy() as f64;
-            let x = if occupancy <= published {
-                2.0 * m
-            } else {
-                (m + published - occupancy).max(0.0)
-            };
-            self.kick_wake = Some(self.kick_wake.map_or(x, |a| a + (x - a) / KICK_WEIGHT));
+            self.note_kick_wake(wake_used(m, v, published));
         }
+    }
+
+    /// A sample of what a kicked pause's wake-up used [messages] (moving
+    /// average).
+    fn note_kick_wake(&mut self, x: f64) {
+        self.kick_wake = Some(self.kick_wake.map_or(x, |a| a + (x - a) / KICK_WEIGHT));
     }
 
     /// A sample of the party's own work per message [ps].
@@ -826,10 +825,10 @@ impl Adaptive {
         // Where naps cost clearly more, or have shown they wake too late to
         // fit at all, sleep until the consumer has drained the ring down to
         // the margin and let it kick: the wake-up starts exactly then. One
-        // nap that woke too late is enough for the second: a nap that does
-        // not fit is never taken, so no second one would ever be timed (a
-        // KVM guest whose first nap overslept by 80 us declined every
-        // pause after it).
+        // timed nap is enough to judge that naps do not fit: a nap that
+        // does not fit is never taken, so no second one would ever be
+        // timed (a KVM guest whose first nap overslept by 80 us declined
+        // every pause after it).
         if kick && (self.naps_dear() || (!nap_fits && self.late_n >= 1)) {
             // Only with at least k_P queued: a consumer that fell asleep
             // waiting for k_P messages must have been kicked by now, or it
@@ -848,6 +847,20 @@ impl Adaptive {
             }
         }
         nap_fits.then(|| Action::Nap(v.now + nap as u64))
+    }
+}
+
+/// What a kicked pause's wake-up used of the margin `m` it left queued,
+/// seen with the ring at `v` after `published` publishes since waking: the
+/// consumer freed m + published - occupancy meanwhile. A ring that ran dry
+/// says only that it took longer: twice the margin.
+#[allow(clippy::cast_precision_loss)]
+fn wake_used(m: f64, v: &View, published: f64) -> f64 {
+    let occupancy = v.occupancy() as f64;
+    if occupancy <= published {
+        2.0 * m
+    } else {
+        (m + published - occupancy).max(0.0)
     }
 }
 
@@ -949,13 +962,14 @@ mod tests {
         // 192 by t + 984 us and kicks. A VMM that finds 7 of the 8 left
         // has seen less of the wake-up than the estimate (2.55 messages):
         // nothing learned.
-        let mut quick = g.clone();
-        quick.resumed(&View {
-            now: t + 986 * us,
+        let woken = |now: u64, consumed: u64| View {
+            now,
             len: 256,
             published: 628,
-            consumed: 621,
-        });
+            consumed,
+        };
+        let mut quick = g.clone();
+        quick.resumed(&woken(t + 986 * us, 621));
         assert_eq!(
             quick.at_pause_mark(&full(t + 1400 * us), None, true),
             Some(Action::BlockUntil(256 - 8))
@@ -963,12 +977,7 @@ mod tests {
         // One that finds 3 left at t + 994 us: the wake-up used at least
         // 5 messages' time. The next margin is 5 + 2 + 2 sqrt(5) = 11.5,
         // so 12 left queued.
-        g.resumed(&View {
-            now: t + 994 * us,
-            len: 256,
-            published: 628,
-            consumed: 625,
-        });
+        g.resumed(&woken(t + 994 * us, 625));
         assert_eq!(
             g.at_pause_mark(&full(t + 1400 * us), None, true),
             Some(Action::BlockUntil(256 - 12))

@@ -144,7 +144,7 @@ impl kicklab_ring::Clock for TscClock {
         clippy::cast_precision_loss
     )]
     fn now_ps(&self) -> u64 {
-        (rdtsc().saturating_sub(self.epoch) as f64 * self.ps_per_tick) as u64
+        self.ps(rdtsc().saturating_sub(self.epoch))
     }
 }
 

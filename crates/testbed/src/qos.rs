@@ -160,8 +160,8 @@ pub struct QosRunVm {
     /// Completed more than once or out of order.
     pub duplicated: u64,
     /// A guest's done stamps that made no sense (before the request was
-    /// made, or from the future): those requests count as done when seen
-    /// (guest cores; 0 otherwise).
+    /// made, or after its slot was seen free): those requests count as
+    /// done when seen (guest cores; 0 otherwise).
     pub bad_stamps: u64,
     /// With guests: how far the guest's clock moved against the host's
     /// between the clock exchanges before and after the run [ns]; its

@@ -52,7 +52,9 @@ pub(super) fn spin_until(
         i = i.wrapping_add(1);
         if i.is_multiple_of(1024) {
             if stop.load(Ordering::Relaxed) {
-                return Err(TestbedError::Hang("calibration stopped".into()));
+                return Err(TestbedError::Hang(
+                    "stopped while waiting for the guest".into(),
+                ));
             }
             if until.is_some_and(|t| Instant::now() > t) {
                 return Err(TestbedError::Hang(
