@@ -417,9 +417,13 @@ struct Adaptive {
     peer: PeerPace,
     /// Last observation: (time, peer's count, occupancy).
     last: Option<(u64, u64, u64)>,
-    /// What its naps' wake-ups took [ps], moving average: from the planned
-    /// end to running again.
+    /// What its naps' wake-ups took [ps]: the median of the last
+    /// [`LATE_KEEP`] naps' (from the planned end to running again), so
+    /// that one nap the machine stalled for milliseconds does not stop a
+    /// party napping for good (it would never nap again to unlearn it).
     late: Option<f64>,
+    /// The last [`LATE_KEEP`] of them, oldest overwritten first.
+    late_recent: [f64; LATE_KEEP],
     /// Naps timed so far.
     late_n: u32,
     /// Messages the peer handles while a producer wakes from a kicked
@@ -445,10 +449,10 @@ const OWN_WEIGHT: f64 = 32.0;
 const KEEP: usize = 4;
 /// Naps timed before a producer judges what a nap costs it.
 const NAP_SAMPLES: u32 = 4;
-/// Weight of a new sample in the averages of a nap's wake-up (after the
-/// first 8, their mean) and of a kicked pause's: 1/8 and 1/4 (a few
-/// wake-ups, not one, decide).
-const LATE_WEIGHT: f64 = 8.0;
+/// Naps whose wake-ups decide what a nap costs (their median).
+const LATE_KEEP: usize = 8;
+/// Weight of a new sample in the average of a kicked pause's wake-up: 1/4
+/// (a few wake-ups, not one, decide).
 const KICK_WEIGHT: f64 = 4.0;
 
 /// The peer's pace, estimated from windows of the ring's indices.
@@ -542,6 +546,7 @@ impl Adaptive {
             },
             last: None,
             late: None,
+            late_recent: [0.0; LATE_KEEP],
             late_n: 0,
             kick_wake: None,
             paused_margin: None,
@@ -559,22 +564,36 @@ impl Adaptive {
     }
 
     /// Whether a nap costs clearly more than a kicked wake-up: over at
-    /// least [`NAP_SAMPLES`] naps, waking took more than 1.5 times S plus
-    /// the peer's kick (the margin keeps the spread of random wake-ups
-    /// from flipping the choice). Never under the model's own rules (a nap
-    /// pays S), so only a machine whose timed sleeps cost more than its
-    /// kicks pauses by kicks.
-    fn naps_dear(&self) -> bool {
-        self.late_n >= NAP_SAMPLES && self.nap_cost() > 1.5 * self.block_cost
+    /// least [`NAP_SAMPLES`] naps, waking (and publishing once) took more
+    /// than 1.5 times what a kicked pause's wake-up takes (the margin keeps
+    /// the spread of random wake-ups from flipping the choice, and a kick
+    /// also costs the peer its N). A kicked pause's wake-up is what such
+    /// pauses showed once taken ([`Adaptive::kick_wake`]), else S plus the
+    /// peer's kick: calibrated costs are those of short idles, and where a
+    /// wake-up after a pause's long idle costs more than that, a producer
+    /// goes back to naps once its kicked pauses have shown it. Never under
+    /// the model's own rules (a nap pays S), so only a machine whose timed
+    /// sleeps cost more than its kicks pauses by kicks.
+    fn naps_dear(&self, peer: f64, own: f64) -> bool {
+        self.late_n >= NAP_SAMPLES
+            && self.nap_cost() + own > 1.5 * self.kick_wake_estimate(peer, own) * peer
     }
 
     #[allow(clippy::cast_precision_loss)]
     fn woke(&mut self, planned: u64, now: u64) {
         let x = now.saturating_sub(planned) as f64;
+        self.late_recent[self.late_n as usize % LATE_KEEP] = x;
         self.late_n = self.late_n.saturating_add(1);
-        // The mean of the first naps, then a moving average.
-        let weight = f64::from(self.late_n).min(LATE_WEIGHT);
-        self.late = Some(self.late.map_or(x, |a| a + (x - a) / weight));
+        let mut kept = self.late_recent;
+        let kept = &mut kept[..(self.late_n as usize).min(LATE_KEEP)];
+        kept.sort_by(f64::total_cmp);
+        let mid = kept.len() / 2;
+        let median = if kept.len().is_multiple_of(2) {
+            0.5 * (kept[mid - 1] + kept[mid])
+        } else {
+            kept[mid]
+        };
+        self.late = Some(median);
     }
 
     /// The messages a producer leaves queued when it asks for a kick: what
@@ -679,10 +698,20 @@ impl Adaptive {
             Party::C => {
                 // The queue is empty. If the producer is the slower one,
                 // sleep while messages accumulate, as long as the latency
-                // bound and half the ring allow.
+                // bound and half the ring allow: the first message waits
+                // for the nap, its wake-up (as its naps showed, once it
+                // has timed NAP_SAMPLES, else S) and the work ahead of it. A nap pays where at
+                // least two messages gather by the end of its wake-up
+                // (blocking instead costs the producer a kick for each
+                // wake-up).
                 let len = v.len as f64;
-                let nap = (self.budget - self.s_own - 2.0 * own).min(0.5 * len * peer);
-                if peer > 1.05 * own && nap > 2.0 * self.s_own {
+                let wake = if self.late_n >= NAP_SAMPLES {
+                    self.nap_cost()
+                } else {
+                    self.s_own
+                };
+                let nap = (self.budget - wake - 2.0 * own).min(0.5 * len * peer);
+                if peer > 1.05 * own && nap > 0.0 && nap + wake >= 2.0 * peer {
                     Action::Nap(v.now + nap as u64)
                 } else if first {
                     Action::Spin(Some(start + (2.0 * peer).max(self.block_cost) as u64))
@@ -821,7 +850,13 @@ impl Adaptive {
         }
         let (peer, own) = (self.pace()?, self.w_own.unwrap_or(0.0));
         let nap = self.drain_time(v.occupancy(), peer, own);
-        let nap_fits = nap > self.nap_cost();
+        let naps_dear = self.naps_dear(peer, own);
+        // A nap fits where it outlasts its own wake-up; a shorter one (it
+        // still ends before the ring is down to the margin) only once
+        // kicked pauses have shown that their wake-up is no shorter: a
+        // kicked pause needs as deep a queue and also costs the peer a kick.
+        let nap_fits =
+            nap > self.nap_cost() || (nap > 0.0 && self.kick_wake.is_some() && !naps_dear);
         // Where naps cost clearly more, or have shown they wake too late to
         // fit at all, sleep until the consumer has drained the ring down to
         // the margin and let it kick: the wake-up starts exactly then. One
@@ -829,7 +864,7 @@ impl Adaptive {
         // does not fit is never taken, so no second one would ever be
         // timed (a KVM guest whose first nap overslept by 80 us declined
         // every pause after it).
-        if kick && (self.naps_dear() || (!nap_fits && self.late_n >= 1)) {
+        if kick && (naps_dear || (!nap_fits && self.late_n >= 1)) {
             // Only with at least k_P queued: a consumer that fell asleep
             // waiting for k_P messages must have been kicked by now, or it
             // would wait for this producer while this producer waits for it.
@@ -982,6 +1017,102 @@ mod tests {
             g.at_pause_mark(&full(t + 1400 * us), None, true),
             Some(Action::BlockUntil(256 - 12))
         );
+    }
+
+    #[test]
+    fn what_its_pauses_showed_decides_naps_or_kicks_and_one_stall_decides_nothing() {
+        let p = Params::default(); // S_P 3.9 us, N_C 0.2 us
+        let us = 1_000_000;
+        let (mut c, t) = fast_producer(&p, 2);
+        let at = |now: u64, ahead: u64| View {
+            now,
+            len: 256,
+            published: 128 + (now - t) / (2 * us) + ahead,
+            consumed: 128 + (now - t) / (2 * us),
+        };
+        // Four naps that wake 20 us late against S_P + N_C = 4.1 us: a
+        // kicked pause, leaving 8 queued (the test above).
+        for i in 0..4 {
+            let Some(Action::Nap(until)) = c.after_work(&at(t + i * 100 * us, 200), us) else {
+                panic!("naps until it knows what they cost");
+            };
+            c.woke(until, until + 20 * us);
+        }
+        assert_eq!(
+            c.after_work(&at(t + 400 * us, 200), us),
+            Some(Action::BlockUntil(256 - 8))
+        );
+        // Its first publish after the kick finds the ring run dry: the
+        // wake-up took longer than the margin (counted as twice it, 16
+        // messages, 32 us, a long idle's wake-up), so a nap's 20 us is no
+        // longer dear: it naps again.
+        assert_eq!(c.after_work(&at(t + 800 * us, 1), us), None);
+        assert!(matches!(
+            c.after_work(&at(t + 900 * us, 200), us),
+            Some(Action::Nap(_))
+        ));
+
+        // Naps that wake S late, one of eight stalled for 5 ms: the median
+        // of what they took decides, so it keeps napping (a mean would
+        // make naps look 150 times dearer, and they would never be taken
+        // again to unlearn it).
+        let (mut c, t) = fast_producer(&p, 2);
+        for i in 0..8 {
+            let Some(Action::Nap(until)) = c.after_work(&at(t + i * 100 * us, 200), us) else {
+                panic!("a producer 200 messages ahead naps");
+            };
+            c.woke(until, until + if i == 5 { 5_000 * us } else { 3_900_000 });
+        }
+        assert!(matches!(
+            c.after_work(&at(t + 900 * us, 200), us),
+            Some(Action::Nap(_))
+        ));
+    }
+
+    #[test]
+    fn a_consumer_plans_its_naps_with_the_wake_ups_they_showed() {
+        let p = Params::default(); // S_C 0.2 us
+        let us = 1_000_000;
+        let mut c = Controller::new(WaitMode::parse("adaptive").unwrap(), Party::C, &p, None);
+        // The producer publishes one message every 3 us; the consumer
+        // takes 1 us for each and finds the ring empty after it.
+        let empty = |now: u64| View {
+            now,
+            len: 256,
+            published: now / (3 * us),
+            consumed: now / (3 * us),
+        };
+        let mut now = 0;
+        let nap = |c: &mut Controller, now: &mut u64, late: u64| -> u64 {
+            for _ in 0..20 {
+                *now += 3 * us;
+                let _ = c.after_work(&empty(*now), us);
+            }
+            let Action::Nap(until) = c.wait(&empty(*now), *now, true) else {
+                panic!("a consumer 3 times faster naps");
+            };
+            c.woke(until, until + late);
+            until - *now
+        };
+        // Before it has timed four naps: the bound's budget (80 us) less
+        // S_C and two messages' work.
+        assert_eq!(nap(&mut c, &mut now, 30 * us), 80 * us - 200_000 - 2 * us);
+        for _ in 0..3 {
+            nap(&mut c, &mut now, 30 * us);
+        }
+        // Its naps woke 30 us late: the first message, which may arrive
+        // just after it fell asleep, still waits under 80 us.
+        assert_eq!(nap(&mut c, &mut now, 30 * us), 80 * us - 30 * us - 2 * us);
+        // Naps so late that nothing would gather under the bound (five of
+        // the last eight 79 us late): it spins, then blocks, and is kicked.
+        for _ in 0..5 {
+            nap(&mut c, &mut now, 79 * us);
+        }
+        now += 3 * us;
+        assert!(matches!(
+            c.wait(&empty(now), now, true),
+            Action::Spin(Some(_))
+        ));
     }
 
     #[test]
