@@ -700,10 +700,10 @@ impl Adaptive {
                 // sleep while messages accumulate, as long as the latency
                 // bound and half the ring allow: the first message waits
                 // for the nap, its wake-up (as its naps showed, once it
-                // has timed NAP_SAMPLES, else S) and the work ahead of it. A nap pays where at
-                // least two messages gather by the end of its wake-up
-                // (blocking instead costs the producer a kick for each
-                // wake-up).
+                // has timed NAP_SAMPLES, else S) and the work ahead of it.
+                // A nap pays where at least two messages gather by the end
+                // of its wake-up (blocking instead costs the producer a
+                // kick for each wake-up).
                 let len = v.len as f64;
                 let wake = if self.late_n >= NAP_SAMPLES {
                     self.nap_cost()
