@@ -236,6 +236,8 @@ pub struct Errors {
     pub worst_err_t: f64,
     /// Median error of T, polling.
     pub median_err_t_poll: f64,
+    /// Median error of E, polling (issue 13's polling column: <= 5%).
+    pub median_err_e_poll: f64,
     /// Median error of E, notify.
     pub median_err_e: f64,
     /// Median error of the simulator's T against the measurement.
@@ -299,6 +301,7 @@ fn errors<'a>(points: impl Iterator<Item = &'a Point> + Clone) -> Errors {
         worst_err_t_medians: tm.iter().copied().reduce(f64::max).unwrap_or(f64::NAN),
         worst_err_t: t.iter().copied().reduce(f64::max).unwrap_or(f64::NAN),
         median_err_t_poll: median(over(&|p| err(p.t_poll().median, p.model_poll.0))),
+        median_err_e_poll: median(over(&|p| err(p.e_poll().median, p.model_poll.1))),
         median_err_e: median(over(&|p| err(p.e_real().median, p.model.1))),
         median_err_t_sim: median(over(&|p| err(p.t_real().median, p.sim.0))),
         median_err_t_idle: median(
@@ -788,6 +791,7 @@ fn errors_text(e: &Errors) -> String {
          T, notify: median error {:.1}% (simulator, calibrated spread and idle curve, vs measured)\n\
          T, notify: median error {:.1}% (model with S at the sleepers' idle time, from the idle curve)\n\
          T, poll:   median error {:.1}%\n\
+         E, poll:   median error {:.1}%\n\
          E, notify: median error {:.1}%, worst {:.1}% (CPU: S counts its own CPU part, S cpu)\n\
          regimes:   {}/{} points where the side that slept is the one the model's regime says",
         100.0 * e.median_err_t,
@@ -797,6 +801,7 @@ fn errors_text(e: &Errors) -> String {
         100.0 * e.median_err_t_sim,
         100.0 * e.median_err_t_idle,
         100.0 * e.median_err_t_poll,
+        100.0 * e.median_err_e_poll,
         100.0 * e.median_err_e,
         100.0 * e.worst_err_e,
         e.regimes_agree,
@@ -1064,6 +1069,7 @@ mod tests {
         assert!((s.all.median_err_t - 0.1).abs() < 1e-12, "{:?}", s.all);
         assert!((s.all.worst_err_t - 0.2).abs() < 1e-12, "{:?}", s.all);
         assert_eq!(s.all.median_err_t_poll, 0.0);
+        assert_eq!(s.all.median_err_e_poll, 0.0);
         assert_eq!(s.all.regimes_agree, 2, "C slept in both, as FC says");
         // The spread of the repetitions: (5000 - 1000) / 1100, and 0.
         assert!((s.median_spread_t - (4000.0 / 1100.0) / 2.0).abs() < 1e-12);
