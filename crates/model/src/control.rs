@@ -932,6 +932,17 @@ mod tests {
         (c, t)
     }
 
+    /// The ring at `now` with the producer `ahead` messages in front of a
+    /// consumer that has gone on at 2 us a message since `t`.
+    fn two_us_consumer(t: u64) -> impl Fn(u64, u64) -> View {
+        move |now, ahead| View {
+            now,
+            len: 256,
+            published: 128 + (now - t) / 2_000_000 + ahead,
+            consumed: 128 + (now - t) / 2_000_000,
+        }
+    }
+
     #[test]
     fn a_producer_naps_by_the_models_rules_and_pauses_by_kicks_where_naps_cost_more() {
         let p = Params::default(); // S_P 3.9 us, N_C 0.2 us
@@ -939,12 +950,7 @@ mod tests {
         // The consumer goes on at 2 us a message; the producer has run
         // 200 ahead.
         let (mut c, t) = fast_producer(&p, 2);
-        let at = |now: u64, ahead: u64| View {
-            now,
-            len: 256,
-            published: 128 + (now - t) / (2 * us) + ahead,
-            consumed: 128 + (now - t) / (2 * us),
-        };
+        let at = two_us_consumer(t);
         let full = |now| at(now, 200);
         // Naps that wake S late, as the model says: it keeps napping.
         for i in 0..8 {
@@ -1024,12 +1030,7 @@ mod tests {
         let p = Params::default(); // S_P 3.9 us, N_C 0.2 us
         let us = 1_000_000;
         let (mut c, t) = fast_producer(&p, 2);
-        let at = |now: u64, ahead: u64| View {
-            now,
-            len: 256,
-            published: 128 + (now - t) / (2 * us) + ahead,
-            consumed: 128 + (now - t) / (2 * us),
-        };
+        let at = two_us_consumer(t);
         // Four naps that wake 20 us late against S_P + N_C = 4.1 us: a
         // kicked pause, leaving 8 queued (the test above).
         for i in 0..4 {
