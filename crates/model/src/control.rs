@@ -432,6 +432,11 @@ struct Adaptive {
     /// The margin [messages] of a kicked pause just taken, until the next
     /// publish measures how much of it the wake-up used.
     paused_margin: Option<f64>,
+    /// Waits since a consumer last napped, counted while its naps' wake-up
+    /// left no room under the latency bound: every [`PROBE_EVERY`]th is a
+    /// short nap, to time naps again (the machine's wake-ups change, and a
+    /// party that never naps would never see it).
+    declined: u32,
     /// The peer's kick threshold (k_P for a producer): a consumer asleep
     /// for k_P messages is surely awake, or kicked, once that many wait.
     k_peer: u64,
@@ -451,6 +456,10 @@ const KEEP: usize = 4;
 const NAP_SAMPLES: u32 = 4;
 /// Naps whose wake-ups decide what a nap costs (their median).
 const LATE_KEEP: usize = 8;
+/// A consumer whose naps woke too late to fit under the latency bound
+/// times a short one again every this many waits: rarely enough that the
+/// few messages that wait for a probe's wake-up stay well under 1%.
+const PROBE_EVERY: u32 = 1024;
 /// Weight of a new sample in the average of a kicked pause's wake-up: 1/4
 /// (a few wake-ups, not one, decide).
 const KICK_WEIGHT: f64 = 4.0;
@@ -550,6 +559,7 @@ impl Adaptive {
             late_n: 0,
             kick_wake: None,
             paused_margin: None,
+            declined: 0,
             k_peer: u64::from(match party {
                 Party::P => p.k_p,
                 Party::C => p.k_c,
@@ -711,8 +721,18 @@ impl Adaptive {
                     self.s_own
                 };
                 let nap = (self.budget - wake - 2.0 * own).min(0.5 * len * peer);
-                if peer > 1.05 * own && nap > 0.0 && nap + wake >= 2.0 * peer {
+                let slower = peer > 1.05 * own;
+                if slower && nap > 0.0 && nap + wake >= 2.0 * peer {
+                    self.declined = 0;
                     Action::Nap(v.now + nap as u64)
+                } else if slower && nap <= 0.0 && first && {
+                    self.declined += 1;
+                    self.declined >= PROBE_EVERY
+                } {
+                    // A probe, one of the producer's messages long: its
+                    // wake-up is timed like any nap's.
+                    self.declined = 0;
+                    Action::Nap(v.now + peer as u64)
                 } else if first {
                     Action::Spin(Some(start + (2.0 * peer).max(self.block_cost) as u64))
                 } else {
@@ -1114,6 +1134,33 @@ mod tests {
             c.wait(&empty(now), now, true),
             Action::Spin(Some(_))
         ));
+        // Every PROBE_EVERY-th such wait is a short nap (one of the
+        // producer's messages), timed like any other. Once four of the
+        // last eight woke 10 us late (the median halfway to 79 us), it
+        // naps again, sized by them: 80 - 44.5 - 2 us.
+        let (mut naps, mut last) = (0, 0);
+        for i in 1..=5 * PROBE_EVERY {
+            now += 3 * us;
+            let _ = c.after_work(&empty(now), us);
+            if let Action::Nap(until) = c.wait(&empty(now), now, true) {
+                naps += 1;
+                if naps <= 4 {
+                    // (The wait above was the first declined.)
+                    let gap = if naps == 1 {
+                        PROBE_EVERY - 1
+                    } else {
+                        PROBE_EVERY
+                    };
+                    assert_eq!((i - last, until - now), (gap, 3 * us));
+                    last = i;
+                    c.woke(until, until + 10 * us);
+                } else {
+                    assert_eq!(until - now, 33_500_000);
+                    break;
+                }
+            }
+        }
+        assert_eq!(naps, 5);
     }
 
     #[test]
