@@ -725,13 +725,14 @@ impl Adaptive {
                 if slower && nap > 0.0 && nap + wake >= 2.0 * peer {
                     self.declined = 0;
                     Action::Nap(v.now + nap as u64)
-                } else if slower && nap <= 0.0 && first && {
-                    self.declined += 1;
-                    self.declined >= PROBE_EVERY
-                } {
-                    // A probe, one of the producer's messages long: its
-                    // wake-up is timed like any nap's.
-                    self.declined = 0;
+                } else if slower
+                    && nap <= 0.0
+                    && self.budget - self.s_own - 2.0 * own > 0.0
+                    && first
+                    && self.probe_due()
+                {
+                    // Declined for its naps' wake-up alone: a probe, one
+                    // of the producer's messages long, timed like any nap.
                     Action::Nap(v.now + peer as u64)
                 } else if first {
                     Action::Spin(Some(start + (2.0 * peer).max(self.block_cost) as u64))
@@ -754,6 +755,18 @@ impl Adaptive {
                     Action::Block
                 }
             }
+        }
+    }
+
+    /// Counts a nap declined for its wake-up: true (and starts counting
+    /// again) at every [`PROBE_EVERY`]th.
+    fn probe_due(&mut self) -> bool {
+        self.declined += 1;
+        if self.declined >= PROBE_EVERY {
+            self.declined = 0;
+            true
+        } else {
+            false
         }
     }
 
