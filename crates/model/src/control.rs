@@ -424,6 +424,8 @@ struct Adaptive {
     late: Option<f64>,
     /// The last [`LATE_KEEP`] of them, oldest overwritten first.
     late_recent: [f64; LATE_KEEP],
+    /// The slot of `late_recent` the next nap's wake-up goes to.
+    late_next: usize,
     /// Naps timed so far.
     late_n: u32,
     /// Messages the peer handles while a producer wakes from a kicked
@@ -432,10 +434,10 @@ struct Adaptive {
     /// The margin [messages] of a kicked pause just taken, until the next
     /// publish measures how much of it the wake-up used.
     paused_margin: Option<f64>,
-    /// Waits since a consumer last napped, counted while its naps' wake-up
-    /// left no room under the latency bound: every [`PROBE_EVERY`]th is a
-    /// short nap, to time naps again (the machine's wake-ups change, and a
-    /// party that never naps would never see it).
+    /// Waits in which a consumer declined to nap for its naps' wake-up
+    /// alone, since its last nap: every [`PROBE_EVERY`]th is a short nap,
+    /// to time naps again (the machine's wake-ups change, and a party that
+    /// never naps would never see it).
     declined: u32,
     /// The peer's kick threshold (k_P for a producer): a consumer asleep
     /// for k_P messages is surely awake, or kicked, once that many wait.
@@ -556,6 +558,7 @@ impl Adaptive {
             last: None,
             late: None,
             late_recent: [0.0; LATE_KEEP],
+            late_next: 0,
             late_n: 0,
             kick_wake: None,
             paused_margin: None,
@@ -585,14 +588,15 @@ impl Adaptive {
     /// the model's own rules (a nap pays S), so only a machine whose timed
     /// sleeps cost more than its kicks pauses by kicks.
     fn naps_dear(&self, peer: f64, own: f64) -> bool {
-        self.late_n >= NAP_SAMPLES
-            && self.nap_cost() + own > 1.5 * self.kick_wake_estimate(peer, own) * peer
+        let kicked = self.kick_wake.map_or(self.block_cost + own, |m| m * peer);
+        self.late_n >= NAP_SAMPLES && self.nap_cost() + own > 1.5 * kicked
     }
 
     #[allow(clippy::cast_precision_loss)]
     fn woke(&mut self, planned: u64, now: u64) {
         let x = now.saturating_sub(planned) as f64;
-        self.late_recent[self.late_n as usize % LATE_KEEP] = x;
+        self.late_recent[self.late_next] = x;
+        self.late_next = (self.late_next + 1) % LATE_KEEP;
         self.late_n = self.late_n.saturating_add(1);
         let mut kept = self.late_recent;
         let kept = &mut kept[..(self.late_n as usize).min(LATE_KEEP)];
@@ -728,6 +732,7 @@ impl Adaptive {
                 } else if slower
                     && nap <= 0.0
                     && self.budget - self.s_own - 2.0 * own > 0.0
+                    && self.budget - 2.0 * own >= 2.0 * peer
                     && first
                     && self.probe_due()
                 {
@@ -886,8 +891,9 @@ impl Adaptive {
         let naps_dear = self.naps_dear(peer, own);
         // A nap fits where it outlasts its own wake-up; a shorter one (it
         // still ends before the ring is down to the margin) only once
-        // kicked pauses have shown that their wake-up is no shorter: a
-        // kicked pause needs as deep a queue and also costs the peer a kick.
+        // kicked pauses have shown that naps are not dear against them
+        // (they wake at most 1.5 times later): a kicked pause needs a
+        // queue about as deep and also costs the peer a kick.
         let nap_fits =
             nap > self.nap_cost() || (nap > 0.0 && self.kick_wake.is_some() && !naps_dear);
         // Where naps cost clearly more, or have shown they wake too late to
@@ -1085,12 +1091,21 @@ mod tests {
             c.after_work(&at(t + 900 * us, 200), us),
             Some(Action::Nap(_))
         ));
+        // With 25 queued the nap that leaves the margin (2 + 2 sqrt(25))
+        // is shorter than its own wake-up: 13 x 2 us - 20 us - 1 us = 5 us.
+        // Taken now that kicked pauses have shown that naps are not dear;
+        // before them it was not, and a kicked pause would need 28 queued.
+        assert_eq!(
+            c.at_pause_mark(&at(t + 1000 * us, 25), None, true),
+            Some(Action::Nap(t + 1005 * us))
+        );
 
         // Naps that wake S late, one of eight stalled for 5 ms: the median
         // of what they took decides, so it keeps napping (a mean would
         // make naps look 150 times dearer, and they would never be taken
         // again to unlearn it).
         let (mut c, t) = fast_producer(&p, 2);
+        let at = two_us_consumer(t);
         for i in 0..8 {
             let Some(Action::Nap(until)) = c.after_work(&at(t + i * 100 * us, 200), us) else {
                 panic!("a producer 200 messages ahead naps");
