@@ -102,9 +102,9 @@ fn both_directions_deliver_every_message_with_every_strategy() {
 /// paper's costs as its estimates (S_P 3.9 us, N_C 0.2 us): its VMM's naps
 /// wake far later than that here (20 us or more nested), so once they have
 /// shown it (four naps, or one too late to fit) it pauses at its mark
-/// until the host's kick, which its VMM
-/// carries out over guest memory (register the guest's wait point, fence,
-/// re-check, sleep on the doorbell). Every message arrives, the guest
+/// until the host's kick, which its VMM carries out over guest memory
+/// (register the guest's wait point, fence, re-check, sleep on the
+/// doorbell). Every message arrives, the guest
 /// sleeps without napping, and the host kicks it.
 #[test]
 fn a_guest_producer_pauses_until_the_hosts_kick_where_its_naps_cost_more() {
