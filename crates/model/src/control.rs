@@ -46,6 +46,15 @@ pub enum Action {
     /// producer) or messages queued (a consumer), and sleep once; pays S
     /// when woken, and goes on whatever it finds. The peer pays the kick.
     BlockUntil(u32),
+    /// A wait ([`Controller::wait`] only): register for a kick once the
+    /// peer has brought this many messages queued (a consumer) or slots
+    /// free (a producer), and sleep until kicked or until the deadline
+    /// [ps], whichever comes first. Pays S when kicked; when the deadline
+    /// ends it, it is withdrawn and pays a nap's wake-up (then tell
+    /// [`Controller::woke`]). Where the waiter cannot sleep on its
+    /// notifier with a timeout, a nap until the deadline does the same
+    /// job without the kick.
+    TimedBlock(u32, u64),
 }
 
 /// How a wait ended, for the strategies that learn from it.
@@ -317,8 +326,9 @@ impl Controller {
     }
 
     /// A nap that was to end at `planned` [ps] ended with the party running
-    /// again at `now`: what a timed sleep really costs it (the model's S of
-    /// a nap), which `adaptive` learns.
+    /// again at `now` (or a [`Action::TimedBlock`] that its deadline ended):
+    /// what a timed sleep really costs it (the model's S of a nap), which
+    /// `adaptive` learns.
     pub fn woke(&mut self, planned: u64, now: u64) {
         if let State::Adaptive(a) = &mut self.state {
             a.woke(planned, now);
@@ -411,6 +421,8 @@ struct Adaptive {
     s_own: f64,
     /// What blocking costs the pair [ps]: own S plus the peer's kick N.
     block_cost: f64,
+    /// The peer's kick N [ps].
+    n_peer: f64,
     /// Own work per message [ps], moving average.
     w_own: Option<f64>,
     /// The peer's pace [ps per message].
@@ -429,8 +441,13 @@ struct Adaptive {
     /// Naps timed so far.
     late_n: u32,
     /// Messages the peer handles while a producer wakes from a kicked
-    /// pause and publishes once, moving average.
+    /// pause and publishes once (a consumer: the producer publishes while
+    /// it wakes from a kick), moving average.
     kick_wake: Option<f64>,
+    /// The kick threshold of a consumer's [`Action::TimedBlock`] in this
+    /// wait, until its end shows whether the kick ended it and how many
+    /// messages its wake-up let gather.
+    blocked_at: Option<u32>,
     /// The margin [messages] of a kicked pause just taken, until the next
     /// publish measures how much of it the wake-up used.
     paused_margin: Option<f64>,
@@ -465,6 +482,10 @@ const PROBE_EVERY: u32 = 1024;
 /// Weight of a new sample in the average of a kicked pause's wake-up: 1/4
 /// (a few wake-ups, not one, decide).
 const KICK_WEIGHT: f64 = 4.0;
+/// The most of the producer's time a consumer's kicked pauses may take
+/// (one kick N_P a pause): the 5% within which a pair still has polling's
+/// throughput.
+const KICK_SHARE: f64 = 0.05;
 
 /// The peer's pace, estimated from windows of the ring's indices.
 #[derive(Debug, Clone)]
@@ -526,6 +547,11 @@ impl PeerPace {
     fn fastest(&self) -> Option<f64> {
         self.samples.iter().copied().reduce(f64::min)
     }
+    /// The slowest recent pace: what a consumer sizes a kicked pause with
+    /// (a producer that slowed down brings the kick's count later).
+    fn slowest(&self) -> Option<f64> {
+        self.samples.iter().copied().reduce(f64::max)
+    }
     /// The recent pace, newest weighted most: the arrival rate a consumer
     /// plans with.
     fn recent(&self) -> Option<f64> {
@@ -547,6 +573,7 @@ impl Adaptive {
             budget: 0.8 * latency_ns * 1000.0,
             s_own: s_own * 1000.0,
             block_cost: (s_own + n_peer) * 1000.0,
+            n_peer: n_peer * 1000.0,
             w_own: None,
             peer: PeerPace {
                 acc_t: 0,
@@ -561,6 +588,7 @@ impl Adaptive {
             late_next: 0,
             late_n: 0,
             kick_wake: None,
+            blocked_at: None,
             paused_margin: None,
             declined: 0,
             k_peer: u64::from(match party {
@@ -594,6 +622,8 @@ impl Adaptive {
 
     #[allow(clippy::cast_precision_loss)]
     fn woke(&mut self, planned: u64, now: u64) {
+        // A kicked wait that its deadline ended: no kick's wake-up to learn.
+        self.blocked_at = None;
         let x = now.saturating_sub(planned) as f64;
         self.late_recent[self.late_next] = x;
         self.late_next = (self.late_next + 1) % LATE_KEEP;
@@ -726,6 +756,12 @@ impl Adaptive {
                 };
                 let nap = (self.budget - wake - 2.0 * own).min(0.5 * len * peer);
                 let slower = peer > 1.05 * own;
+                if slower && first {
+                    if let Some(a) = self.kicked_wait(v, peer, own) {
+                        self.declined = 0;
+                        return a;
+                    }
+                }
                 if slower && nap > 0.0 && nap + wake >= 2.0 * peer {
                     self.declined = 0;
                     Action::Nap(v.now + nap as u64)
@@ -763,6 +799,51 @@ impl Adaptive {
         }
     }
 
+    /// A consumer's pause until the producer's kick, where its naps have
+    /// shown they wake later than a kicked wait does, counting the
+    /// producer's kick: what kicked waits showed (the messages that
+    /// gathered while it woke, at the producer's pace, plus N_P), else the
+    /// calibrated S + N_P. A nap's lateness is also what it costs in CPU
+    /// where a timer's wake-up is charged to the sleeper (the simulator
+    /// charges it; so does a nested guest's thread clock,
+    /// `docs/control.md`). It asks for the kick once as many messages are
+    /// queued as the latency bound lets the first of them wait (for those
+    /// after it, at the producer's slowest recent pace, and for the
+    /// wake-up), with the budget as a deadline in case the producer slows
+    /// down or stops. Only where the producer, which sets the pace, spends
+    /// at most [`KICK_SHARE`] of its time in these kicks (its calibrated
+    /// N_P).
+    #[allow(
+        clippy::cast_possible_truncation,
+        clippy::cast_sign_loss,
+        clippy::cast_precision_loss
+    )]
+    fn kicked_wait(&mut self, v: &View, peer: f64, own: f64) -> Option<Action> {
+        let wake = self
+            .kick_wake
+            .map_or(self.block_cost, |m| m * peer + self.n_peer);
+        if self.late_n < NAP_SAMPLES || self.nap_cost() <= wake {
+            return None;
+        }
+        let slowest = self.peer.slowest().unwrap_or(peer).max(peer);
+        // The first message waits for the at - 1 after it and the wake-up:
+        // (at - 1) slowest <= budget - wake - 2 own. The kick comes about
+        // a wake-up before the deadline; a producer slower than that by
+        // chance meets the deadline, and the wait ends as a nap.
+        let at = (((self.budget - wake - 2.0 * own) / slowest).floor() + 1.0)
+            .min((0.5 * v.len as f64).floor());
+        if at < 2.0 || self.n_peer > KICK_SHARE * at * peer {
+            return None;
+        }
+        // The deadline lets a producer that slowed down or stopped keep the
+        // first message within the budget and the deadline's wake-up.
+        self.blocked_at = Some(at as u32);
+        Some(Action::TimedBlock(
+            at as u32,
+            v.now + (self.budget - 2.0 * own) as u64,
+        ))
+    }
+
     /// Counts a nap declined for its wake-up: true (and starts counting
     /// again) at every [`PROBE_EVERY`]th.
     fn probe_due(&mut self) -> bool {
@@ -792,6 +873,16 @@ impl Adaptive {
 
     fn done(&mut self, v: &View, _e: Episode) {
         self.observe(v);
+        // A kicked wait ends with its threshold queued and what the
+        // producer published while the consumer woke (one its deadline
+        // ended was forgotten in `woke`).
+        if let Some(at) = self.blocked_at.take() {
+            let queued = v.occupancy();
+            if queued >= u64::from(at) {
+                #[allow(clippy::cast_precision_loss)]
+                self.note_kick_wake((queued - u64::from(at)) as f64);
+            }
+        }
     }
 
     /// The producer's pause mark: the occupancy from which it pauses.
@@ -941,6 +1032,7 @@ fn wake_used(m: f64, v: &View, published: f64) -> f64 {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::Cost;
 
     fn view(now: u64) -> View {
         View {
@@ -1120,7 +1212,13 @@ mod tests {
 
     #[test]
     fn a_consumer_plans_its_naps_with_the_wake_ups_they_showed() {
-        let p = Params::default(); // S_C 0.2 us
+        // S_C 0.2 us; the producer's kick 10 us, too dear for it (13% of
+        // its time at the 26 messages a kicked wait would gather), so the
+        // consumer naps however late its naps wake.
+        let p = Params {
+            n_p: Cost::Const(10_000.0),
+            ..Params::default()
+        };
         let us = 1_000_000;
         let mut c = Controller::new(WaitMode::parse("adaptive").unwrap(), Party::C, &p, None);
         // The producer publishes one message every 3 us; the consumer
@@ -1189,6 +1287,94 @@ mod tests {
             }
         }
         assert_eq!(naps, 5);
+    }
+
+    #[test]
+    fn a_consumer_waits_for_the_kick_where_naps_cost_more_than_kicked_wake_ups() {
+        let p = Params::default(); // S_C 0.2 us, N_P 2.4 us
+        let us = 1_000_000;
+        let mut c = Controller::new(WaitMode::parse("adaptive").unwrap(), Party::C, &p, None);
+        // The producer publishes one message every 3 us; the consumer
+        // takes 1 us for each.
+        let ring = |now: u64, queued: u64| View {
+            now,
+            len: 256,
+            published: now / (3 * us),
+            consumed: now / (3 * us) - queued,
+        };
+        let mut now = 0;
+        let run = |c: &mut Controller, now: &mut u64| {
+            for _ in 0..20 {
+                *now += 3 * us;
+                let _ = c.after_work(&ring(*now, 0), us);
+            }
+            c.wait(&ring(*now, 0), *now, true)
+        };
+        // Four naps, each waking 30 us late: more than S_C + N_P.
+        for _ in 0..NAP_SAMPLES {
+            let Action::Nap(until) = run(&mut c, &mut now) else {
+                panic!("it naps until it has timed its naps");
+            };
+            c.woke(until, until + 30 * us);
+        }
+        // Then it asks for the kick at 26 messages, the most with
+        // (at - 1) x 3 us <= 80 us - S_C - N_P - 2 us, with the budget less
+        // 2 us as deadline.
+        let Action::TimedBlock(at, until) = run(&mut c, &mut now) else {
+            panic!("naps wake later than a kick would");
+        };
+        assert_eq!((at, until - now), (26, 78 * us));
+        // The kick came; one more message arrived while it woke: it plans
+        // the next with 3 us + N_P of wake-up: (at - 1) x 3 us <= 72.6 us.
+        now += 26 * 3 * us + 3 * us;
+        c.done(
+            &ring(now, 26 + 1),
+            Episode {
+                start: now - 81 * us,
+                end: now,
+                blocked: Some(81 * us),
+            },
+        );
+        let Action::TimedBlock(at, _) = run(&mut c, &mut now) else {
+            panic!("kicked waits go on");
+        };
+        assert_eq!(at, 25);
+        // A wait its deadline ended teaches what the timer's wake-up took,
+        // and nothing of a kick's.
+        c.woke(until, until + 30 * us);
+        let Action::TimedBlock(at, _) = run(&mut c, &mut now) else {
+            panic!("kicked waits go on");
+        };
+        assert_eq!(at, 25);
+        // Kicked wake-ups that let 16 messages gather (the average moves to
+        // 4.75, then 7.6, 9.7 messages: 31.5 us with N_P, more than the
+        // naps' 30 us): back to naps.
+        for round in 0..3 {
+            now += 25 * 3 * us + 16 * 3 * us;
+            c.done(
+                &ring(now, 25 + 16),
+                Episode {
+                    start: now - 123 * us,
+                    end: now,
+                    blocked: Some(123 * us),
+                },
+            );
+            let a = run(&mut c, &mut now);
+            assert_eq!(matches!(a, Action::Nap(_)), round == 2, "{round}: {a:?}");
+        }
+        // Where the producer's kick would take more than 5% of its time,
+        // (10 us / (26 x 3 us) = 13%), it naps, however late.
+        let dear = Params {
+            n_p: Cost::Const(10_000.0),
+            ..Params::default()
+        };
+        let mut c = Controller::new(WaitMode::parse("adaptive").unwrap(), Party::C, &dear, None);
+        for _ in 0..=NAP_SAMPLES {
+            let Action::Nap(until) = run(&mut c, &mut now) else {
+                panic!("kicks too dear for the producer");
+            };
+            c.woke(until, until + 30 * us);
+        }
     }
 
     #[test]

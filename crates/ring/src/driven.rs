@@ -11,6 +11,7 @@
 //! | `Nap(t)` | a real timed sleep until `t` (`std::thread::sleep`), no registration; counted in [`WaitStats::sleeps`] and [`WaitStats::naps`] | never |
 //! | `Block` | today's protocol: register need-kick -> fence -> re-check -> block | by the peer, per the protocol |
 //! | `BlockUntil(k)` | a pause: the same protocol once, asking for a kick at `k` slots free (messages queued), then goes on | by the peer, at `k` |
+//! | `TimedBlock(k, t)` | a wait: the same protocol once, asking for a kick at `k`, sleeping on the notifier until kicked or `t` ([`Notifier::wait_timeout`]), then withdraws and re-checks | by the peer, at `k` |
 //!
 //! Design: the ring depends on `kicklab-model` (serde, thiserror, libm: no
 //! more) and runs its [`Controller`] directly, so a library user picks any
@@ -42,7 +43,7 @@ use kicklab_model::WaitMode;
 pub use kicklab_model::control::{Action, Controller, Episode, View};
 
 use crate::sync::spin_hint;
-use crate::wait::{block, block_once, Notifier, Side, WaitError, WaitStats};
+use crate::wait::{block, block_once, block_timed, Notifier, Side, WaitError, WaitStats};
 use crate::{Consumer, Producer};
 
 /// A monotonic clock in picoseconds (the unit of [`View::now`]).
@@ -95,8 +96,9 @@ pub trait Policy {
         let _ = (v, work_ps);
         None
     }
-    /// A nap planned to end at `planned` [ps] ended with the party running
-    /// again at `now`.
+    /// A nap planned to end at `planned` [ps] (or a timed block whose
+    /// deadline that was, and ended it) ended with the party running again
+    /// at `now`.
     fn woke(&mut self, planned: u64, now: u64) {
         let _ = (planned, now);
     }
@@ -237,6 +239,22 @@ impl<P: Policy, C: Clock> Driven<P, C> {
                     blocked = Some(self.now() - t0);
                     break;
                 }
+                Action::TimedBlock(at, until) => {
+                    let t0 = self.now();
+                    let timeout = std::time::Duration::from_nanos(until.saturating_sub(t0) / 1000);
+                    let kicked = block_timed(side, at, timeout, notifier, stats)?;
+                    let now = self.now();
+                    *blocked.get_or_insert(0) += now - t0;
+                    if !kicked {
+                        self.policy.woke(until, now);
+                    }
+                    if side.have()? > 0 {
+                        break;
+                    }
+                    if notifier.stopped() {
+                        return Err(WaitError::Stopped);
+                    }
+                }
             }
             first = false;
         }
@@ -279,7 +297,7 @@ impl<P: Policy, C: Clock> Driven<P, C> {
                 block_once(side, k, notifier, stats)?;
                 Ok(true)
             }
-            Some(Action::Spin(None) | Action::Block) | None => Ok(false),
+            Some(Action::Spin(None) | Action::Block | Action::TimedBlock(..)) | None => Ok(false),
         }
     }
 
@@ -648,6 +666,60 @@ mod tests {
             if let WaitMode::Sleep { .. } = mode {
                 assert_eq!(st.sleeps, st.naps, "{s} never blocks");
             }
+        }
+    }
+
+    /// Asks for a kick at 2 messages with a deadline 5 ms after the
+    /// clock's start, then blocks; records the deadlines that ended a wait.
+    struct TimedAtTwo {
+        woke: Vec<u64>,
+    }
+
+    impl Policy for TimedAtTwo {
+        fn wait(&mut self, _v: &View, _start: u64, first: bool) -> Action {
+            if first {
+                Action::TimedBlock(2, 5_000_000_000)
+            } else {
+                Action::Block
+            }
+        }
+        fn done(&mut self, _v: &View, _e: Episode) {}
+        fn woke(&mut self, planned: u64, _now: u64) {
+            self.woke.push(planned);
+        }
+    }
+
+    #[test]
+    #[cfg_attr(miri, ignore = "system calls")]
+    fn a_timed_block_ends_by_the_kick_at_its_count_or_by_its_deadline() {
+        for (published, kicked) in [(1u64, false), (2, true)] {
+            let (mut p, mut c) = crate::ring(8);
+            let to_c = std::sync::Arc::new(crate::FutexNotifier::default());
+            let to_c2 = std::sync::Arc::clone(&to_c);
+            let mut by = Driven::new(TimedAtTwo { woke: Vec::new() }, MonotonicClock::new());
+            let t = std::thread::spawn(move || {
+                std::thread::sleep(std::time::Duration::from_millis(1));
+                let mut kicks = 0u32;
+                for i in 0..published {
+                    assert!(p.write(i).unwrap());
+                    let pubd = p.publish();
+                    if p.peer_wants_kick(pubd) {
+                        kicks += 1;
+                        to_c2.notify().unwrap();
+                    }
+                }
+                kicks
+            });
+            let mut st = WaitStats::default();
+            c.wait_for_messages_by(1, &mut by, &*to_c, &mut st).unwrap();
+            let waited = by.now();
+            // One message asks for no kick: the deadline ends the wait.
+            // The second is the count it asked for: its kick ends it.
+            assert_eq!(t.join().unwrap(), u32::from(kicked), "{published}");
+            assert_eq!(by.policy.woke.is_empty(), kicked, "{published}");
+            assert_eq!(waited >= 5_000_000_000, !kicked, "{published}: {waited} ps");
+            assert_eq!((st.sleeps, st.naps), (1, 0));
+            assert_eq!(c.pop().unwrap(), 0);
         }
     }
 

@@ -5,8 +5,11 @@ use std::io;
 use std::os::fd::OwnedFd;
 use std::str::FromStr;
 use std::sync::atomic::{AtomicU32, Ordering};
+use std::time::{Duration, Instant};
 
+use rustix::event::{PollFd, PollFlags};
 use rustix::io::Errno;
+use rustix::thread::futex::Timespec;
 
 use crate::wait::Notifier;
 
@@ -87,6 +90,73 @@ impl Notifier for FutexNotifier {
             }
         }
     }
+
+    fn wait_timeout(&self, timeout: Duration) -> io::Result<bool> {
+        if self.take() {
+            return Ok(true);
+        }
+        if self
+            .word
+            .compare_exchange(
+                state::EMPTY,
+                state::PARKED,
+                Ordering::Relaxed,
+                Ordering::Relaxed,
+            )
+            .is_err()
+        {
+            self.word.store(state::EMPTY, Ordering::Relaxed);
+            std::sync::atomic::fence(Ordering::Acquire);
+            return Ok(true);
+        }
+        let deadline = Instant::now() + timeout;
+        loop {
+            let left = deadline.saturating_duration_since(Instant::now());
+            if left.is_zero() {
+                // Withdraw, unless a notify has made the word NOTIFIED (only
+                // this waiter ever empties it).
+                if self
+                    .word
+                    .compare_exchange(
+                        state::PARKED,
+                        state::EMPTY,
+                        Ordering::Relaxed,
+                        Ordering::Relaxed,
+                    )
+                    .is_ok()
+                {
+                    return Ok(false);
+                }
+                return Ok(self.take());
+            }
+            let ts = Timespec::try_from(left).unwrap_or(Timespec {
+                tv_sec: i64::MAX,
+                tv_nsec: 0,
+            });
+            match rustix::thread::futex::wait(
+                &self.word,
+                rustix::thread::futex::Flags::PRIVATE,
+                state::PARKED,
+                Some(&ts),
+            ) {
+                Ok(()) | Err(Errno::AGAIN | Errno::INTR | Errno::TIMEDOUT) => {}
+                Err(e) => return Err(e.into()),
+            }
+            if self.take() {
+                return Ok(true);
+            }
+        }
+    }
+}
+
+/// Waits until `fd` is readable or `timeout` has passed: true if readable.
+fn readable(fd: &OwnedFd, timeout: Duration) -> io::Result<bool> {
+    let ts = Timespec::try_from(timeout).unwrap_or(Timespec {
+        tv_sec: i64::MAX,
+        tv_nsec: 0,
+    });
+    let mut fds = [PollFd::new(fd, PollFlags::IN)];
+    Ok(retry(|| rustix::event::poll(&mut fds, Some(&ts)))? > 0)
 }
 
 /// An eventfd: `write(1)` to notify, a blocking `read` (which resets the
@@ -127,6 +197,13 @@ impl Notifier for EventFdNotifier {
         let mut buf = [0u8; 8];
         retry(|| rustix::io::read(&self.fd, &mut buf)).map(drop)
     }
+
+    fn wait_timeout(&self, timeout: Duration) -> io::Result<bool> {
+        if !readable(&self.fd, timeout)? {
+            return Ok(false);
+        }
+        self.wait().map(|()| true)
+    }
 }
 
 /// A pipe: one byte to notify, a blocking read (draining what is there) to
@@ -162,6 +239,13 @@ impl Notifier for PipeNotifier {
     fn wait(&self) -> io::Result<()> {
         let mut buf = [0u8; 64];
         retry(|| rustix::io::read(&self.read, &mut buf)).map(drop)
+    }
+
+    fn wait_timeout(&self, timeout: Duration) -> io::Result<bool> {
+        if !readable(&self.read, timeout)? {
+            return Ok(false);
+        }
+        self.wait().map(|()| true)
     }
 }
 
@@ -258,6 +342,43 @@ mod tests {
             for _ in 0..100_000 {
                 n.notify().unwrap(); // a pipe fills up: must not block or fail
             }
+            n.wait().unwrap();
+        }
+    }
+
+    #[test]
+    #[cfg_attr(miri, ignore = "system calls")]
+    fn a_timed_wait_ends_by_its_notification_or_its_timeout_and_loses_none() {
+        for kind in NotifierKind::ALL {
+            let n: Arc<dyn Notifier> = Arc::from(kind.make().unwrap());
+            // Nothing sent: the timeout ends it.
+            let t0 = std::time::Instant::now();
+            assert!(
+                !n.wait_timeout(Duration::from_millis(5)).unwrap(),
+                "{kind:?}"
+            );
+            assert!(t0.elapsed() >= Duration::from_millis(5), "{kind:?}");
+            // Sent before: it returns at once, consuming it.
+            n.notify().unwrap();
+            assert!(n.wait_timeout(Duration::from_secs(60)).unwrap(), "{kind:?}");
+            assert!(
+                !n.wait_timeout(Duration::from_millis(1)).unwrap(),
+                "{kind:?}"
+            );
+            // Sent while it sleeps: it wakes long before its timeout.
+            let w = Arc::clone(&n);
+            let t0 = std::time::Instant::now();
+            let t = std::thread::spawn(move || w.wait_timeout(Duration::from_secs(60)).unwrap());
+            std::thread::sleep(Duration::from_millis(20));
+            n.notify().unwrap();
+            assert!(t.join().unwrap(), "{kind:?}");
+            assert!(t0.elapsed() < Duration::from_secs(30), "{kind:?}");
+            // Sent after a timeout: kept for the next wait.
+            assert!(
+                !n.wait_timeout(Duration::from_micros(50)).unwrap(),
+                "{kind:?}"
+            );
+            n.notify().unwrap();
             n.wait().unwrap();
         }
     }

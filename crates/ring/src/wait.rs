@@ -27,6 +27,20 @@ pub trait Notifier: Send + Sync {
     /// The underlying system call failed.
     fn wait(&self) -> std::io::Result<()>;
 
+    /// Blocks until notified (consuming the notification: true) or until
+    /// `timeout` has passed (false). The default sleeps the whole timeout
+    /// and returns false: a notification sent meanwhile stays pending and
+    /// ends the next wait at once (a stale kick, which every wait
+    /// survives), so a notifier without a timed wait loses none either.
+    ///
+    /// # Errors
+    ///
+    /// The underlying system call failed.
+    fn wait_timeout(&self, timeout: Duration) -> std::io::Result<bool> {
+        std::thread::sleep(timeout);
+        Ok(false)
+    }
+
     /// Whether the waiter should give up: a polling wait checks it now and
     /// then (a blocked one relies on `wait` returning an error), so the
     /// owner of a run can end a wait on a peer that will never come, such
@@ -205,6 +219,28 @@ pub(crate) fn block_once<S: Side>(
         stats.averted += 1;
     }
     Ok(())
+}
+
+/// A wait with a deadline: register need-kick at `k` -> fence -> re-check
+/// -> block until kicked or `timeout` has passed, once, then withdraw.
+/// False only where the timeout ended it (a kick sent after that stays
+/// pending: the next wait ends at once and re-checks).
+pub(crate) fn block_timed<S: Side>(
+    side: &mut S,
+    k: u32,
+    timeout: Duration,
+    notifier: &dyn Notifier,
+    stats: &mut WaitStats,
+) -> Result<bool, WaitError> {
+    if side.prepare_sleep(k)? {
+        stats.sleeps += 1;
+        let kicked = notifier.wait_timeout(timeout)?;
+        side.finish_sleep();
+        Ok(kicked)
+    } else {
+        stats.averted += 1;
+        Ok(true)
+    }
 }
 
 /// Register need-kick -> fence -> re-check -> block, until the condition

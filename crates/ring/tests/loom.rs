@@ -44,6 +44,13 @@ impl Notifier for LoomNotifier {
         *t = false;
         Ok(())
     }
+    fn wait_timeout(&self, _timeout: std::time::Duration) -> std::io::Result<bool> {
+        // The deadline comes at a point of loom's choosing: a kick sent
+        // before it ends the wait, one sent after stays pending.
+        loom::thread::yield_now();
+        let mut t = self.token.lock().unwrap();
+        Ok(std::mem::take(&mut *t))
+    }
 }
 
 fn transfer(len: u32, messages: u64, k_p: u32, k_c: u32, sp: WaitStrategy, sc: WaitStrategy) {
@@ -208,6 +215,8 @@ const SLEEP: &[Action] = &[Action::Nap(0)];
 const HYBRID: &[Action] = &[Action::Nap(0), Action::Spin(None)];
 /// `notify`.
 const BLOCK_NOW: &[Action] = &[Action::Block];
+/// `adaptive`'s consumer where naps wake late: a kick at 2, or the deadline.
+const TIMED: &[Action] = &[Action::TimedBlock(2, 0)];
 
 /// One side of a driven transfer: its script, and coalescing of its own
 /// kicks (hold until `n` are pending; the time limit never passes).
@@ -368,4 +377,14 @@ fn driven_producer_pauses_until_the_consumers_kick() {
     transfer_driven(3, 3, 1, 1, pause(3, BLOCK_NOW), side(BLOCK_NOW));
     transfer_driven(2, 3, 1, 1, pause(1, BLOCK_NOW), side(NAP_SPIN_BLOCK));
     transfer_driven(3, 3, 1, 2, pause(2, NAP_SPIN_BLOCK), side(DEFER));
+}
+
+#[test]
+fn driven_timed_blocks_end_by_kick_or_deadline() {
+    // A wait that asks for a kick at 2 with a deadline: fewer than 2 may
+    // ever come (the last message), so only the deadline ends some waits;
+    // a kick sent after it stays pending for the next wait.
+    transfer_driven(3, 3, 1, 1, side(BLOCK_NOW), side(TIMED));
+    transfer_driven(2, 3, 1, 1, side(TIMED), side(NAP_SPIN_BLOCK));
+    transfer_driven(2, 3, 1, 1, side(TIMED), side(TIMED));
 }

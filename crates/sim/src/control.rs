@@ -1,5 +1,6 @@
 //! The event loop for every strategy (`control.md`): spins with deadlines,
-//! timed sleeps that pay S on waking and are never kicked, blocks, pauses
+//! timed sleeps that pay S on waking and are never kicked, blocks (timed
+//! ones too: kicked at their count, or woken by their deadline), pauses
 //! between messages and coalesced kicks, decided step by step by each
 //! party's [`Controller`]. The rules of `model-semantics.md` otherwise hold
 //! to the letter: with `notify`, `poll` and `spin:<B>` this loop draws the
@@ -43,7 +44,8 @@ enum Phase {
     SpinUntil,
     /// Spinning for the condition with no deadline: no event.
     Spin,
-    /// Blocked, waiting for a kick: no event.
+    /// Blocked, waiting for a kick: no event, or (a timed block) its
+    /// deadline (class 1).
     Blocked,
 }
 
@@ -68,6 +70,9 @@ struct Side {
     /// Blocked in a pause until the peer brings this many (`BlockUntil`):
     /// the peer kicks at this threshold, not at its k.
     pause_k: Option<u64>,
+    /// Blocked in a wait until the peer brings this many or the deadline
+    /// (`TimedBlock`): the peer kicks at this threshold, not at its k.
+    wait_k: Option<u64>,
     ctl: Controller,
 }
 
@@ -171,6 +176,7 @@ fn run(
         work: 0,
         pending_since: None,
         pause_k: None,
+        wait_k: None,
         ctl: Controller::new(mode, party, prm, None),
     };
     let mut s = [side(Party::P, cfg.mode_p), side(Party::C, cfg.mode_c)];
@@ -216,7 +222,8 @@ fn run(
         ($me:expr, $peer:expr, $now:expr) => {{
             let (me, peer, now): (usize, usize, u64) = ($me, $peer, $now);
             let mut kicked = false;
-            if s[peer].phase == Phase::Blocked && have[peer] >= s[peer].pause_k.unwrap_or(k[me]) {
+            let want = s[peer].pause_k.or(s[peer].wait_k).unwrap_or(k[me]);
+            if s[peer].phase == Phase::Blocked && have[peer] >= want {
                 let due = match coalesce[me] {
                     None => true,
                     Some((n, t)) => {
@@ -232,6 +239,7 @@ fn run(
                     let st = costs.start_up::<false>(start_i[peer], idle);
                     s[me].busy += n;
                     s[peer].busy += st;
+                    s[peer].wait_k = None;
                     // A pause is no episode of waiting.
                     if s[peer].pause_k.take().is_none() {
                         s[peer].blocked_for = Some(idle);
@@ -357,7 +365,10 @@ fn run(
                             s[me].pause_k = Some(u64::from(want));
                             s[me].block(now);
                         }
-                        Action::BlockUntil(_) | Action::Spin(None) | Action::Block => {}
+                        Action::BlockUntil(_)
+                        | Action::TimedBlock(..)
+                        | Action::Spin(None)
+                        | Action::Block => {}
                     }
                 }
             }
@@ -412,6 +423,12 @@ fn run(
                 match s[me].ctl.wait(&v, start, new_episode) {
                     // A wait takes the party's own threshold.
                     Action::Block | Action::BlockUntil(_) => s[me].block(now),
+                    // Registered at its own threshold, with a deadline.
+                    Action::TimedBlock(want, until) => {
+                        s[me].wait_k = Some(u64::from(want).max(1));
+                        s[me].block(now);
+                        s[me].t = until.max(now);
+                    }
                     Action::Spin(deadline) => {
                         s[me].spin_since = now;
                         match deadline {
@@ -437,7 +454,17 @@ fn run(
                 }
                 // An attempt that follows a nap is not a new episode.
             }
-            Phase::Spin | Phase::Blocked => unreachable!("no event pending"),
+            Phase::Blocked => {
+                // A timed block's deadline: withdrawn, it wakes as from a
+                // nap and attempts again (the same episode).
+                s[me].wait_k = None;
+                let st = nap_start(cfg, costs, me, now - s[me].blocked_since);
+                s[me].busy += st;
+                s[me].phase = Phase::Attempt;
+                s[me].t = now + st;
+                s[me].ctl.woke(now, now + st);
+            }
+            Phase::Spin => unreachable!("no event pending"),
         }
     }
 

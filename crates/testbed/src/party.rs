@@ -661,6 +661,14 @@ impl Notifier for Stoppable<'_> {
         Ok(())
     }
 
+    fn wait_timeout(&self, timeout: std::time::Duration) -> std::io::Result<bool> {
+        let kicked = self.inner.wait_timeout(timeout)?;
+        if self.stop.load(Ordering::SeqCst) {
+            return Err(std::io::Error::other("run stopped"));
+        }
+        Ok(kicked)
+    }
+
     fn stopped(&self) -> bool {
         self.stop.load(Ordering::Relaxed)
     }

@@ -364,6 +364,62 @@ fn adaptive_goes_back_to_naps_where_kicked_wake_ups_cost_as_much() {
     }
 }
 
+/// Where a consumer's naps wake 19.5 us late (a timer through a nested
+/// hypervisor) and a kicked wake-up costs the pair only S_C + N_P (2.6 us
+/// at the paper's costs), a consumer that keeps up pauses until the
+/// producer's kick at a latency bound's worth of messages: the producer
+/// kicks about once per sleep, at most 5% of its time, and the pair
+/// keeps polling's throughput within the bound at a fraction of the CPU
+/// of the same pair's naps. A producer that slows down tenfold
+/// (`phases`) brings the kick's count too late: the deadline ends those
+/// waits, and the bound still holds.
+#[test]
+fn a_consumer_waits_for_the_producers_kick_where_its_naps_cost_more() {
+    for w_p in ["2us", "3us", "phases:3us@5000+30us@500"] {
+        let cfg = |mode: &str, nap: Option<f64>| SimConfig {
+            mode_p: WaitMode::parse(mode).unwrap(),
+            mode_c: WaitMode::parse(mode).unwrap(),
+            nap_ns: [None, nap],
+            ..SimConfig::new(
+                Params {
+                    w_p: Cost::parse(w_p).unwrap(),
+                    ..Params::default()
+                },
+                WaitMode::Notify,
+                100_000,
+            )
+        };
+        let poll = simulate(&cfg("poll", None)).unwrap();
+        let kicked = simulate(&cfg("adaptive:latency=100us", Some(19_500.0))).unwrap();
+        let r = kicked.rates;
+        assert_eq!(r.messages, 100_000);
+        assert!(
+            r.notifications_p > 100 && r.notifications_p <= r.sleeps_c,
+            "{w_p}: {r:?}"
+        );
+        assert!(
+            r.t_ns <= 1.05 * poll.rates.t_ns,
+            "{w_p}: T {} vs {}",
+            r.t_ns,
+            poll.rates.t_ns
+        );
+        assert!(
+            r.latency_ns.unwrap().p99 <= 100_000.0,
+            "{w_p}: {:?}",
+            r.latency_ns
+        );
+        // Polling's excess (E - W_P - W_C) against the kicked waits' (the
+        // same draws of work).
+        let work = kicked.work_ns.unwrap();
+        let excess = r.e_ns - work;
+        let poll_excess = poll.rates.e_ns - work;
+        assert!(
+            excess <= 0.25 * poll_excess,
+            "{w_p}: excess {excess} vs polling's {poll_excess}"
+        );
+    }
+}
+
 /// Send combining with a fast consumer: P writes b messages, publishes
 /// them with one kick (it pays N_P), C wakes (S_C), drains them and sleeps
 /// again before the next batch, provided S_C + b W_C < b W_P. Then

@@ -20,6 +20,7 @@
 //! guest's kicks, so a run reports N and R = V + S of both sides as it met
 //! them (`docs/kvm.md`, "Timing inside runs").
 
+use std::os::fd::{AsRawFd, BorrowedFd};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
@@ -58,6 +59,32 @@ struct HostNotifier {
 impl Notifier for HostNotifier {
     fn notify(&self) -> std::io::Result<()> {
         self.doorbell.write(1)
+    }
+
+    fn wait_timeout(&self, timeout: std::time::Duration) -> std::io::Result<bool> {
+        let ts = rustix::time::Timespec::try_from(timeout).unwrap_or(rustix::time::Timespec {
+            tv_sec: i64::MAX,
+            tv_nsec: 0,
+        });
+        // SAFETY: the eventfd lives as long as `self`; the borrow ends here.
+        let fd = unsafe { BorrowedFd::borrow_raw(self.kick.as_raw_fd()) };
+        let mut fds = [rustix::event::PollFd::new(
+            &fd,
+            rustix::event::PollFlags::IN,
+        )];
+        let ready = loop {
+            match rustix::event::poll(&mut fds, Some(&ts)) {
+                Err(rustix::io::Errno::INTR) => {}
+                r => break r?,
+            }
+        };
+        if ready == 0 {
+            if self.stop.load(Ordering::SeqCst) {
+                return Err(std::io::Error::other("run stopped"));
+            }
+            return Ok(false);
+        }
+        self.wait().map(|()| true)
     }
 
     fn wait(&self) -> std::io::Result<()> {
@@ -580,4 +607,37 @@ pub fn run_pair_with(
         busy_waits(cfg.mode_p) || busy_waits(cfg.mode_c),
     );
     Ok(r)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn notifier() -> HostNotifier {
+        HostNotifier {
+            doorbell: EventFd::new(0).unwrap(),
+            kick: EventFd::new(0).unwrap(),
+            stop: Arc::new(AtomicBool::new(false)),
+            progress: Arc::new(AtomicU64::new(0)),
+            received: AtomicU64::new(0),
+            storm_limit: 1000,
+        }
+    }
+
+    #[test]
+    fn the_hosts_timed_wait_ends_by_a_guest_kick_or_its_timeout_or_a_stop() {
+        let n = notifier();
+        let t0 = std::time::Instant::now();
+        assert!(!n.wait_timeout(Duration::from_millis(5)).unwrap());
+        assert!(t0.elapsed() >= Duration::from_millis(5));
+        // A kick already written ends it at once, and is counted.
+        n.kick.write(1).unwrap();
+        assert!(n.wait_timeout(Duration::from_secs(60)).unwrap());
+        assert_eq!(n.received.load(Ordering::Relaxed), 1);
+        // A stopped run ends it with an error, kicked or not.
+        n.stop.store(true, Ordering::SeqCst);
+        assert!(n.wait_timeout(Duration::from_millis(1)).is_err());
+        n.kick.write(1).unwrap();
+        assert!(n.wait_timeout(Duration::from_millis(1)).is_err());
+    }
 }

@@ -324,7 +324,9 @@ impl GuestWaits for DelegatedWaits {
                         break;
                     }
                 }
-                Action::Nap(until) => {
+                // A guest cannot sleep on its doorbell with a timeout: a
+                // timed block is a nap to its deadline, with no kick.
+                Action::Nap(until) | Action::TimedBlock(_, until) => {
                     self.nap(until, stop);
                     if self.can_go_on() {
                         let end = self.now();
@@ -381,7 +383,7 @@ impl GuestWaits for DelegatedWaits {
                     self.controller.resumed(&v);
                 }
             }
-            Some(Action::Spin(None) | Action::Block) | None => {}
+            Some(Action::Spin(None) | Action::Block | Action::TimedBlock(..)) | None => {}
         }
         self.resume();
         Ok(())
