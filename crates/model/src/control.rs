@@ -200,6 +200,17 @@ impl Controller {
         Controller { state }
     }
 
+    /// For a waiter that cannot sleep on its notifier with a timeout (a
+    /// guest, whose VMM would take the deadline as a nap): the strategy
+    /// never asks for an [`Action::TimedBlock`].
+    #[must_use]
+    pub fn without_timed_blocks(mut self) -> Controller {
+        if let State::Adaptive(a) = &mut self.state {
+            a.timed_blocks = false;
+        }
+        self
+    }
+
     /// The party cannot go on at `v.now`: the next step. `first` is true
     /// when this starts an episode (at `start`), false when a spin ran out
     /// or a timed sleep ended with the condition still false.
@@ -456,6 +467,8 @@ struct Adaptive {
     /// to time naps again (the machine's wake-ups change, and a party that
     /// never naps would never see it).
     declined: u32,
+    /// Whether its waits may be [`Action::TimedBlock`]s.
+    timed_blocks: bool,
     /// The peer's kick threshold (k_P for a producer): a consumer asleep
     /// for k_P messages is surely awake, or kicked, once that many wait.
     k_peer: u64,
@@ -591,6 +604,7 @@ impl Adaptive {
             blocked_at: None,
             paused_margin: None,
             declined: 0,
+            timed_blocks: true,
             k_peer: u64::from(match party {
                 Party::P => p.k_p,
                 Party::C => p.k_c,
@@ -822,7 +836,7 @@ impl Adaptive {
         let wake = self
             .kick_wake
             .map_or(self.block_cost, |m| m * peer + self.n_peer);
-        if self.late_n < NAP_SAMPLES || self.nap_cost() <= wake {
+        if !self.timed_blocks || self.late_n < NAP_SAMPLES || self.nap_cost() <= wake {
             return None;
         }
         let slowest = self.peer.slowest().unwrap_or(peer).max(peer);
@@ -1362,7 +1376,16 @@ mod tests {
             let a = run(&mut c, &mut now);
             assert_eq!(matches!(a, Action::Nap(_)), round == 2, "{round}: {a:?}");
         }
-        // Where the producer's kick would take more than 5% of its time,
+        // A waiter that cannot block with a timeout naps.
+        let mut guest = Controller::new(WaitMode::parse("adaptive").unwrap(), Party::C, &p, None)
+            .without_timed_blocks();
+        for _ in 0..=NAP_SAMPLES {
+            let Action::Nap(until) = run(&mut guest, &mut now) else {
+                panic!("no timed blocks for it");
+            };
+            guest.woke(until, until + 30 * us);
+        }
+        // Where the producer's kick would take more than 5% of its time
         // (10 us / (26 x 3 us) = 13%), it naps, however late.
         let dear = Params {
             n_p: Cost::Const(10_000.0),

@@ -385,7 +385,9 @@ pub fn run_pair_with(
     let waits: Option<Box<dyn GuestWaits>> = match guest_side {
         GuestSide::Fixed(_) => None,
         GuestSide::Delegated(mode) => Some(Box::new(DelegatedWaits::new(
-            Controller::new(mode, if tx_dir { Party::P } else { Party::C }, p, None),
+            // The VMM sleeps on the guest's doorbell without a timeout.
+            Controller::new(mode, if tx_dir { Party::P } else { Party::C }, p, None)
+                .without_timed_blocks(),
             Arc::clone(&mem),
             tx_dir,
             p.len,

@@ -324,8 +324,9 @@ impl GuestWaits for DelegatedWaits {
                         break;
                     }
                 }
-                // A guest cannot sleep on its doorbell with a timeout: a
-                // timed block is a nap to its deadline, with no kick.
+                // A guest cannot sleep on its doorbell with a timeout (its
+                // controller asks for none): a timed block would be a nap to
+                // its deadline, with no kick.
                 Action::Nap(until) | Action::TimedBlock(_, until) => {
                     self.nap(until, stop);
                     if self.can_go_on() {
