@@ -1324,6 +1324,17 @@ mod tests {
             }
             c.wait(&ring(*now, 0), *now, true)
         };
+        // A kicked wait that ends at `now` after `idle`, `queued` waiting.
+        let kicked = |c: &mut Controller, now: u64, queued: u64, idle: u64| {
+            c.done(
+                &ring(now, queued),
+                Episode {
+                    start: now - idle,
+                    end: now,
+                    blocked: Some(idle),
+                },
+            );
+        };
         // Four naps, each waking 30 us late: more than S_C + N_P.
         for _ in 0..NAP_SAMPLES {
             let Action::Nap(until) = run(&mut c, &mut now) else {
@@ -1341,14 +1352,7 @@ mod tests {
         // The kick came; one more message arrived while it woke: it plans
         // the next with 3 us + N_P of wake-up: (at - 1) x 3 us <= 72.6 us.
         now += 26 * 3 * us + 3 * us;
-        c.done(
-            &ring(now, 26 + 1),
-            Episode {
-                start: now - 81 * us,
-                end: now,
-                blocked: Some(81 * us),
-            },
-        );
+        kicked(&mut c, now, 26 + 1, 81 * us);
         let Action::TimedBlock(at, _) = run(&mut c, &mut now) else {
             panic!("kicked waits go on");
         };
@@ -1365,14 +1369,7 @@ mod tests {
         // naps' 30 us): back to naps.
         for round in 0..3 {
             now += 25 * 3 * us + 16 * 3 * us;
-            c.done(
-                &ring(now, 25 + 16),
-                Episode {
-                    start: now - 123 * us,
-                    end: now,
-                    blocked: Some(123 * us),
-                },
-            );
+            kicked(&mut c, now, 25 + 16, 123 * us);
             let a = run(&mut c, &mut now);
             assert_eq!(matches!(a, Action::Nap(_)), round == 2, "{round}: {a:?}");
         }

@@ -57,8 +57,20 @@ impl Notifier for FutexNotifier {
     }
 
     fn wait(&self) -> io::Result<()> {
+        self.park(None).map(drop)
+    }
+
+    fn wait_timeout(&self, timeout: Duration) -> io::Result<bool> {
+        self.park(Instant::now().checked_add(timeout))
+    }
+}
+
+impl FutexNotifier {
+    /// Blocks until notified (consuming it: true) or until `deadline`
+    /// (false; `None`: no deadline).
+    fn park(&self, deadline: Option<Instant>) -> io::Result<bool> {
         if self.take() {
-            return Ok(());
+            return Ok(true);
         }
         if self
             .word
@@ -73,71 +85,41 @@ impl Notifier for FutexNotifier {
             // A notify slipped in between: it must be NOTIFIED now.
             self.word.store(state::EMPTY, Ordering::Relaxed);
             std::sync::atomic::fence(Ordering::Acquire);
-            return Ok(());
-        }
-        loop {
-            match rustix::thread::futex::wait(
-                &self.word,
-                rustix::thread::futex::Flags::PRIVATE,
-                state::PARKED,
-                None,
-            ) {
-                Ok(()) | Err(Errno::AGAIN | Errno::INTR) => {}
-                Err(e) => return Err(e.into()),
-            }
-            if self.take() {
-                return Ok(());
-            }
-        }
-    }
-
-    fn wait_timeout(&self, timeout: Duration) -> io::Result<bool> {
-        if self.take() {
             return Ok(true);
         }
-        if self
-            .word
-            .compare_exchange(
-                state::EMPTY,
-                state::PARKED,
-                Ordering::Relaxed,
-                Ordering::Relaxed,
-            )
-            .is_err()
-        {
-            self.word.store(state::EMPTY, Ordering::Relaxed);
-            std::sync::atomic::fence(Ordering::Acquire);
-            return Ok(true);
-        }
-        let deadline = Instant::now() + timeout;
         loop {
-            let left = deadline.saturating_duration_since(Instant::now());
-            if left.is_zero() {
-                // Withdraw, unless a notify has made the word NOTIFIED (only
-                // this waiter ever empties it).
-                if self
-                    .word
-                    .compare_exchange(
-                        state::PARKED,
-                        state::EMPTY,
-                        Ordering::Relaxed,
-                        Ordering::Relaxed,
-                    )
-                    .is_ok()
-                {
-                    return Ok(false);
+            let timeout = match deadline {
+                None => None,
+                Some(d) => {
+                    let left = d.saturating_duration_since(Instant::now());
+                    if left.is_zero() {
+                        // Withdraw, unless a notify has made the word
+                        // NOTIFIED (only this waiter ever empties it).
+                        if self
+                            .word
+                            .compare_exchange(
+                                state::PARKED,
+                                state::EMPTY,
+                                Ordering::Relaxed,
+                                Ordering::Relaxed,
+                            )
+                            .is_ok()
+                        {
+                            return Ok(false);
+                        }
+                        return Ok(self.take());
+                    }
+                    Some(Timespec::try_from(left).unwrap_or(Timespec {
+                        tv_sec: i64::MAX,
+                        tv_nsec: 0,
+                    }))
                 }
-                return Ok(self.take());
-            }
-            let ts = Timespec::try_from(left).unwrap_or(Timespec {
-                tv_sec: i64::MAX,
-                tv_nsec: 0,
-            });
+            };
             match rustix::thread::futex::wait(
                 &self.word,
                 rustix::thread::futex::Flags::PRIVATE,
                 state::PARKED,
-                Some(&ts),
+                timeout.as_ref(),
             ) {
                 Ok(()) | Err(Errno::AGAIN | Errno::INTR | Errno::TIMEDOUT) => {}
                 Err(e) => return Err(e.into()),
