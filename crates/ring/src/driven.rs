@@ -669,16 +669,21 @@ mod tests {
         }
     }
 
-    /// Asks for a kick at 2 messages with a deadline 5 ms after the
-    /// clock's start, then blocks; records the deadlines that ended a wait.
+    /// Asks for a kick at 2 messages with a deadline 200 ms after the
+    /// clock's start (and says it has asked), then blocks; records the
+    /// deadlines that ended a wait.
     struct TimedAtTwo {
+        asked: std::sync::Arc<std::sync::atomic::AtomicBool>,
         woke: Vec<u64>,
     }
+
+    const DEADLINE_PS: u64 = 200_000_000_000;
 
     impl Policy for TimedAtTwo {
         fn wait(&mut self, _v: &View, _start: u64, first: bool) -> Action {
             if first {
-                Action::TimedBlock(2, 5_000_000_000)
+                self.asked.store(true, std::sync::atomic::Ordering::SeqCst);
+                Action::TimedBlock(2, DEADLINE_PS)
             } else {
                 Action::Block
             }
@@ -696,9 +701,18 @@ mod tests {
             let (mut p, mut c) = crate::ring(8);
             let to_c = std::sync::Arc::new(crate::FutexNotifier::default());
             let to_c2 = std::sync::Arc::clone(&to_c);
-            let mut by = Driven::new(TimedAtTwo { woke: Vec::new() }, MonotonicClock::new());
+            let asked = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+            let policy = TimedAtTwo {
+                asked: std::sync::Arc::clone(&asked),
+                woke: Vec::new(),
+            };
+            let mut by = Driven::new(policy, MonotonicClock::new());
             let t = std::thread::spawn(move || {
-                std::thread::sleep(std::time::Duration::from_millis(1));
+                // Once the consumer has asked, and has surely registered.
+                while !asked.load(std::sync::atomic::Ordering::SeqCst) {
+                    std::thread::sleep(std::time::Duration::from_millis(1));
+                }
+                std::thread::sleep(std::time::Duration::from_millis(20));
                 let mut kicks = 0u32;
                 for i in 0..published {
                     assert!(p.write(i).unwrap());
@@ -717,7 +731,7 @@ mod tests {
             // The second is the count it asked for: its kick ends it.
             assert_eq!(t.join().unwrap(), u32::from(kicked), "{published}");
             assert_eq!(by.policy.woke.is_empty(), kicked, "{published}");
-            assert_eq!(waited >= 5_000_000_000, !kicked, "{published}: {waited} ps");
+            assert_eq!(waited >= DEADLINE_PS, !kicked, "{published}: {waited} ps");
             assert_eq!((st.sleeps, st.naps), (1, 0));
             assert_eq!(c.pop().unwrap(), 0);
         }
