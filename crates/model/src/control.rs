@@ -820,13 +820,14 @@ impl Adaptive {
     /// calibrated S + N_P. A nap's lateness is also what it costs in CPU
     /// where a timer's wake-up is charged to the sleeper (the simulator
     /// charges it; so does a nested guest's thread clock,
-    /// `docs/control.md`). It asks for the kick once as many messages are
-    /// queued as the latency bound lets the first of them wait (for those
-    /// after it, at the producer's slowest recent pace, and for the
-    /// wake-up), with the budget as a deadline in case the producer slows
-    /// down or stops. Only where the producer, which sets the pace, spends
-    /// at most [`KICK_SHARE`] of its time in these kicks (its calibrated
-    /// N_P).
+    /// `docs/control.md`). Its deadline is the nap it would take, and it
+    /// asks for the kick once as many messages are queued as the producer
+    /// brings by then at its slowest recent pace (at most half the ring):
+    /// it gathers what the nap would, and wakes sooner and more cheaply; a
+    /// producer that slows down or stops meets the deadline, and the wait
+    /// ends as that nap would. Only where the producer, which sets the
+    /// pace, spends at most [`KICK_SHARE`] of its time in these kicks (its
+    /// calibrated N_P).
     #[allow(
         clippy::cast_possible_truncation,
         clippy::cast_sign_loss,
@@ -839,23 +840,18 @@ impl Adaptive {
         if !self.timed_blocks || self.late_n < NAP_SAMPLES || self.nap_cost() <= wake {
             return None;
         }
+        // The deadline is the nap it replaces: one the deadline ends wakes
+        // as that nap would, within the bound. The kick comes before it:
+        // the at-th message arrives by at x the producer's slowest recent
+        // pace (the first may come a message after the wait begins).
+        let length = self.budget - self.nap_cost() - 2.0 * own;
         let slowest = self.peer.slowest().unwrap_or(peer).max(peer);
-        // The first message waits for the at - 1 after it and the wake-up:
-        // (at - 1) slowest <= budget - wake - 2 own. The kick comes about
-        // a wake-up before the deadline; a producer slower than that by
-        // chance meets the deadline, and the wait ends as a nap.
-        let at = (((self.budget - wake - 2.0 * own) / slowest).floor() + 1.0)
-            .min((0.5 * v.len as f64).floor());
+        let at = (length / slowest).floor().min((0.5 * v.len as f64).floor());
         if at < 2.0 || self.n_peer > KICK_SHARE * at * peer {
             return None;
         }
-        // The deadline lets a producer that slowed down or stopped keep the
-        // first message within the budget and the deadline's wake-up.
         self.blocked_at = Some(at as u32);
-        Some(Action::TimedBlock(
-            at as u32,
-            v.now + (self.budget - 2.0 * own) as u64,
-        ))
+        Some(Action::TimedBlock(at as u32, v.now + length as u64))
     }
 
     /// Counts a nap declined for its wake-up: true (and starts counting
@@ -885,14 +881,15 @@ impl Adaptive {
         ((q - margin) * peer - self.nap_cost() - own).min(self.budget)
     }
 
-    fn done(&mut self, v: &View, _e: Episode) {
+    fn done(&mut self, v: &View, e: Episode) {
         self.observe(v);
         // A kicked wait ends with its threshold queued and what the
         // producer published while the consumer woke (one its deadline
-        // ended was forgotten in `woke`).
+        // ended was forgotten in `woke`; one the re-check averted, with no
+        // sleep, shows no wake-up).
         if let Some(at) = self.blocked_at.take() {
             let queued = v.occupancy();
-            if queued >= u64::from(at) {
+            if e.blocked.is_some() && queued >= u64::from(at) {
                 #[allow(clippy::cast_precision_loss)]
                 self.note_kick_wake((queued - u64::from(at)) as f64);
             }
@@ -1226,8 +1223,8 @@ mod tests {
 
     #[test]
     fn a_consumer_plans_its_naps_with_the_wake_ups_they_showed() {
-        // S_C 0.2 us; the producer's kick 10 us, too dear for it (13% of
-        // its time at the 26 messages a kicked wait would gather), so the
+        // S_C 0.2 us; the producer's kick 10 us, too dear for it (21% of
+        // its time at the 16 messages a kicked wait would gather), so the
         // consumer naps however late its naps wake.
         let p = Params {
             n_p: Cost::Const(10_000.0),
@@ -1342,34 +1339,37 @@ mod tests {
             };
             c.woke(until, until + 30 * us);
         }
-        // Then it asks for the kick at 26 messages, the most with
-        // (at - 1) x 3 us <= 80 us - S_C - N_P - 2 us, with the budget less
-        // 2 us as deadline.
+        // Then it waits for the kick, with the nap it would take (80 - 30
+        // - 2 us = 48 us) as deadline, at the 16 messages the producer
+        // brings by then.
         let Action::TimedBlock(at, until) = run(&mut c, &mut now) else {
             panic!("naps wake later than a kick would");
         };
-        assert_eq!((at, until - now), (26, 78 * us));
-        // The kick came; one more message arrived while it woke: it plans
-        // the next with 3 us + N_P of wake-up: (at - 1) x 3 us <= 72.6 us.
-        now += 26 * 3 * us + 3 * us;
-        kicked(&mut c, now, 26 + 1, 81 * us);
+        assert_eq!((at, until - now), (16, 48 * us));
+        // The kick came; one more message arrived while it woke: a kicked
+        // wake-up is 3 us + N_P, and it goes on.
+        now += 16 * 3 * us + 3 * us;
+        kicked(&mut c, now, 16 + 1, 51 * us);
         let Action::TimedBlock(at, _) = run(&mut c, &mut now) else {
             panic!("kicked waits go on");
         };
-        assert_eq!(at, 25);
+        assert_eq!(at, 16);
         // A wait its deadline ended teaches what the timer's wake-up took,
-        // and nothing of a kick's.
+        // and nothing of a kick's, whatever is queued when it runs (60 more
+        // would have made kicked wake-ups 47 us, dearer than naps).
         c.woke(until, until + 30 * us);
+        now += 16 * 3 * us + 60 * 3 * us;
+        kicked(&mut c, now, 16 + 60, 78 * us);
         let Action::TimedBlock(at, _) = run(&mut c, &mut now) else {
             panic!("kicked waits go on");
         };
-        assert_eq!(at, 25);
+        assert_eq!(at, 16);
         // Kicked wake-ups that let 16 messages gather (the average moves to
         // 4.75, then 7.6, 9.7 messages: 31.5 us with N_P, more than the
         // naps' 30 us): back to naps.
         for round in 0..3 {
-            now += 25 * 3 * us + 16 * 3 * us;
-            kicked(&mut c, now, 25 + 16, 123 * us);
+            now += 16 * 3 * us + 16 * 3 * us;
+            kicked(&mut c, now, 16 + 16, 96 * us);
             let a = run(&mut c, &mut now);
             assert_eq!(matches!(a, Action::Nap(_)), round == 2, "{round}: {a:?}");
         }
@@ -1383,7 +1383,7 @@ mod tests {
             guest.woke(until, until + 30 * us);
         }
         // Where the producer's kick would take more than 5% of its time
-        // (10 us / (26 x 3 us) = 13%), it naps, however late.
+        // (10 us / (16 x 3 us) = 21%), it naps, however late.
         let dear = Params {
             n_p: Cost::Const(10_000.0),
             ..Params::default()

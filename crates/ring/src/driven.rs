@@ -43,7 +43,7 @@ use kicklab_model::WaitMode;
 pub use kicklab_model::control::{Action, Controller, Episode, View};
 
 use crate::sync::spin_hint;
-use crate::wait::{block, block_once, block_timed, Notifier, Side, WaitError, WaitStats};
+use crate::wait::{block, block_once, block_timed, Notifier, Side, TimedEnd, WaitError, WaitStats};
 use crate::{Consumer, Producer};
 
 /// A monotonic clock in picoseconds (the unit of [`View::now`]).
@@ -236,17 +236,20 @@ impl<P: Policy, C: Clock> Driven<P, C> {
                 Action::Block | Action::BlockUntil(_) => {
                     let t0 = self.now();
                     block(side, k, notifier, stats)?;
-                    blocked = Some(self.now() - t0);
+                    *blocked.get_or_insert(0) += self.now() - t0;
                     break;
                 }
                 Action::TimedBlock(at, until) => {
                     let t0 = self.now();
                     let timeout = std::time::Duration::from_nanos(until.saturating_sub(t0) / 1000);
-                    let kicked = block_timed(side, at, timeout, notifier, stats)?;
+                    let end = block_timed(side, at, timeout, notifier, stats)?;
                     let now = self.now();
-                    *blocked.get_or_insert(0) += now - t0;
-                    if !kicked {
-                        self.policy.woke(until, now);
+                    match end {
+                        // Blocked until the kick: an episode's block.
+                        TimedEnd::Kicked => *blocked.get_or_insert(0) += now - t0,
+                        // Woken as from a nap.
+                        TimedEnd::TimedOut => self.policy.woke(until, now),
+                        TimedEnd::Averted => {}
                     }
                     if side.have()? > 0 {
                         break;
@@ -669,21 +672,18 @@ mod tests {
         }
     }
 
-    /// Asks for a kick at 2 messages with a deadline 200 ms after the
-    /// clock's start (and says it has asked), then blocks; records the
-    /// deadlines that ended a wait.
+    /// Asks for a kick at 2 messages with a deadline `deadline` [ps]
+    /// after the clock's start, then blocks; records the deadlines that
+    /// ended a wait.
     struct TimedAtTwo {
-        asked: std::sync::Arc<std::sync::atomic::AtomicBool>,
+        deadline: u64,
         woke: Vec<u64>,
     }
-
-    const DEADLINE_PS: u64 = 200_000_000_000;
 
     impl Policy for TimedAtTwo {
         fn wait(&mut self, _v: &View, _start: u64, first: bool) -> Action {
             if first {
-                self.asked.store(true, std::sync::atomic::Ordering::SeqCst);
-                Action::TimedBlock(2, DEADLINE_PS)
+                Action::TimedBlock(2, self.deadline)
             } else {
                 Action::Block
             }
@@ -694,25 +694,50 @@ mod tests {
         }
     }
 
+    /// A futex notifier that says when its waiter has begun a timed wait
+    /// (it has registered by then).
+    #[derive(Default)]
+    struct Announcing {
+        inner: crate::FutexNotifier,
+        waiting: std::sync::atomic::AtomicBool,
+    }
+
+    impl Notifier for Announcing {
+        fn notify(&self) -> std::io::Result<()> {
+            self.inner.notify()
+        }
+        fn wait(&self) -> std::io::Result<()> {
+            self.inner.wait()
+        }
+        fn wait_timeout(&self, timeout: std::time::Duration) -> std::io::Result<bool> {
+            self.waiting
+                .store(true, std::sync::atomic::Ordering::SeqCst);
+            self.inner.wait_timeout(timeout)
+        }
+    }
+
     #[test]
     #[cfg_attr(miri, ignore = "system calls")]
     fn a_timed_block_ends_by_the_kick_at_its_count_or_by_its_deadline() {
-        for (published, kicked) in [(1u64, false), (2, true)] {
+        // One message asks for no kick: the 200 ms deadline ends the wait.
+        // The second is the count it asked for: its kick ends it, long
+        // before a 60 s deadline.
+        for (published, kicked, deadline) in [
+            (1u64, false, 200_000_000_000u64),
+            (2, true, 60 * 1_000_000_000_000),
+        ] {
             let (mut p, mut c) = crate::ring(8);
-            let to_c = std::sync::Arc::new(crate::FutexNotifier::default());
+            let to_c = std::sync::Arc::new(Announcing::default());
             let to_c2 = std::sync::Arc::clone(&to_c);
-            let asked = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
             let policy = TimedAtTwo {
-                asked: std::sync::Arc::clone(&asked),
+                deadline,
                 woke: Vec::new(),
             };
             let mut by = Driven::new(policy, MonotonicClock::new());
             let t = std::thread::spawn(move || {
-                // Once the consumer has asked, and has surely registered.
-                while !asked.load(std::sync::atomic::Ordering::SeqCst) {
+                while !to_c2.waiting.load(std::sync::atomic::Ordering::SeqCst) {
                     std::thread::sleep(std::time::Duration::from_millis(1));
                 }
-                std::thread::sleep(std::time::Duration::from_millis(20));
                 let mut kicks = 0u32;
                 for i in 0..published {
                     assert!(p.write(i).unwrap());
@@ -727,14 +752,31 @@ mod tests {
             let mut st = WaitStats::default();
             c.wait_for_messages_by(1, &mut by, &*to_c, &mut st).unwrap();
             let waited = by.now();
-            // One message asks for no kick: the deadline ends the wait.
-            // The second is the count it asked for: its kick ends it.
             assert_eq!(t.join().unwrap(), u32::from(kicked), "{published}");
             assert_eq!(by.policy.woke.is_empty(), kicked, "{published}");
-            assert_eq!(waited >= DEADLINE_PS, !kicked, "{published}: {waited} ps");
-            assert_eq!((st.sleeps, st.naps), (1, 0));
+            assert_eq!(waited >= deadline, !kicked, "{published}: {waited} ps");
+            assert_eq!((st.sleeps, st.naps, st.spurious), (1, 0, 0));
             assert_eq!(c.pop().unwrap(), 0);
         }
+    }
+
+    #[test]
+    #[cfg_attr(miri, ignore = "system calls")]
+    fn a_stale_kick_does_not_end_a_timed_block_early() {
+        // A kick left pending (as one sent after an earlier wait withdrew
+        // is): the wait asks for 2 messages, finds the one there, counts a
+        // spurious wake-up, sleeps again, and ends at its timeout.
+        let (mut p, mut c) = crate::ring(8);
+        let n = crate::FutexNotifier::default();
+        n.notify().unwrap();
+        assert!(p.write(7).unwrap());
+        let _ = p.publish();
+        let mut st = WaitStats::default();
+        let timeout = std::time::Duration::from_millis(20);
+        let end = crate::wait::block_timed(&mut c, 2, timeout, &n, &mut st).unwrap();
+        assert_eq!(end, TimedEnd::TimedOut);
+        assert_eq!((st.sleeps, st.spurious), (2, 1));
+        assert_eq!(c.pop().unwrap(), 7);
     }
 
     #[test]

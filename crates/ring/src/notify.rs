@@ -132,13 +132,21 @@ impl FutexNotifier {
 }
 
 /// Waits until `fd` is readable or `timeout` has passed: true if readable.
+/// An interrupted wait goes on for the time left.
 fn readable(fd: &OwnedFd, timeout: Duration) -> io::Result<bool> {
-    let ts = Timespec::try_from(timeout).unwrap_or(Timespec {
-        tv_sec: i64::MAX,
-        tv_nsec: 0,
-    });
-    let mut fds = [PollFd::new(fd, PollFlags::IN)];
-    Ok(retry(|| rustix::event::poll(&mut fds, Some(&ts)))? > 0)
+    let deadline = Instant::now().checked_add(timeout);
+    loop {
+        let left = deadline.map_or(timeout, |d| d.saturating_duration_since(Instant::now()));
+        let ts = Timespec::try_from(left).unwrap_or(Timespec {
+            tv_sec: i64::MAX,
+            tv_nsec: 0,
+        });
+        let mut fds = [PollFd::new(fd, PollFlags::IN)];
+        match rustix::event::poll(&mut fds, Some(&ts)) {
+            Err(Errno::INTR) => {}
+            r => return Ok(r? > 0),
+        }
+    }
 }
 
 /// An eventfd: `write(1)` to notify, a blocking `read` (which resets the

@@ -221,25 +221,50 @@ pub(crate) fn block_once<S: Side>(
     Ok(())
 }
 
+/// How a [`block_timed`] ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum TimedEnd {
+    /// Kicked, with the `k` it asked for there.
+    Kicked,
+    /// The timeout passed first.
+    TimedOut,
+    /// The re-check after registering found the `k` there: no sleep.
+    Averted,
+}
+
 /// A wait with a deadline: register need-kick at `k` -> fence -> re-check
-/// -> block until kicked or `timeout` has passed, once, then withdraw.
-/// False only where the timeout ended it (a kick sent after that stays
-/// pending: the next wait ends at once and re-checks).
+/// -> block until kicked or `timeout` has passed, then withdraw. A stale
+/// kick (one sent after an earlier wait had withdrawn, left pending) finds
+/// fewer than `k`: counted as spurious, it registers and sleeps again for
+/// the time left. A kick sent after the timeout stays pending: the next
+/// wait ends at once and re-checks.
 pub(crate) fn block_timed<S: Side>(
     side: &mut S,
     k: u32,
     timeout: Duration,
     notifier: &dyn Notifier,
     stats: &mut WaitStats,
-) -> Result<bool, WaitError> {
-    if side.prepare_sleep(k)? {
+) -> Result<TimedEnd, WaitError> {
+    let deadline = Instant::now().checked_add(timeout);
+    loop {
+        if !side.prepare_sleep(k)? {
+            stats.averted += 1;
+            return Ok(TimedEnd::Averted);
+        }
         stats.sleeps += 1;
-        let kicked = notifier.wait_timeout(timeout)?;
+        let left = deadline.map_or(timeout, |d| d.saturating_duration_since(Instant::now()));
+        let kicked = notifier.wait_timeout(left)?;
         side.finish_sleep();
-        Ok(kicked)
-    } else {
-        stats.averted += 1;
-        Ok(true)
+        if !kicked {
+            return Ok(TimedEnd::TimedOut);
+        }
+        if side.have()? >= k.max(1) {
+            return Ok(TimedEnd::Kicked);
+        }
+        stats.spurious += 1;
+        if deadline.is_some_and(|d| Instant::now() >= d) {
+            return Ok(TimedEnd::TimedOut);
+        }
     }
 }
 

@@ -385,6 +385,7 @@ fn driven_timed_blocks_end_by_kick_or_deadline() {
     // ever come (the last message), so only the deadline ends some waits;
     // a kick sent after it stays pending for the next wait.
     transfer_driven(3, 3, 1, 1, side(BLOCK_NOW), side(TIMED));
+    transfer_driven(2, 3, 1, 1, side(NAP_SPIN_BLOCK), side(TIMED));
     transfer_driven(2, 3, 1, 1, side(TIMED), side(NAP_SPIN_BLOCK));
     transfer_driven(2, 3, 1, 1, side(TIMED), side(TIMED));
 }

@@ -456,8 +456,10 @@ fn run(
             }
             Phase::Blocked => {
                 // A timed block's deadline: withdrawn, it wakes as from a
-                // nap and attempts again (the same episode).
+                // nap and attempts again (the same episode). A kick the peer
+                // held back for it (coalescing) is moot.
                 s[me].wait_k = None;
+                s[peer].pending_since = None;
                 let st = nap_start(cfg, costs, me, now - s[me].blocked_since);
                 s[me].busy += st;
                 s[me].phase = Phase::Attempt;
