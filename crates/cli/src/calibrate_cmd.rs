@@ -125,7 +125,7 @@ pub fn run(a: &CalibrateArgs) -> anyhow::Result<()> {
 pub fn print_profile(p: &Profile) {
     let row = |name: &str, s: &Stat, what: &str| {
         println!(
-            "{name:<7} mean {:>9}  median {:>9}  p10 {:>9}  p90 {:>9}  ({what})",
+            "{name:<9} mean {:>9}  median {:>9}  p10 {:>9}  p90 {:>9}  ({what})",
             fmt_ns(s.mean_ns),
             fmt_ns(s.median_ns),
             fmt_ns(s.p10_ns),
@@ -257,6 +257,18 @@ pub fn print_profile(p: &Profile) {
                     "a timed sleep of the gap on {cpu} CPU: planned end -> running; {} naps; the simulator's naps pay it",
                     n.n
                 ),
+            );
+        }
+    }
+    for (name, nap, cpu) in [
+        ("nap P cpu", &p.nap_p_cpu, "P's"),
+        ("nap C cpu", &p.nap_c_cpu, "C's"),
+    ] {
+        if let Some(n) = nap {
+            row(
+                name,
+                n,
+                &format!("the sleeper's own CPU time across each of those naps on {cpu} CPU"),
             );
         }
     }

@@ -326,6 +326,35 @@ impl Controller {
         }
     }
 
+    /// The party finished a message whose work took `work` [ps], and `cached`
+    /// is the ring as its own index and its last reading of the peer's
+    /// show it: whether [`Controller::after_work`] needs a fresh view (the
+    /// peer's index re-read), or [`Controller::own_work`] will do.
+    ///
+    /// Reading the peer's index pulls the cache line the peer writes after
+    /// every message, which slows the peer, the slower party. A stale
+    /// view overstates a producer's occupancy (the consumer only moves
+    /// on), so `adaptive`'s producer re-reads only once the stale view
+    /// reaches its pause mark, right after a kicked pause (to learn what
+    /// its wake-up used), and at least every 16 messages to follow the
+    /// peer's pace; its consumer decides nothing after a message and
+    /// re-reads every 16. Every other strategy decides nothing here.
+    pub fn needs_fresh(&mut self, cached: &View) -> bool {
+        match &mut self.state {
+            State::Adaptive(a) => a.needs_fresh(cached),
+            _ => false,
+        }
+    }
+
+    /// The party finished a message whose work took `work` [ps], and
+    /// [`Controller::needs_fresh`] said no: its own pace is all there is to
+    /// learn.
+    pub fn own_work(&mut self, work: u64) {
+        if let State::Adaptive(a) = &mut self.state {
+            a.own_work(work);
+        }
+    }
+
     /// The party finished a message (published or freed) whose work took
     /// `work` [ps]: a pause before the next one, if any (`Spin` with a
     /// deadline, `Nap`, or `BlockUntil`).
@@ -472,6 +501,9 @@ struct Adaptive {
     /// The peer's kick threshold (k_P for a producer): a consumer asleep
     /// for k_P messages is surely awake, or kicked, once that many wait.
     k_peer: u64,
+    /// Messages finished since the party last saw the peer's index
+    /// ([`Adaptive::needs_fresh`]).
+    unseen: u32,
 }
 
 /// Windows of at least this many of the peer's messages make one sample
@@ -499,6 +531,10 @@ const KICK_WEIGHT: f64 = 4.0;
 /// (one kick N_P a pause): the 5% within which a pair still has polling's
 /// throughput.
 const KICK_SHARE: f64 = 0.05;
+/// A party re-reads the peer's index after at least every this many
+/// messages to follow its pace, where no decision needs it sooner
+/// ([`Adaptive::needs_fresh`]).
+const FRESH_EVERY: u32 = 16;
 
 /// The peer's pace, estimated from windows of the ring's indices.
 #[derive(Debug, Clone)]
@@ -609,6 +645,7 @@ impl Adaptive {
                 Party::P => p.k_p,
                 Party::C => p.k_c,
             }),
+            unseen: 0,
         }
     }
 
@@ -902,6 +939,24 @@ impl Adaptive {
         clippy::cast_sign_loss,
         clippy::cast_precision_loss
     )]
+    fn needs_fresh(&mut self, cached: &View) -> bool {
+        self.unseen += 1;
+        let due = self.unseen >= FRESH_EVERY
+            || self.paused_margin.is_some()
+            || self
+                .pause_mark(cached)
+                .is_some_and(|m| cached.occupancy() >= m);
+        if due {
+            self.unseen = 0;
+        }
+        due
+    }
+
+    #[allow(
+        clippy::cast_possible_truncation,
+        clippy::cast_sign_loss,
+        clippy::cast_precision_loss
+    )]
     fn pause_mark(&self, v: &View) -> Option<u64> {
         if self.party == Party::C {
             return None;
@@ -925,6 +980,7 @@ impl Adaptive {
         clippy::cast_precision_loss
     )]
     fn after_work(&mut self, v: &View, work: u64) -> Option<Action> {
+        self.unseen = 0;
         self.own_work(work);
         self.observe(v);
         self.learn_kick_wake(v, 1.0);
@@ -1549,6 +1605,49 @@ mod tests {
         // Not an adaptive party: nothing to decide.
         let mut poll = Controller::new(WaitMode::Poll, Party::P, &p, None);
         assert_eq!(poll.at_pause_mark(&drained, Some(500_000), true), None);
+    }
+
+    /// A party re-reads the peer's index only where a decision needs it:
+    /// a producer below its pause mark (by a stale view, which overstates
+    /// the ring) goes on by its own pace alone, and re-reads at the mark,
+    /// every 16 messages, and after a kicked pause; a consumer every 16;
+    /// other strategies never.
+    #[test]
+    fn a_party_rereads_the_peers_index_only_where_a_decision_needs_it() {
+        let p = Params::default();
+        let mode = WaitMode::parse("adaptive:latency=100us").unwrap();
+        let mut c = Controller::new(mode, Party::P, &p, None);
+        let pace = 1_160_000;
+        let at = |k: u64, occupancy: u64| View {
+            now: k * pace,
+            len: 256,
+            published: k + occupancy,
+            consumed: k,
+        };
+        for k in 0..100 {
+            c.observe(&at(k, 30));
+        }
+        let _ = c.after_work(&at(100, 30), 500_000);
+        let mark = c.pause_mark(&at(100, 30)).expect("the faster party pauses");
+        assert!(mark > 40, "a mark of {mark}");
+        // Below the mark: 15 messages by the stale view, the 16th re-reads.
+        for k in 1..16 {
+            assert!(!c.needs_fresh(&at(100, 30 + k)), "message {k}");
+            c.own_work(500_000);
+        }
+        assert!(c.needs_fresh(&at(100, 46)), "the 16th");
+        let _ = c.after_work(&at(116, 30), 500_000);
+        // At the mark by the stale view: re-read at once.
+        assert!(c.needs_fresh(&at(116, mark)));
+        // Still the faster party: `own_work` kept its pace.
+        assert!(c.pause_mark(&at(116, 30)).is_some());
+        // A consumer decides nothing after a message: every 16th.
+        let mut cons = Controller::new(mode, Party::C, &p, None);
+        let fresh = (0..32).filter(|_| cons.needs_fresh(&at(0, 1))).count();
+        assert_eq!(fresh, 2);
+        // Polling decides nothing after a message.
+        let mut poll = Controller::new(WaitMode::Poll, Party::P, &p, None);
+        assert!(!poll.needs_fresh(&at(0, 255)));
     }
 
     #[test]

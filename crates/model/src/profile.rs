@@ -233,6 +233,14 @@ pub struct Profile {
     /// The same on C's CPU.
     #[serde(rename = "nap_C", default, skip_serializing_if = "Option::is_none")]
     pub nap_c: Option<Stat>,
+    /// The thread's own CPU time across each of those naps on P's CPU
+    /// [ns]: what a nap adds to E beside its wake-up (reported by
+    /// `calibrate`; nothing takes it yet).
+    #[serde(rename = "nap_P_cpu", default, skip_serializing_if = "Option::is_none")]
+    pub nap_p_cpu: Option<Stat>,
+    /// The same on C's CPU.
+    #[serde(rename = "nap_C_cpu", default, skip_serializing_if = "Option::is_none")]
+    pub nap_c_cpu: Option<Stat>,
 }
 
 /// N and the wake-up R = V + S timed inside runs of reference pairs (means
@@ -360,6 +368,8 @@ impl Profile {
             idle_curve: Vec::new(),
             in_run: None,
             nap_p: None,
+            nap_p_cpu: None,
+            nap_c_cpu: None,
             nap_c: None,
         }
     }

@@ -96,6 +96,20 @@ pub trait Policy {
         let _ = (v, work_ps);
         None
     }
+    /// Before [`Policy::after_work`]: whether it needs a fresh view (the
+    /// peer's index re-read; reading it pulls a cache line the peer writes
+    /// after every message), given `cached`, the ring as the endpoint last
+    /// saw it (a producer's occupancy overstated, a consumer's
+    /// understated). If not, [`Policy::own_work`] is called instead.
+    fn needs_fresh(&mut self, cached: &View) -> bool {
+        let _ = cached;
+        true
+    }
+    /// The party finished a message whose work took `work_ps` and no
+    /// decision needs the peer's index.
+    fn own_work(&mut self, work_ps: u64) {
+        let _ = work_ps;
+    }
     /// A nap planned to end at `planned` [ps] (or a timed block whose
     /// deadline that was, and ended it) ended with the party running again
     /// at `now`.
@@ -113,6 +127,12 @@ impl Policy for Controller {
     }
     fn after_work(&mut self, v: &View, work_ps: u64) -> Option<Action> {
         Controller::after_work(self, v, work_ps)
+    }
+    fn needs_fresh(&mut self, cached: &View) -> bool {
+        Controller::needs_fresh(self, cached)
+    }
+    fn own_work(&mut self, work_ps: u64) {
+        Controller::own_work(self, work_ps);
     }
     fn woke(&mut self, planned: u64, now: u64) {
         Controller::woke(self, planned, now);
@@ -283,7 +303,13 @@ impl<P: Policy, C: Clock> Driven<P, C> {
         stats: &mut WaitStats,
     ) -> Result<bool, WaitError> {
         let now = self.now();
-        // The peer's index re-read: the policy follows the peer's pace.
+        // The peer's index re-read only where the policy needs it: the
+        // read pulls the line the peer writes after every message.
+        let cached = self.view(side, now, false)?;
+        if !self.policy.needs_fresh(&cached) {
+            self.policy.own_work(work_ps);
+            return Ok(false);
+        }
         let v = self.view(side, now, true)?;
         match self.policy.after_work(&v, work_ps) {
             Some(Action::Nap(until)) => {
@@ -379,8 +405,8 @@ impl Producer {
 
     /// After a publish whose work took `work_ps`: the pause `by`'s policy
     /// asks for (a nap, or a spin to a deadline), carried out. Returns
-    /// whether it paused. Re-reads the consumer's index first (the policy
-    /// follows its pace).
+    /// whether it paused. Re-reads the consumer's index first where the
+    /// policy needs it ([`Policy::needs_fresh`]).
     ///
     /// # Errors
     ///

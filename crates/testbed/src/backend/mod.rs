@@ -136,7 +136,9 @@ impl Backend {
             );
             [p.overhead_p, p.overhead_c] = self.overhead_alone(c.overhead_runs, [np, nc])?;
         }
-        [p.nap_p, p.nap_c] = naps(NAPS, c.gap);
+        let [on_p, on_c] = naps(NAPS, c.gap);
+        [p.nap_p, p.nap_c] = [on_p.map(|n| n.late), on_c.map(|n| n.late)];
+        [p.nap_p_cpu, p.nap_c_cpu] = [on_p.map(|n| n.cpu), on_c.map(|n| n.cpu)];
         Ok(p)
     }
 
@@ -299,27 +301,43 @@ const NAPS: usize = 200;
 
 /// What a nap costs a party here: `count` timed sleeps of `gap` as runs
 /// take them (`std::thread::sleep`, timer slack 1 ns), on P's CPU and then
-/// on C's, each from its planned end to the thread running again [ns]. A
-/// host thread either way: a KVM guest's naps are its VMM's. Where this is
-/// well above the kicked wake-up, `adaptive` pauses by kicks
-/// (`docs/control.md`), and the simulator's naps pay it. `None` for a CPU
-/// whose timing thread failed.
+/// on C's, each timed from its planned end to the thread running again
+/// [ns], and by the thread's own CPU clock across it (what E counts; on a
+/// guest whose timers pass through a hypervisor much of a short sleep can
+/// be charged to the sleeper). A host thread either way: a KVM guest's naps
+/// are its VMM's. Where the wake-up is well above the kicked one,
+/// `adaptive` pauses by kicks (`docs/control.md`), and the simulator's naps
+/// pay it. `None` for a CPU whose timing thread failed.
 #[allow(clippy::cast_precision_loss)]
-pub fn naps(count: usize, gap: Duration) -> [Option<Stat>; 2] {
+pub fn naps(count: usize, gap: Duration) -> [Option<Naps>; 2] {
     let on = |cpu: usize| {
         std::thread::spawn(move || {
             crate::clock::pin(cpu);
             let _ = rustix::thread::set_current_timer_slack(std::num::NonZeroU64::new(1));
-            let mut late = Vec::with_capacity(count);
+            let (mut late, mut cpu) = (Vec::with_capacity(count), Vec::with_capacity(count));
             for _ in 0..count {
+                let c0 = crate::clock::thread_cpu_ns();
                 let end = std::time::Instant::now() + gap;
                 std::thread::sleep(gap);
                 late.push(end.elapsed().as_nanos() as f64);
+                cpu.push(crate::clock::thread_cpu_ns().saturating_sub(c0) as f64);
             }
-            Stat::of(late)
+            Naps {
+                late: Stat::of(late),
+                cpu: Stat::of(cpu),
+            }
         })
         .join()
         .ok()
     };
     [on(0), on(1)]
+}
+
+/// One CPU's naps ([`naps`]).
+#[derive(Debug, Clone, Copy)]
+pub struct Naps {
+    /// From the planned end to the thread running again [ns].
+    pub late: Stat,
+    /// The thread's own CPU time across the nap [ns].
+    pub cpu: Stat,
 }

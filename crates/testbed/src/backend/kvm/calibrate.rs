@@ -323,5 +323,7 @@ pub fn calibrate(
         in_run: None,
         nap_p: None,
         nap_c: None,
+        nap_p_cpu: None,
+        nap_c_cpu: None,
     })
 }

@@ -263,6 +263,8 @@ pub fn calibrate(
         in_run: None,
         nap_p: None,
         nap_c: None,
+        nap_p_cpu: None,
+        nap_c_cpu: None,
     })
 }
 
