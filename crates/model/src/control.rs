@@ -360,7 +360,17 @@ impl Controller {
     /// deadline, `Nap`, or `BlockUntil`).
     pub fn after_work(&mut self, v: &View, work: u64) -> Option<Action> {
         match &mut self.state {
-            State::Adaptive(a) => a.after_work(v, work),
+            State::Adaptive(a) => a.after_work(v, Some(work)),
+            _ => None,
+        }
+    }
+
+    /// [`Controller::after_work`] for a message whose work was not timed
+    /// (a party that times one in several): the estimate of its own work
+    /// stays as it is.
+    pub fn after_untimed(&mut self, v: &View) -> Option<Action> {
+        match &mut self.state {
+            State::Adaptive(a) => a.after_work(v, None),
             _ => None,
         }
     }
@@ -979,9 +989,11 @@ impl Adaptive {
         clippy::cast_sign_loss,
         clippy::cast_precision_loss
     )]
-    fn after_work(&mut self, v: &View, work: u64) -> Option<Action> {
+    fn after_work(&mut self, v: &View, work: Option<u64>) -> Option<Action> {
         self.unseen = 0;
-        self.own_work(work);
+        if let Some(w) = work {
+            self.own_work(w);
+        }
         self.observe(v);
         self.learn_kick_wake(v, 1.0);
         self.pause_action(v, false, true)

@@ -90,9 +90,10 @@ pub trait Policy {
     fn wait(&mut self, v: &View, start: u64, first: bool) -> Action;
     /// The episode `e` ended.
     fn done(&mut self, v: &View, e: Episode);
-    /// The party finished a message whose work took `work_ps`: a pause
-    /// before the next one (`Nap`, or `Spin` with a deadline), if any.
-    fn after_work(&mut self, v: &View, work_ps: u64) -> Option<Action> {
+    /// The party finished a message whose work took `work_ps` (`None`: not
+    /// timed; a party may time one message in several): a pause before
+    /// the next one (`Nap`, or `Spin` with a deadline), if any.
+    fn after_work(&mut self, v: &View, work_ps: Option<u64>) -> Option<Action> {
         let _ = (v, work_ps);
         None
     }
@@ -125,8 +126,11 @@ impl Policy for Controller {
     fn done(&mut self, v: &View, e: Episode) {
         Controller::done(self, v, e);
     }
-    fn after_work(&mut self, v: &View, work_ps: u64) -> Option<Action> {
-        Controller::after_work(self, v, work_ps)
+    fn after_work(&mut self, v: &View, work_ps: Option<u64>) -> Option<Action> {
+        match work_ps {
+            Some(w) => Controller::after_work(self, v, w),
+            None => Controller::after_untimed(self, v),
+        }
     }
     fn needs_fresh(&mut self, cached: &View) -> bool {
         Controller::needs_fresh(self, cached)
@@ -298,18 +302,21 @@ impl<P: Policy, C: Clock> Driven<P, C> {
     fn pause<S: Side>(
         &mut self,
         side: &mut S,
-        work_ps: u64,
+        work_ps: Option<u64>,
         notifier: &dyn Notifier,
         stats: &mut WaitStats,
     ) -> Result<bool, WaitError> {
-        let now = self.now();
         // The peer's index re-read only where the policy needs it: the
-        // read pulls the line the peer writes after every message.
-        let cached = self.view(side, now, false)?;
+        // read pulls the line the peer writes after every message. The
+        // stale view needs no clock either (the last reading stands).
+        let cached = self.view(side, self.last_ps, false)?;
         if !self.policy.needs_fresh(&cached) {
-            self.policy.own_work(work_ps);
+            if let Some(w) = work_ps {
+                self.policy.own_work(w);
+            }
             return Ok(false);
         }
+        let now = self.now();
         let v = self.view(side, now, true)?;
         match self.policy.after_work(&v, work_ps) {
             Some(Action::Nap(until)) => {
@@ -403,17 +410,19 @@ impl Producer {
         by.wait(self, k_c, notifier, stats)
     }
 
-    /// After a publish whose work took `work_ps`: the pause `by`'s policy
-    /// asks for (a nap, or a spin to a deadline), carried out. Returns
-    /// whether it paused. Re-reads the consumer's index first where the
-    /// policy needs it ([`Policy::needs_fresh`]).
+    /// After a publish whose work took `work_ps` (`None` where it was not
+    /// timed: a party may time one message in several, which spares the
+    /// clock reads): the pause `by`'s policy asks for (a nap, or a spin to
+    /// a deadline), carried out. Returns whether it paused. Re-reads the
+    /// consumer's index first where the policy needs it
+    /// ([`Policy::needs_fresh`]).
     ///
     /// # Errors
     ///
     /// A corrupt ring, or a stopped notifier while spinning.
     pub fn pause_by<P: Policy, C: Clock>(
         &mut self,
-        work_ps: u64,
+        work_ps: Option<u64>,
         by: &mut Driven<P, C>,
         notifier: &dyn Notifier,
         stats: &mut WaitStats,
@@ -448,7 +457,7 @@ impl Consumer {
     /// As [`Producer::pause_by`].
     pub fn pause_by<P: Policy, C: Clock>(
         &mut self,
-        work_ps: u64,
+        work_ps: Option<u64>,
         by: &mut Driven<P, C>,
         notifier: &dyn Notifier,
         stats: &mut WaitStats,
@@ -570,7 +579,7 @@ mod tests {
         fn done(&mut self, _v: &View, e: Episode) {
             self.done.push(e);
         }
-        fn after_work(&mut self, _v: &View, _work_ps: u64) -> Option<Action> {
+        fn after_work(&mut self, _v: &View, _work_ps: Option<u64>) -> Option<Action> {
             Some(Action::Nap(0))
         }
     }
@@ -608,7 +617,7 @@ mod tests {
         assert_eq!((v.len, v.occupancy()), (4, 0));
         assert_eq!(v.published, 1 << 32);
         // A pause is a nap, counted as a sleep.
-        assert!(c.pause_by(5, &mut by, &n, &mut st).unwrap());
+        assert!(c.pause_by(Some(5), &mut by, &n, &mut st).unwrap());
         assert_eq!(st.naps, 3);
     }
 
@@ -634,7 +643,7 @@ mod tests {
             p.push(i).unwrap();
             p.push(i).unwrap();
             c.pop().unwrap();
-            let _ = p.pause_by(0, &mut by, &n, &mut st).unwrap();
+            let _ = p.pause_by(Some(0), &mut by, &n, &mut st).unwrap();
             let v = by.view(&mut p, 0, true).unwrap();
             assert_eq!(v.occupancy(), 1);
             if let Some(l) = last {
@@ -686,7 +695,7 @@ mod tests {
                 c.wait_for_messages_by(1, &mut by, &*to_c, &mut st)
                     .unwrap_or_else(|e| panic!("{s}: {e}"));
                 assert_eq!(c.pop().unwrap(), want, "{s}");
-                let _ = c.pause_by(1000, &mut by, &*to_c, &mut st).unwrap();
+                let _ = c.pause_by(Some(1000), &mut by, &*to_c, &mut st).unwrap();
             }
             t.join().unwrap();
             if mode == WaitMode::Poll {

@@ -199,7 +199,7 @@ impl Policy for Scripted {
         assert!(e.end >= e.start);
         assert!(v.occupancy() <= v.len);
     }
-    fn after_work(&mut self, v: &View, _work_ps: u64) -> Option<Action> {
+    fn after_work(&mut self, v: &View, _work_ps: Option<u64>) -> Option<Action> {
         assert!(v.occupancy() <= v.len);
         self.pause
     }
@@ -282,7 +282,7 @@ fn transfer_driven(len: u32, messages: u64, k_p: u32, k_c: u32, sp: Side, sc: Si
                     if co.as_mut().is_some_and(Coalescer::flush) {
                         to_c2.notify().unwrap();
                     }
-                    p.pause_by(0, &mut by, &*to_p2, &mut st).unwrap();
+                    p.pause_by(Some(0), &mut by, &*to_p2, &mut st).unwrap();
                 }
             }
             // ... and before it finishes; end of stream: fewer than k_P
