@@ -514,6 +514,10 @@ struct Adaptive {
     /// Messages finished since the party last saw the peer's index
     /// ([`Adaptive::needs_fresh`]).
     unseen: u32,
+    /// Pauses (a producer's) or waits (a consumer's) taken by a kick for
+    /// naps' sake since its last nap: every [`KICK_PROBE_EVERY`]th is a
+    /// nap instead, timed like any.
+    kicked: u32,
 }
 
 /// Windows of at least this many of the peer's messages make one sample
@@ -541,6 +545,11 @@ const KICK_WEIGHT: f64 = 4.0;
 /// (one kick N_P a pause): the 5% within which a pair still has polling's
 /// throughput.
 const KICK_SHARE: f64 = 0.05;
+/// A party that pauses or waits by kicks because its naps wake too late
+/// takes every this many a nap instead (a probe): the machine's wake-ups
+/// change (`docs/calibration.md`), and a party that never naps would never
+/// see naps turn cheap again.
+const KICK_PROBE_EVERY: u32 = 32;
 /// A party re-reads the peer's index after at least every this many
 /// messages to follow its pace, where no decision needs it sooner
 /// ([`Adaptive::needs_fresh`]).
@@ -656,6 +665,7 @@ impl Adaptive {
                 Party::C => p.k_c,
             }),
             unseen: 0,
+            kicked: 0,
         }
     }
 
@@ -685,6 +695,9 @@ impl Adaptive {
     fn woke(&mut self, planned: u64, now: u64) {
         // A kicked wait that its deadline ended: no kick's wake-up to learn.
         self.blocked_at = None;
+        // Naps are timed again (a deadline that ended a kicked wait times
+        // one too).
+        self.kicked = 0;
         let x = now.saturating_sub(planned) as f64;
         self.late_recent[self.late_next] = x;
         self.late_next = (self.late_next + 1) % LATE_KEEP;
@@ -887,6 +900,11 @@ impl Adaptive {
         if !self.timed_blocks || self.late_n < NAP_SAMPLES || self.nap_cost() <= wake {
             return None;
         }
+        if self.kicked + 1 >= KICK_PROBE_EVERY {
+            // A probe: this wait is the nap, timed.
+            self.kicked = 0;
+            return None;
+        }
         // The deadline is the nap it replaces: one the deadline ends wakes
         // as that nap would, within the bound. The kick comes before it:
         // the at-th message arrives by at x the producer's slowest recent
@@ -898,6 +916,7 @@ impl Adaptive {
             return None;
         }
         self.blocked_at = Some(at as u32);
+        self.kicked += 1;
         Some(Action::TimedBlock(at as u32, v.now + length as u64))
     }
 
@@ -1073,7 +1092,19 @@ impl Adaptive {
         // does not fit is never taken, so no second one would ever be
         // timed (a KVM guest whose first nap overslept by 80 us declined
         // every pause after it).
-        if kick && (naps_dear || (!nap_fits && self.late_n >= 1)) {
+        let for_naps = naps_dear || (!nap_fits && self.late_n >= 1);
+        // Every KICK_PROBE_EVERY-th pause that naps' wake-ups send to a
+        // kick is a nap instead, timed: a probe of whether naps have turned
+        // cheap again. Planned as any nap (to end before the ring is down
+        // to the margin, were it to wake as late as naps have), and at
+        // least one of the consumer's messages long: naps that once woke
+        // so late that none could be planned are timed again too.
+        let probe = kick && for_naps && self.kicked + 1 >= KICK_PROBE_EVERY;
+        if probe {
+            self.kicked = 0;
+            return Some(Action::Nap(v.now + nap.max(peer) as u64));
+        }
+        if kick && for_naps {
             // Only with at least k_P queued: a consumer that fell asleep
             // waiting for k_P messages must have been kicked by now, or it
             // would wait for this producer while this producer waits for it.
@@ -1086,6 +1117,7 @@ impl Adaptive {
                 && v.occupancy() >= self.k_peer
             {
                 self.paused_margin = Some(margin);
+                self.kicked += 1;
                 let free = (v.len as f64 - margin).max(1.0);
                 return Some(Action::BlockUntil(free.min(f64::from(u32::MAX)) as u32));
             }
@@ -1465,6 +1497,137 @@ mod tests {
         }
     }
 
+    /// `n` naps of the producer `c` 200 messages ahead of the consumer
+    /// `at` from `t`, 100 us apart, each waking `late` after its end;
+    /// returns the time of the last decision.
+    fn naps_late(
+        c: &mut Controller,
+        at: &impl Fn(u64, u64) -> View,
+        t: u64,
+        n: u64,
+        late: u64,
+    ) -> u64 {
+        let mut now = t;
+        for _ in 0..n {
+            now += 100_000_000;
+            let Some(Action::Nap(until)) = c.after_work(&at(now, 200), 1_000_000) else {
+                panic!("naps until it knows what they cost");
+            };
+            c.woke(until, until + late);
+        }
+        now
+    }
+
+    /// A party that pauses or waits by kicks because its naps woke too
+    /// late takes every 32nd as a nap, timed, and naps again once those
+    /// probes have made its naps cheap (five of its last eight).
+    #[test]
+    fn a_party_in_kicked_pauses_probes_naps_and_naps_again_once_they_are_cheap() {
+        let p = Params::default(); // S_P 3.9 us, N_C 0.2 us
+        let us = 1_000_000;
+        // A producer: four naps 20 us late, then kicked pauses whose
+        // wake-ups used 2 messages (4 us): naps are dear.
+        let (mut c, t) = fast_producer(&p, 2);
+        let at = two_us_consumer(t);
+        let mut now = naps_late(&mut c, &at, t, 4, 20 * us);
+        let (mut probes, mut pauses) = (0, 0);
+        loop {
+            now += 100 * us;
+            match c.after_work(&at(now, 200), us) {
+                Some(Action::BlockUntil(_)) => {
+                    pauses += 1;
+                    // Woken, one publish later: 7 queued of the margin's 8.
+                    now += 10 * us;
+                    assert_eq!(c.after_work(&at(now, 7), us), None);
+                }
+                Some(Action::Nap(until)) if probes < 5 => {
+                    probes += 1;
+                    assert_eq!(pauses, 31 * probes, "every 32nd is a probe");
+                    // Naps have turned cheap: S_P late.
+                    c.woke(until, until + 3_900_000);
+                }
+                a => {
+                    // After five cheap probes, five of the last eight naps
+                    // are cheap: it naps, and keeps napping.
+                    assert_eq!(probes, 5, "{a:?}");
+                    assert!(matches!(a, Some(Action::Nap(_))), "{a:?}");
+                    break;
+                }
+            }
+        }
+        // With 30 queued the nap that leaves the margin (13 us) is shorter
+        // than its 20 us wake-up: not worth one, so kicked pauses; the
+        // probe is that short nap all the same (it still ends before the
+        // ring is down to the margin).
+        let (mut c, t) = fast_producer(&p, 2);
+        let at = two_us_consumer(t);
+        let mut now = naps_late(&mut c, &at, t, 4, 20 * us);
+        let probe_at = |c: &mut Controller, now: &mut u64| -> u64 {
+            for i in 1..=32 {
+                *now += 100 * us;
+                // At its pause mark, 30 left after an exit (as a guest
+                // meets it).
+                match c.at_pause_mark(&at(*now, 30), None, true) {
+                    Some(Action::BlockUntil(_)) if i < 32 => {
+                        *now += 10 * us;
+                        assert_eq!(c.after_work(&at(*now, 7), us), None);
+                    }
+                    Some(Action::Nap(until)) if i == 32 => return until - *now,
+                    a => panic!("pause {i}: {a:?}"),
+                }
+            }
+            unreachable!()
+        };
+        let probe = probe_at(&mut c, &mut now);
+        assert!(probe > 10 * us && probe < 20 * us, "{probe}");
+        // A nap that woke 250 us late (a stall): no nap can be planned at
+        // all after it (one is enough to judge that), and the probe is one
+        // of the consumer's messages long.
+        let (mut c, t2) = fast_producer(&p, 2);
+        assert_eq!(t2, t, "the same start");
+        let mut now = t + 100 * us;
+        let Some(Action::Nap(until)) = c.after_work(&at(now, 200), us) else {
+            panic!("a producer 200 messages ahead naps");
+        };
+        c.woke(until, until + 250 * us);
+        now = until + 250 * us;
+        assert_eq!(probe_at(&mut c, &mut now), 2 * us);
+        // A consumer in kicked waits: every 32nd wait is its nap.
+        let mut c = Controller::new(WaitMode::parse("adaptive").unwrap(), Party::C, &p, None);
+        let ring = |now: u64| View {
+            now,
+            len: 256,
+            published: now / (3 * us),
+            consumed: now / (3 * us),
+        };
+        let mut now = 0;
+        let mut run = |c: &mut Controller| {
+            for _ in 0..20 {
+                now += 3 * us;
+                let _ = c.after_work(&ring(now), us);
+            }
+            c.wait(&ring(now), now, true)
+        };
+        for _ in 0..NAP_SAMPLES {
+            let Action::Nap(until) = run(&mut c) else {
+                panic!("it naps until it has timed its naps");
+            };
+            c.woke(until, until + 30 * us);
+        }
+        let kinds: Vec<bool> = (0..64)
+            .map(|_| match run(&mut c) {
+                Action::TimedBlock(..) => true,
+                Action::Nap(until) => {
+                    c.woke(until, until + 30 * us);
+                    false
+                }
+                a => panic!("{a:?}"),
+            })
+            .collect();
+        let naps: Vec<usize> = (0..64).filter(|&i| !kinds[i]).collect();
+        assert_eq!(naps, [31, 63], "the 32nd and 64th");
+    }
+
     #[test]
     fn halt_poll_grows_keeps_and_shrinks_its_window() {
         let p = Params::default();
@@ -1581,24 +1744,39 @@ mod tests {
     /// takes the mark as reached (where `after_work`, which sees the ring
     /// below it, would not pause), and a consultation without a timing of
     /// its own work leaves the estimate as it was.
-    #[test]
-    fn a_pause_mark_reached_before_an_exit_still_naps() {
-        let p = Params::default();
-        let mode = WaitMode::parse("adaptive:latency=100us").unwrap();
-        let mut c = Controller::new(mode, Party::P, &p, None);
-        // A consumer at 1.16 us per message behind 100 waiting ones, the
-        // producer's own work 0.5 us.
-        let pace = 1_160_000;
-        let at = |k: u64, occupancy: u64| View {
-            now: k * pace,
+    /// The ring of 256 after k messages of a consumer at 1.16 us a
+    /// message, `occupancy` queued.
+    fn paced(k: u64, occupancy: u64) -> View {
+        View {
+            now: k * 1_160_000,
             len: 256,
             published: k + occupancy,
             consumed: k,
-        };
-        for k in 0..100 {
-            c.observe(&at(k, 100));
         }
-        assert_eq!(c.after_work(&at(100, 100), 500_000).map(|_| ()), Some(()));
+    }
+
+    /// An `adaptive` producer (100 us bound) that has watched the consumer
+    /// of [`paced`] for 100 messages with `queued` waiting, its own work
+    /// 0.5 us: the faster party. Returns what its first decision was.
+    fn watching_producer(queued: u64) -> (Controller, Option<Action>) {
+        let p = Params::default();
+        let mode = WaitMode::parse("adaptive:latency=100us").unwrap();
+        let mut c = Controller::new(mode, Party::P, &p, None);
+        for k in 0..100 {
+            c.observe(&paced(k, queued));
+        }
+        let first = c.after_work(&paced(100, queued), 500_000);
+        (c, first)
+    }
+
+    #[test]
+    fn a_pause_mark_reached_before_an_exit_still_naps() {
+        let p = Params::default();
+        let at = paced;
+        // A consumer at 1.16 us per message behind 100 waiting ones, the
+        // producer's own work 0.5 us.
+        let (mut c, first) = watching_producer(100);
+        assert_eq!(first.map(|_| ()), Some(()));
         let mark = c
             .pause_mark(&at(101, 100))
             .expect("the faster party pauses");
@@ -1628,18 +1806,8 @@ mod tests {
     fn a_party_rereads_the_peers_index_only_where_a_decision_needs_it() {
         let p = Params::default();
         let mode = WaitMode::parse("adaptive:latency=100us").unwrap();
-        let mut c = Controller::new(mode, Party::P, &p, None);
-        let pace = 1_160_000;
-        let at = |k: u64, occupancy: u64| View {
-            now: k * pace,
-            len: 256,
-            published: k + occupancy,
-            consumed: k,
-        };
-        for k in 0..100 {
-            c.observe(&at(k, 30));
-        }
-        let _ = c.after_work(&at(100, 30), 500_000);
+        let at = paced;
+        let (mut c, _) = watching_producer(30);
         let mark = c.pause_mark(&at(100, 30)).expect("the faster party pauses");
         assert!(mark > 40, "a mark of {mark}");
         // Below the mark: 15 messages by the stale view, the 16th re-reads.
