@@ -963,11 +963,6 @@ impl Adaptive {
     }
 
     /// The producer's pause mark: the occupancy from which it pauses.
-    #[allow(
-        clippy::cast_possible_truncation,
-        clippy::cast_sign_loss,
-        clippy::cast_precision_loss
-    )]
     fn needs_fresh(&mut self, cached: &View) -> bool {
         self.unseen += 1;
         let due = self.unseen >= FRESH_EVERY

@@ -249,11 +249,8 @@ impl<P: Policy, C: Clock> Driven<P, C> {
                     self.nap(until, stats);
                     let now = self.now();
                     self.policy.woke(until, now);
-                    if side.have()? > 0 {
+                    if Self::woken_to_go_on(side, notifier)? {
                         break;
-                    }
-                    if notifier.stopped() {
-                        return Err(WaitError::Stopped);
                     }
                 }
                 // A wait takes the side's own threshold.
@@ -275,11 +272,8 @@ impl<P: Policy, C: Clock> Driven<P, C> {
                         TimedEnd::TimedOut => self.policy.woke(until, now),
                         TimedEnd::Averted => {}
                     }
-                    if side.have()? > 0 {
+                    if Self::woken_to_go_on(side, notifier)? {
                         break;
-                    }
-                    if notifier.stopped() {
-                        return Err(WaitError::Stopped);
                     }
                 }
             }
@@ -296,6 +290,19 @@ impl<P: Policy, C: Clock> Driven<P, C> {
             },
         );
         Ok(())
+    }
+
+    /// After a timed sleep that did not end the wait by itself: whether
+    /// the side can go on (true), or the policy decides again (false);
+    /// a stopped notifier ends the wait.
+    fn woken_to_go_on<S: Side>(side: &mut S, notifier: &dyn Notifier) -> Result<bool, WaitError> {
+        if side.have()? > 0 {
+            return Ok(true);
+        }
+        if notifier.stopped() {
+            return Err(WaitError::Stopped);
+        }
+        Ok(false)
     }
 
     /// After a message: the policy's pause, carried out. True if it paused.

@@ -71,7 +71,7 @@ pub use endpoint::{ring, Consumer, Producer, Published, Released};
 pub use layout::RawRing;
 pub use layout::{offsets, reached, RingHeader, WaitPoint, CACHE_LINE};
 #[cfg(not(loom))]
-pub use notify::{EventFdNotifier, FutexNotifier, NotifierKind, PipeNotifier};
+pub use notify::{wait_readable, EventFdNotifier, FutexNotifier, NotifierKind, PipeNotifier};
 pub use wait::{Notifier, WaitError, WaitStats, WaitStrategy};
 
 /// The other side broke the ring's invariants: an index read from shared

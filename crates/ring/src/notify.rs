@@ -2,7 +2,7 @@
 //! C->P); a pair of parties needs two.
 
 use std::io;
-use std::os::fd::OwnedFd;
+use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
 use std::str::FromStr;
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::{Duration, Instant};
@@ -109,10 +109,7 @@ impl FutexNotifier {
                         }
                         return Ok(self.take());
                     }
-                    Some(Timespec::try_from(left).unwrap_or(Timespec {
-                        tv_sec: i64::MAX,
-                        tv_nsec: 0,
-                    }))
+                    Some(timespec(left))
                 }
             };
             match rustix::thread::futex::wait(
@@ -131,18 +128,28 @@ impl FutexNotifier {
     }
 }
 
+/// `d` as a timespec; the longest one where it does not fit.
+fn timespec(d: Duration) -> Timespec {
+    Timespec::try_from(d).unwrap_or(Timespec {
+        tv_sec: i64::MAX,
+        tv_nsec: 0,
+    })
+}
+
 /// Waits until `fd` is readable or `timeout` has passed: true if readable.
-/// An interrupted wait goes on for the time left.
-fn readable(fd: &OwnedFd, timeout: Duration) -> io::Result<bool> {
+/// An interrupted wait goes on for the time left. What the eventfd and
+/// pipe notifiers' timed waits poll with, and any notifier of one's own
+/// over a file descriptor (a VMM's ioeventfd).
+///
+/// # Errors
+///
+/// `poll` failed other than by an interruption.
+pub fn wait_readable(fd: BorrowedFd<'_>, timeout: Duration) -> io::Result<bool> {
     let deadline = Instant::now().checked_add(timeout);
     loop {
         let left = deadline.map_or(timeout, |d| d.saturating_duration_since(Instant::now()));
-        let ts = Timespec::try_from(left).unwrap_or(Timespec {
-            tv_sec: i64::MAX,
-            tv_nsec: 0,
-        });
-        let mut fds = [PollFd::new(fd, PollFlags::IN)];
-        match rustix::event::poll(&mut fds, Some(&ts)) {
+        let mut fds = [PollFd::new(&fd, PollFlags::IN)];
+        match rustix::event::poll(&mut fds, Some(&timespec(left))) {
             Err(Errno::INTR) => {}
             r => return Ok(r? > 0),
         }
@@ -189,7 +196,7 @@ impl Notifier for EventFdNotifier {
     }
 
     fn wait_timeout(&self, timeout: Duration) -> io::Result<bool> {
-        if !readable(&self.fd, timeout)? {
+        if !wait_readable(self.fd.as_fd(), timeout)? {
             return Ok(false);
         }
         self.wait().map(|()| true)
@@ -232,7 +239,7 @@ impl Notifier for PipeNotifier {
     }
 
     fn wait_timeout(&self, timeout: Duration) -> io::Result<bool> {
-        if !readable(&self.read, timeout)? {
+        if !wait_readable(self.read.as_fd(), timeout)? {
             return Ok(false);
         }
         self.wait().map(|()| true)

@@ -64,26 +64,8 @@ impl Notifier for HostNotifier {
     fn wait_timeout(&self, timeout: std::time::Duration) -> std::io::Result<bool> {
         // SAFETY: the eventfd lives as long as `self`; the borrow ends here.
         let fd = unsafe { BorrowedFd::borrow_raw(self.kick.as_raw_fd()) };
-        let deadline = std::time::Instant::now().checked_add(timeout);
-        let ready = loop {
-            // An interrupted wait goes on for the time left.
-            let left = deadline.map_or(timeout, |d| {
-                d.saturating_duration_since(std::time::Instant::now())
-            });
-            let ts = rustix::time::Timespec::try_from(left).unwrap_or(rustix::time::Timespec {
-                tv_sec: i64::MAX,
-                tv_nsec: 0,
-            });
-            let mut fds = [rustix::event::PollFd::new(
-                &fd,
-                rustix::event::PollFlags::IN,
-            )];
-            match rustix::event::poll(&mut fds, Some(&ts)) {
-                Err(rustix::io::Errno::INTR) => {}
-                r => break r?,
-            }
-        };
-        if ready == 0 {
+        let ready = kicklab_ring::wait_readable(fd, timeout)?;
+        if !ready {
             if self.stop.load(Ordering::SeqCst) {
                 return Err(std::io::Error::other("run stopped"));
             }
