@@ -518,6 +518,11 @@ struct Adaptive {
     /// naps' sake since its last nap: every [`KICK_PROBE_EVERY`]th is a
     /// nap instead, timed like any.
     kicked: u32,
+    /// Whether a consumer is in kicked waits: it goes into them once its
+    /// naps wake more than [`DEAR`] times later than a kicked wait does,
+    /// and back to naps once they wake no later (hysteresis: wake-ups
+    /// near the line do not flip it at every wait).
+    kick_waits: bool,
 }
 
 /// Windows of at least this many of the peer's messages make one sample
@@ -554,6 +559,11 @@ const KICK_PROBE_EVERY: u32 = 32;
 /// messages to follow its pace, where no decision needs it sooner
 /// ([`Adaptive::needs_fresh`]).
 const FRESH_EVERY: u32 = 16;
+/// How many times a kicked wake-up's cost naps must cost before a party
+/// pauses (a producer) or starts waiting (a consumer) by kicks: the margin
+/// keeps the spread of random wake-ups from flipping the choice, and a
+/// kick also costs the peer its N.
+const DEAR: f64 = 1.5;
 
 /// The peer's pace, estimated from windows of the ring's indices.
 #[derive(Debug, Clone)]
@@ -666,6 +676,7 @@ impl Adaptive {
             }),
             unseen: 0,
             kicked: 0,
+            kick_waits: false,
         }
     }
 
@@ -677,9 +688,7 @@ impl Adaptive {
 
     /// Whether a nap costs clearly more than a kicked wake-up: over at
     /// least [`NAP_SAMPLES`] naps, waking (and publishing once) took more
-    /// than 1.5 times what a kicked pause's wake-up takes (the margin keeps
-    /// the spread of random wake-ups from flipping the choice, and a kick
-    /// also costs the peer its N). A kicked pause's wake-up is what such
+    /// than [`DEAR`] times what a kicked pause's wake-up takes. A kicked pause's wake-up is what such
     /// pauses showed once taken ([`Adaptive::kick_wake`]), else S plus the
     /// peer's kick: calibrated costs are those of short idles, and where a
     /// wake-up after a pause's long idle costs more than that, a producer
@@ -688,7 +697,7 @@ impl Adaptive {
     /// sleeps cost more than its kicks pauses by kicks.
     fn naps_dear(&self, peer: f64, own: f64) -> bool {
         let kicked = self.kick_wake.map_or(self.block_cost + own, |m| m * peer);
-        self.late_n >= NAP_SAMPLES && self.nap_cost() + own > 1.5 * kicked
+        self.late_n >= NAP_SAMPLES && self.nap_cost() + own > DEAR * kicked
     }
 
     #[allow(clippy::cast_precision_loss)]
@@ -874,8 +883,9 @@ impl Adaptive {
     }
 
     /// A consumer's pause until the producer's kick, where its naps have
-    /// shown they wake later than a kicked wait does, counting the
-    /// producer's kick: what kicked waits showed (the messages that
+    /// shown they wake more than [`DEAR`] times later than a kicked wait
+    /// does (once in kicked waits: any later), counting the producer's
+    /// kick: what kicked waits showed (the messages that
     /// gathered while it woke, at the producer's pace, plus N_P), else the
     /// calibrated S + N_P. A nap's lateness is also what it costs in CPU
     /// where a timer's wake-up is charged to the sleeper (the simulator
@@ -897,7 +907,9 @@ impl Adaptive {
         let wake = self
             .kick_wake
             .map_or(self.block_cost, |m| m * peer + self.n_peer);
-        if !self.timed_blocks || self.late_n < NAP_SAMPLES || self.nap_cost() <= wake {
+        let line = if self.kick_waits { wake } else { DEAR * wake };
+        if !self.timed_blocks || self.late_n < NAP_SAMPLES || self.nap_cost() <= line {
+            self.kick_waits = false;
             return None;
         }
         if self.kicked + 1 >= KICK_PROBE_EVERY {
@@ -913,8 +925,10 @@ impl Adaptive {
         let slowest = self.peer.slowest().unwrap_or(peer).max(peer);
         let at = (length / slowest).floor().min((0.5 * v.len as f64).floor());
         if at < 2.0 || self.n_peer > KICK_SHARE * at * peer {
+            self.kick_waits = false;
             return None;
         }
+        self.kick_waits = true;
         self.blocked_at = Some(at as u32);
         self.kicked += 1;
         Some(Action::TimedBlock(at as u32, v.now + length as u64))
@@ -1490,6 +1504,78 @@ mod tests {
             };
             c.woke(until, until + 30 * us);
         }
+    }
+
+    #[test]
+    fn a_consumer_goes_into_kicked_waits_past_a_margin_and_out_at_the_line() {
+        let p = Params::default(); // S_C 0.2 us, N_P 2.4 us: a kick's 2.6 us
+        let us = 1_000_000;
+        // The producer publishes one message every 3 us; the consumer
+        // takes 1 us for each.
+        let ring = |now: u64, queued: u64| View {
+            now,
+            len: 256,
+            published: now / (3 * us),
+            consumed: now / (3 * us) - queued,
+        };
+        let run = |c: &mut Controller, now: &mut u64| {
+            for _ in 0..20 {
+                *now += 3 * us;
+                let _ = c.after_work(&ring(*now, 0), us);
+            }
+            c.wait(&ring(*now, 0), *now, true)
+        };
+        let naps = |c: &mut Controller, now: &mut u64, late: u64| {
+            for _ in 0..NAP_SAMPLES {
+                let Action::Nap(until) = run(c, now) else {
+                    panic!("it naps until it has timed its naps");
+                };
+                c.woke(until, until + late);
+            }
+        };
+        let mut now = 0;
+        // Naps 3.5 us late: later than a kick's 2.6 us, within 1.5 times
+        // it (3.9 us): it naps on.
+        let mut c = Controller::new(WaitMode::parse("adaptive").unwrap(), Party::C, &p, None);
+        naps(&mut c, &mut now, 3_500_000);
+        for _ in 0..8 {
+            let Action::Nap(until) = run(&mut c, &mut now) else {
+                panic!("within the margin: naps");
+            };
+            c.woke(until, until + 3_500_000);
+        }
+        // Naps 4.5 us late: past it, so kicked waits.
+        let mut c = Controller::new(WaitMode::parse("adaptive").unwrap(), Party::C, &p, None);
+        naps(&mut c, &mut now, 4_500_000);
+        let kicked = |c: &mut Controller, now: &mut u64, gathered: u64| {
+            let Action::TimedBlock(at, _) = run(c, now) else {
+                panic!("in kicked waits");
+            };
+            *now += u64::from(at) * 3 * us;
+            let queued = u64::from(at) + gathered;
+            c.done(
+                &ring(*now, queued),
+                Episode {
+                    start: *now - 50 * us,
+                    end: *now,
+                    blocked: Some(50 * us),
+                },
+            );
+        };
+        // Its kicked wake-ups let 0, then 1, 1, 1 messages gather: 0, 0.25,
+        // 0.44, 0.58 on average, 2.4 to 4.1 us with N_P. The naps' 4.5 us
+        // is within 1.5 times all but the first, yet more than each: it
+        // stays in kicked waits.
+        kicked(&mut c, &mut now, 0);
+        for _ in 0..3 {
+            kicked(&mut c, &mut now, 1);
+        }
+        // Two more (0.68, then 0.76 on average: 4.45, then 4.7 us with
+        // N_P): the naps' 4.5 us is no more than that, and it naps again.
+        kicked(&mut c, &mut now, 1);
+        kicked(&mut c, &mut now, 1);
+        let a = run(&mut c, &mut now);
+        assert!(matches!(a, Action::Nap(_)), "back to naps: {a:?}");
     }
 
     /// `n` naps of the producer `c` 200 messages ahead of the consumer
