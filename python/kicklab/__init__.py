@@ -131,6 +131,9 @@ class KicklabWarning(UserWarning):
 
 # --- turning Python values into the command line's text -----------------
 
+# The largest profile file read.
+_MAX_PROFILE_BYTES = 16 << 20
+
 
 def _duration_text(name: str, value: Any) -> str:
     """A duration or cost keyword as the command line's text (numbers are
@@ -198,10 +201,19 @@ def _profile(profile: ProfileLike) -> tuple[str, str] | None:
     if isinstance(profile, (str, os.PathLike)):
         path = os.fspath(profile)
         try:
+            # A regular file, read up to a bound (as the command line does):
+            # a FIFO would block for ever and /dev/zero never ends.
+            if not os.path.isfile(path):
+                raise OSError("not a regular file")
             with open(path, encoding="utf-8") as f:
-                return f.read(), path
-        except OSError as e:
+                text = f.read(_MAX_PROFILE_BYTES + 1)
+        except (OSError, UnicodeDecodeError) as e:
             raise ValueError(f"profile: cannot read {path}: {e}") from None
+        if len(text) > _MAX_PROFILE_BYTES:
+            raise ValueError(
+                f"profile: cannot read {path}: larger than 16 MiB (a profile is tens of KiB)"
+            )
+        return text, path
     raise TypeError(
         f"profile: expected a path or a dict (kicklab.calibrate()'s), got {type(profile).__name__}"
     )

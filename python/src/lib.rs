@@ -90,7 +90,7 @@ fn sim_err(e: &SimError) -> Fail {
         SimError::NoMessages | SimError::TooManyMessages(_) | SimError::Combine(_) => {
             bad(e.to_string())
         }
-        SimError::Mode { .. } => bad(format!("mode: {e}")),
+        SimError::Mode { .. } | SimError::TooManyEvents { .. } => bad(format!("mode: {e}")),
         SimError::SweepPoint { .. } => bad(format!("vary: {e}")),
         SimError::TimeOverflow => bad(format!(
             "messages: {e}: the simulated time of this many messages at these costs exceeds the clock's 213 days"
@@ -175,8 +175,11 @@ fn param_named(name: &str) -> Res<Param> {
 fn parse_profile(profile: ProfileText) -> Res<Option<Profile>> {
     profile
         .map(|(text, from)| {
-            serde_json::from_str(&text)
-                .map_err(|e| bad(format!("profile: {from} is not a kicklab profile: {e}")))
+            let p: Profile = serde_json::from_str(&text)
+                .map_err(|e| bad(format!("profile: {from} is not a kicklab profile: {e}")))?;
+            p.check()
+                .map_err(|e| bad(format!("profile: {from}: {e}")))?;
+            Ok(p)
         })
         .transpose()
 }

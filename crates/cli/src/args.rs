@@ -313,12 +313,37 @@ impl ParamArgs {
 ///
 /// A [`Usage`] error if it cannot be read or parsed.
 pub fn read_profile(path: &std::path::Path) -> Result<kicklab_model::Profile, Usage> {
-    let text = std::fs::read_to_string(path)
-        .map_err(|e| Usage(format!("--profile: cannot read {}: {e}", path.display())))?;
-    serde_json::from_str(&text).map_err(|e| {
+    use std::io::Read as _;
+    let cannot = |e: &dyn std::fmt::Display| {
+        Usage(format!("--profile: cannot read {}: {e}", path.display()))
+    };
+    let file = std::fs::File::open(path).map_err(|e| cannot(&e))?;
+    // A regular file, read up to a bound: a FIFO would block for ever and
+    // /dev/zero never ends.
+    if !file.metadata().map_err(|e| cannot(&e))?.is_file() {
+        return Err(cannot(&"not a regular file"));
+    }
+    let mut text = String::new();
+    file.take(MAX_PROFILE_BYTES + 1)
+        .read_to_string(&mut text)
+        .map_err(|e| cannot(&e))?;
+    if text.len() as u64 > MAX_PROFILE_BYTES {
+        return Err(cannot(&format_args!(
+            "larger than {} MiB (a profile is tens of KiB)",
+            MAX_PROFILE_BYTES >> 20
+        )));
+    }
+    let profile: kicklab_model::Profile = serde_json::from_str(&text).map_err(|e| {
         Usage(format!(
             "--profile: {} is not a kicklab profile: {e}",
             path.display()
         ))
-    })
+    })?;
+    profile
+        .check()
+        .map_err(|e| Usage(format!("--profile: {}: {e}", path.display())))?;
+    Ok(profile)
 }
+
+/// The largest profile file read (`--profile`).
+const MAX_PROFILE_BYTES: u64 = 16 << 20;

@@ -240,7 +240,9 @@ fn usage_of(e: &anyhow::Error) -> Option<String> {
             SimError::Params(p) => Some(param(p)),
             // "messages: ..." names the input; its flag is the same word.
             SimError::NoMessages | SimError::TooManyMessages(_) => Some(format!("--{s}")),
-            SimError::Mode { .. } => Some(format!("--mode: {s}")),
+            SimError::Mode { .. } | SimError::TooManyEvents { .. } => {
+                Some(format!("--mode: {s}"))
+            }
             SimError::SweepPoint { .. } => Some(format!("--vary: {s}")),
             SimError::TimeOverflow => Some(format!(
                 "--messages: {s}: the simulated time of this many messages at these costs exceeds the clock's 213 days"
@@ -253,6 +255,19 @@ fn usage_of(e: &anyhow::Error) -> Option<String> {
         };
     }
     None
+}
+
+/// Messages per second at `t_ns` a message, as the text output shows it
+/// (no number where T is 0: zero work and zero costs have no rate).
+pub(crate) fn rate_text(t_ns: f64) -> String {
+    let rate = 1e9 / t_ns;
+    if t_ns > 0.0 && rate >= 10.0 {
+        format!("{rate:.0} messages/s")
+    } else if t_ns > 0.0 {
+        format!("{rate:.3e} messages/s")
+    } else {
+        "no limit: no work and no cost".into()
+    }
 }
 
 /// The binary's [`kicklab_lab::Progress`]: a bar per stage on stderr
@@ -381,9 +396,9 @@ impl RateLines {
         let per = |n: u64| n as f64 / self.messages.max(1) as f64;
         let [np, nc] = self.notifications;
         println!(
-            "T              {}/message  ({:.0} messages/s)",
+            "T              {}/message  ({})",
             fmt_ns(self.t_ns),
-            1e9 / self.t_ns
+            rate_text(self.t_ns)
         );
         println!(
             "E              {} of CPU/message  (P {}, C {})",

@@ -56,9 +56,9 @@ fn print_prediction(params: &Params, mode: WaitMode, p: &Prediction) {
     let l = params.len;
     println!("regime      {}  ({})", p.regime, p.regime.meaning());
     println!(
-        "T           {}/message  ({:.0} messages/s)",
+        "T           {}/message  ({})",
         fmt_ns(p.rates.t_ns),
-        1e9 / p.rates.t_ns
+        crate::rate_text(p.rates.t_ns)
     );
     println!(
         "E           {} of CPU/message (P and C together)",
@@ -109,12 +109,20 @@ fn print_prediction(params: &Params, mode: WaitMode, p: &Prediction) {
             );
         }
         let gp = predict(params, WaitMode::Poll).expect("validated");
-        println!(
-            "vs polling  T_GP = {}, E_GP = {}: notifications cost {:+.1}% time, {:+.1}% CPU",
-            fmt_ns(gp.rates.t_ns),
-            fmt_ns(gp.rates.e_ns),
-            100.0 * (p.rates.t_ns / gp.rates.t_ns - 1.0),
-            100.0 * (p.rates.e_ns / gp.rates.e_ns - 1.0)
-        );
+        if gp.rates.t_ns > 0.0 && gp.rates.e_ns > 0.0 {
+            println!(
+                "vs polling  T_GP = {}, E_GP = {}: notifications cost {:+.1}% time, {:+.1}% CPU",
+                fmt_ns(gp.rates.t_ns),
+                fmt_ns(gp.rates.e_ns),
+                100.0 * (p.rates.t_ns / gp.rates.t_ns - 1.0),
+                100.0 * (p.rates.e_ns / gp.rates.e_ns - 1.0)
+            );
+        } else {
+            println!(
+                "vs polling  T_GP = {}, E_GP = {}: no work and no cost, nothing to compare",
+                fmt_ns(gp.rates.t_ns),
+                fmt_ns(gp.rates.e_ns)
+            );
+        }
     }
 }

@@ -61,10 +61,10 @@ struct SimCosts {
     /// Scheduler slice. [default: Linux's for --cpus: 0.75 ms x (1 + log2 CPUs, up to 8)]
     #[arg(long, value_parser = crate::args::duration_ns, allow_hyphen_values = true)]
     slice: Option<f64>,
-    /// What waking a blocked guest or client costs the waker. [default: 2us, or the --profile's N_P]
+    /// What waking a blocked guest or client costs the waker's CPU. [default: 2us, or the --profile's NP_cpu median: the notifier's CPU time in its notify]
     #[arg(long, value_parser = crate::args::duration_ns, allow_hyphen_values = true)]
     kick: Option<f64>,
-    /// A woken guest's or client's start-up on its CPU. [default: 4us, or the --profile's S_C]
+    /// A woken guest's or client's start-up on its CPU. [default: 4us, or the --profile's SC_cpu median: the woken party's own CPU time in its wake-up]
     #[arg(long, value_parser = crate::args::duration_ns, allow_hyphen_values = true)]
     wake: Option<f64>,
     /// What resuming a preempted guest costs its CPU. [default: 1us]
@@ -74,7 +74,8 @@ struct SimCosts {
     #[arg(long, value_parser = crate::args::duration_ns, allow_hyphen_values = true)]
     client_cost: Option<f64>,
     /// A calibration profile (`kicklab calibrate --save FILE`) for --kick
-    /// (its notifier's CPU, N_P) and --wake (its woken party's, S_C).
+    /// (its notifier's CPU time, NP_cpu, not the wall time N_P) and --wake
+    /// (its woken party's, SC_cpu): this simulator counts CPU shares.
     #[arg(long)]
     profile: Option<std::path::PathBuf>,
 }
@@ -125,8 +126,11 @@ impl SimCosts {
         let base = kicklab_lab::scale::sim_config(cfg, cpus, profile);
         #[allow(clippy::cast_precision_loss)]
         let slice = ns("slice", self.slice, base.slice_ns as f64)?;
-        if slice == 0 {
-            return Err(Usage("--slice: a slice > 0".into()));
+        if slice < 1000 {
+            return Err(Usage(format!(
+                "--slice: at least 1us (Linux's is 0.75-3ms), got {}",
+                kicklab_model::fmt_ns(slice as f64)
+            )));
         }
         #[allow(clippy::cast_precision_loss)]
         let sim = ScaleSim {
@@ -179,12 +183,16 @@ pub fn run(a: &ScaleArgs) -> anyhow::Result<()> {
     let duration = std::time::Duration::try_from_secs_f64(a.seconds)
         .ok()
         .filter(|d| !d.is_zero() && d.as_secs() <= 600)
-        .ok_or_else(|| Usage("--seconds: between 0 and 600".into()))?;
+        .ok_or_else(|| Usage("--seconds: more than 0 and at most 600".into()))?;
     if a.concurrency == 0 || a.concurrency > 1_000_000 {
         return Err(Usage("--concurrency: 1 to 1000000 requests outstanding".into()).into());
     }
-    if a.timer.is_zero() {
-        return Err(Usage("--timer: a period > 0".into()).into());
+    if a.timer < std::time::Duration::from_micros(1) {
+        return Err(Usage(format!(
+            "--timer: a period of at least 1us (shorter ones leave a guest no time but its timer), got {:?}",
+            a.timer
+        ))
+        .into());
     }
     let mut runs = Vec::new();
     for &vms in &a.vms {

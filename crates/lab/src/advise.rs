@@ -4,7 +4,7 @@
 //! 5% of the best throughput found and within the latency bound. What does
 //! not live here: the strategies (`kicklab_model::control`), printing.
 
-use kicklab_model::{IdleScale, Params, WaitMode};
+use kicklab_model::{fmt_ns, IdleScale, Params, WaitMode};
 use kicklab_sim::{default_warmup, simulate, SimConfig};
 use rayon::prelude::*;
 use serde::Serialize;
@@ -58,6 +58,12 @@ pub struct Advice {
     /// Every candidate compared, best first by the same rule.
     pub alternatives: Vec<Candidate>,
 }
+
+/// The longest mean cost (W, N, S) advise takes [ns]: its grid of sleeps
+/// and spins (0.5-200 us) is built for microsecond work, and a timed sleep
+/// of 0.5 us against waits of a millisecond re-checks thousands of times a
+/// message (seconds a candidate).
+pub const MAX_COST_NS: f64 = 500_000.0;
 
 /// The candidates: every family over a grid of its parameters.
 pub fn candidates(latency_ns: f64, exhaustive: bool) -> Vec<WaitMode> {
@@ -128,6 +134,21 @@ pub fn advise(spec: &AdviseSpec, progress: &dyn Progress) -> Result<Advice, LabE
         ));
     }
     spec.params.validate()?;
+    for (param, cost) in spec.params.costs() {
+        let mean = cost.mean_ns();
+        if mean > MAX_COST_NS {
+            return Err(LabError::Param(kicklab_model::ParamError {
+                param,
+                reason: format!(
+                    "advise searches sleeps and spins of 0.5-200 us, for costs of at most {} \
+                     (a mean of {} here would take it minutes, and its grid says nothing there); \
+                     `kicklab sim --mode S` simulates any strategy at any cost",
+                    fmt_ns(MAX_COST_NS),
+                    fmt_ns(mean)
+                ),
+            }));
+        }
+    }
     let modes = candidates(spec.latency_ns, spec.exhaustive);
     progress.start("advise", modes.len() as u64);
     let runs: Vec<Result<Candidate, LabError>> = modes

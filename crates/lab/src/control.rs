@@ -64,8 +64,12 @@ impl Workload {
     }
 
     /// (W_P, W_C) at a sweep point `x` [ns] (ignored by `phases`).
-    fn costs(self, x: f64, w_c: f64) -> (Cost, Cost) {
-        match self {
+    ///
+    /// # Errors
+    ///
+    /// A `mix` whose long messages (50 x) are longer than a cost may be.
+    fn costs(self, x: f64, w_c: f64) -> Result<(Cost, Cost), LabError> {
+        Ok(match self {
             Workload::Const => (Cost::Const(x), Cost::Const(w_c)),
             Workload::Exp => (Cost::Exp { mean_ns: x }, Cost::Exp { mean_ns: w_c }),
             Workload::Phases => (
@@ -74,10 +78,18 @@ impl Workload {
                 Cost::Const(w_c),
             ),
             Workload::Mix => (
-                Cost::parse(&format!("mix:0.01:{x}ns+{}ns", 50.0 * x)).expect("a valid mix cost"),
+                Cost::parse(&format!("mix:0.01:{x}ns+{}ns", 50.0 * x)).map_err(|e| {
+                    LabError::input(
+                        Input::Workload,
+                        format!(
+                            "mix at W_P = {}: its long messages (50 x W_P): {e}",
+                            kicklab_model::fmt_ns(x)
+                        ),
+                    )
+                })?,
                 Cost::Const(w_c),
             ),
-        }
+        })
     }
 
     /// The targets of issue 14 for this workload: (T ratio, excess ratio)
@@ -361,6 +373,8 @@ pub fn control_study(
     for &w in &spec.workloads {
         let pts: &[f64] = if w == Workload::Phases { &xs[..1] } else { &xs };
         for &x in pts {
+            // Refused before anything runs.
+            w.costs(x, w_c)?;
             for &m in &strategies {
                 jobs.push((w, x, m));
             }
@@ -371,7 +385,7 @@ pub fn control_study(
         // For real: one run at a time (they would share the CPUs).
         jobs.iter()
             .map(|&(w, x, mode)| {
-                let (w_p, w_c_cost) = w.costs(x, w_c);
+                let (w_p, w_c_cost) = w.costs(x, w_c)?;
                 let params = Params {
                     w_p,
                     w_c: w_c_cost,
@@ -405,7 +419,7 @@ pub fn control_study(
     } else {
         jobs.par_iter()
             .map(|&(w, x, mode)| {
-                let (w_p, w_c_cost) = w.costs(x, w_c);
+                let (w_p, w_c_cost) = w.costs(x, w_c)?;
                 let params = Params {
                     w_p,
                     w_c: w_c_cost,
@@ -460,7 +474,7 @@ pub fn control_study(
     for p in &mut points {
         if p.workload != Workload::Const {
             // The mean W_P of the workload.
-            p.w_p_ns = p.workload.costs(p.w_p_ns, w_c).0.mean_ns();
+            p.w_p_ns = p.workload.costs(p.w_p_ns, w_c)?.0.mean_ns();
         }
         // Real runs: the issue's targets for real pairs, whatever the
         // workload.

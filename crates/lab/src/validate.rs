@@ -347,6 +347,9 @@ pub fn summarize(points: &[Point]) -> Summary {
     }
 }
 
+/// The most points of a validation sweep.
+pub const MAX_POINTS: u32 = 200;
+
 /// Checks a validation's inputs before anything runs: every point of the
 /// sweep must be a valid pair, and the repetitions in range.
 ///
@@ -372,6 +375,25 @@ pub fn check(
             format!(
                 "at most {MAX_REPEAT} repetitions per point ({} asked)",
                 opts.repeat
+            ),
+        ));
+    }
+    if vary.param != kicklab_model::Param::Wp {
+        return Err(LabError::input(
+            Input::Vary,
+            format!(
+                "validate sweeps W_P (the paper's Fig. 4: wp=FROM..TO:POINTS), not {}: a profile sets \
+                 the costs, and `kicklab sweep --vary` varies any parameter in the model and simulator",
+                vary.param.name()
+            ),
+        ));
+    }
+    if vary.points > MAX_POINTS {
+        return Err(LabError::input(
+            Input::Vary,
+            format!(
+                "at most {MAX_POINTS} points ({} asked): each is {} x 2 real runs",
+                vary.points, opts.repeat
             ),
         ));
     }

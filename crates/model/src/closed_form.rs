@@ -49,8 +49,9 @@ pub enum ModelError {
     /// The parameters are invalid.
     #[error(transparent)]
     Params(#[from] crate::ParamError),
-    /// Spin-then-sleep with a budget > 0 has no closed form; simulate it.
-    #[error("spin-then-sleep has no closed form (the model covers notify and poll); simulate it")]
+    /// A strategy other than notify and poll (spins, timed sleeps, the
+    /// adaptive schemes) has no closed form; simulate it.
+    #[error("only notify and poll have closed forms (spins, timed sleeps and the adaptive strategies do not); simulate it")]
     NoClosedForm,
 }
 

@@ -45,7 +45,7 @@ mod strategy;
 mod time;
 
 pub use closed_form::{predict, ss_best_case, ss_formula, ModelError, OperatingPoint, Prediction};
-pub use cost::{Cost, CostParseError, Mix, Phases, SimpleCost, MAX_PHASES};
+pub use cost::{Cost, CostParseError, Mix, Phases, SimpleCost, MAX_LOG_SIGMA, MAX_PHASES};
 pub use idle::IdleScale;
 pub use param::{Param, Unit, UnknownParam};
 pub use params::{CostOverrides, GivenParams, ParamError, Params, Party};

@@ -114,7 +114,7 @@ impl Stat {
         if self.sigma_log > 1e-9 {
             Cost::LogNormal {
                 mean_ns: self.mean_ns,
-                sigma: self.sigma_log.min(3.0),
+                sigma: self.sigma_log.min(crate::cost::MAX_LOG_SIGMA),
             }
         } else {
             Cost::Const(self.mean_ns)
@@ -335,6 +335,123 @@ pub fn split_wake_up(n: f64, r: f64, s_cpu: f64) -> (f64, f64) {
 }
 
 impl Profile {
+    /// Checks what a profile file may hold before anything uses it: every
+    /// statistic finite and within [`crate::MAX_DURATION_NS`] (1 h) either
+    /// way; the notification costs, visibilities, CPU times, ring costs and
+    /// naps' CPU >= 0 (calibration measures them so; a start-up or an
+    /// in-run wake-up may be negative, timed across two clocks, and the
+    /// model says so with [`Profile::negative_starts`]); a visibility at
+    /// most its notification; spreads >= 0; an idle curve of at most
+    /// [`IdleScale::MAX_POINTS`] points at increasing gaps > 0.
+    ///
+    /// # Errors
+    ///
+    /// The first value out of range, named as the profile's JSON names it.
+    pub fn check(&self) -> Result<(), String> {
+        let max = crate::MAX_DURATION_NS;
+        let stat = |name: &str, st: &Stat, signed: bool| -> Result<(), String> {
+            for (what, v) in [
+                ("median_ns", st.median_ns),
+                ("mean_ns", st.mean_ns),
+                ("p10_ns", st.p10_ns),
+                ("p90_ns", st.p90_ns),
+            ] {
+                let low = if signed { -max } else { 0.0 };
+                if !(v.is_finite() && (low..=max).contains(&v)) {
+                    return Err(format!(
+                        "{name}.{what} = {v:e}: must be {} (calibration measures it so)",
+                        if signed {
+                            "finite and within 1h either way"
+                        } else {
+                            "from 0 to 1h"
+                        }
+                    ));
+                }
+            }
+            if !(st.sigma_log.is_finite() && st.sigma_log >= 0.0) {
+                return Err(format!(
+                    "{name}.sigma_log = {:e}: must be >= 0",
+                    st.sigma_log
+                ));
+            }
+            Ok(())
+        };
+        let opt = |name: &str, st: &Option<Stat>, signed: bool| {
+            st.as_ref().map_or(Ok(()), |st| stat(name, st, signed))
+        };
+        let visible = |name: &str, v: &Option<Stat>, n: &Stat| match v {
+            Some(v) if v.mean_ns > n.mean_ns * (1.0 + 1e-9) + 1e-6 => Err(format!(
+                "{name}.mean_ns = {:e}: a notification is seen at most when it ends (its N, {:e})",
+                v.mean_ns, n.mean_ns
+            )),
+            _ => Ok(()),
+        };
+        for (name, st) in [
+            ("NP", &self.np),
+            ("NC", &self.nc),
+            ("NP_cpu", &self.np_cpu),
+            ("NC_cpu", &self.nc_cpu),
+            ("SP_cpu", &self.sp_cpu),
+            ("SC_cpu", &self.sc_cpu),
+        ] {
+            stat(name, st, false)?;
+        }
+        stat("SP", &self.sp, true)?;
+        stat("SC", &self.sc, true)?;
+        for (name, st, signed) in [
+            ("VP", &self.vp, false),
+            ("VC", &self.vc, false),
+            ("SP_V", &self.sp_v, true),
+            ("SC_V", &self.sc_v, true),
+            ("kick_visible", &self.kick_visible, true),
+            ("overhead", &self.overhead, false),
+            ("overhead_p", &self.overhead_p, false),
+            ("overhead_c", &self.overhead_c, false),
+            ("nap_P", &self.nap_p, true),
+            ("nap_C", &self.nap_c, true),
+            ("nap_P_cpu", &self.nap_p_cpu, false),
+            ("nap_C_cpu", &self.nap_c_cpu, false),
+        ] {
+            opt(name, st, signed)?;
+        }
+        visible("VP", &self.vp, &self.np)?;
+        visible("VC", &self.vc, &self.nc)?;
+        if let Some(r) = &self.in_run {
+            opt("in_run.np", &r.np, false)?;
+            opt("in_run.nc", &r.nc, false)?;
+            opt("in_run.rp", &r.rp, true)?;
+            opt("in_run.rc", &r.rc, true)?;
+        }
+        if !(self.gap_ns.is_finite() && self.gap_ns >= 0.0 && self.gap_ns <= max) {
+            return Err(format!("gap_ns = {:e}: must be from 0 to 1h", self.gap_ns));
+        }
+        if self.idle_curve.len() > IdleScale::MAX_POINTS {
+            return Err(format!(
+                "idle_curve: at most {} points (calibrate measures no more), got {}",
+                IdleScale::MAX_POINTS,
+                self.idle_curve.len()
+            ));
+        }
+        let mut last = 0.0;
+        for (i, q) in self.idle_curve.iter().enumerate() {
+            if !(q.gap_ns.is_finite() && q.gap_ns > last && q.gap_ns <= max) {
+                return Err(format!(
+                    "idle_curve[{i}].gap_ns = {:e}: gaps must be > 0, at most 1h and increase",
+                    q.gap_ns
+                ));
+            }
+            last = q.gap_ns;
+            let at = |n: &str| format!("idle_curve[{i}].{n}");
+            stat(&at("NP"), &q.np, false)?;
+            stat(&at("NC"), &q.nc, false)?;
+            stat(&at("SP"), &q.sp, true)?;
+            stat(&at("SC"), &q.sc, true)?;
+            opt(&at("VP"), &q.vp, false)?;
+            opt(&at("VC"), &q.vc, false)?;
+        }
+        Ok(())
+    }
+
     /// A profile of constant costs (N_P, N_C, S_P, S_C) [ns] and nothing
     /// else: for tests and for costs known from elsewhere.
     pub fn of_means(backend: &str, [np, nc, sp, sc]: [f64; 4]) -> Profile {

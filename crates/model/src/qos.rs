@@ -129,16 +129,18 @@ impl QosSystem {
         }
         let ok = |v: f64| v.is_finite() && v >= 0.0;
         for (i, vm) in self.vms.iter().enumerate() {
-            if !ok(vm.offered_per_s) || !ok(vm.service_ns) || vm.offered_per_s > MAX_RATE_PER_S {
+            let rate =
+                |r: f64| ok(r) && (r == 0.0 || (MIN_RATE_PER_S..=MAX_RATE_PER_S).contains(&r));
+            if !rate(vm.offered_per_s) || !ok(vm.service_ns) {
                 return Err(format!(
-                    "vm{}: the offered load must be 0 to {MAX_RATE_PER_S:e} requests/s and the service time finite and >= 0",
+                    "vm{}: the offered load must be 0 or {MIN_RATE_PER_S:e} to {MAX_RATE_PER_S:e} requests/s and the service time finite and >= 0",
                     i + 1
                 ));
             }
             if let Some((r, b)) = vm.limit {
-                if !(ok(r) && r > 0.0 && ok(b) && b >= 1.0) {
+                if !(rate(r) && r > 0.0 && ok(b) && b >= 1.0) {
                     return Err(format!(
-                        "vm{}: a limit needs a rate > 0 and a burst >= 1",
+                        "vm{}: a limit needs a rate of {MIN_RATE_PER_S:e} to {MAX_RATE_PER_S:e} requests/s and a burst >= 1",
                         i + 1
                     ));
                 }
@@ -158,6 +160,9 @@ impl QosSystem {
 pub const MAX_VMS: usize = 1024;
 /// The largest offered load per VM [requests/s].
 pub const MAX_RATE_PER_S: f64 = 1e9;
+/// The smallest offered load per VM other than 0 [requests/s]: one
+/// request in 30 years (below it the time between requests overflows).
+pub const MIN_RATE_PER_S: f64 = 1e-9;
 
 /// The analytic solution.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -549,6 +554,27 @@ pub fn solve_on_cpus(sys: &QosSystem, host: &Host) -> CpuSolution {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn rates_are_0_or_within_range() {
+        for (rate, ok) in [
+            (0.0, true),
+            (MIN_RATE_PER_S, true),
+            (800.0, true),
+            (MAX_RATE_PER_S, true),
+            // The time between requests would overflow to infinity.
+            (1e-300, false),
+            (MAX_RATE_PER_S * 2.0, false),
+            (f64::NAN, false),
+            (-1.0, false),
+        ] {
+            let sys = QosSystem::paper(Path::Shared, Police::Post, rate);
+            assert_eq!(sys.validate().is_ok(), ok, "{rate}");
+            let mut limited = QosSystem::paper(Path::Shared, Police::Post, 800.0);
+            limited.vms[1].limit = Some((rate, 10.0));
+            assert_eq!(limited.validate().is_ok(), ok && rate > 0.0, "limit {rate}");
+        }
+    }
 
     #[test]
     fn the_papers_numbers_come_out_of_the_derived_service_times() {

@@ -23,6 +23,7 @@ use kicklab_model::{to_ps, Latency, Party, Rates};
 
 use crate::engine::{
     check_config, samplers, Costs, SimConfig, SimError, SimResult, Start, Totals, Window,
+    MAX_EVENTS_PER_MESSAGE,
 };
 use crate::engine::{N_C, N_P, S_C, S_P, V_C, V_P, W_C, W_P};
 
@@ -269,6 +270,18 @@ fn run(
             });
         }
         events += 1;
+        // At most MAX_EVENTS_PER_MESSAGE a message consumed so far, beyond
+        // a start-up allowance of as many messages' worth (checked now and
+        // then: the division is not free).
+        if events.is_multiple_of(1 << 16)
+            && events
+                > s[1]
+                    .count
+                    .saturating_add(100)
+                    .saturating_mul(MAX_EVENTS_PER_MESSAGE)
+        {
+            return Err(SimError::TooManyEvents { events });
+        }
         let me = usize::from(kp > kc);
         let peer = 1 - me;
         let now = s[me].t;

@@ -455,7 +455,25 @@ pub enum SimError {
     /// Simulated time ran past the clock's range.
     #[error("simulated time overflowed (costs too large for this many messages)")]
     TimeOverflow,
+    /// More than [`MAX_EVENTS_PER_MESSAGE`] events a message on average:
+    /// timed sleeps or spins far shorter than the waits they fill.
+    #[error(
+        "stopped after {events} events, more than {MAX_EVENTS_PER_MESSAGE} a message consumed: a strategy's \
+         sleeps or spins are far shorter than the waits they fill (e.g. sleep:1ns against 100ms \
+         of work), and the simulation would run for hours; use longer ones or fewer messages"
+    )]
+    TooManyEvents {
+        /// Events simulated when it stopped.
+        events: u64,
+    },
 }
+
+/// The most events a run simulates per message consumed so far (beyond an
+/// allowance of 100 messages' worth as it starts) before it stops
+/// ([`SimError::TooManyEvents`]): runs of the strategies in `control.md`
+/// take a few to a few dozen a message; only a timed sleep or spin a
+/// hundred thousand times shorter than its wait takes more.
+pub const MAX_EVENTS_PER_MESSAGE: u64 = 100_000;
 
 /// A point of the run where the measurement window may begin or end.
 #[derive(Debug, Clone, Copy, Default)]

@@ -40,7 +40,7 @@ pub mod sweep;
 pub use control::{simulate_control, simulate_trace};
 pub use engine::{
     default_warmup, simulate, Combine, Flush, SimConfig, SimError, SimResult, Start, Totals,
-    Window, MAX_LEN, MAX_MESSAGES,
+    Window, MAX_EVENTS_PER_MESSAGE, MAX_LEN, MAX_MESSAGES,
 };
 pub use kicklab_model::{Latency, Rates};
 pub use sampler::Sampler;

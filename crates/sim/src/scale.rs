@@ -116,7 +116,8 @@ impl ScaleSim {
     ///
     /// No guests or CPUs (or more than [`MAX_ENTITIES`] guests or
     /// [`MAX_CPUS`] CPUs), no requests,
-    /// zero work, timer, slice or duration, or a window over 1000 s.
+    /// zero work or duration, a timer or slice under 1 us, or a window
+    /// over 1000 s.
     pub fn check(&self) -> Result<(), String> {
         if self.vms == 0 || self.vms > MAX_ENTITIES {
             return Err(format!("1 to {MAX_ENTITIES} guests, got {}", self.vms));
@@ -129,6 +130,15 @@ impl ScaleSim {
         }
         if self.work_ns == 0 || self.timer_ns == 0 || self.slice_ns == 0 {
             return Err("the work, the timer and the slice must be > 0".into());
+        }
+        if self.timer_ns < 1000 || self.slice_ns < 1000 {
+            // Shorter ones only make events (a second of 1 ns slices is a
+            // billion of them per CPU), and no scheduler or guest uses them.
+            return Err(format!(
+                "the timer and the slice must be at least 1us (Linux's slice is 0.75-3ms), got {} and {}",
+                fmt_ns(self.timer_ns as f64),
+                fmt_ns(self.slice_ns as f64)
+            ));
         }
         if self.duration_ns == 0 || self.duration_ns > 1_000_000_000_000 {
             return Err("a window of 1 ns to 1000 s".into());
@@ -719,6 +729,15 @@ mod tests {
             },
             ScaleSim {
                 slice_ns: 0,
+                ..ScaleSim::new(2, 2, ScaleIdle::Spin)
+            },
+            // A billion slices or timers a second: refused, not run.
+            ScaleSim {
+                slice_ns: 1,
+                ..ScaleSim::new(2, 2, ScaleIdle::Spin)
+            },
+            ScaleSim {
+                timer_ns: 999,
                 ..ScaleSim::new(2, 2, ScaleIdle::Spin)
             },
             ScaleSim {

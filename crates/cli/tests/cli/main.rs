@@ -383,6 +383,43 @@ fn calibrate_saves_a_profile_that_model_and_sim_load() {
         "--json",
     ]);
     assert!(s["T_ns"].as_f64().unwrap() > 1000.0);
+    // The same profile with one value no calibration writes is refused,
+    // naming the value, before anything runs.
+    let text = std::fs::read_to_string(&file).unwrap();
+    let good: serde_json::Value = serde_json::from_str(&text).unwrap();
+    let tampered = |what: &str, f: &dyn Fn(&mut serde_json::Value)| {
+        let mut p = good.clone();
+        f(&mut p);
+        let bad = dir.join(format!("{what}.json"));
+        std::fs::write(&bad, p.to_string()).unwrap();
+        let out = kicklab(&["model", "--profile", bad.to_str().unwrap()]);
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{what}: {err}");
+        assert!(
+            err.starts_with("error: --profile: ") && err.contains(what),
+            "{what}: {err}"
+        );
+    };
+    tampered("NP.mean_ns", &|p| p["NP"]["mean_ns"] = (-5000.0).into());
+    tampered("VP.mean_ns", &|p| {
+        p["VP"]["mean_ns"] = (p["NP"]["mean_ns"].as_f64().unwrap() * 10.0).into();
+    });
+    tampered("overhead.median_ns", &|p| {
+        p["overhead"]["median_ns"] = 1e300.into();
+    });
+    tampered("idle_curve: at most 16", &|p| {
+        let point = p["idle_curve"][0].clone();
+        p["idle_curve"] = (1..=17)
+            .map(|i| {
+                let mut q = point.clone();
+                q["gap_ns"] = (1000.0 * f64::from(i)).into();
+                q
+            })
+            .collect();
+    });
+    tampered("idle_curve[1].gap_ns", &|p| {
+        p["idle_curve"][1]["gap_ns"] = p["idle_curve"][0]["gap_ns"].clone();
+    });
     std::fs::remove_dir_all(&dir).unwrap();
 }
 
@@ -936,6 +973,60 @@ fn hostile_inputs_are_refused_naming_the_flag() {
             "--repeat",
         ),
         (&["report", "--repeat", "0"], "--repeat"),
+        // Work a simulation or a search would take hours over, refused
+        // up front or within a fraction of a second.
+        (
+            &[
+                "sim",
+                "--messages",
+                "1000",
+                "--mode",
+                "sleep:1ns",
+                "--wp",
+                "100ms",
+            ],
+            "--mode",
+        ),
+        (
+            &["sim", "--mode-c", "defer:count=4294967295", "--wp", "72s"],
+            "--mode",
+        ),
+        (&["advise", "--wp", "100ms"], "--wp"),
+        (&["advise", "--sc", "1ms"], "--sc"),
+        (
+            &[
+                "control",
+                "--points",
+                "1",
+                "--workload",
+                "mix",
+                "--range",
+                "73s..73s",
+            ],
+            "--workload",
+        ),
+        (&["qos", "--offered", "1e-300"], "--offered"),
+        (&["qos", "--limit", "2=1e-300"], "--limit"),
+        (&["scale", "--backend", "sim", "--slice", "1ns"], "--slice"),
+        (&["scale", "--backend", "sim", "--timer", "1ns"], "--timer"),
+        (&["sim", "--wp", "lognormal:10us,10"], "--wp"),
+        // validate sweeps W_P only, over a bounded number of points.
+        (
+            &["validate", "--backend", "futex", "--vary", "np=1us..50us:2"],
+            "--vary",
+        ),
+        (
+            &[
+                "validate",
+                "--backend",
+                "futex",
+                "--vary",
+                "wp=1us..2us:100000",
+            ],
+            "--vary",
+        ),
+        // Profiles that never end or are not files.
+        (&["model", "--profile", "/dev/zero"], "--profile"),
     ];
     for (args, flag) in cases {
         let started = std::time::Instant::now();

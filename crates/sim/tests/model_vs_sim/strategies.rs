@@ -158,6 +158,34 @@ fn run(p: Params, mode_p: &str, mode_c: &str) -> kicklab_sim::SimResult {
     simulate(&cfg).unwrap()
 }
 
+/// Sleeps a hundred million times shorter than the waits they fill would
+/// simulate for hours: the run stops with an error, at once, while a
+/// sleep a thousand times shorter (a thousand events a message) runs.
+#[test]
+fn sleeps_far_shorter_than_their_waits_stop_the_run_with_an_error() {
+    let cfg = SimConfig {
+        mode_c: WaitMode::parse("sleep:1ns").unwrap(),
+        ..SimConfig::new(paper(100_000_000.0), WaitMode::Notify, 1000)
+    };
+    let started = std::time::Instant::now();
+    let e = simulate(&cfg).unwrap_err();
+    assert!(
+        matches!(e, kicklab_sim::SimError::TooManyEvents { .. }),
+        "{e}"
+    );
+    assert!(
+        started.elapsed() < std::time::Duration::from_secs(5),
+        "stopped only after {:?}",
+        started.elapsed()
+    );
+    let cfg = SimConfig {
+        mode_c: WaitMode::parse("sleep:1us").unwrap(),
+        ..SimConfig::new(paper(1_000_000.0), WaitMode::Notify, 5000)
+    };
+    let r = simulate(&cfg).unwrap();
+    assert!(r.rates.sleeps_c > 1000 * r.rates.messages / 2, "{r:?}");
+}
+
 /// A fast consumer in timed sleeps of Y is never kicked, wakes once per Y
 /// plus its start-up, and the producer never waits: T = W_P exactly, and
 /// C's extra CPU is one S_C per wake-up.
