@@ -137,6 +137,36 @@ pub struct BackendArgs {
 }
 
 impl BackendArgs {
+    /// Refuses a kvm option given other than its default with another
+    /// backend (it would be ignored).
+    ///
+    /// # Errors
+    ///
+    /// A [`Usage`] naming the option.
+    pub fn check(&self) -> Result<(), Usage> {
+        if matches!(self.backend, kicklab_testbed::Backend::Kvm(_)) {
+            return Ok(());
+        }
+        let given = [
+            (
+                "--direction",
+                self.direction != kicklab_testbed::kvm::Direction::Tx,
+            ),
+            ("--halt-poll", !self.halt_poll.is_zero()),
+            (
+                "--guest",
+                self.guest != kicklab_testbed::kvm::guest::GuestMode::User,
+            ),
+        ];
+        match given.iter().find(|(_, g)| *g) {
+            Some((flag, _)) => Err(Usage(format!(
+                "{flag}: a kvm option; --backend {} has no guest",
+                self.backend.name()
+            ))),
+            None => Ok(()),
+        }
+    }
+
     /// The backend with its options.
     pub fn get(&self) -> kicklab_testbed::Backend {
         match self.backend {
@@ -194,15 +224,27 @@ pub struct PingPongBackendArgs {
 }
 
 impl PingPongBackendArgs {
-    /// The backend with its options.
-    pub fn get(&self) -> kicklab_testbed::Backend {
+    fn as_backend_args(&self) -> BackendArgs {
         BackendArgs {
             backend: self.backend,
             direction: kicklab_testbed::kvm::Direction::Tx,
             halt_poll: self.halt_poll,
             guest: self.guest,
         }
-        .get()
+    }
+
+    /// As [`BackendArgs::check`].
+    ///
+    /// # Errors
+    ///
+    /// A [`Usage`] naming the option.
+    pub fn check(&self) -> Result<(), Usage> {
+        self.as_backend_args().check()
+    }
+
+    /// The backend with its options.
+    pub fn get(&self) -> kicklab_testbed::Backend {
+        self.as_backend_args().get()
     }
 }
 

@@ -78,6 +78,7 @@ fn gap(s: &str) -> Result<Duration, String> {
 const MAX_SAMPLES: usize = 1_000_000;
 
 pub fn run(a: &CalibrateArgs) -> anyhow::Result<()> {
+    a.be.check()?;
     if !(10..=MAX_SAMPLES).contains(&a.samples) {
         return Err(crate::Usage(format!("--samples: between 10 and {MAX_SAMPLES}")).into());
     }

@@ -86,6 +86,29 @@ pub fn run(a: &ControlArgs) -> anyhow::Result<()> {
     if a.workload.is_empty() {
         return Err(Usage("--workload: name at least one".into()).into());
     }
+    if let Some(w) = a
+        .workload
+        .iter()
+        .enumerate()
+        .find_map(|(i, w)| a.workload[..i].contains(w).then_some(w))
+    {
+        return Err(Usage(format!("--workload: {} named twice", w.name())).into());
+    }
+    if a.points == 1 && a.range.0 != a.range.1 {
+        return Err(Usage(format!(
+            "--range: one point (--points 1) takes one W_P (FROM..FROM), got {}..{}",
+            kicklab_model::fmt_ns(a.range.0),
+            kicklab_model::fmt_ns(a.range.1)
+        ))
+        .into());
+    }
+    if a.direction != kicklab_testbed::kvm::Direction::Tx
+        && !matches!(a.backend.0, Some(kicklab_testbed::Backend::Kvm(_)))
+    {
+        return Err(
+            Usage("--direction: a kvm option; only --backend kvm has a guest".into()).into(),
+        );
+    }
     let spec = ControlSpec {
         params,
         w_p_range: a.range,

@@ -51,6 +51,7 @@ fn duration(s: &str) -> Result<Duration, String> {
 }
 
 pub fn run(a: &PingPongArgs) -> anyhow::Result<()> {
+    a.be.check()?;
     let be = a.be.get();
     let idles = if a.idle.is_empty() {
         default_idles(be)

@@ -157,7 +157,7 @@ pub fn run(a: &QosArgs) -> anyhow::Result<()> {
     if a.vms == 0 || a.vms > kicklab_model::qos::MAX_VMS {
         return Err(Usage(format!("--vms: 1 to {} VMs", kicklab_model::qos::MAX_VMS)).into());
     }
-    if real_backend && !(a.scale.is_finite() && a.scale > 0.0 && a.scale <= 1.0) {
+    if !(a.scale.is_finite() && a.scale > 0.0 && a.scale <= 1.0) {
         return Err(Usage(format!(
             "--scale: {} must be above 0 and at most 1",
             a.scale

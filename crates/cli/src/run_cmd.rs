@@ -56,6 +56,7 @@ pub struct RunArgs {
 }
 
 pub fn run(a: &RunArgs) -> anyhow::Result<()> {
+    a.be.check()?;
     let params = a.params.params()?;
     let (mode_p, mode_c) = (
         a.strategy_p.unwrap_or(a.strategy),

@@ -43,6 +43,7 @@ pub struct ValidateArgs {
 }
 
 pub fn run(a: &ValidateArgs) -> anyhow::Result<()> {
+    a.be.check()?;
     let params = a.params.params()?;
     let opts = Options {
         messages: a.messages,

@@ -330,13 +330,22 @@ fn keys<'a>(name: &str, args: Option<&'a str>) -> Result<Vec<(&'a str, &'a str)>
     let Some(args) = args else {
         return Ok(Vec::new());
     };
-    args.split(',')
+    let kvs: Vec<(&str, &str)> = args
+        .split(',')
         .map(|kv| {
             kv.split_once('=')
                 .map(|(k, v)| (k.trim(), v.trim()))
                 .ok_or_else(|| format!("{name}: expected key=value, got `{kv}`"))
         })
-        .collect()
+        .collect::<Result<_, _>>()?;
+    if let Some((k, _)) = kvs
+        .iter()
+        .enumerate()
+        .find_map(|(i, (k, _))| kvs[..i].iter().any(|(j, _)| j == k).then_some((k, i)))
+    {
+        return Err(format!("{name}: `{k}` given twice"));
+    }
+    Ok(kvs)
 }
 
 fn unknown_key(name: &str, k: &str, known: &str) -> String {
@@ -492,6 +501,7 @@ mod tests {
             ("sleep:0", "must be > 0"),
             ("halt-poll:max", "key=value"),
             ("halt-poll:foo=1", "unknown key `foo`"),
+            ("halt-poll:max=1us,max=2us", "`max` given twice"),
             ("halt-poll:grow=0.5", "grow must be >= 1"),
             ("hybrid:median", "unknown estimator"),
             ("coalesce:8", "<n>,<t>"),

@@ -1027,6 +1027,26 @@ fn hostile_inputs_are_refused_naming_the_flag() {
         ),
         // Profiles that never end or are not files.
         (&["model", "--profile", "/dev/zero"], "--profile"),
+        // Input that would be ignored or counted twice.
+        (
+            &["run", "--backend", "futex", "--halt-poll", "1s"],
+            "--halt-poll",
+        ),
+        (
+            &["validate", "--backend", "pipe", "--direction", "rx"],
+            "--direction",
+        ),
+        (
+            &["pingpong", "--backend", "futex", "--guest", "emulated"],
+            "--guest",
+        ),
+        (&["control", "--workload", "const,const"], "--workload"),
+        (
+            &["control", "--points", "1", "--range", "1us..2us"],
+            "--range",
+        ),
+        (&["sim", "--mode", "halt-poll:max=1us,max=2us"], "--mode"),
+        (&["qos", "--scale", "NaN"], "--scale"),
     ];
     for (args, flag) in cases {
         let started = std::time::Instant::now();
