@@ -258,7 +258,8 @@ fn usage_of(e: &anyhow::Error) -> Option<String> {
 }
 
 /// Messages per second at `t_ns` a message, as the text output shows it
-/// (no number where T is 0: zero work and zero costs have no rate).
+/// (no number where T is 0: zero work and zero costs, or a window that
+/// freed a burst at one instant).
 pub(crate) fn rate_text(t_ns: f64) -> String {
     let rate = 1e9 / t_ns;
     if t_ns > 0.0 && rate >= 10.0 {
@@ -266,7 +267,7 @@ pub(crate) fn rate_text(t_ns: f64) -> String {
     } else if t_ns > 0.0 {
         format!("{rate:.3e} messages/s")
     } else {
-        "no limit: no work and no cost".into()
+        "no rate: T is 0".into()
     }
 }
 

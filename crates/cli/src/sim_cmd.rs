@@ -123,6 +123,19 @@ pub fn run(a: &SimArgs) -> anyhow::Result<()> {
             }
         }
     }
+    // In steady state no pair beats its slower party; a window that does
+    // holds a transient (a queue filling or draining, or a burst freed at
+    // one instant after a long start-up).
+    let floor = params.w_p.mean_ns().max(params.w_c.mean_ns());
+    if params.all_const() && r.rates.t_ns < floor * (1.0 - 1e-6) {
+        eprintln!(
+            "warning: T ({}) is below the slower party's work ({}): the {} messages measured are \
+             a transient, not the steady state; raise --messages or --warmup",
+            kicklab_model::fmt_ns(r.rates.t_ns),
+            kicklab_model::fmt_ns(floor),
+            r.rates.messages
+        );
+    }
     if a.json {
         let mut v = result_json(&r);
         v["mode_p"] = json!(mode_p.to_string());
