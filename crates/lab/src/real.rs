@@ -114,10 +114,33 @@ pub fn check(spec: &RunSpec) -> Result<(), LabError> {
             ));
         }
     }
+    // Refused rather than left to run for days: the slower party's work
+    // alone over every message, warm-up included, is a lower bound.
+    let c = config(spec);
+    #[allow(clippy::cast_precision_loss)]
+    let at_least =
+        (c.messages + c.warmup) as f64 * spec.params.w_p.mean_ns().max(spec.params.w_c.mean_ns());
+    if at_least > MAX_RUN_NS {
+        return Err(LabError::input(
+            Input::Messages,
+            format!(
+                "{} messages (and {} of warm-up) at the slower party's {} a message take at least {}; \
+                 a real run takes at most {}: fewer messages or less work",
+                c.messages,
+                c.warmup,
+                kicklab_model::fmt_ns(spec.params.w_p.mean_ns().max(spec.params.w_c.mean_ns())),
+                kicklab_model::fmt_ns(at_least),
+                kicklab_model::fmt_ns(MAX_RUN_NS)
+            ),
+        ));
+    }
     // The testbed checks the strategies (ranges, what a guest side runs).
-    spec.backend.check_pair(&config(spec))?;
+    spec.backend.check_pair(&c)?;
     Ok(())
 }
+
+/// The longest real run [ns] (its work alone): an hour.
+pub const MAX_RUN_NS: f64 = 3.6e12;
 
 /// The testbed's configuration of a run.
 fn config(spec: &RunSpec) -> PairConfig {

@@ -1045,6 +1045,11 @@ fn hostile_inputs_are_refused_naming_the_flag() {
         ),
         (&["sim", "--mode", "halt-poll:max=1us,max=2us"], "--mode"),
         (&["qos", "--scale", "NaN"], "--scale"),
+        // 200 000 messages of an hour each.
+        (
+            &["run", "--backend", "futex", "--wp", "3600s"],
+            "--messages",
+        ),
     ];
     for (args, flag) in cases {
         let started = std::time::Instant::now();
