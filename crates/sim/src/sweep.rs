@@ -71,10 +71,12 @@ impl Vary {
         }
         let value = |v: &str| -> Result<f64, VaryError> {
             if param.is_count() {
-                let n: u32 = v
-                    .trim()
-                    .parse()
-                    .map_err(|_| VaryError(format!("`{v}` is not a whole number >= 1")))?;
+                let n: u32 = v.trim().parse().map_err(|_| {
+                    VaryError(match v.trim().parse::<u128>() {
+                        Ok(_) => format!("`{v}` is out of range (at most {})", u32::MAX),
+                        Err(_) => format!("`{v}` is not a whole number >= 1"),
+                    })
+                })?;
                 if n == 0 {
                     return Err(VaryError(format!("{} must be >= 1", param.name())));
                 }
@@ -87,6 +89,12 @@ impl Vary {
         if points == 1 && from != to {
             return Err(VaryError("one point needs FROM == TO".into()));
         }
+        if points > 1 && from == to {
+            return Err(VaryError(format!(
+                "FROM == TO is one value: {points} points would repeat it (use :1)"
+            )));
+        }
+
         Ok(Vary {
             param,
             from,
@@ -275,6 +283,9 @@ mod tests {
             "wp=1us..3us:x",
             "wp",
             "wp=1us..2us:4294967295",
+            // One value many times; a count past u32.
+            "wp=1us..1us:5",
+            "len=1..4294967296:2",
         ] {
             let e = Vary::parse(bad).unwrap_err();
             assert!(!e.to_string().contains("--"), "{bad}: {e}");
