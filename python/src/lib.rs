@@ -134,6 +134,8 @@ fn lab_err(e: &LabError) -> Fail {
             // line (`--strategy`).
             let name = match input {
                 Input::Mode => "strategy",
+                // `workloads=` takes the list.
+                Input::Workload => "workloads",
                 other => other.name(),
             };
             bad(format!("{name}: {reason}"))
@@ -585,18 +587,7 @@ fn sim_json(
     let predicted = (mode_p == mode_c)
         .then(|| predict(&params, mode_p).ok())
         .flatten();
-    let mut warnings = Vec::new();
-    if let Some(p) = predicted {
-        if let Some(n) = p.round_messages {
-            if r.window == kicklab_sim::Window::Messages && n > 1 && params.all_const() {
-                warnings.push(format!(
-                    "a round is {n} messages, more than the run can measure whole; \
-                     T and E are over a partial round (raise messages to at least {})",
-                    4 * n
-                ));
-            }
-        }
-    }
+    let warnings = r.window_warnings(&params, predicted.as_ref().and_then(|p| p.round_messages));
     let mut v = to_value(&r)?;
     v["mode_p"] = json!(mode_p.to_string());
     v["mode_c"] = json!(mode_c.to_string());
@@ -853,9 +844,6 @@ fn control_csv(
         .iter()
         .map(|w| Workload::parse(w).map_err(|e| invalid("workloads", w, e)))
         .collect::<Res<Vec<_>>>()?;
-    if workloads.is_empty() {
-        return Err(bad("workloads: name at least one").into());
-    }
     let spec = ControlSpec {
         params,
         w_p_range: w_p_range(range)?,

@@ -83,17 +83,7 @@ fn range(s: &str) -> Result<(f64, f64), String> {
 pub fn run(a: &ControlArgs) -> anyhow::Result<()> {
     let params = a.params.params()?;
     crate::check_out_dir(&a.out, "--out")?;
-    if a.workload.is_empty() {
-        return Err(Usage("--workload: name at least one".into()).into());
-    }
-    if let Some(w) = a
-        .workload
-        .iter()
-        .enumerate()
-        .find_map(|(i, w)| a.workload[..i].contains(w).then_some(w))
-    {
-        return Err(Usage(format!("--workload: {} named twice", w.name())).into());
-    }
+    // As `sweep`: one point is one value (the study would take FROM).
     if a.points == 1 && a.range.0 != a.range.1 {
         return Err(Usage(format!(
             "--range: one point (--points 1) takes one W_P (FROM..FROM), got {}..{}",

@@ -112,29 +112,8 @@ pub fn run(a: &SimArgs) -> anyhow::Result<()> {
     let predicted = (mode_p == mode_c && !cfg.combine.is_on())
         .then(|| predict(&params, mode_p).ok())
         .flatten();
-    if let Some(p) = predicted {
-        if let Some(n) = p.round_messages {
-            if r.window == Window::Messages && n > 1 && params.all_const() {
-                eprintln!(
-                    "warning: a round is {n} messages, more than the run can measure whole; \
-                     T and E are over a partial round (raise --messages to at least {})",
-                    4 * n
-                );
-            }
-        }
-    }
-    // In steady state no pair beats its slower party; a window that does
-    // holds a transient (a queue filling or draining, or a burst freed at
-    // one instant after a long start-up).
-    let floor = params.w_p.mean_ns().max(params.w_c.mean_ns());
-    if params.all_const() && r.rates.t_ns < floor * (1.0 - 1e-6) {
-        eprintln!(
-            "warning: T ({}) is below the slower party's work ({}): the {} messages measured are \
-             a transient, not the steady state; raise --messages or --warmup",
-            kicklab_model::fmt_ns(r.rates.t_ns),
-            kicklab_model::fmt_ns(floor),
-            r.rates.messages
-        );
+    for w in r.window_warnings(&params, predicted.and_then(|p| p.round_messages)) {
+        eprintln!("warning: {w}");
     }
     if a.json {
         let mut v = result_json(&r);

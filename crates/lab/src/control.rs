@@ -335,6 +335,21 @@ pub fn control_study(
             format!("1 to {MAX_POINTS} points (each runs every strategy)"),
         ));
     }
+    if spec.workloads.is_empty() {
+        return Err(LabError::input(Input::Workload, "name at least one"));
+    }
+    if let Some(w) = spec
+        .workloads
+        .iter()
+        .enumerate()
+        .find_map(|(i, w)| spec.workloads[..i].contains(w).then_some(w))
+    {
+        return Err(LabError::input(
+            Input::Workload,
+            format!("{} named twice", w.name()),
+        ));
+    }
+
     if !(spec.latency_ns.is_finite() && spec.latency_ns > 0.0) {
         return Err(LabError::input(
             Input::Latency,

@@ -394,6 +394,43 @@ pub struct SimResult {
     pub work_ns: Option<f64>,
 }
 
+impl SimResult {
+    /// Why the window of a run of `params` may not show the steady state,
+    /// in words (the binary prints them as `warning:` lines, Python
+    /// raises them as warnings). `round_messages` is the model's round
+    /// where it has one for the run's modes. Only for constant costs,
+    /// where the steady state is exact: a window of messages shorter than
+    /// one round measures a partial round; and no steady pair beats its
+    /// slower party, so a T below it is a transient (a queue filling, or a
+    /// burst freed at one instant after a long start-up).
+    pub fn window_warnings(&self, params: &Params, round_messages: Option<u64>) -> Vec<String> {
+        let mut out = Vec::new();
+        if !params.all_const() {
+            return out;
+        }
+        if let Some(n) = round_messages.filter(|&n| n > 1) {
+            if self.window == Window::Messages {
+                out.push(format!(
+                    "a round is {n} messages, more than the run can measure whole; \
+                     T and E are over a partial round (raise the messages to at least {})",
+                    4 * n
+                ));
+            }
+        }
+        let floor = params.w_p.mean_ns().max(params.w_c.mean_ns());
+        if self.rates.t_ns < floor * (1.0 - 1e-6) {
+            out.push(format!(
+                "T ({}) is below the slower party's work ({}): the {} messages measured are \
+                 a transient, not the steady state; raise the messages or the warm-up",
+                kicklab_model::fmt_ns(self.rates.t_ns),
+                kicklab_model::fmt_ns(floor),
+                self.rates.messages
+            ));
+        }
+        out
+    }
+}
+
 /// The longest queue the simulator takes: it keeps a publish time per slot
 /// and warms up over `4 L` messages, so 2^24 slots cost 128 MiB and about a
 /// second.
