@@ -21,7 +21,7 @@ mod validate_cmd;
 use std::io::IsTerminal as _;
 use std::process::ExitCode;
 
-use clap::{Parser, Subcommand};
+use clap::{CommandFactory, FromArgMatches, Parser, Subcommand};
 
 /// Bad input: printed as one line on stderr, exit code 2.
 #[derive(Debug)]
@@ -86,7 +86,10 @@ enum Cmd {
 
 fn main() -> ExitCode {
     restore_sigpipe();
-    let cli = match Cli::try_parse() {
+    let parsed = Cli::command()
+        .try_get_matches()
+        .and_then(|m| Cli::from_arg_matches(&m).map(|c| (c, m)));
+    let (cli, matches) = match parsed {
         Ok(c) => c,
         Err(e) => {
             use clap::error::ErrorKind;
@@ -119,6 +122,10 @@ fn main() -> ExitCode {
             return ExitCode::from(2);
         }
     };
+    if let Some(line) = overridden_flag(&cli.cmd, &matches) {
+        eprintln!("error: {line}");
+        return ExitCode::from(2);
+    }
     let result = match cli.cmd {
         Cmd::Model(a) => model_cmd::run(&a),
         Cmd::Sim(a) => sim_cmd::run(&a),
@@ -148,6 +155,31 @@ fn main() -> ExitCode {
             }
         },
     }
+}
+
+/// A parameter flag given on the command line that the subcommand sets
+/// itself (`sweep --vary wp=... --wp 2us`: the sweep's W_P wins), refused
+/// rather than ignored without a word.
+fn overridden_flag(cmd: &Cmd, matches: &clap::ArgMatches) -> Option<String> {
+    let (name, sets): (&str, Vec<(kicklab_model::Param, &str)>) = match cmd {
+        Cmd::Sweep(a) => ("sweep", vec![(a.vary.param, "--vary")]),
+        Cmd::Map(a) => ("map", vec![(a.x.param, "--x"), (a.y.param, "--y")]),
+        Cmd::Validate(a) => ("validate", vec![(a.vary.param, "--vary")]),
+        Cmd::Control(_) => ("control", vec![(kicklab_model::Param::Wp, "--range")]),
+        _ => return None,
+    };
+    let sub = matches.subcommand_matches(name)?;
+    sets.into_iter().find_map(|(param, by)| {
+        let id = param.name();
+        let given = sub.try_get_raw(id).ok().flatten().is_some()
+            && sub.value_source(id) == Some(clap::parser::ValueSource::CommandLine);
+        given.then(|| {
+            format!(
+                "--{id}: {name} sets {} itself ({by}); leave --{id} out",
+                param.symbol()
+            )
+        })
+    })
 }
 
 /// Lets a closed pipe end the process quietly, as it does any Unix tool

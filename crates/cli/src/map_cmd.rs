@@ -19,10 +19,10 @@ pub struct MapArgs {
     params: ParamArgs,
     /// Columns: NAME=FROM..TO:POINTS (as `sweep --vary`).
     #[arg(long, default_value = "wp=0.1us..3us:60", value_parser = vary, allow_hyphen_values = true)]
-    x: Vary,
+    pub(crate) x: Vary,
     /// Rows: NAME=FROM..TO:POINTS.
     #[arg(long, default_value = "wc=0.1us..3us:60", value_parser = vary, allow_hyphen_values = true)]
-    y: Vary,
+    pub(crate) y: Vary,
     /// How both parties wait.
     #[arg(long, default_value = "notify", value_parser = mode, allow_hyphen_values = true)]
     mode: WaitMode,

@@ -18,7 +18,7 @@ pub struct SweepArgs {
     /// What to vary: NAME=FROM..TO:POINTS, NAME one of len, kp, kc, wp, wc,
     /// np, nc, sp, sc (e.g. wp=0.1us..3us:100, kc=1..64:64).
     #[arg(long, value_parser = vary, allow_hyphen_values = true)]
-    vary: Vary,
+    pub(crate) vary: Vary,
     /// How both parties wait (polling is always run alongside).
     #[arg(long, default_value = "notify", value_parser = mode, allow_hyphen_values = true)]
     mode: WaitMode,

@@ -19,7 +19,7 @@ pub struct ValidateArgs {
     be: BackendArgs,
     /// The W_P sweep.
     #[arg(long, default_value = kicklab_lab::validate::FIG4_SWEEP, value_parser = vary, allow_hyphen_values = true)]
-    vary: Vary,
+    pub(crate) vary: Vary,
     /// Messages per real run.
     #[arg(long, default_value_t = 60_000, allow_hyphen_values = true)]
     messages: u64,

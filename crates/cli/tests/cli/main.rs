@@ -1045,6 +1045,13 @@ fn hostile_inputs_are_refused_naming_the_flag() {
         ),
         (&["sim", "--mode", "halt-poll:max=1us,max=2us"], "--mode"),
         (&["qos", "--scale", "NaN"], "--scale"),
+        // A parameter that the subcommand sets itself, given anyway.
+        (&["sweep", "--vary", "wp=1us..2us:3", "--wp", "5us"], "--wp"),
+        (&["sweep", "--vary", "kc=1..4:4", "--kc", "2"], "--kc"),
+        (&["map", "--y", "np=1us..2us:3", "--np", "3us"], "--np"),
+        (&["map", "--wc", "2us"], "--wc"),
+        (&["validate", "--backend", "futex", "--wp", "2us"], "--wp"),
+        (&["control", "--wp", "2us"], "--wp"),
         // 200 000 messages of an hour each.
         (
             &["run", "--backend", "futex", "--wp", "3600s"],
