@@ -303,6 +303,25 @@ pub fn print_profile(p: &Profile) {
                 &format!("{what}; {} runs; the model takes these", s.n),
             );
         }
+        for (name, stat, what) in [
+            (
+                "sleep P cpu",
+                &r.sleep_p_cpu,
+                "P's CPU per sleep in the runs where it sleeps, less work, ring and kicks",
+            ),
+            (
+                "sleep C cpu",
+                &r.sleep_c_cpu,
+                "C's CPU per sleep in the runs where it sleeps, less work, ring and kicks",
+            ),
+        ] {
+            let Some(s) = stat else { continue };
+            row(
+                name,
+                s,
+                &format!("{what}; {} runs; E counts it per sleep", s.n),
+            );
+        }
     }
     if let (Some(sync), Some(drift)) = (p.clock_sync_ns, p.clock_drift_ns) {
         println!(

@@ -389,12 +389,15 @@ pub fn predicted_at_idle(
 
 /// E as a real run's CPU time would count it, for a model point: the
 /// model counts every start-up S as busy, but on a real machine part of it
-/// is the woken CPU coming out of idle (not the woken thread's CPU time).
-/// Calibration measures the thread's own CPU in its wake-up (`S cpu`); this
-/// replaces each sleep's S by it (never adding: S cpu above S is taken as
-/// S). `regime` and `round_messages` say who sleeps how often (one sleep
-/// per round for each sleeping side, in every cycle of the model);
-/// `params` are the ones the point was predicted with.
+/// is the woken CPU coming out of idle (not the woken thread's CPU time),
+/// and going to sleep costs CPU too. Where calibration's reference pairs
+/// measured what a sleep costs the sleeper's CPU in a run
+/// (`in_run.sleep_P_cpu`, `sleep_C_cpu`: going to sleep, the calls and the
+/// wake-up), each sleep's S is replaced by that; else by the thread's own
+/// CPU in an isolated wake-up (`S cpu`; never adding: S cpu above S is
+/// taken as S). `regime` and `round_messages` say who sleeps how often
+/// (one sleep per round for each sleeping side, in every cycle of the
+/// model); `params` are the ones the point was predicted with.
 pub fn cpu_per_message(
     regime: kicklab_model::Regime,
     round_messages: Option<u64>,
@@ -406,13 +409,25 @@ pub fn cpu_per_message(
         return e_ns;
     };
     let sleeper = regime.sleeper();
-    let idle_part = |s: f64, cpu: f64| (s - cpu.clamp(0.0, s.max(0.0))).max(0.0);
+    let in_run = profile.in_run.unwrap_or_default();
+    let idle_part = |s: f64, in_run: Option<kicklab_model::Stat>, cpu: f64| match in_run {
+        Some(sleep) => s - sleep.mean_ns.max(0.0),
+        None => (s - cpu.clamp(0.0, s.max(0.0))).max(0.0),
+    };
     let mut idle = 0.0;
     if matches!(sleeper, "P" | "both") {
-        idle += idle_part(params.s_p.mean_ns(), profile.sp_cpu.mean_ns);
+        idle += idle_part(
+            params.s_p.mean_ns(),
+            in_run.sleep_p_cpu,
+            profile.sp_cpu.mean_ns,
+        );
     }
     if matches!(sleeper, "C" | "both") {
-        idle += idle_part(params.s_c.mean_ns(), profile.sc_cpu.mean_ns);
+        idle += idle_part(
+            params.s_c.mean_ns(),
+            in_run.sleep_c_cpu,
+            profile.sc_cpu.mean_ns,
+        );
     }
     #[allow(clippy::cast_precision_loss)]
     let per = idle / n as f64;
@@ -492,6 +507,8 @@ pub fn profile_json(p: &Profile) -> serde_json::Value {
             "NC_ns": mean(r.nc.as_ref()),
             "RP_ns": mean(r.rp.as_ref()),
             "RC_ns": mean(r.rc.as_ref()),
+            "sleep_P_cpu_ns": mean(r.sleep_p_cpu.as_ref()),
+            "sleep_C_cpu_ns": mean(r.sleep_c_cpu.as_ref()),
         })),
         "idle_curve": p.idle_curve.iter().map(|q| serde_json::json!({
             "gap_ns": q.gap_ns,
@@ -515,6 +532,41 @@ pub fn profile_json(p: &Profile) -> serde_json::Value {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn e_counts_a_sleep_at_what_it_cost_the_sleepers_cpu_in_runs_where_measured() {
+        let mut profile = Profile::of_means("futex", [2000.0, 2000.0, 10_000.0, 10_000.0]);
+        profile.sc_cpu = kicklab_model::Stat::constant(4000.0);
+        let params = Params {
+            s_c: Cost::Const(10_000.0),
+            ..Params::default()
+        };
+        // C sleeps once per 5 messages; the model's E counts S_C = 10 us
+        // busy per sleep: 2 us a message.
+        let e =
+            |p: &Profile| cpu_per_message(kicklab_model::Regime::FC, Some(5), 5000.0, &params, p);
+        // The isolated wake-up's CPU part (4 us) in its place.
+        assert!((e(&profile) - (5000.0 - 6000.0 / 5.0)).abs() < 1e-9);
+        // What a sleep cost C's CPU in the reference pairs (2.5 us), going
+        // to sleep included, takes its place where calibration has it.
+        profile.in_run = Some(kicklab_model::InRunCosts {
+            sleep_c_cpu: Some(kicklab_model::Stat::constant(2500.0)),
+            ..kicklab_model::InRunCosts::default()
+        });
+        assert!((e(&profile) - (5000.0 - 7500.0 / 5.0)).abs() < 1e-9);
+        // It may exceed the model's S (a sleep's CPU beyond its wake-up).
+        profile.in_run = Some(kicklab_model::InRunCosts {
+            sleep_c_cpu: Some(kicklab_model::Stat::constant(12_000.0)),
+            ..kicklab_model::InRunCosts::default()
+        });
+        assert!((e(&profile) - (5000.0 + 2000.0 / 5.0)).abs() < 1e-9);
+        // P's figure says nothing about C's sleeps.
+        profile.in_run = Some(kicklab_model::InRunCosts {
+            sleep_p_cpu: Some(kicklab_model::Stat::constant(1.0)),
+            ..kicklab_model::InRunCosts::default()
+        });
+        assert!((e(&profile) - (5000.0 - 6000.0 / 5.0)).abs() < 1e-9);
+    }
 
     #[test]
     fn every_strategy_runs_for_real_and_the_guest_side_is_refused_by_name() {

@@ -814,7 +814,7 @@ fn errors_text(e: &Errors) -> String {
          T, notify: median error {:.1}% (model with S at the sleepers' idle time, from the idle curve)\n\
          T, poll:   median error {:.1}%\n\
          E, poll:   median error {:.1}%\n\
-         E, notify: median error {:.1}%, worst {:.1}% (CPU: S counts its own CPU part, S cpu)\n\
+         E, notify: median error {:.1}%, worst {:.1}% (CPU: a sleep counts what one cost the sleeper's CPU in calibration's reference pairs)\n\
          regimes:   {}/{} points where the side that slept is the one the model's regime says",
         100.0 * e.median_err_t,
         100.0 * e.worst_err_t,

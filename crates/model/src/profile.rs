@@ -244,9 +244,11 @@ pub struct Profile {
 }
 
 /// N and the wake-up R = V + S timed inside runs of reference pairs (means
-/// over their kicks and wake-ups, one sample per run) [ns]. A part is
-/// `None` where the runs could not time it (a guest's kick or wake-up).
-#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+/// over their kicks and wake-ups, one sample per run) [ns], and what a
+/// sleep cost the sleeper's CPU there. A part is `None` where the runs
+/// could not time it (a guest's kick or wake-up) or the profile predates
+/// it.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
 pub struct InRunCosts {
     /// P's notify call (C asleep), in a pair where C is the faster party.
     #[serde(default)]
@@ -260,6 +262,25 @@ pub struct InRunCosts {
     /// From the start of P's notify to C running after a sleep.
     #[serde(default)]
     pub rc: Option<Stat>,
+    /// P's CPU time per sleep in the pair where it sleeps (the mirror):
+    /// its thread CPU per message less its work, the ring's cost to it
+    /// ([`Profile::overhead_p`]) and its kicks, times messages per sleep.
+    /// Going to sleep, the futex or poll calls and the wake-up: what E
+    /// pays per sleep, where the isolated `SP_cpu` times the wake-up
+    /// alone, after a long idle.
+    #[serde(
+        rename = "sleep_P_cpu",
+        default,
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub sleep_p_cpu: Option<Stat>,
+    /// C's, the same, in the pair where C sleeps.
+    #[serde(
+        rename = "sleep_C_cpu",
+        default,
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub sleep_c_cpu: Option<Stat>,
 }
 
 /// N, V and S measured after one idle gap: a point of
@@ -416,6 +437,8 @@ impl Profile {
             opt("in_run.nc", &r.nc, false)?;
             opt("in_run.rp", &r.rp, true)?;
             opt("in_run.rc", &r.rc, true)?;
+            opt("in_run.sleep_P_cpu", &r.sleep_p_cpu, true)?;
+            opt("in_run.sleep_C_cpu", &r.sleep_c_cpu, true)?;
         }
         if !(self.gap_ns.is_finite() && self.gap_ns >= 0.0 && self.gap_ns <= max) {
             return Err(format!("gap_ns = {:e}: must be from 0 to 1h", self.gap_ns));
@@ -776,6 +799,7 @@ mod tests {
             rc: Some(c(16_000.0)),
             // P wakes 2.5 us after C's starts, inside it: V = R - S cpu.
             rp: Some(c(2500.0)),
+            ..InRunCosts::default()
         });
         let mut q = crate::Params::default();
         p.apply(&mut q, false);
@@ -796,6 +820,7 @@ mod tests {
             nc: Some(c(400.0)),
             rp: None,
             rc: None,
+            ..InRunCosts::default()
         });
         let mut k = crate::Params::default();
         p.apply(&mut k, false);

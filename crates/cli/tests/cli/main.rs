@@ -363,6 +363,14 @@ fn calibrate_saves_a_profile_that_model_and_sim_load() {
         (np - want).abs() < 1e-6,
         "model took N_P from the profile's in-run costs"
     );
+    // What a sleep cost each sleeper's CPU in those pairs: with thread CPU
+    // clocks on both sides, timed for both.
+    for party in ["P", "C"] {
+        let cpu = v["in_run"][format!("sleep_{party}_cpu_ns")]
+            .as_f64()
+            .unwrap_or_else(|| panic!("futex times {party}'s CPU per sleep: {v}"));
+        assert!(cpu.is_finite() && cpu.abs() < 1e6, "{party}: {cpu}");
+    }
     // An explicit flag beats the profile.
     let m = json(&[
         "model",

@@ -15,7 +15,7 @@ use std::time::Duration;
 
 use kicklab_ring::NotifierKind;
 
-use kicklab_model::{Cost, Params, WaitMode};
+use kicklab_model::{Cost, Params, Party, WaitMode};
 
 use crate::calibrate::{Calibration, IdlePoint, Stat};
 use crate::pingpong::{PingPongConfig, PingPongResult};
@@ -122,8 +122,9 @@ impl Backend {
         if c.overhead_runs > 0 {
             p.overhead = Some(self.overhead(c.overhead_runs, c.overhead_messages)?);
         }
+        let mut sleeps = SleepSamples::default();
         if c.reference_runs > 0 {
-            p.in_run = self.in_run(c.reference_runs)?;
+            (p.in_run, sleeps) = self.in_run(c.reference_runs)?;
         }
         if c.overhead_runs > 0 {
             // N as runs meet it where timed, else as calibrated: each
@@ -135,6 +136,11 @@ impl Backend {
                 n(p.in_run.and_then(|r| r.nc), &p.nc),
             );
             [p.overhead_p, p.overhead_c] = self.overhead_alone(c.overhead_runs, [np, nc])?;
+            if let Some(r) = &mut p.in_run {
+                let ring = |o: &Option<Stat>| o.map_or(0.0, |o| o.median_ns.max(0.0));
+                r.sleep_p_cpu = SleepSamples::per_sleep(&sleeps.p, ring(&p.overhead_p));
+                r.sleep_c_cpu = SleepSamples::per_sleep(&sleeps.c, ring(&p.overhead_c));
+            }
         }
         let [on_p, on_c] = naps(NAPS, c.gap);
         [p.nap_p, p.nap_c] = [on_p.map(|n| n.late), on_c.map(|n| n.late)];
@@ -218,10 +224,14 @@ impl Backend {
     /// emulated one does not (only the host's kicks are timed then); `None`
     /// if nothing was.
     ///
+    /// With them, what each sleeper's CPU paid beyond its work per message
+    /// and its sleeps per message, run by run ([`SleepSamples`]), for the
+    /// CPU per sleep once the ring's cost to it is known.
+    ///
     /// # Errors
     ///
     /// As [`Backend::run_pair`].
-    pub fn in_run(self, runs: u32) -> Result<Option<InRunCosts>, TestbedError> {
+    pub fn in_run(self, runs: u32) -> Result<(Option<InRunCosts>, SleepSamples), TestbedError> {
         let pair = |w_p: f64, w_c: f64| {
             let params = Params {
                 w_p: Cost::Const(w_p),
@@ -232,9 +242,12 @@ impl Backend {
         };
         let (fc, fp) = (pair(2000.0, 1000.0), pair(1000.0, 2000.0));
         let mut v: [Vec<f64>; 4] = Default::default();
+        let mut sleeps = SleepSamples::default();
         for _ in 0..runs {
             let a = self.run_pair(&fc)?;
             let b = self.run_pair(&fp)?;
+            sleeps.c.extend(SleepSamples::of(&a, Party::C, 1000.0));
+            sleeps.p.extend(SleepSamples::of(&b, Party::P, 1000.0));
             for (i, x) in [a.kick_p_ns, b.kick_c_ns, b.wake_p_ns, a.wake_c_ns]
                 .into_iter()
                 .enumerate()
@@ -243,10 +256,17 @@ impl Backend {
             }
         }
         if v.iter().all(Vec::is_empty) {
-            return Ok(None);
+            return Ok((None, sleeps));
         }
         let [np, nc, rp, rc] = v.map(|x| (!x.is_empty()).then(|| Stat::of(x)));
-        Ok(Some(InRunCosts { np, nc, rp, rc }))
+        let costs = InRunCosts {
+            np,
+            nc,
+            rp,
+            rc,
+            ..InRunCosts::default()
+        };
+        Ok((Some(costs), sleeps))
     }
 
     /// The ring's own cost per message: T of a polling pair with no work
@@ -296,6 +316,53 @@ impl std::str::FromStr for Backend {
     }
 }
 
+/// What a sleeper paid in a reference pair, one sample per run: its thread
+/// CPU per message beyond its work and its own kicks, and its sleeps per
+/// message ([`Backend::in_run`]).
+#[derive(Debug, Clone, Default)]
+pub struct SleepSamples {
+    /// P's, from the pair where P sleeps.
+    pub p: Vec<(f64, f64)>,
+    /// C's, from the pair where C sleeps.
+    pub c: Vec<(f64, f64)>,
+}
+
+impl SleepSamples {
+    /// Sleeps a run must have had to give a sample: fewer, and one slow
+    /// wake-up is the whole figure.
+    const MIN_SLEEPS: u64 = 100;
+
+    /// `party`'s sample from `run`, where it slept at least
+    /// [`SleepSamples::MIN_SLEEPS`] times, its CPU is timed and its
+    /// kicks (if any) too; `work_ns` is its work per message.
+    #[allow(clippy::cast_precision_loss)]
+    fn of(run: &PairResult, party: Party, work_ns: f64) -> Option<(f64, f64)> {
+        let r = &run.rates;
+        let (e, sleeps, kicks, kick) = match party {
+            Party::P => (r.e_p_ns, r.sleeps_p, r.notifications_p, run.kick_p_ns),
+            Party::C => (r.e_c_ns, r.sleeps_c, r.notifications_c, run.kick_c_ns),
+        };
+        let messages = r.messages.max(1) as f64;
+        let kicks_cpu = match (kicks, kick) {
+            (0, _) => 0.0,
+            (n, Some(k)) => n as f64 / messages * k,
+            (_, None) => return None,
+        };
+        let extra = e - work_ns - kicks_cpu;
+        (sleeps >= Self::MIN_SLEEPS && extra.is_finite()).then(|| (extra, sleeps as f64 / messages))
+    }
+
+    /// The CPU per sleep over `samples`, the ring's cost per message to
+    /// the sleeper (`ring_ns`) taken out first; `None` without samples.
+    fn per_sleep(samples: &[(f64, f64)], ring_ns: f64) -> Option<Stat> {
+        let v: Vec<f64> = samples
+            .iter()
+            .map(|&(extra, per_message)| (extra - ring_ns) / per_message)
+            .collect();
+        (!v.is_empty()).then(|| Stat::of(v))
+    }
+}
+
 /// Naps a calibration times on each party's CPU.
 const NAPS: usize = 200;
 
@@ -340,4 +407,18 @@ pub struct Naps {
     pub late: Stat,
     /// The thread's own CPU time across the nap [ns].
     pub cpu: Stat,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_sleeps_cpu_is_what_the_sleeper_paid_beyond_work_ring_and_kicks_per_sleep() {
+        // 600 ns a message beyond the work, 100 of them the ring's, one
+        // sleep in 4 messages: 2 us a sleep.
+        let s = SleepSamples::per_sleep(&[(600.0, 0.25), (700.0, 0.25)], 100.0).unwrap();
+        assert_eq!((s.n, s.mean_ns), (2, 2200.0));
+        assert!(SleepSamples::per_sleep(&[], 100.0).is_none());
+    }
 }
