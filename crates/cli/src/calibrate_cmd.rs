@@ -274,53 +274,47 @@ pub fn print_profile(p: &Profile) {
         }
     }
     if let Some(r) = &p.in_run {
-        for (name, stat, what) in [
+        const TAKES: &str = "the model takes these";
+        for (name, stat, what, use_) in [
             (
                 "N_P run",
                 &r.np,
                 "P's notify inside runs (W_P 2us, W_C 1us: C sleeps)",
+                TAKES,
             ),
             (
                 "N_C run",
                 &r.nc,
                 "C's notify inside runs (the mirror: P sleeps)",
+                TAKES,
             ),
             (
                 "R_P run",
                 &r.rp,
                 "C's notify starts -> P runs, inside runs (V_C + S_P)",
+                TAKES,
             ),
             (
                 "R_C run",
                 &r.rc,
                 "P's notify starts -> C runs, inside runs (V_P + S_C)",
+                TAKES,
             ),
-        ] {
-            let Some(s) = stat else { continue };
-            row(
-                name,
-                s,
-                &format!("{what}; {} runs; the model takes these", s.n),
-            );
-        }
-        for (name, stat, what) in [
             (
                 "sleep P cpu",
                 &r.sleep_p_cpu,
                 "P's CPU per sleep in the runs where it sleeps, less work, ring and kicks",
+                "E counts it per sleep",
             ),
             (
                 "sleep C cpu",
                 &r.sleep_c_cpu,
                 "C's CPU per sleep in the runs where it sleeps, less work, ring and kicks",
+                "E counts it per sleep",
             ),
         ] {
             let Some(s) = stat else { continue };
-            row(
-                name,
-                s,
-                &format!("{what}; {} runs; E counts it per sleep", s.n),
-            );
+            row(name, s, &format!("{what}; {} runs; {use_}", s.n));
         }
     }
     if let (Some(sync), Some(drift)) = (p.clock_sync_ns, p.clock_drift_ns) {

@@ -180,8 +180,10 @@ pub fn run(spec: &RunSpec) -> Result<PairResult, LabError> {
 
 /// The model's prediction for a real run: the pair with the profile's N,
 /// V and S (their means) and the ring's cost per message added to W, the
-/// sleepers' S looked up at how long they sleep ([`predicted_at_idle`]).
-/// `None` for a strategy with no closed form.
+/// sleepers' S looked up at how long they sleep ([`predicted_at_idle`]);
+/// with notifications, E as the run's CPU clocks count it
+/// ([`cpu_per_message`], as `validate` compares it). `None` for a
+/// strategy with no closed form.
 ///
 /// # Errors
 ///
@@ -191,7 +193,14 @@ pub fn predicted(
     profile: &Profile,
     mode: WaitMode,
 ) -> Result<Option<Prediction>, LabError> {
-    Ok(predicted_at_idle(params, profile, mode)?.map(|x| x.prediction))
+    Ok(predicted_at_idle(params, profile, mode)?.map(|x| {
+        let mut p = x.prediction;
+        if mode == WaitMode::Notify {
+            p.rates.e_ns =
+                cpu_per_message(p.regime, p.round_messages, p.rates.e_ns, &x.params, profile);
+        }
+        p
+    }))
 }
 
 /// The simulator's prediction for a real run of `spec`, for the strategies
@@ -566,6 +575,36 @@ mod tests {
             ..kicklab_model::InRunCosts::default()
         });
         assert!((e(&profile) - (5000.0 - 6000.0 / 5.0)).abs() < 1e-9);
+        // `run`'s prediction counts E the same way with notifications, and
+        // leaves polling's alone.
+        profile.in_run = Some(kicklab_model::InRunCosts {
+            sleep_c_cpu: Some(kicklab_model::Stat::constant(2500.0)),
+            ..kicklab_model::InRunCosts::default()
+        });
+        let fc = Params {
+            w_p: Cost::Const(2000.0),
+            w_c: Cost::Const(1000.0),
+            ..Params::default()
+        };
+        let ours = predicted(&fc, &profile, WaitMode::Notify).unwrap().unwrap();
+        let raw = predicted_at_idle(&fc, &profile, WaitMode::Notify)
+            .unwrap()
+            .unwrap();
+        let want = cpu_per_message(
+            raw.prediction.regime,
+            raw.prediction.round_messages,
+            raw.prediction.rates.e_ns,
+            &raw.params,
+            &profile,
+        );
+        assert_eq!(ours.regime, kicklab_model::Regime::FC);
+        assert!((ours.rates.e_ns - want).abs() < 1e-9);
+        assert!((ours.rates.e_ns - raw.prediction.rates.e_ns).abs() > 100.0);
+        let poll = predicted(&fc, &profile, WaitMode::Poll).unwrap().unwrap();
+        let raw = predicted_at_idle(&fc, &profile, WaitMode::Poll)
+            .unwrap()
+            .unwrap();
+        assert_eq!(poll.rates.e_ns, raw.prediction.rates.e_ns);
     }
 
     #[test]
