@@ -970,10 +970,10 @@ pub fn section(
     let html = format!(
         "<p>{setup} N and S from \
          <code>kicklab calibrate --backend {be_flags}</code> (N_P {}, N_C {}, S_P {}, S_C {} means; V_P {}, V_C {}: when \
-         the sleeping party sees the notification, from its start; the ring's own cost per message, {}, is added to W_P \
+         the sleeping party sees the notification, from its start; the ring's own cost per message, {} (median), is added to W_P \
          and W_C). The model uses the means; the simulator draws them from lognormals with the measured spread and \
-         scales each S on the idle curve at the sleeper's actual idle time; the model's E counts only the CPU part of a \
-         wake-up (S cpu). A bistable pair is compared at the operating point its runs sat in (who slept).</p>{disturbed}<pre>{}</pre>\
+         scales each S on the idle curve at the sleeper's actual idle time; the model's E counts each sleep at what one \
+         cost the sleeper's CPU in calibration's reference pairs (else the CPU part of a wake-up, S cpu). A bistable pair is compared at the operating point its runs sat in (who slept).</p>{disturbed}<pre>{}</pre>\
          <p>Reproduce: <code>{}</code>.</p>{table}",
         fmt_ns(profile.np.mean_ns),
         fmt_ns(profile.nc.mean_ns),
@@ -988,7 +988,7 @@ pub fn section(
         profile
             .overhead
             .as_ref()
-            .map_or_else(|| "not measured".to_string(), |o| fmt_ns(o.mean_ns)),
+            .map_or_else(|| "not measured".to_string(), |o| fmt_ns(o.median_ns)),
         html_escape(&summary_text(&s)),
         html_escape(cmd)
     );
