@@ -248,9 +248,21 @@ impl PingPongBackendArgs {
     }
 }
 
-/// Parses `--vary`: `NAME=FROM..TO:POINTS`.
+/// Parses `--vary`: `NAME=FROM..TO:POINTS`. A count (L, k) takes at most
+/// one point per whole number in the range: more would repeat rows.
 pub fn vary(s: &str) -> Result<kicklab_sim::Vary, String> {
-    kicklab_sim::Vary::parse(s).map_err(|e| e.0)
+    let v = kicklab_sim::Vary::parse(s).map_err(|e| e.0)?;
+    let values = (v.to - v.from).abs().floor() + 1.0;
+    if v.param.is_count() && f64::from(v.points) > values {
+        return Err(format!(
+            "{} takes whole numbers: {} points over {}..{} would repeat values; use at most {values}",
+            v.param.name(),
+            v.points,
+            v.from,
+            v.to
+        ));
+    }
+    Ok(v)
 }
 
 /// Parses a strategy (`WaitMode::parse`: notify, poll, spin:<B>, sleep:<Y>,
