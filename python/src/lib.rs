@@ -611,7 +611,8 @@ fn parse_vary(vary: &str) -> Res<Vary> {
     Vary::parse(vary).map_err(|e| bad(format!("vary: {e}")))
 }
 
-/// The inputs of a sweep, checked as `kicklab sweep` checks them.
+/// The inputs of a sweep, checked as the library checks them (`kicklab sweep`
+/// also refuses a count swept over more points than it has values).
 fn sweep_inputs(
     params: &Args,
     vary: &str,

@@ -196,8 +196,14 @@ pub fn predicted(
     Ok(predicted_at_idle(params, profile, mode)?.map(|x| {
         let mut p = x.prediction;
         if mode == WaitMode::Notify {
-            p.rates.e_ns =
-                cpu_per_message(p.regime, p.round_messages, p.rates.e_ns, &x.params, profile);
+            let [not_p, not_c] =
+                not_cpu_per_message(p.regime, p.round_messages, &x.params, profile);
+            p.rates.e_p_ns -= not_p;
+            p.rates.e_c_ns -= not_c;
+            p.rates.e_ns -= not_p + not_c;
+            if let Some(o) = &mut p.other {
+                o.e_ns = cpu_per_message(o.regime, o.round_messages, o.e_ns, &x.params, profile);
+            }
         }
         p
     }))
@@ -414,33 +420,48 @@ pub fn cpu_per_message(
     params: &Params,
     profile: &Profile,
 ) -> f64 {
+    let [p, c] = not_cpu_per_message(regime, round_messages, params, profile);
+    e_ns - p - c
+}
+
+/// What [`cpu_per_message`] takes off P's and C's busy time per message
+/// [ns]: for each party that sleeps, its S less what a sleep costs its CPU,
+/// over the messages of a round.
+fn not_cpu_per_message(
+    regime: kicklab_model::Regime,
+    round_messages: Option<u64>,
+    params: &Params,
+    profile: &Profile,
+) -> [f64; 2] {
     let Some(n) = round_messages.filter(|&n| n > 0) else {
-        return e_ns;
+        return [0.0; 2];
     };
     let sleeper = regime.sleeper();
     let in_run = profile.in_run.unwrap_or_default();
-    let idle_part = |s: f64, in_run: Option<kicklab_model::Stat>, cpu: f64| match in_run {
-        Some(sleep) => s - sleep.mean_ns.max(0.0),
-        None => (s - cpu.clamp(0.0, s.max(0.0))).max(0.0),
+    #[allow(clippy::cast_precision_loss)]
+    let per_message = |s: f64, in_run: Option<kicklab_model::Stat>, cpu: f64| {
+        let idle = match in_run {
+            Some(sleep) => s - sleep.mean_ns.max(0.0),
+            None => (s - cpu.clamp(0.0, s.max(0.0))).max(0.0),
+        };
+        idle / n as f64
     };
-    let mut idle = 0.0;
+    let mut out = [0.0; 2];
     if matches!(sleeper, "P" | "both") {
-        idle += idle_part(
+        out[0] = per_message(
             params.s_p.mean_ns(),
             in_run.sleep_p_cpu,
             profile.sp_cpu.mean_ns,
         );
     }
     if matches!(sleeper, "C" | "both") {
-        idle += idle_part(
+        out[1] = per_message(
             params.s_c.mean_ns(),
             in_run.sleep_c_cpu,
             profile.sc_cpu.mean_ns,
         );
     }
-    #[allow(clippy::cast_precision_loss)]
-    let per = idle / n as f64;
-    e_ns - per
+    out
 }
 
 /// `given` if it calibrates `backend`, else (none given) a quick
@@ -599,6 +620,10 @@ mod tests {
         );
         assert_eq!(ours.regime, kicklab_model::Regime::FC);
         assert!((ours.rates.e_ns - want).abs() < 1e-9);
+        // C sleeps, so C's share moves and P's does not; the parts still
+        // add up to E.
+        assert_eq!(ours.rates.e_p_ns, raw.prediction.rates.e_p_ns);
+        assert!((ours.rates.e_p_ns + ours.rates.e_c_ns - ours.rates.e_ns).abs() < 1e-6);
         assert!((ours.rates.e_ns - raw.prediction.rates.e_ns).abs() > 100.0);
         let poll = predicted(&fc, &profile, WaitMode::Poll).unwrap().unwrap();
         let raw = predicted_at_idle(&fc, &profile, WaitMode::Poll)

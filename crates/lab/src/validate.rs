@@ -529,7 +529,9 @@ pub fn validate(
         let full = at_other(&m).is_some();
         let (regime, t_model, e_busy, round) = chosen(&m);
         let e_model = crate::real::cpu_per_message(regime, round, e_busy, &mean, profile);
-        let (_, t_med, e_med, _) = chosen(&mm);
+        let (med_regime, t_med, e_med_busy, med_round) = chosen(&mm);
+        let e_med =
+            crate::real::cpu_per_message(med_regime, med_round, e_med_busy, &typical, profile);
         let model_at_idle = if profile.idle_curve.is_empty() {
             None
         } else {

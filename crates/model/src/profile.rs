@@ -598,7 +598,7 @@ impl Profile {
     /// pair's; 0 without. Their medians: a run taken off its CPU by
     /// another process only ever adds to a sample (one such run of five
     /// put a KVM polling pair's mean at 120 ns, its median at 65 ns).
-    fn overheads(&self, notify: bool) -> [f64; 2] {
+    pub fn overheads(&self, notify: bool) -> [f64; 2] {
         match (notify, &self.overhead_p, &self.overhead_c, &self.overhead) {
             (true, Some(p), Some(c), _) => [p.median_ns.max(0.0), c.median_ns.max(0.0)],
             (_, _, _, Some(o)) => [o.median_ns.max(0.0); 2],

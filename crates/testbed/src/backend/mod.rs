@@ -136,11 +136,13 @@ impl Backend {
                 n(p.in_run.and_then(|r| r.nc), &p.nc),
             );
             [p.overhead_p, p.overhead_c] = self.overhead_alone(c.overhead_runs, [np, nc])?;
-            if let Some(r) = &mut p.in_run {
-                let ring = |o: &Option<Stat>| o.map_or(0.0, |o| o.median_ns.max(0.0));
-                r.sleep_p_cpu = SleepSamples::per_sleep(&sleeps.p, ring(&p.overhead_p));
-                r.sleep_c_cpu = SleepSamples::per_sleep(&sleeps.c, ring(&p.overhead_c));
-            }
+        }
+        // The ring's cost as the model adds it to a notify pair's W (none
+        // where calibration did not measure it).
+        let [o_p, o_c] = p.overheads(true);
+        if let Some(r) = &mut p.in_run {
+            r.sleep_p_cpu = SleepSamples::per_sleep(&sleeps.p, o_p);
+            r.sleep_c_cpu = SleepSamples::per_sleep(&sleeps.c, o_c);
         }
         let [on_p, on_c] = naps(NAPS, c.gap);
         [p.nap_p, p.nap_c] = [on_p.map(|n| n.late), on_c.map(|n| n.late)];
