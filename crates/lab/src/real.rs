@@ -563,6 +563,15 @@ pub fn profile_json(p: &Profile) -> serde_json::Value {
 mod tests {
     use super::*;
 
+    /// In-run costs with only what a sleep cost P's and C's CPU.
+    fn sleeping(p: Option<f64>, c: Option<f64>) -> Option<kicklab_model::InRunCosts> {
+        Some(kicklab_model::InRunCosts {
+            sleep_p_cpu: p.map(kicklab_model::Stat::constant),
+            sleep_c_cpu: c.map(kicklab_model::Stat::constant),
+            ..kicklab_model::InRunCosts::default()
+        })
+    }
+
     #[test]
     fn e_counts_a_sleep_at_what_it_cost_the_sleepers_cpu_in_runs_where_measured() {
         let mut profile = Profile::of_means("futex", [2000.0, 2000.0, 10_000.0, 10_000.0]);
@@ -579,29 +588,17 @@ mod tests {
         assert!((e(&profile) - (5000.0 - 6000.0 / 5.0)).abs() < 1e-9);
         // What a sleep cost C's CPU in the reference pairs (2.5 us), going
         // to sleep included, takes its place where calibration has it.
-        profile.in_run = Some(kicklab_model::InRunCosts {
-            sleep_c_cpu: Some(kicklab_model::Stat::constant(2500.0)),
-            ..kicklab_model::InRunCosts::default()
-        });
+        profile.in_run = sleeping(None, Some(2500.0));
         assert!((e(&profile) - (5000.0 - 7500.0 / 5.0)).abs() < 1e-9);
         // It may exceed the model's S (a sleep's CPU beyond its wake-up).
-        profile.in_run = Some(kicklab_model::InRunCosts {
-            sleep_c_cpu: Some(kicklab_model::Stat::constant(12_000.0)),
-            ..kicklab_model::InRunCosts::default()
-        });
+        profile.in_run = sleeping(None, Some(12_000.0));
         assert!((e(&profile) - (5000.0 + 2000.0 / 5.0)).abs() < 1e-9);
         // P's figure says nothing about C's sleeps.
-        profile.in_run = Some(kicklab_model::InRunCosts {
-            sleep_p_cpu: Some(kicklab_model::Stat::constant(1.0)),
-            ..kicklab_model::InRunCosts::default()
-        });
+        profile.in_run = sleeping(Some(1.0), None);
         assert!((e(&profile) - (5000.0 - 6000.0 / 5.0)).abs() < 1e-9);
         // `run`'s prediction counts E the same way with notifications, and
         // leaves polling's alone.
-        profile.in_run = Some(kicklab_model::InRunCosts {
-            sleep_c_cpu: Some(kicklab_model::Stat::constant(2500.0)),
-            ..kicklab_model::InRunCosts::default()
-        });
+        profile.in_run = sleeping(None, Some(2500.0));
         let fc = Params {
             w_p: Cost::Const(2000.0),
             w_c: Cost::Const(1000.0),
