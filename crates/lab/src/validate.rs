@@ -279,7 +279,18 @@ pub struct Summary {
     pub kick_p_run_ns: f64,
     /// C's, the same.
     pub kick_c_run_ns: f64,
+    /// Where polling ran under the model's floor at every point, by a
+    /// median of at least [`RING_DRIFT`]: that median shortfall (model -
+    /// measured over the model). The ring's cost per message came out
+    /// higher in calibration than in these runs (this machine's ring has
+    /// two states, `docs/calibration.md`); `None` otherwise.
+    pub poll_under_floor: Option<f64>,
 }
+
+/// How far under the model's floor polling must run, at every point, for
+/// [`Summary::poll_under_floor`] to say so: below the polling column's
+/// target of 3%, above the spread of quiet runs (0.3-1.8% here).
+pub const RING_DRIFT: f64 = 0.02;
 
 fn median(mut v: Vec<f64>) -> f64 {
     v.sort_by(f64::total_cmp);
@@ -344,6 +355,14 @@ pub fn summarize(points: &[Point]) -> Summary {
                 .filter_map(|p| p.median_run().kick_c_ns)
                 .collect(),
         ),
+        poll_under_floor: {
+            let under: Vec<f64> = points
+                .iter()
+                .map(|p| (p.model_poll.0 - p.t_poll().median) / p.model_poll.0)
+                .collect();
+            let m = median(under.clone());
+            (!under.is_empty() && under.iter().all(|&u| u > 0.0) && m >= RING_DRIFT).then_some(m)
+        },
     }
 }
 
@@ -882,6 +901,14 @@ pub fn summary_text(s: &Summary) -> String {
             show(s.kick_c_run_ns)
         );
     }
+    if let Some(u) = s.poll_under_floor {
+        let _ = write!(
+            t,
+            "\nring:      polling ran under the model's floor at every point, by a median {:.1}%: calibration met \
+             the ring's cost per message in a slower state than these runs did (calibrate again)",
+            100.0 * u
+        );
+    }
     if s.repeat > 1 {
         let _ = write!(
             t,
@@ -1077,6 +1104,30 @@ mod tests {
         assert_eq!((one.median, one.min, one.max), (4.0, 4.0, 4.0));
         assert_eq!(one.relative(), 0.0);
         assert!(Spread::of([]).median.is_nan());
+    }
+
+    #[test]
+    fn polling_under_the_floor_at_every_point_says_the_ring_moved() {
+        // Polling at the model's floor: nothing to say.
+        let at = point(1000.0, 1200.0, &[1200.0], vec![]);
+        let s = summarize(&[at.clone(), at.clone()]);
+        assert_eq!(s.poll_under_floor, None);
+        assert!(!summary_text(&s).contains("ring:"));
+        // 6% under it at every point: the calibration's ring cost was high.
+        let mut under = at.clone();
+        for r in &mut under.reps {
+            r.poll = poll(940.0);
+        }
+        let s = summarize(&[under.clone(), under.clone()]);
+        assert!((s.poll_under_floor.unwrap() - 0.06).abs() < 1e-9);
+        assert!(summary_text(&s)
+            .contains("polling ran under the model's floor at every point, by a median 6.0%"));
+        // Under at one point only, or by less than RING_DRIFT: nothing.
+        assert_eq!(summarize(&[under.clone(), at]).poll_under_floor, None);
+        for r in &mut under.reps {
+            r.poll = poll(990.0);
+        }
+        assert_eq!(summarize(&[under]).poll_under_floor, None);
     }
 
     #[test]
