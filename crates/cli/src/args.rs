@@ -252,8 +252,7 @@ impl PingPongBackendArgs {
 /// one point per whole number in the range: more would repeat rows.
 pub fn vary(s: &str) -> Result<kicklab_sim::Vary, String> {
     let v = kicklab_sim::Vary::parse(s).map_err(|e| e.0)?;
-    let values = (v.to - v.from).abs().floor() + 1.0;
-    if v.param.is_count() && f64::from(v.points) > values {
+    if let Some(values) = v.distinct_values().filter(|&n| f64::from(v.points) > n) {
         return Err(format!(
             "{} takes whole numbers: {} points over {}..{} would repeat values; use at most {values}",
             v.param.name(),

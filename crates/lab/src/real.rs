@@ -196,11 +196,10 @@ pub fn predicted(
     Ok(predicted_at_idle(params, profile, mode)?.map(|x| {
         let mut p = x.prediction;
         if mode == WaitMode::Notify {
-            let [not_p, not_c] =
-                not_cpu_per_message(p.regime, p.round_messages, &x.params, profile);
-            p.rates.e_p_ns -= not_p;
-            p.rates.e_c_ns -= not_c;
-            p.rates.e_ns -= not_p + not_c;
+            let [off_p, off_c] = busy_not_on_cpu(p.regime, p.round_messages, &x.params, profile);
+            p.rates.e_p_ns -= off_p;
+            p.rates.e_c_ns -= off_c;
+            p.rates.e_ns -= off_p + off_c;
             if let Some(o) = &mut p.other {
                 o.e_ns = cpu_per_message(o.regime, o.round_messages, o.e_ns, &x.params, profile);
             }
@@ -420,14 +419,14 @@ pub fn cpu_per_message(
     params: &Params,
     profile: &Profile,
 ) -> f64 {
-    let [p, c] = not_cpu_per_message(regime, round_messages, params, profile);
+    let [p, c] = busy_not_on_cpu(regime, round_messages, params, profile);
     e_ns - p - c
 }
 
 /// What [`cpu_per_message`] takes off P's and C's busy time per message
 /// [ns]: for each party that sleeps, its S less what a sleep costs its CPU,
 /// over the messages of a round.
-fn not_cpu_per_message(
+fn busy_not_on_cpu(
     regime: kicklab_model::Regime,
     round_messages: Option<u64>,
     params: &Params,

@@ -121,6 +121,15 @@ impl Vary {
             .collect()
     }
 
+    /// The most points a count (L, k) takes without repeating a value
+    /// (one per whole number in its range); `None` for a duration, whose
+    /// values never repeat.
+    pub fn distinct_values(&self) -> Option<f64> {
+        self.param
+            .is_count()
+            .then(|| (self.to - self.from).abs().floor() + 1.0)
+    }
+
     /// `base` with the parameter set to `value`. A cost keeps its kind of
     /// distribution and takes `value` as its mean.
     #[allow(clippy::cast_possible_truncation, clippy::cast_sign_loss)]
@@ -258,6 +267,20 @@ pub fn sweep(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_count_has_one_distinct_value_per_whole_number_in_its_range() {
+        let v = Vary::parse("kc=1..4:5").unwrap();
+        assert_eq!(v.distinct_values(), Some(4.0));
+        // Five points over four whole numbers: one repeats.
+        let mut values = v.values();
+        values.dedup();
+        assert_eq!(values.len(), 4);
+        assert_eq!(
+            Vary::parse("wp=1us..2us:500").unwrap().distinct_values(),
+            None
+        );
+    }
 
     #[test]
     fn parses_ranges() {

@@ -248,8 +248,12 @@ impl Backend {
         for _ in 0..runs {
             let a = self.run_pair(&fc)?;
             let b = self.run_pair(&fp)?;
-            sleeps.c.extend(SleepSamples::of(&a, Party::C, 1000.0));
-            sleeps.p.extend(SleepSamples::of(&b, Party::P, 1000.0));
+            sleeps
+                .c
+                .extend(SleepSamples::of(&a, Party::C, fc.params.w_c.mean_ns()));
+            sleeps
+                .p
+                .extend(SleepSamples::of(&b, Party::P, fp.params.w_p.mean_ns()));
             for (i, x) in [a.kick_p_ns, b.kick_c_ns, b.wake_p_ns, a.wake_c_ns]
                 .into_iter()
                 .enumerate()
