@@ -427,4 +427,42 @@ mod tests {
         assert_eq!((s.n, s.mean_ns), (2, 2200.0));
         assert!(SleepSamples::per_sleep(&[], 100.0).is_none());
     }
+
+    /// A run where C slept 1000 times in 4000 messages, spent 1.8 us of
+    /// CPU a message against 1 us of work, and kicked P 40 times at 5 us
+    /// each (50 ns a message).
+    fn run_where_c_slept() -> PairResult {
+        let mut run = PairResult::default();
+        run.rates.messages = 4000;
+        (run.rates.e_p_ns, run.rates.e_c_ns) = (2500.0, 1800.0);
+        (run.rates.sleeps_p, run.rates.sleeps_c) = (3, 1000);
+        (run.rates.notifications_p, run.rates.notifications_c) = (1000, 40);
+        (run.kick_p_ns, run.kick_c_ns) = (Some(2000.0), Some(5000.0));
+        run
+    }
+
+    #[test]
+    fn a_sleepers_sample_is_its_cpu_beyond_work_and_own_kicks_with_its_sleeps_per_message() {
+        let run = run_where_c_slept();
+        // 1800 - 1000 of work - 50 of kicks; a sleep every 4 messages.
+        assert_eq!(
+            SleepSamples::of(&run, Party::C, 1000.0),
+            Some((750.0, 0.25))
+        );
+        // P slept 3 times: too few for a sample.
+        assert_eq!(SleepSamples::of(&run, Party::P, 2000.0), None);
+        // Kicks that were sent but not timed leave the sample unknown.
+        let untimed = PairResult {
+            kick_c_ns: None,
+            ..run
+        };
+        assert_eq!(SleepSamples::of(&untimed, Party::C, 1000.0), None);
+        // A sleeper that sent no kick needs no kick timing.
+        let mut quiet = untimed;
+        quiet.rates.notifications_c = 0;
+        assert_eq!(
+            SleepSamples::of(&quiet, Party::C, 1000.0),
+            Some((800.0, 0.25))
+        );
+    }
 }
