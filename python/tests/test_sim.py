@@ -54,7 +54,7 @@ def test_sim_warns_over_a_partial_round(cli):
 
 
 def test_sim_errors():
-    with pytest.raises(ValueError, match="^messages: need at least 1 message"):
+    with pytest.raises(ValueError, match="^messages: need at least 1000 messages"):
         kicklab.sim(messages=0)
     with pytest.raises(ValueError, match="^messages: invalid value '-1'"):
         kicklab.sim(messages=-1)
@@ -75,7 +75,7 @@ def test_advise_is_the_cli_json(cli):
 
 
 def test_advise_errors():
-    with pytest.raises(ValueError, match="^messages: need at least 1 message"):
+    with pytest.raises(ValueError, match="^messages: need at least 1000 messages"):
         kicklab.advise(messages=0)
     with pytest.raises(ValueError, match="^latency: "):
         kicklab.advise(latency=0)

@@ -370,9 +370,18 @@ pub fn read_profile(path: &std::path::Path) -> Result<kicklab_model::Profile, Us
     let cannot = |e: &dyn std::fmt::Display| {
         Usage(format!("--profile: cannot read {}: {e}", path.display()))
     };
-    let file = std::fs::File::open(path).map_err(|e| cannot(&e))?;
-    // A regular file, read up to a bound: a FIFO would block for ever and
-    // /dev/zero never ends.
+    use std::os::unix::fs::OpenOptionsExt as _;
+    // A regular file, read up to a bound: a FIFO would block for ever (in
+    // the open itself, so it is looked at first and opened without
+    // blocking) and /dev/zero never ends.
+    if !std::fs::metadata(path).map_err(|e| cannot(&e))?.is_file() {
+        return Err(cannot(&"not a regular file"));
+    }
+    let file = std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NONBLOCK)
+        .open(path)
+        .map_err(|e| cannot(&e))?;
     if !file.metadata().map_err(|e| cannot(&e))?.is_file() {
         return Err(cannot(&"not a regular file"));
     }

@@ -69,13 +69,14 @@ fn sim_or_backend(s: &str) -> Result<RunsOn, String> {
 }
 
 fn range(s: &str) -> Result<(f64, f64), String> {
-    let (a, b) = s
-        .split_once("..")
-        .ok_or_else(|| format!("expected FROM..TO such as 0.2us..3us, got `{s}`"))?;
+    let (a, b) = kicklab_model::split_range(s).map_err(|e| e.to_string())?;
     let d = |x: &str| kicklab_model::parse_duration_ns(x).map_err(|e| e.to_string());
     let (a, b) = (d(a)?, d(b)?);
     if a <= 0.0 || b < a {
-        return Err(format!("need 0 < FROM <= TO, got {s}"));
+        return Err(format!(
+            "need 0 < FROM <= TO, got {}",
+            kicklab_model::shown(s)
+        ));
     }
     Ok((a, b))
 }
@@ -89,6 +90,13 @@ pub fn run(a: &ControlArgs) -> anyhow::Result<()> {
             "--range: one point (--points 1) takes one W_P (FROM..FROM), got {}..{}",
             kicklab_model::fmt_ns(a.range.0),
             kicklab_model::fmt_ns(a.range.1)
+        ))
+        .into());
+    }
+    if a.points > 1 && a.range.0 == a.range.1 {
+        return Err(Usage(format!(
+            "--range: FROM == TO is one W_P: {} points would repeat it (use --points 1)",
+            a.points
         ))
         .into());
     }

@@ -52,6 +52,8 @@ pub fn run(a: &FlagsArgs) -> anyhow::Result<()> {
     if a.signals == 0 || a.signals > 10_000_000 {
         return Err(Usage("--signals: 1 to 10000000 per run".into()).into());
     }
+    crate::no_repeats("--sources", &a.sources)?;
+    crate::no_repeats("--path", &a.path)?;
     if a.repeat == 0 || a.repeat > 25 {
         return Err(Usage("--repeat: 1 to 25".into()).into());
     }

@@ -122,7 +122,7 @@ fn main() -> ExitCode {
             return ExitCode::from(2);
         }
     };
-    if let Some(line) = overridden_flag(&cli.cmd, &matches) {
+    if let Some(line) = overridden_flag(&cli.cmd, &matches).or_else(|| bench_flag(&matches)) {
         eprintln!("error: {line}");
         return ExitCode::from(2);
     }
@@ -180,6 +180,26 @@ fn overridden_flag(cmd: &Cmd, matches: &clap::ArgMatches) -> Option<String> {
             )
         })
     })
+}
+
+/// A flag beside `sim --bench` other than `--json`: the benchmark runs
+/// its own pairs and sizes, so the flag would be ignored without a word.
+fn bench_flag(matches: &clap::ArgMatches) -> Option<String> {
+    let sub = matches.subcommand_matches("sim")?;
+    if !sub.get_flag("bench") {
+        return None;
+    }
+    sub.ids()
+        .map(clap::Id::as_str)
+        .filter(|id| !matches!(*id, "bench" | "json"))
+        .find(|id| sub.value_source(id) == Some(clap::parser::ValueSource::CommandLine))
+        .map(|id| {
+            format!(
+                "--{}: sim --bench measures the simulator on its own pairs and sizes; \
+                 leave --{0} out (only --json goes with --bench)",
+                id.replace('_', "-")
+            )
+        })
 }
 
 /// Lets a closed pipe end the process quietly, as it does any Unix tool
@@ -256,6 +276,10 @@ fn usage_of(e: &anyhow::Error) -> Option<String> {
         use kicklab_lab::LabError;
         return match l {
             LabError::Testbed(t) => testbed_usage(t),
+            LabError::Input {
+                input: kicklab_lab::Input::Axes,
+                reason,
+            } => Some(format!("--x, --y: {reason}")),
             LabError::Input { input, reason } => {
                 Some(format!("--{}: {reason}", input.name().replace('_', "-")))
             }
@@ -335,6 +359,28 @@ impl kicklab_lab::Progress for Bars {
             Some(b) => b.suspend(|| eprintln!("{line}")),
             None => eprintln!("{line}"),
         }
+    }
+}
+
+/// Fails (a [`Usage`] naming `flag`) where a list flag names an item twice
+/// (`--vms 1,1`): it would run the same thing again, or the last would
+/// silently win.
+///
+/// # Errors
+///
+/// A [`Usage`] error naming the item.
+pub fn no_repeats<T: PartialEq + std::fmt::Debug>(flag: &str, items: &[T]) -> anyhow::Result<()> {
+    match items
+        .iter()
+        .enumerate()
+        .find_map(|(i, x)| items[..i].contains(x).then_some(x))
+    {
+        Some(x) => Err(Usage(format!(
+            "{flag}: {} is listed twice (each runs once)",
+            format!("{x:?}").to_lowercase().replace('"', "")
+        ))
+        .into()),
+        None => Ok(()),
     }
 }
 

@@ -53,6 +53,8 @@ fn duration(s: &str) -> Result<Duration, String> {
 pub fn run(a: &PingPongArgs) -> anyhow::Result<()> {
     a.be.check()?;
     let be = a.be.get();
+    let names: Vec<String> = a.idle.iter().map(ToString::to_string).collect();
+    crate::no_repeats("--idle", &names)?;
     let idles = if a.idle.is_empty() {
         default_idles(be)
     } else {

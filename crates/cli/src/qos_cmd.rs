@@ -93,20 +93,34 @@ pub struct QosArgs {
     json: bool,
 }
 
+/// The shortest window measured [s].
+const MIN_SECONDS: f64 = 0.01;
+
+/// The fewest requests a VM offered a load must be offered in the window.
+const MIN_REQUESTS: f64 = 10.0;
+
 fn vm_rate(s: &str) -> Result<(usize, f64), String> {
-    let (vm, r) = s
-        .split_once('=')
-        .ok_or_else(|| format!("expected VM=RATE such as 2=1500, got `{s}`"))?;
-    let vm = vm
-        .trim()
-        .parse::<usize>()
-        .map_err(|_| format!("`{vm}` is not a VM number (1, 2, ...)"))?;
+    let (vm, r) = s.split_once('=').ok_or_else(|| {
+        format!(
+            "expected VM=RATE such as 2=1500, got `{}`",
+            kicklab_model::shown(s)
+        )
+    })?;
+    let vm = vm.trim().parse::<usize>().map_err(|_| {
+        format!(
+            "`{}` is not a VM number (1, 2, ...)",
+            kicklab_model::shown(vm)
+        )
+    })?;
     let r = r
         .trim()
         .parse::<f64>()
-        .map_err(|_| format!("`{r}` is not a rate in requests/s"))?;
+        .map_err(|_| format!("`{}` is not a rate in requests/s", kicklab_model::shown(r)))?;
     if vm == 0 || !(r.is_finite() && r >= 0.0) {
-        return Err(format!("VMs count from 1 and rates are >= 0, got `{s}`"));
+        return Err(format!(
+            "VMs count from 1 and rates are >= 0, got `{}`",
+            kicklab_model::shown(s)
+        ));
     }
     Ok((vm, r))
 }
@@ -117,14 +131,16 @@ fn vm_limit(s: &str) -> Result<(usize, f64, f64), String> {
             h,
             b.trim()
                 .parse::<f64>()
-                .map_err(|_| format!("`{b}` is not a burst in requests"))?,
+                .map_err(|_| format!("`{}` is not a burst in requests", kicklab_model::shown(b)))?,
         ),
         None => (s, 10.0),
     };
     let (vm, r) = vm_rate(head)?;
-    if r <= 0.0 || burst < 1.0 {
+    let max = kicklab_model::qos::MAX_BURST;
+    if r <= 0.0 || !(1.0..=max).contains(&burst) || burst.fract() != 0.0 {
         return Err(format!(
-            "a limit needs a rate > 0 and a burst >= 1, got `{s}`"
+            "a limit needs a rate > 0 and a burst of whole requests from 1 to {max:e}, got `{}`",
+            kicklab_model::shown(s)
         ));
     }
     Ok((vm, r, burst))
@@ -151,8 +167,23 @@ pub fn run(a: &QosArgs) -> anyhow::Result<()> {
             kicklab_testbed::TestbedError::Kvm(format!("kvm is not usable here: {why}"))
         })?;
     }
-    if !(a.seconds.is_finite() && a.seconds > 0.0 && a.seconds <= 3600.0) {
-        return Err(Usage("--seconds: a window between 0 and 3600 s".into()).into());
+    if !(a.seconds.is_finite() && (MIN_SECONDS..=3600.0).contains(&a.seconds)) {
+        return Err(Usage(format!(
+            "--seconds: a window from {MIN_SECONDS} s (a few of the paper's requests of 0.5-0.7 ms) to 3600 s"
+        ))
+        .into());
+    }
+    for (flag, vms) in [
+        ("--rate", a.rate.iter().map(|r| r.0).collect::<Vec<_>>()),
+        ("--limit", a.limit.iter().map(|l| l.0).collect()),
+    ] {
+        if let Some(vm) = vms
+            .iter()
+            .enumerate()
+            .find_map(|(i, v)| vms[..i].contains(v).then_some(v))
+        {
+            return Err(Usage(format!("{flag}: VM {vm} is given twice")).into());
+        }
     }
     if a.vms == 0 || a.vms > kicklab_model::qos::MAX_VMS {
         return Err(Usage(format!("--vms: 1 to {} VMs", kicklab_model::qos::MAX_VMS)).into());
@@ -262,13 +293,35 @@ pub fn run(a: &QosArgs) -> anyhow::Result<()> {
             "--vms"
         } else if e.contains("limit") {
             "--limit"
+        } else if e.contains("service time") {
+            "--vm-service"
         } else if e.starts_with("vm") {
             "--offered"
         } else {
             "--shared"
         };
+        let e = e
+            .strip_prefix("buffer: ")
+            .or_else(|| e.strip_prefix("vms: "))
+            .unwrap_or(&e);
         Usage(format!("{flag}: {e}"))
     })?;
+    // Every VM offered a load has some requests in the window.
+    if let Some((i, vm)) = sys
+        .vms
+        .iter()
+        .enumerate()
+        .find(|(_, vm)| vm.offered_per_s > 0.0 && vm.offered_per_s * a.seconds < MIN_REQUESTS)
+    {
+        return Err(Usage(format!(
+            "--seconds: VM {} is offered {}/s: {} s holds fewer than {MIN_REQUESTS} of its requests (at least {} s)",
+            i + 1,
+            vm.offered_per_s,
+            a.seconds,
+            MIN_REQUESTS / vm.offered_per_s
+        ))
+        .into());
+    }
     if real_backend {
         return real(a, &sys);
     }

@@ -10,6 +10,9 @@ use serde_json::json;
 
 use crate::Usage;
 
+/// The shortest window a run measures.
+const MIN_WINDOW: std::time::Duration = std::time::Duration::from_millis(10);
+
 /// Arguments of `kicklab scale`.
 #[derive(Debug, Args)]
 pub struct ScaleArgs {
@@ -180,10 +183,16 @@ pub fn run(a: &ScaleArgs) -> anyhow::Result<()> {
     if sim && a.work.is_zero() {
         return Err(Usage("--work: a time > 0 with --backend sim".into()).into());
     }
+    crate::no_repeats("--vms", &a.vms)?;
+    crate::no_repeats("--idle", &a.idle)?;
     let duration = std::time::Duration::try_from_secs_f64(a.seconds)
         .ok()
-        .filter(|d| !d.is_zero() && d.as_secs() <= 600)
-        .ok_or_else(|| Usage("--seconds: more than 0 and at most 600".into()))?;
+        .filter(|d| *d >= MIN_WINDOW && d.as_secs() <= 600)
+        .ok_or_else(|| {
+            Usage(format!(
+                "--seconds: {MIN_WINDOW:?} (ten of the guests' timer periods at Linux's 1 ms) to 600 s"
+            ))
+        })?;
     if a.concurrency == 0 || a.concurrency > 1_000_000 {
         return Err(Usage("--concurrency: 1 to 1000000 requests outstanding".into()).into());
     }

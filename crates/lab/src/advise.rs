@@ -65,6 +65,15 @@ pub struct Advice {
 /// message (seconds a candidate).
 pub const MAX_COST_NS: f64 = 500_000.0;
 
+/// The fewest messages a candidate is simulated over.
+pub const MIN_MESSAGES: u64 = 1000;
+
+/// The most messages a search simulates, warm-ups included, over all its
+/// candidates: seconds on two cores (the simulator runs 20-100 million
+/// messages a second on a core). The default search is about 7 million,
+/// the exhaustive one 20 million.
+pub const MAX_SEARCH_MESSAGES: u64 = 500_000_000;
+
 /// The candidates: every family over a grid of its parameters.
 pub fn candidates(latency_ns: f64, exhaustive: bool) -> Vec<WaitMode> {
     let us = |v: f64| v * 1000.0;
@@ -121,10 +130,14 @@ pub fn candidates(latency_ns: f64, exhaustive: bool) -> Vec<WaitMode> {
 ///
 /// Bad inputs.
 pub fn advise(spec: &AdviseSpec, progress: &dyn Progress) -> Result<Advice, LabError> {
-    if spec.messages == 0 {
+    if spec.messages < MIN_MESSAGES {
         return Err(LabError::input(
             Input::Messages,
-            "need at least 1 message per candidate",
+            format!(
+                "need at least {MIN_MESSAGES} messages per candidate (fewer, and its T and p99 \
+                 latency are a few rounds', not the strategy's); got {}",
+                spec.messages
+            ),
         ));
     }
     if spec.latency_ns.is_nan() || spec.latency_ns <= 0.0 {
@@ -150,12 +163,32 @@ pub fn advise(spec: &AdviseSpec, progress: &dyn Progress) -> Result<Advice, LabE
         }
     }
     let modes = candidates(spec.latency_ns, spec.exhaustive);
+    let warmup = default_warmup(spec.messages, spec.params.len).max(20_000);
+    let total = (u128::from(spec.messages) + u128::from(warmup)) * modes.len() as u128;
+    if total > u128::from(MAX_SEARCH_MESSAGES) {
+        let why = format!(
+            "{} candidates of {} messages and a warm-up of {warmup} (a tenth of them and 4 L) \
+             are {total} simulated messages, minutes of search; advise takes at most \
+             {MAX_SEARCH_MESSAGES} (`kicklab sim --mode S` simulates any one strategy)",
+            modes.len(),
+            spec.messages,
+        );
+        // The warm-up's 4 L is what grew it, or the messages.
+        return Err(if 4 * u64::from(spec.params.len) > spec.messages {
+            LabError::Param(kicklab_model::ParamError {
+                param: kicklab_model::Param::Len,
+                reason: why,
+            })
+        } else {
+            LabError::input(Input::Messages, why)
+        });
+    }
     progress.start("advise", modes.len() as u64);
     let runs: Vec<Result<Candidate, LabError>> = modes
         .par_iter()
         .map(|&mode| {
             let cfg = SimConfig {
-                warmup: default_warmup(spec.messages, spec.params.len).max(20_000),
+                warmup,
                 seed: spec.seed,
                 idle_scale: spec.idle_scale,
                 nap_ns: spec.nap_ns,

@@ -17,6 +17,8 @@ pub enum Input {
     Points,
     /// The sweep.
     Vary,
+    /// A map's two axes, together (their grid).
+    Axes,
     /// Messages per publish (send combining).
     Batch,
     /// The calibration profile given.
@@ -45,6 +47,7 @@ impl Input {
             Input::RealMessages => "real_messages",
             Input::Points => "points",
             Input::Vary => "vary",
+            Input::Axes => "axes",
             Input::Batch => "batch",
             Input::Profile => "profile",
             Input::Idle => "idle",

@@ -74,13 +74,16 @@ pub fn grid(spec: &MapSpec) -> Result<Vec<(f64, f64, Params)>, LabError> {
     let n = u64::from(spec.x.points) * u64::from(spec.y.points);
     if n > MAX_POINTS {
         return Err(LabError::input(
-            Input::Points,
-            format!("{n} points: at most {MAX_POINTS} in a map"),
+            Input::Axes,
+            format!(
+                "{} x {} = {n} points: at most {MAX_POINTS} in a map",
+                spec.x.points, spec.y.points
+            ),
         ));
     }
     if spec.x.param == spec.y.param {
         return Err(LabError::input(
-            Input::Vary,
+            Input::Axes,
             "the two axes vary the same parameter",
         ));
     }
@@ -94,12 +97,8 @@ pub fn grid(spec: &MapSpec) -> Result<Vec<(f64, f64, Params)>, LabError> {
     for (x, y, p) in &grid {
         p.validate().map_err(|e| {
             LabError::input(
-                Input::Vary,
-                format!(
-                    "at {}={x}, {}={y}: {e}",
-                    spec.x.param.name(),
-                    spec.y.param.name()
-                ),
+                Input::Axes,
+                format!("at {}, {}: {e}", spec.x.show(*x), spec.y.show(*y)),
             )
         })?;
     }

@@ -91,18 +91,23 @@ pub fn run_all(
             format!("{i} exists only with the kvm backend"),
         ));
     }
+    let config = |idle| PingPongConfig {
+        backend: be,
+        idle,
+        messages,
+        work,
+        requester_polls,
+        timeout: Duration::from_secs(10),
+    };
+    // Every run's settings before the first run starts.
+    for &idle in idles {
+        config(idle).check()?;
+    }
     let mut out = Vec::new();
     progress.start("pingpong", idles.len() as u64);
     for &idle in idles {
         progress.note(&format!("pingpong: {} {idle} ...", be.name()));
-        let r = pingpong(&PingPongConfig {
-            backend: be,
-            idle,
-            messages,
-            work,
-            requester_polls,
-            timeout: Duration::from_secs(10),
-        })?;
+        let r = pingpong(&config(idle))?;
         out.push((idle, r));
         progress.step();
     }

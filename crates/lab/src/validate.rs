@@ -418,9 +418,8 @@ pub fn check(
     }
     for x in vary.values() {
         let p = vary.apply(base, x);
-        p.validate().map_err(|e| {
-            LabError::input(Input::Vary, format!("at {}={x}: {e}", vary.param.name()))
-        })?;
+        p.validate()
+            .map_err(|e| LabError::input(Input::Vary, format!("at {}: {e}", vary.show(x))))?;
         crate::real::check(&RunSpec::new(
             p,
             be,

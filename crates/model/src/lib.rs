@@ -53,4 +53,7 @@ pub use profile::{split_wake_up, Direction, IdlePoint, InRunCosts, Profile, Stat
 pub use rates::{Latency, Rates};
 pub use regime::{classify, Predicates, Regime};
 pub use strategy::{Estimator, ScaleIdle, WaitMode, Window, DEFAULT_LATENCY_NS};
-pub use time::{fmt_ns, parse_duration_ns, to_ps, DurationParseError, MAX_DURATION_NS, PS_PER_NS};
+pub use time::{
+    fmt_ns, parse_duration_ns, shown, split_range, to_ps, DurationParseError, MAX_DURATION_NS,
+    PS_PER_NS,
+};

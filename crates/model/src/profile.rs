@@ -393,6 +393,12 @@ impl Profile {
                     ));
                 }
             }
+            if st.p10_ns > st.p90_ns {
+                return Err(format!(
+                    "{name}: p10_ns = {:e} above p90_ns = {:e} (a 10th percentile is never above the 90th)",
+                    st.p10_ns, st.p90_ns
+                ));
+            }
             if !(st.sigma_log.is_finite() && st.sigma_log >= 0.0) {
                 return Err(format!(
                     "{name}.sigma_log = {:e}: must be >= 0",
@@ -439,6 +445,20 @@ impl Profile {
             opt("in_run.rc", &r.rc, true)?;
             opt("in_run.sleep_P_cpu", &r.sleep_p_cpu, true)?;
             opt("in_run.sleep_C_cpu", &r.sleep_c_cpu, true)?;
+        }
+        let name_ok = |c: char| c.is_ascii_alphanumeric() || matches!(c, '-' | '_');
+        if self.backend.is_empty() || self.backend.len() > 32 || !self.backend.chars().all(name_ok)
+        {
+            return Err(format!(
+                "backend = `{}`: a backend's name (futex, eventfd, pipe, kvm): letters, digits, - and _, at most 32",
+                crate::shown(&self.backend)
+            ));
+        }
+        if !(self.tsc_ghz.is_finite() && self.tsc_ghz >= 0.0) {
+            return Err(format!(
+                "tsc_ghz = {:e}: must be finite and >= 0 (0: not measured)",
+                self.tsc_ghz
+            ));
         }
         if !(self.gap_ns.is_finite() && self.gap_ns >= 0.0 && self.gap_ns <= max) {
             return Err(format!("gap_ns = {:e}: must be from 0 to 1h", self.gap_ns));
@@ -935,6 +955,20 @@ mod tests {
             "idle_curve[1].gap_ns",
         );
         bad(&|p| p.idle_curve = vec![point(0.0)], "idle_curve[0].gap_ns");
+        bad(
+            &|p| {
+                p.sp.p10_ns = 2e4;
+                p.sp.p90_ns = 1e4;
+            },
+            "SP: p10_ns",
+        );
+        bad(
+            &|p| p.backend = "bogus name".into(),
+            "backend = `bogus name`",
+        );
+        bad(&|p| p.backend = "x".repeat(5000), "(5000 characters)");
+        bad(&|p| p.backend = String::new(), "backend = ``");
+        bad(&|p| p.tsc_ghz = -1.0, "tsc_ghz");
     }
 
     #[test]

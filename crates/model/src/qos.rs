@@ -131,16 +131,28 @@ impl QosSystem {
         for (i, vm) in self.vms.iter().enumerate() {
             let rate =
                 |r: f64| ok(r) && (r == 0.0 || (MIN_RATE_PER_S..=MAX_RATE_PER_S).contains(&r));
-            if !rate(vm.offered_per_s) || !ok(vm.service_ns) {
+            if !rate(vm.offered_per_s) {
                 return Err(format!(
-                    "vm{}: the offered load must be 0 or {MIN_RATE_PER_S:e} to {MAX_RATE_PER_S:e} requests/s and the service time finite and >= 0",
+                    "vm{}: the offered load must be 0 or {MIN_RATE_PER_S:e} to {MAX_RATE_PER_S:e} requests/s",
+                    i + 1
+                ));
+            }
+            if !ok(vm.service_ns) {
+                return Err(format!(
+                    "vm{}: the service time must be finite and >= 0",
                     i + 1
                 ));
             }
             if let Some((r, b)) = vm.limit {
-                if !(rate(r) && r > 0.0 && ok(b) && b >= 1.0) {
+                if !(rate(r) && r > 0.0) {
                     return Err(format!(
-                        "vm{}: a limit needs a rate of {MIN_RATE_PER_S:e} to {MAX_RATE_PER_S:e} requests/s and a burst >= 1",
+                        "vm{}: a limit needs a rate of {MIN_RATE_PER_S:e} to {MAX_RATE_PER_S:e} requests/s",
+                        i + 1
+                    ));
+                }
+                if !(ok(b) && (1.0..=MAX_BURST).contains(&b) && b.fract() == 0.0) {
+                    return Err(format!(
+                        "vm{}: a limit's burst is a whole number of requests from 1 to {MAX_BURST:e}, got {b}",
                         i + 1
                     ));
                 }
@@ -155,6 +167,11 @@ impl QosSystem {
         Ok(())
     }
 }
+
+/// The largest burst of a rate limit [requests]: a bucket that never
+/// empties within a run is no limit, and the model (long-run rates) and
+/// the simulator (the run's window) would disagree about it.
+pub const MAX_BURST: f64 = 1e6;
 
 /// The most VMs a system takes.
 pub const MAX_VMS: usize = 1024;

@@ -52,8 +52,52 @@ pub enum DurationParseError {
     #[error("`{0}` is not a finite duration >= 0")]
     OutOfRange(String),
     /// Longer than [`MAX_DURATION_NS`].
-    #[error("`{0}` is longer than the longest duration kicklab handles (1h)")]
+    #[error("`{0}` is longer than the longest duration kicklab handles (3600s, an hour)")]
     TooLong(String),
+    /// Above 0 but below a picosecond, kicklab's unit of time.
+    #[error(
+        "`{0}` is below a picosecond, the finest time kicklab counts (use 0 or at least 0.001ns)"
+    )]
+    BelowResolution(String),
+    /// Not `FROM..TO` with two dots between two values.
+    #[error("`{0}`: expected FROM..TO, two dots between two durations, e.g. 0.2us..3us")]
+    BadRange(String),
+}
+
+/// The most characters of a bad value an error message repeats: enough
+/// to recognize it, not a page of it.
+const SHOWN_CHARS: usize = 40;
+
+/// `s` as an error message repeats it: whole up to [`SHOWN_CHARS`]
+/// characters, else its start and how long it was.
+pub fn shown(s: &str) -> String {
+    match s.char_indices().nth(SHOWN_CHARS) {
+        None => s.to_string(),
+        Some((end, _)) => format!("{}... ({} characters)", &s[..end], s.chars().count()),
+    }
+}
+
+/// Splits a range `FROM..TO` at its two dots. A third dot (`1us...2us`,
+/// which would read TO as `.2us`) or a second range is refused, as is an
+/// empty end.
+///
+/// # Errors
+///
+/// [`DurationParseError::BadRange`].
+///
+/// ```
+/// use kicklab_model::split_range;
+/// assert_eq!(split_range("0.2us..3us").unwrap(), ("0.2us", "3us"));
+/// assert!(split_range("1us...2us").is_err());
+/// ```
+pub fn split_range(s: &str) -> Result<(&str, &str), DurationParseError> {
+    let bad = || DurationParseError::BadRange(shown(s));
+    let (from, to) = s.split_once("..").ok_or_else(bad)?;
+    let (from_t, to_t) = (from.trim(), to.trim());
+    if from_t.is_empty() || to_t.is_empty() || to_t.starts_with('.') || to_t.contains("..") {
+        return Err(bad());
+    }
+    Ok((from, to))
 }
 
 /// Parses a duration such as `1.1us`, `250ns`, `3ms`, `2s`, `0.5µs` or a bare
@@ -86,20 +130,23 @@ pub fn parse_duration_ns(s: &str) -> Result<f64, DurationParseError> {
     let (num, unit) = s.split_at(split);
     let value: f64 = num
         .parse()
-        .map_err(|_| DurationParseError::BadNumber(s.to_string()))?;
+        .map_err(|_| DurationParseError::BadNumber(shown(s)))?;
     let scale = match unit.trim() {
         "" | "ns" => 1.0,
         "us" | "µs" | "μs" => 1e3,
         "ms" => 1e6,
         "s" => 1e9,
-        other => return Err(DurationParseError::BadUnit(other.to_string())),
+        other => return Err(DurationParseError::BadUnit(shown(other))),
     };
     let ns = value * scale;
     if !ns.is_finite() || ns < 0.0 || num.starts_with('-') {
-        return Err(DurationParseError::OutOfRange(s.to_string()));
+        return Err(DurationParseError::OutOfRange(shown(s)));
     }
     if ns > MAX_DURATION_NS {
-        return Err(DurationParseError::TooLong(s.to_string()));
+        return Err(DurationParseError::TooLong(shown(s)));
+    }
+    if ns > 0.0 && ns < 1.0 / PS_PER_NS {
+        return Err(DurationParseError::BelowResolution(shown(s)));
     }
     Ok(ns)
 }
@@ -174,6 +221,44 @@ mod tests {
             Err(DurationParseError::TooLong(_))
         ));
         assert_eq!(parse_duration_ns("3600s").unwrap(), MAX_DURATION_NS);
+        assert!(matches!(
+            parse_duration_ns("1e-300ns"),
+            Err(DurationParseError::BelowResolution(_))
+        ));
+        assert_eq!(parse_duration_ns("0.001ns").unwrap(), 0.001);
+        assert_eq!(parse_duration_ns("0").unwrap(), 0.0);
+    }
+
+    #[test]
+    fn a_long_bad_value_is_repeated_in_part() {
+        let long = format!("{}us", "9x".repeat(2500));
+        let msg = parse_duration_ns(&long).unwrap_err().to_string();
+        assert!(
+            msg.len() < 150 && msg.contains("(5001 characters)"),
+            "{msg}"
+        );
+        let msg = parse_duration_ns(&"1".repeat(400)).unwrap_err().to_string();
+        assert!(msg.len() < 150 && msg.contains("(400 characters)"), "{msg}");
+        assert_eq!(shown("1.1us"), "1.1us");
+    }
+
+    #[test]
+    fn a_range_has_two_dots_between_two_values() {
+        assert_eq!(split_range("1us..2us").unwrap(), ("1us", "2us"));
+        assert_eq!(split_range("1..64").unwrap(), ("1", "64"));
+        for bad in [
+            "1us...2us",
+            "1us....2us",
+            "1us..2us..3us",
+            "..2us",
+            "1us..",
+            "1us-2us",
+        ] {
+            assert!(
+                matches!(split_range(bad), Err(DurationParseError::BadRange(_))),
+                "{bad}"
+            );
+        }
     }
 
     #[test]

@@ -411,8 +411,10 @@ impl SimResult {
         if let Some(n) = round_messages.filter(|&n| n > 1) {
             if self.window == Window::Messages {
                 out.push(format!(
-                    "a round is {n} messages, more than the run can measure whole; \
-                     T and E are over a partial round (raise the messages to at least {})",
+                    "a round is {n} messages, and this run's window held too few whole rounds \
+                     (the queue may still have been filling after the warm-up); T and E are \
+                     over messages, not whole rounds (raise the messages: at least {}, more \
+                     until this warning goes)",
                     4 * n
                 ));
             }

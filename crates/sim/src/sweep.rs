@@ -46,20 +46,21 @@ impl Vary {
         let usage = "expected NAME=FROM..TO:POINTS, e.g. wp=0.1us..3us:100";
         let (name, rest) = s
             .split_once('=')
-            .ok_or_else(|| VaryError(format!("`{s}`: {usage}")))?;
+            .ok_or_else(|| VaryError(format!("`{}`: {usage}", kicklab_model::shown(s))))?;
         let param: Param = name
             .parse()
             .map_err(|e: kicklab_model::UnknownParam| VaryError(e.to_string()))?;
         let (range, points) = rest
             .rsplit_once(':')
-            .ok_or_else(|| VaryError(format!("`{s}`: {usage}")))?;
-        let (from, to) = range
-            .split_once("..")
-            .ok_or_else(|| VaryError(format!("`{s}`: {usage}")))?;
-        let points: u32 = points
-            .trim()
-            .parse()
-            .map_err(|_| VaryError(format!("`{points}` is not a number of points")))?;
+            .ok_or_else(|| VaryError(format!("`{}`: {usage}", kicklab_model::shown(s))))?;
+        let (from, to) = kicklab_model::split_range(range)
+            .map_err(|_| VaryError(format!("`{}`: {usage}", kicklab_model::shown(s))))?;
+        let points: u32 = points.trim().parse().map_err(|_| {
+            VaryError(format!(
+                "`{}` is not a number of points",
+                kicklab_model::shown(points)
+            ))
+        })?;
         if points == 0 {
             return Err(VaryError("a range needs at least 1 point".into()));
         }
@@ -73,8 +74,14 @@ impl Vary {
             if param.is_count() {
                 let n: u32 = v.trim().parse().map_err(|_| {
                     VaryError(match v.trim().parse::<u128>() {
-                        Ok(_) => format!("`{v}` is out of range (at most {})", u32::MAX),
-                        Err(_) => format!("`{v}` is not a whole number >= 1"),
+                        Ok(_) => format!(
+                            "`{}` is out of range (at most {})",
+                            kicklab_model::shown(v),
+                            u32::MAX
+                        ),
+                        Err(_) => {
+                            format!("`{}` is not a whole number >= 1", kicklab_model::shown(v))
+                        }
                     })
                 })?;
                 if n == 0 {
@@ -101,6 +108,16 @@ impl Vary {
             to,
             points,
         })
+    }
+
+    /// `x` as the sweep's parameter takes it: `wp=1.2us`, `kc=4`.
+    pub fn show(&self, x: f64) -> String {
+        let name = self.param.name();
+        if self.param.is_count() {
+            format!("{name}={x:.0}")
+        } else {
+            format!("{name}={}", kicklab_model::fmt_ns(x))
+        }
     }
 
     /// The values, in order (counts rounded to whole numbers).
@@ -203,7 +220,7 @@ pub fn sweep_points(base: &Params, vary: &Vary) -> Result<Vec<(f64, Params)>, Si
         .collect();
     for (x, p) in &points {
         p.validate().map_err(|source| SimError::SweepPoint {
-            at: format!("{}={x}", vary.param.name()),
+            at: vary.show(*x),
             source,
         })?;
     }

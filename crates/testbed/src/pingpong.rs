@@ -162,12 +162,30 @@ impl PingPongResult {
 impl PingPongConfig {
     /// Checks what both backends need; returns (requests in all, warm-up
     /// requests), both below 2^31.
-    pub(crate) fn check(&self) -> Result<(u32, u32), TestbedError> {
+    ///
+    /// # Errors
+    ///
+    /// [`TestbedError`] naming the setting out of range.
+    pub fn check(&self) -> Result<(u32, u32), TestbedError> {
         if self.messages == 0 {
             return Err(TestbedError::invalid(Setting::Messages, "need at least 1"));
         }
         check_duration(self.work, Setting::Work)?;
         check_duration(self.timeout, Setting::Timeout)?;
+        // A request takes both sides' work: at a quarter of the stall limit
+        // or more, a run would stall out instead of measuring.
+        if self.work.saturating_mul(4) > self.timeout {
+            return Err(TestbedError::limit(
+                Setting::Work,
+                format!(
+                    "{:?} a side is past a quarter of the run's stall limit ({:?}): a request \
+                     takes both sides' work, so the run would stop as stalled; at most {:?}",
+                    self.work,
+                    self.timeout,
+                    self.timeout / 4
+                ),
+            ));
+        }
         if let Idle::HostHaltPoll(d) | Idle::PollThenHalt(d) | Idle::Hint(d) = self.idle {
             check_duration(d, Setting::Idle)?;
         }

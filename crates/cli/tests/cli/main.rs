@@ -1070,6 +1070,46 @@ fn hostile_inputs_are_refused_naming_the_flag() {
             &["run", "--backend", "futex", "--wp", "3600s"],
             "--messages",
         ),
+        // A third dot would read TO as `.2us`.
+        (&["sweep", "--vary", "wp=1us...2us:3"], "--vary"),
+        (&["control", "--range", "0.1us...3us"], "--range"),
+        (
+            &["control", "--range", "1us..1us", "--points", "2"],
+            "--range",
+        ),
+        (&["model", "--wp", "1e-300ns"], "--wp"),
+        // The axes named, not --vary or --points.
+        (
+            &["map", "--x", "vp=1us..3us:3", "--y", "wc=1us..2us:2"],
+            "--x, --y",
+        ),
+        (
+            &["map", "--x", "wp=1us..3us:1000", "--y", "wc=1us..2us:1001"],
+            "--x, --y",
+        ),
+        (&["sim", "--bench", "--messages", "2000"], "--messages"),
+        // 4 L of warm-up for each candidate: minutes of search.
+        (
+            &["advise", "--len", "16777216", "--messages", "2000"],
+            "--len",
+        ),
+        (&["advise", "--messages", "2"], "--messages"),
+        (
+            &["pingpong", "--backend", "futex", "--work", "3599s"],
+            "--work",
+        ),
+        (&["qos", "--seconds", "0.000001"], "--seconds"),
+        (&["qos", "--rate", "2=1", "--seconds", "1"], "--seconds"),
+        (&["qos", "--rate", "1=100", "--rate", "1=200"], "--rate"),
+        (&["qos", "--limit", "1=100,burst=1e30"], "--limit"),
+        (&["qos", "--limit", "1=100,burst=1.5"], "--limit"),
+        (&["scale", "--vms", "1,1"], "--vms"),
+        (&["scale", "--seconds", "0.000000001"], "--seconds"),
+        (&["flags", "--path", "bitmap,bitmap"], "--path"),
+        (
+            &["pingpong", "--backend", "futex", "--idle", "halt,halt"],
+            "--idle",
+        ),
     ];
     for (args, flag) in cases {
         let started = std::time::Instant::now();
@@ -1086,6 +1126,43 @@ fn hostile_inputs_are_refused_naming_the_flag() {
             started.elapsed()
         );
     }
+}
+
+#[test]
+fn a_profile_that_is_a_fifo_is_refused_without_waiting_for_a_writer() {
+    let dir = tmp("fifo");
+    std::fs::create_dir_all(&dir).unwrap();
+    let fifo = dir.join("profile.json");
+    let made = Command::new("mkfifo")
+        .arg(&fifo)
+        .status()
+        .expect("run mkfifo");
+    assert!(made.success());
+    let mut child = Command::new(env!("CARGO_BIN_EXE_kicklab"))
+        .args(["sim", "--profile", fifo.to_str().unwrap(), "--json"])
+        .stderr(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let started = std::time::Instant::now();
+    let status = loop {
+        if let Some(s) = child.try_wait().unwrap() {
+            break s;
+        }
+        if started.elapsed() > std::time::Duration::from_secs(10) {
+            let _ = child.kill();
+            panic!("kicklab waited on the FIFO for a writer");
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    };
+    let mut err = String::new();
+    std::io::Read::read_to_string(&mut child.stderr.take().unwrap(), &mut err).unwrap();
+    assert_eq!(status.code(), Some(2), "{err}");
+    assert!(
+        err.contains("--profile") && err.contains("not a regular file"),
+        "{err}"
+    );
+    let _ = std::fs::remove_dir_all(&dir);
 }
 
 #[test]
@@ -1927,7 +2004,7 @@ fn the_new_commands_refuse_hostile_values_in_one_line() {
                 "--out",
                 out,
             ],
-            "--points",
+            "--x, --y",
         ),
         (vec!["map", "--out", "/etc/passwd"], "--out"),
     ] {
