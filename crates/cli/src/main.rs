@@ -320,6 +320,10 @@ pub(crate) fn rate_text(t_ns: f64) -> String {
     let rate = 1e9 / t_ns;
     if t_ns > 0.0 && rate >= 10.0 {
         format!("{rate:.0} messages/s")
+    } else if t_ns > 0.0 && rate >= 0.001 {
+        // Three significant digits: 1.25, 0.0417.
+        let digits = usize::try_from((2 - rate.log10().floor() as i64).max(0)).unwrap_or(0);
+        format!("{rate:.digits$} messages/s")
     } else if t_ns > 0.0 {
         format!("{rate:.3e} messages/s")
     } else {

@@ -128,13 +128,15 @@ impl SimCosts {
         };
         let base = kicklab_lab::scale::sim_config(cfg, cpus, profile);
         #[allow(clippy::cast_precision_loss)]
-        let slice = ns("slice", self.slice, base.slice_ns as f64)?;
-        if slice < 1000 {
-            return Err(Usage(format!(
-                "--slice: at least 1us (Linux's is 0.75-3ms), got {}",
-                kicklab_model::fmt_ns(slice as f64)
-            )));
-        }
+        let slice = ns("slice", self.slice, base.slice_ns as f64)
+            .ok()
+            .filter(|&ns| ns >= 1000)
+            .ok_or_else(|| {
+                Usage(format!(
+                    "--slice: 1us to 1 s (Linux's is 0.75-3ms), got {}",
+                    kicklab_model::fmt_ns(self.slice.unwrap_or(base.slice_ns as f64))
+                ))
+            })?;
         #[allow(clippy::cast_precision_loss)]
         let sim = ScaleSim {
             slice_ns: slice,

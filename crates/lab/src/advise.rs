@@ -226,7 +226,12 @@ pub fn advise(spec: &AdviseSpec, progress: &dyn Progress) -> Result<Advice, LabE
             "the least CPU per message among the strategies within 5% of the best T ({:.1} ns) and under the p99 latency bound",
             best_t
         ),
-        _ => "no strategy keeps the latency bound within 5% of the best T: the lowest p99 latency among those that do reach it".into(),
+        _ => format!(
+            "no strategy within 5% of the best T ({:.1} ns) keeps the p99 latency under the bound \
+             ({}): of those, the one with the lowest p99 latency",
+            best_t,
+            fmt_ns(spec.latency_ns)
+        ),
     };
     Ok(Advice {
         strategy: best.strategy.clone(),

@@ -274,7 +274,14 @@ pub fn sweep(
     sweep_points(base, vary)?
         .par_iter()
         .map(|&(x, params)| {
-            let point = sweep_point(x, params, mode, messages, seed)?;
+            let point = sweep_point(x, params, mode, messages, seed).map_err(|e| match e {
+                // The sweep set the value the simulator refused.
+                SimError::Params(source) if source.param == vary.param => SimError::SweepPoint {
+                    at: vary.show(x),
+                    source,
+                },
+                e => e,
+            })?;
             progress();
             Ok(point)
         })
