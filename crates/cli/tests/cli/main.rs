@@ -1110,6 +1110,12 @@ fn hostile_inputs_are_refused_naming_the_flag() {
             &["pingpong", "--backend", "futex", "--idle", "halt,halt"],
             "--idle",
         ),
+        // The sweep set the L the simulator refuses.
+        (&["sweep", "--vary", "len=1..4294967295:3"], "--vary"),
+        (
+            &["scale", "--backend", "sim", "--slice", "3599s"],
+            "1us to 1 s",
+        ),
     ];
     for (args, flag) in cases {
         let started = std::time::Instant::now();
