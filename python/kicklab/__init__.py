@@ -38,6 +38,7 @@ Example::
 
 from __future__ import annotations
 
+import datetime
 import io
 import json
 import math
@@ -137,26 +138,58 @@ _MAX_PROFILE_BYTES = 16 << 20
 
 def _duration_text(name: str, value: Any) -> str:
     """A duration or cost keyword as the command line's text (numbers are
-    nanoseconds, written so that they parse back to the same float)."""
+    nanoseconds, written so that they parse back to the same float;
+    ``datetime.timedelta`` and ``numpy.timedelta64`` by their length)."""
     if isinstance(value, str):
         return value
+    if isinstance(value, (datetime.timedelta, _np.timedelta64)):
+        if isinstance(value, _np.timedelta64) and _np.isnat(value):
+            raise ValueError(f"{name}: NaT is not a duration")
+        ns = _np.timedelta64(value) / _np.timedelta64(1, "ns")
+        return repr(float(ns))
     if isinstance(value, bool) or not isinstance(value, numbers.Real):
         raise TypeError(
-            f"{name}: expected a duration or cost as a string ('1.1us', 'exp:2us') "
-            f"or a number of nanoseconds, got {type(value).__name__}"
+            f"{name}: expected a duration or cost as a string ('1.1us', 'exp:2us'), "
+            f"a number of nanoseconds or a timedelta, got {type(value).__name__}"
         )
-    return repr(float(value))
+    try:
+        return repr(float(value))
+    except OverflowError:
+        raise ValueError(f"{name}: {str(value)[:40]}... is too large a number of nanoseconds") from None
 
 
 def _count_text(name: str, value: Any) -> str:
-    """A whole-number keyword as text (the Rust side checks the range)."""
+    """A whole-number keyword as text (the Rust side checks the range); a
+    float with no fraction (``256.0``) is that whole number."""
     if isinstance(value, str):
         return value
     if isinstance(value, bool) or not isinstance(value, numbers.Real):
         raise TypeError(f"{name}: expected a whole number, got {type(value).__name__}")
     if isinstance(value, numbers.Integral):
         return str(int(value))
-    return repr(float(value))
+    v = float(value)
+    if not v.is_integer():
+        raise ValueError(f"{name}: expected a whole number, got {v!r}")
+    return str(int(v))
+
+
+def _text(name: str, value: Any) -> str:
+    """A keyword that takes a string (a strategy, a range, a backend)."""
+    if not isinstance(value, str):
+        raise TypeError(f"{name}: expected a string, got {type(value).__name__}")
+    return value
+
+
+def _optional_text(name: str, value: Any) -> Optional[str]:
+    return None if value is None else _text(name, value)
+
+
+def _flag(name: str, value: Any) -> bool:
+    """A keyword that takes True or False (not any truthy value: ``"no"``
+    is not False)."""
+    if not isinstance(value, (bool, _np.bool_)):
+        raise TypeError(f"{name}: expected True or False, got {type(value).__name__}")
+    return bool(value)
 
 
 _U64 = 2**64 - 1
@@ -197,7 +230,10 @@ def _profile(profile: ProfileLike) -> tuple[str, str] | None:
     if isinstance(profile, Mapping):
         inner = profile.get("profile")
         data = inner if isinstance(inner, Mapping) else profile
-        return json.dumps(data), "the dict given"
+        try:
+            return json.dumps(data, allow_nan=False), "the dict given"
+        except (TypeError, ValueError) as e:
+            raise ValueError(f"profile: the dict given is not a kicklab profile: {e}") from None
     if isinstance(profile, (str, os.PathLike)):
         path = os.fspath(profile)
         try:
@@ -208,7 +244,8 @@ def _profile(profile: ProfileLike) -> tuple[str, str] | None:
             with open(path, encoding="utf-8") as f:
                 text = f.read(_MAX_PROFILE_BYTES + 1)
         except (OSError, UnicodeDecodeError) as e:
-            raise ValueError(f"profile: cannot read {path}: {e}") from None
+            shown = path if len(path) <= 80 else f"{path[:80]}... ({len(path)} characters)"
+            raise ValueError(f"profile: cannot read {shown}: {e}") from None
         if len(text) > _MAX_PROFILE_BYTES:
             raise ValueError(
                 f"profile: cannot read {path}: larger than 16 MiB (a profile is tens of KiB)"
@@ -222,6 +259,26 @@ def _profile(profile: ProfileLike) -> tuple[str, str] | None:
 def _warn(lines: Iterable[str]) -> None:
     for line in lines:
         warnings.warn(line, KicklabWarning, stacklevel=3)
+
+
+def _array_values(name: str, value: Any) -> Any:
+    """An array keyword of :func:`model_array` as float64 (ns for costs):
+    real numbers, or timedeltas by their length; booleans, complex
+    numbers, strings and masked arrays are refused rather than read as
+    numbers."""
+    if isinstance(value, _np.ma.MaskedArray):
+        raise TypeError(f"{name}: a masked array; fill or drop the masked values first")
+    a = _np.asarray(value)
+    if a.dtype.kind == "m":
+        if _np.isnat(a).any():
+            raise ValueError(f"{name}: NaT is not a duration")
+        return a / _np.timedelta64(1, "ns")
+    if a.dtype.kind not in "iuf":
+        raise TypeError(
+            f"{name}: arrays take real numbers (ns for costs) or timedeltas, got dtype {a.dtype}; "
+            "give a distribution as a scalar string"
+        )
+    return a.astype(_np.float64)
 
 
 def _is_array(value: Any) -> bool:
@@ -267,7 +324,7 @@ def model(
     """
     if any(_is_array(v) for v in params.values()):
         return model_array(mode=mode, profile=profile, **params)
-    text = _kicklab.model_json(_params("model", params), mode, _profile(profile))
+    text = _kicklab.model_json(_params("model", params), _text("mode", mode), _profile(profile))
     result: dict[str, Any] = json.loads(text)
     return result
 
@@ -321,12 +378,7 @@ def model_array(
         if _is_array(value):
             if name not in PARAMS:
                 _params("model_array", {name: value})
-            try:
-                arrays[name] = _np.asarray(value, dtype=_np.float64)
-            except (TypeError, ValueError):
-                raise TypeError(
-                    f"{name}: arrays take numbers (ns for costs); give a distribution as a scalar string"
-                ) from None
+            arrays[name] = _array_values(name, value)
         else:
             scalars[name] = value
     try:
@@ -340,7 +392,7 @@ def model_array(
         for k, a in arrays.items()
     }
     columns, names = _kicklab.model_arrays(
-        _params("model_array", scalars), mode, flat, n, errors == "nan", _profile(profile)
+        _params("model_array", scalars), _text("mode", mode), flat, n, errors == "nan", _profile(profile)
     )
 
     def f64(b: bytes) -> Any:
@@ -351,7 +403,8 @@ def model_array(
     lut[: len(names)] = names
     codes = _np.frombuffer(columns[5], dtype=_np.uint8).reshape(shape)
     with _np.errstate(divide="ignore", invalid="ignore"):
-        throughput = 1e9 / t
+        # No rate where T is 0 (as model()'s None).
+        throughput = _np.where(t > 0, 1e9 / t, _np.nan)
     return {
         "regime": lut[codes],
         "T_ns": t,
@@ -416,20 +469,30 @@ def sim(
     """
     text, notes = _kicklab.sim_json(
         _params("sim", params),
-        mode,
-        mode_p,
-        mode_c,
+        _text("mode", mode),
+        _optional_text("mode_p", mode_p),
+        _optional_text("mode_c", mode_c),
         None if latency is None else _duration_text("latency", latency),
         _whole("messages", messages),
         None if warmup is None else _whole("warmup", warmup),
         _whole("seed", seed),
-        bool(record_latency),
-        start,
+        _flag("record_latency", record_latency),
+        _text("start", start),
         _profile(profile),
     )
     _warn(notes)
     result: dict[str, Any] = json.loads(text)
     return result
+
+
+def _chunks(client: Any, chunks: Any) -> None:
+    """Checks ``chunks``: a count >= 1, and only beside a ``client``."""
+    if chunks is None:
+        return
+    if client is None:
+        raise ValueError("chunks: splits the work over a dask client's workers; give client= too")
+    if _whole("chunks", chunks) == 0:
+        raise ValueError("chunks: at least 1")
 
 
 def _frame(csv: str) -> _pd.DataFrame:
@@ -492,14 +555,22 @@ def sweep(
     >>> df.plot(x="wp", y=["T_model", "T_sim"])  # doctest: +SKIP
     """
     args = _params("sweep", params)
+    vary, mode = _text("vary", vary), _text("mode", mode)
     messages = _whole("messages", messages)
     seed = _whole("seed", seed)
     prof = _profile(profile)
+    _chunks(client, chunks)
     if client is None:
         return _frame(_kicklab.sweep_csv(args, vary, mode, messages, seed, prof))
     from ._dask import sweep_csv_on
 
     return _frame(sweep_csv_on(client, chunks, args, vary, mode, messages, seed, prof))
+
+
+# The most points a map takes, its layers together (``kicklab map``'s),
+# and the most layers (each is a map of its own, computed in turn).
+_MAX_MAP_POINTS = 1_000_000
+_MAX_MAP_LAYERS = 1000
 
 
 def map(
@@ -526,7 +597,8 @@ def map(
     z:
         A third parameter, ``NAME=FROM..TO:POINTS``, for a 3-D grid: one
         map per value, stacked, with a first column named after it (the
-        value in ns, or the count). ``None``: a 2-D map.
+        value in ns, or the count). ``None``: a 2-D map. At most 1000
+        layers and a million points in all.
     mode:
         How both parties wait.
     messages:
@@ -560,9 +632,11 @@ def map(
     >>> df = kicklab.map("wp=0.5us..3us:6", "wc=0.5us..3us:6", messages=5_000)
     >>> df.pivot(index="wc", columns="wp", values="regime")  # doctest: +SKIP
     """
+    x, y, mode = _text("x", x), _text("y", y), _text("mode", mode)
     messages = _whole("messages", messages)
     seed = _whole("seed", seed)
     prof = _profile(profile)
+    _chunks(client, chunks)
     if z is None:
         args = _params("map", params)
         if client is None:
@@ -571,9 +645,17 @@ def map(
         from ._dask import map_csv_on
 
         return _frame(map_csv_on(client, chunks, args, x, y, mode, messages, seed, prof))
-    name, values, is_count = _kicklab.vary_values(z)
+    name, values, is_count = _kicklab.vary_values(_text("z", z))
     if name in (_kicklab.vary_values(x)[0], _kicklab.vary_values(y)[0]):
         raise ValueError("z: vary another parameter than x and y")
+    if len(values) > _MAX_MAP_LAYERS:
+        raise ValueError(f"z: {len(values)} layers: at most {_MAX_MAP_LAYERS} (a map each)")
+    total = len(values) * _kicklab.map_len(x, y)
+    if total > _MAX_MAP_POINTS:
+        raise ValueError(
+            f"z: {len(values)} layers of {_kicklab.map_len(x, y)} points are {total}: "
+            f"at most {_MAX_MAP_POINTS} in a map"
+        )
     if params.get(name) is not None:
         raise ValueError(f"z: varies {name}, also given as {name}=")
     layers = [_params("map", {**params, name: int(v) if is_count else v}) for v in values]
@@ -630,7 +712,7 @@ def advise(
         _duration_text("latency", latency),
         _whole("messages", messages),
         _whole("seed", seed),
-        bool(exhaustive),
+        _flag("exhaustive", exhaustive),
         _profile(profile),
     )
     result: dict[str, Any] = json.loads(text)
@@ -685,10 +767,20 @@ def control(
     """
     if isinstance(range, str):
         range_text = range
-    else:
+    elif isinstance(range, Sequence) and len(range) == 2:
         lo, hi = range
         range_text = f"{_duration_text('range', lo)}..{_duration_text('range', hi)}"
-    names = workloads.split(",") if isinstance(workloads, str) else list(workloads)
+    else:
+        raise TypeError(
+            f"range: expected 'FROM..TO' or a pair (from, to), got {type(range).__name__}"
+            + (f" of {len(range)}" if isinstance(range, Sequence) else "")
+        )
+    if isinstance(workloads, str):
+        names = workloads.split(",")
+    elif isinstance(workloads, Sequence) and all(isinstance(w, str) for w in workloads):
+        names = list(workloads)
+    else:
+        raise TypeError("workloads: expected a comma-separated string or a list of strings")
     csv, passed = _kicklab.control_csv(
         _params("control", params),
         range_text,
@@ -761,13 +853,15 @@ def calibrate(
         gap_list: list[str] = []
     elif isinstance(gaps, str):
         gap_list = [g.strip() for g in gaps.split(",")]
-    else:
+    elif isinstance(gaps, Sequence):
         gap_list = [_duration_text("gaps", g) for g in gaps]
+    else:
+        raise TypeError(f"gaps: expected a comma-separated string or a list of durations, got {type(gaps).__name__}")
     text = _kicklab.calibrate_json(
-        backend,
-        direction,
+        _text("backend", backend),
+        _text("direction", direction),
         _duration_text("halt_poll", halt_poll),
-        guest,
+        _text("guest", guest),
         _whole("samples", samples),
         _duration_text("gap", gap),
         _whole("rounds", rounds),
@@ -846,19 +940,19 @@ def run(
     """
     text, notes = _kicklab.run_json(
         _params("run", params),
-        backend,
-        direction,
+        _text("backend", backend),
+        _text("direction", direction),
         _duration_text("halt_poll", halt_poll),
-        guest,
-        strategy,
+        _text("guest", guest),
+        _text("strategy", strategy),
         _whole("messages", messages),
         _whole("seed", seed),
         _whole("batch", batch, _U32),
         _profile(profile),
-        strategy_p,
-        strategy_c,
+        _optional_text("strategy_p", strategy_p),
+        _optional_text("strategy_c", strategy_c),
         None if latency is None else _duration_text("latency", latency),
-        flush,
+        _text("flush", flush),
     )
     if notes:
         notes.append("this measurement is disturbed: its numbers are not the pair's alone")

@@ -136,6 +136,8 @@ fn lab_err(e: &LabError) -> Fail {
                 Input::Mode => "strategy",
                 // `workloads=` takes the list.
                 Input::Workload => "workloads",
+                // A map's grid: `x=` and `y=` together.
+                Input::Axes => "x, y",
                 other => other.name(),
             };
             bad(format!("{name}: {reason}"))
@@ -157,9 +159,17 @@ fn to_value<T: serde::Serialize>(x: &T) -> Res<Value> {
     serde_json::to_value(x).map_err(|e| Fail::Runtime(e.to_string()))
 }
 
-/// Parses a duration keyword (`latency`, `gap`, ...) to nanoseconds.
+/// Parses a duration keyword (`gap`, ...) to nanoseconds.
 fn duration_ns(name: &str, s: &str) -> Res<f64> {
     parse_duration_ns(s).map_err(|e| invalid(name, s, e))
+}
+
+/// Parses the `latency` keyword: a bound > 0 (the binary's `--latency`).
+fn latency_ns(s: &str) -> Res<f64> {
+    match duration_ns("latency", s)? {
+        ns if ns > 0.0 => Ok(ns),
+        _ => Err(invalid("latency", s, "a latency bound must be > 0")),
+    }
 }
 
 /// Parses a wait strategy keyword (`mode`, `mode_p`, `strategy`, ...).
@@ -329,6 +339,18 @@ impl Pair {
             .build(self.profile.as_ref(), |pr, p| pr.apply(p, spread))
     }
 
+    /// [`Pair::params_with`] for a pair whose parties both wait by
+    /// `notify`: the ring's cost per message as measured with the peer
+    /// asleep (the binary's `ParamArgs::params_for`).
+    fn params_for(&self, spread: bool, notify: bool) -> Res<Params> {
+        if notify {
+            self.given
+                .build(self.profile.as_ref(), |pr, p| pr.apply_notify(p, spread))
+        } else {
+            self.params_with(spread)
+        }
+    }
+
     /// How start-ups scale with idle time and what naps cost, per party,
     /// from the profile.
     fn sim_costs(&self) -> ([Option<kicklab_model::IdleScale>; 2], [Option<f64>; 2]) {
@@ -362,8 +384,8 @@ fn model_mode(mode: &str) -> Res<WaitMode> {
 #[pyo3(signature = (params, mode, profile=None))]
 fn model_json(params: Args, mode: &str, profile: ProfileText) -> PyResult<String> {
     let pair = Pair::parse(&params, profile)?;
-    let params = pair.params_with(false)?;
     let m = model_mode(mode)?;
+    let params = pair.params_for(false, m == WaitMode::Notify)?;
     let p = predict(&params, m).map_err(|e| model_err(&e))?;
     let mut v = prediction_json(&p);
     v["mode"] = json!(m.to_string());
@@ -373,7 +395,7 @@ fn model_json(params: Args, mode: &str, profile: ProfileText) -> PyResult<String
 
 /// Reads `n` native-endian `f64`s.
 fn floats(name: &str, b: &[u8], n: usize) -> Res<Vec<f64>> {
-    if b.len() != 8 * n {
+    if n.checked_mul(8) != Some(b.len()) {
         return Err(bad(format!(
             "{name}: expected {n} float64 values, got {} bytes",
             b.len()
@@ -423,6 +445,13 @@ fn array_point(
             #[allow(clippy::cast_possible_truncation, clippy::cast_sign_loss)]
             g.set_count(*param, x as u32);
         } else {
+            if x > 0.0 && x < 1.0 / kicklab_model::PS_PER_NS {
+                return Err(invalid(
+                    name,
+                    &x.to_string(),
+                    "below a picosecond, the finest time kicklab counts (use 0 or at least 0.001 ns)",
+                ));
+            }
             let c = Cost::Const(x);
             c.check().map_err(|reason| {
                 param_err(&ParamError {
@@ -433,7 +462,11 @@ fn array_point(
             g.set_cost(*param, c);
         }
     }
-    let p = g.build(profile, |pr, p| pr.apply(p, false))?;
+    let p = if mode == WaitMode::Notify {
+        g.build(profile, |pr, p| pr.apply_notify(p, false))?
+    } else {
+        g.build(profile, |pr, p| pr.apply(p, false))?
+    };
     predict(&p, mode).map_err(|e| model_err(&e))
 }
 
@@ -467,6 +500,12 @@ fn model_arrays<'py>(
 ) -> PyResult<(Vec<Bound<'py, PyBytes>>, Vec<String>)> {
     let pair = Pair::parse(&params, profile)?;
     let m = model_mode(mode)?;
+    if arrays.is_empty() && n != 1 {
+        return Err(bad(format!(
+            "n: without arrays the model has one point, got {n}"
+        ))
+        .into());
+    }
     let mut columns: Vec<(Param, Vec<f64>)> = Vec::new();
     for param in Param::ALL {
         if let Some(b) = arrays.get(param.name()) {
@@ -551,12 +590,14 @@ fn sim_json(
     profile: ProfileText,
 ) -> PyResult<(String, Vec<String>)> {
     let pair = Pair::parse(&params, profile)?;
-    // With a profile, the simulator gets the measured spread of N and S.
-    let params = pair.params_with(true)?;
     let mode = wait_mode("mode", mode)?;
     let mode_p = mode_p.map(|m| wait_mode("mode_p", m)).transpose()?;
     let mode_c = mode_c.map(|m| wait_mode("mode_c", m)).transpose()?;
-    let latency = latency.map(|l| duration_ns("latency", l)).transpose()?;
+    let latency = latency.map(latency_ns).transpose()?;
+    // With a profile, the simulator gets the measured spread of N and S.
+    let notify =
+        mode_p.unwrap_or(mode) == WaitMode::Notify && mode_c.unwrap_or(mode) == WaitMode::Notify;
+    let params = pair.params_for(true, notify)?;
     let start = match start {
         "empty" => Start::Empty,
         "full" => Start::Full,
@@ -608,7 +649,46 @@ fn sim_json(
 }
 
 fn parse_vary(vary: &str) -> Res<Vary> {
-    Vary::parse(vary).map_err(|e| bad(format!("vary: {e}")))
+    parse_range("vary", vary)
+}
+
+/// A `NAME=FROM..TO:POINTS` keyword (`vary`, `x`, `y`, `z`), as the
+/// binary's `--vary` takes it: a count (L, k) swept over more points than
+/// whole numbers in its range is refused (its rows would repeat).
+fn parse_range(keyword: &str, s: &str) -> Res<Vary> {
+    let v = Vary::parse(s).map_err(|e| bad(format!("{keyword}: {e}")))?;
+    if let Some(values) = v.distinct_values().filter(|&n| f64::from(v.points) > n) {
+        return Err(bad(format!(
+            "{keyword}: {} takes whole numbers: {} points over {}..{} would repeat values; use at most {values}",
+            v.param.name(),
+            v.points,
+            v.from,
+            v.to
+        )));
+    }
+    Ok(v)
+}
+
+/// Refuses a keyword for a parameter that `what` sets itself (`by`):
+/// given, it would be ignored without a word (the binary refuses the flag
+/// the same way). A distribution for a swept cost is not ignored (the
+/// sweep sets its mean and keeps its shape), except by `control`, whose
+/// workloads set W_P whatever is given.
+fn not_given(params: &Args, param: Param, what: &str, by: &str) -> Res<()> {
+    let name = param.name();
+    let Some(given) = params.get(name) else {
+        return Ok(());
+    };
+    let shape_kept = what != "control"
+        && !param.is_count()
+        && Cost::parse(given).is_ok_and(|c| !matches!(c, Cost::Const(_)));
+    if !shape_kept {
+        return Err(bad(format!(
+            "{name}: {what} sets {} itself ({by}); leave {name}= out",
+            param.symbol()
+        )));
+    }
+    Ok(())
 }
 
 /// The inputs of a sweep, checked as the library checks them (`kicklab sweep`
@@ -621,8 +701,9 @@ fn sweep_inputs(
     profile: ProfileText,
 ) -> Res<(Params, Vary, WaitMode)> {
     let pair = Pair::parse(params, profile)?;
-    let params = pair.params()?;
     let vary = parse_vary(vary)?;
+    not_given(params, vary.param, "sweep", "vary")?;
+    let params = pair.params()?;
     let mode = wait_mode("mode", mode)?;
     if messages == 0 {
         return Err(bad("messages: need at least 1 message per point"));
@@ -731,11 +812,10 @@ fn map_chunk_csv(
     header: bool,
     profile: ProfileText,
 ) -> PyResult<String> {
+    let (x, y) = (parse_range("x", x)?, parse_range("y", y)?);
+    not_given(&params, x.param, "map", "x")?;
+    not_given(&params, y.param, "map", "y")?;
     let base = Pair::parse(&params, profile)?.params()?;
-    let (x, y) = (
-        Vary::parse(x).map_err(|e| bad(format!("x: {e}")))?,
-        Vary::parse(y).map_err(|e| bad(format!("y: {e}")))?,
-    );
     if x.param == y.param {
         return Err(bad("y: vary another parameter than x").into());
     }
@@ -765,17 +845,14 @@ fn map_chunk_csv(
 /// counts) in the order sweeps visit them, and whether it is a count.
 #[pyfunction]
 fn vary_values(vary: &str) -> PyResult<(String, Vec<f64>, bool)> {
-    let v = parse_vary(vary)?;
+    let v = parse_range("z", vary)?;
     Ok((v.param.name().to_string(), v.values(), v.param.is_count()))
 }
 
 /// The number of points of a map over `x` and `y` (checked).
 #[pyfunction]
 fn map_len(x: &str, y: &str) -> PyResult<u64> {
-    let (x, y) = (
-        Vary::parse(x).map_err(|e| bad(format!("x: {e}")))?,
-        Vary::parse(y).map_err(|e| bad(format!("y: {e}")))?,
-    );
+    let (x, y) = (parse_range("x", x)?, parse_range("y", y)?);
     Ok(u64::from(x.points) * u64::from(y.points))
 }
 
@@ -799,7 +876,7 @@ fn advise_json(
         params,
         idle_scale,
         nap_ns,
-        latency_ns: duration_ns("latency", latency)?,
+        latency_ns: latency_ns(latency)?,
         messages,
         seed,
         exhaustive,
@@ -810,15 +887,24 @@ fn advise_json(
     Ok(text(&to_value(&advice)?)?)
 }
 
-/// Parses `FROM..TO` (W_P's range of the control study), as the binary.
-fn w_p_range(s: &str) -> Res<(f64, f64)> {
-    let (a, b) = s
-        .split_once("..")
-        .ok_or_else(|| invalid("range", s, "expected FROM..TO such as 0.2us..3us"))?;
+/// Parses `FROM..TO` (W_P's range of the control study over `points`),
+/// as the binary: one value for one point, two for more.
+fn w_p_range(s: &str, points: u32) -> Res<(f64, f64)> {
+    let (a, b) = kicklab_model::split_range(s).map_err(|e| invalid("range", s, e))?;
     let d = |x: &str| parse_duration_ns(x).map_err(|e| invalid("range", s, e));
     let (a, b) = (d(a)?, d(b)?);
     if a <= 0.0 || b < a {
         return Err(invalid("range", s, "need 0 < FROM <= TO"));
+    }
+    if points == 1 && a != b {
+        return Err(invalid("range", s, "one point takes one W_P (FROM..FROM)"));
+    }
+    if points > 1 && a == b {
+        return Err(invalid(
+            "range",
+            s,
+            format!("FROM == TO is one W_P: {points} points would repeat it (use points=1)"),
+        ));
     }
     Ok((a, b))
 }
@@ -840,6 +926,7 @@ fn control_csv(
 ) -> PyResult<(String, bool)> {
     use kicklab_lab::control::{control_study, csv, ControlSpec, Workload};
     let pair = Pair::parse(&params, profile)?;
+    not_given(&params, Param::Wp, "control", "range")?;
     let params = pair.params()?;
     let workloads = workloads
         .iter()
@@ -847,11 +934,11 @@ fn control_csv(
         .collect::<Res<Vec<_>>>()?;
     let spec = ControlSpec {
         params,
-        w_p_range: w_p_range(range)?,
+        w_p_range: w_p_range(range, points)?,
         points,
         workloads,
         messages,
-        latency_ns: duration_ns("latency", latency)?,
+        latency_ns: latency_ns(latency)?,
         seed,
         backend: None,
     };
@@ -875,6 +962,20 @@ fn backend(
         .parse()
         .map_err(|e: String| invalid("backend", name, e))?;
     let Backend::Kvm(_) = be else {
+        // The kvm options away from their defaults would be ignored (the
+        // binary refuses the flags the same way).
+        let halt = duration_ns("halt_poll", halt_poll)?;
+        for (keyword, away) in [
+            ("direction", direction != "tx"),
+            ("halt_poll", halt != 0.0),
+            ("guest", guest != "user"),
+        ] {
+            if away {
+                return Err(bad(format!(
+                    "{keyword}: a kvm option; only backend='kvm' has a guest"
+                )));
+            }
+        }
         return Ok(be);
     };
     kvm::available()
@@ -927,6 +1028,25 @@ fn calibrate_json(
     }
     if overhead_runs > MAX_OVERHEAD_RUNS {
         return Err(bad(format!("overhead_runs: at most {MAX_OVERHEAD_RUNS}")).into());
+    }
+    if reference_runs > MAX_OVERHEAD_RUNS {
+        return Err(bad(format!("reference_runs: at most {MAX_OVERHEAD_RUNS}")).into());
+    }
+    // Where the profile goes, before seconds of measuring (as `--save`):
+    // a path that cannot be written is refused, and nothing is left there.
+    if let Some(path) = &save {
+        if path.is_dir() {
+            return Err(bad(format!("save: {} is a directory", path.display())).into());
+        }
+        let existed = path.exists();
+        std::fs::OpenOptions::new()
+            .append(true)
+            .create(true)
+            .open(path)
+            .map_err(|e| bad(format!("save: cannot write {}: {e}", path.display())))?;
+        if !existed {
+            let _ = std::fs::remove_file(path);
+        }
     }
     let main_gap = self::gap("gap", gap)?;
     let gaps = gaps
@@ -996,7 +1116,7 @@ fn run_json(
     let mode_p = strategy_p.map(|s| wait_mode("strategy_p", s)).transpose()?;
     let mode_c = strategy_c.map(|s| wait_mode("strategy_c", s)).transpose()?;
     let (mode_p, mode_c) = (mode_p.unwrap_or(strategy), mode_c.unwrap_or(strategy));
-    let latency_ns = latency.map(|l| duration_ns("latency", l)).transpose()?;
+    let latency_ns = latency.map(latency_ns).transpose()?;
     let mut spec = RunSpec {
         batch,
         flush,

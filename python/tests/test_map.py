@@ -60,5 +60,5 @@ def test_map_frame_and_errors():
         kicklab.map("wp=1..2", "wc=1us..2us:2")
     with pytest.raises(ValueError, match="^y: vary another parameter than x"):
         kicklab.map("wc=1us..2us:2", "wc=1us..3us:2")
-    with pytest.raises(ValueError, match=r"^points: 1002001 points: at most 1000000"):
+    with pytest.raises(ValueError, match=r"^x, y: 1001 x 1001 = 1002001 points: at most 1000000"):
         kicklab.map("wp=1us..2us:1001", "wc=1us..3us:1001")

@@ -54,7 +54,7 @@ def test_sim_warns_over_a_partial_round(cli):
 
 
 def test_sim_errors():
-    with pytest.raises(ValueError, match="^messages: need at least 1000 messages"):
+    with pytest.raises(ValueError, match="^messages: need at least 1 message"):
         kicklab.sim(messages=0)
     with pytest.raises(ValueError, match="^messages: invalid value '-1'"):
         kicklab.sim(messages=-1)

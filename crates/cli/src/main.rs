@@ -159,7 +159,11 @@ fn main() -> ExitCode {
 
 /// A parameter flag given on the command line that the subcommand sets
 /// itself (`sweep --vary wp=... --wp 2us`: the sweep's W_P wins), refused
-/// rather than ignored without a word.
+/// rather than ignored without a word. A distribution given for a swept
+/// cost is not ignored: the sweep sets its mean and keeps its shape
+/// (`--vary wp=0.1us..3us:30 --wp exp:1us` sweeps exponential work), so
+/// only a constant (or a count) is refused; `control` takes W_P from its
+/// workloads whatever the flag says.
 fn overridden_flag(cmd: &Cmd, matches: &clap::ArgMatches) -> Option<String> {
     let (name, sets): (&str, Vec<(kicklab_model::Param, &str)>) = match cmd {
         Cmd::Sweep(a) => ("sweep", vec![(a.vary.param, "--vary")]),
@@ -169,14 +173,30 @@ fn overridden_flag(cmd: &Cmd, matches: &clap::ArgMatches) -> Option<String> {
         _ => return None,
     };
     let sub = matches.subcommand_matches(name)?;
+    let shape_kept = |param: kicklab_model::Param| {
+        name != "control"
+            && !param.is_count()
+            && sub
+                .get_raw(param.name())
+                .and_then(|mut v| v.next())
+                .and_then(|v| v.to_str())
+                .and_then(|v| kicklab_model::Cost::parse(v).ok())
+                .is_some_and(|c| !matches!(c, kicklab_model::Cost::Const(_)))
+    };
     sets.into_iter().find_map(|(param, by)| {
         let id = param.name();
         let given = sub.try_get_raw(id).ok().flatten().is_some()
-            && sub.value_source(id) == Some(clap::parser::ValueSource::CommandLine);
+            && sub.value_source(id) == Some(clap::parser::ValueSource::CommandLine)
+            && !shape_kept(param);
         given.then(|| {
             format!(
-                "--{id}: {name} sets {} itself ({by}); leave --{id} out",
-                param.symbol()
+                "--{id}: {name} sets {} itself ({by}); leave --{id} out{}",
+                param.symbol(),
+                if param.is_count() || name == "control" {
+                    ""
+                } else {
+                    " (a distribution there keeps its shape: the sweep sets its mean)"
+                }
             )
         })
     })

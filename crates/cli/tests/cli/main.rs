@@ -185,6 +185,71 @@ fn bad_input_is_one_line_naming_the_flag_and_exit_2() {
 }
 
 #[test]
+fn a_distribution_for_the_swept_cost_keeps_its_shape_and_takes_each_points_mean() {
+    // With constant costs the simulator is the closed form exactly; with
+    // W_P exponential at each point's mean it is not (the model takes the
+    // mean), so the shape was kept and the mean set.
+    let dir = tmp("sweep-shape");
+    let d = dir.to_str().unwrap();
+    let rows = |wp: &[&str]| {
+        let mut args = vec![
+            "sweep",
+            "--vary",
+            "wp=1.5us..2us:2",
+            "--messages",
+            "20000",
+            "--out",
+            d,
+        ];
+        args.extend_from_slice(wp);
+        let out = kicklab(&args);
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let csv = std::fs::read_to_string(dir.join("sweep.csv")).unwrap();
+        csv.lines()
+            .skip(1)
+            .map(|l| {
+                let f: Vec<f64> = l.split(',').filter_map(|v| v.parse().ok()).collect();
+                // wp_ns, then (after the regime) m, T_model_ns, E_model_ns, T_sim_ns.
+                (f[0], f[2], f[4])
+            })
+            .collect::<Vec<_>>()
+    };
+    let constant = rows(&[]);
+    let exponential = rows(&["--wp", "exp:1us"]);
+    assert_eq!(constant.len(), 2);
+    for (&(x, t_model, t_sim), &(x_exp, t_model_exp, t_sim_exp)) in
+        constant.iter().zip(&exponential)
+    {
+        assert_eq!(x, x_exp, "the sweep's means");
+        assert_eq!(t_model, t_model_exp, "the model takes the mean");
+        assert!(
+            (t_sim - t_model).abs() <= 1e-6 * t_model,
+            "constant: sim {t_sim}, model {t_model}"
+        );
+        assert!(
+            (t_sim_exp - t_model).abs() > 0.01 * t_model,
+            "exponential work at {x}: sim {t_sim_exp}, model {t_model}"
+        );
+    }
+    // A constant would be ignored: refused.
+    let out = kicklab(&[
+        "sweep",
+        "--vary",
+        "wp=1.5us..2us:2",
+        "--wp",
+        "3us",
+        "--out",
+        d,
+    ]);
+    assert_eq!(out.status.code(), Some(2));
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
 fn sweep_writes_csv_and_plots_and_nothing_on_bad_input() {
     let dir = tmp("sweep");
     let d = dir.to_str().unwrap();

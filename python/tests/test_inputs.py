@@ -1,0 +1,152 @@
+"""What the package does with input the command line refuses or reads in
+one way only: each case here was once accepted, ignored or read
+differently by one of the two."""
+
+from __future__ import annotations
+
+import datetime
+import json
+import time
+
+import numpy as np
+import pytest
+
+import kicklab
+
+
+def _stat(ns: float) -> dict[str, float]:
+    return {"median_ns": ns, "mean_ns": ns, "p10_ns": ns, "p90_ns": ns, "sigma_log": 0.0, "n": 1}
+
+
+def _profile() -> dict[str, object]:
+    """A profile whose ring costs differ by who sleeps: a polling pair's
+    (50 ns) against the pace-setter's with its peer asleep (90, 110 ns)."""
+    costs = {"NP": 2400.0, "NC": 200.0, "SP": 3900.0, "SC": 200.0}
+    prof: dict[str, object] = {k: _stat(v) for k, v in costs.items()}
+    prof.update({f"{k}_cpu": _stat(v) for k, v in costs.items()})
+    prof.update(
+        backend="futex",
+        gap_ns=50_000.0,
+        rounds=1,
+        stable=True,
+        tsc_ghz=0.0,
+        cpus=2,
+        overhead=_stat(50.0),
+        overhead_p=_stat(90.0),
+        overhead_c=_stat(110.0),
+    )
+    return prof
+
+
+def test_a_profile_adds_the_ring_cost_the_command_line_adds(cli, tmp_path):
+    path = tmp_path / "p.json"
+    path.write_text(json.dumps(_profile()))
+    for mode in ("notify", "poll"):
+        got = kicklab.model(mode=mode, profile=path, wp="2us")
+        assert got == cli.json("model", "--mode", mode, "--profile", str(path), "--wp", "2us")
+    # Notify pairs take the ring's cost with the peer asleep (90, 110 ns).
+    assert kicklab.model(profile=path, wp="2us")["params"]["w_p"] == "2090ns"
+    arr = kicklab.model_array(profile=path, wp=np.array([2000.0]))
+    assert arr["T_ns"][0] == kicklab.model(profile=path, wp=2000.0)["T_ns"]
+    sim = kicklab.sim(messages=20_000, profile=path, wp="2us")
+    assert sim == cli.json("sim", "--messages", "20000", "--profile", str(path), "--wp", "2us")
+
+
+def test_a_latency_bound_is_above_0():
+    with pytest.raises(ValueError, match="^latency: .*a latency bound must be > 0"):
+        kicklab.sim(messages=1000, mode="adaptive", latency=0)
+    with pytest.raises(ValueError, match="^latency: "):
+        kicklab.advise(latency="0us")
+
+
+def test_a_count_swept_past_its_whole_numbers_is_refused():
+    with pytest.raises(ValueError, match="^vary: len takes whole numbers: 10 points over 1..4"):
+        kicklab.sweep("len=1..4:10", messages=100)
+    with pytest.raises(ValueError, match="^x: kc takes whole numbers"):
+        kicklab.map("kc=1..4:10", "wc=0.5us..3us:2", messages=0)
+    with pytest.raises(ValueError, match="^z: kc takes whole numbers"):
+        kicklab.map("wp=1us..2us:2", "wc=0.5us..3us:2", z="kc=1..4:10", messages=0)
+
+
+def test_a_constant_for_the_swept_parameter_is_refused_and_a_distribution_keeps_its_shape():
+    with pytest.raises(ValueError, match="^wp: sweep sets W_P itself"):
+        kicklab.sweep("wp=0.1us..3us:3", wp="5us", messages=1000)
+    with pytest.raises(ValueError, match="^wc: map sets W_C itself"):
+        kicklab.map("wp=1us..2us:2", "wc=1us..2us:2", wc=2000, messages=0)
+    with pytest.raises(ValueError, match="^wp: control sets W_P itself"):
+        kicklab.control(points=2, messages=1000, workloads="const", wp="exp:5us")
+    shaped = kicklab.sweep("wp=1.5us..2us:2", wp="exp:1us", messages=20_000)
+    constant = kicklab.sweep("wp=1.5us..2us:2", messages=20_000)
+    assert shaped["wp_ns"].tolist() == constant["wp_ns"].tolist() == [1500, 2000]
+    assert (abs(constant["T_sim_ns"] - constant["T_model_ns"]) <= 1e-6 * constant["T_model_ns"]).all()
+    assert (abs(shaped["T_sim_ns"] - shaped["T_model_ns"]) > 0.01 * shaped["T_model_ns"]).all()
+
+
+def test_a_control_range_has_one_value_per_point():
+    with pytest.raises(ValueError, match="^range: .*FROM == TO is one W_P"):
+        kicklab.control(points=3, range="1us..1us", messages=1000, workloads="const")
+    with pytest.raises(ValueError, match="^range: "):
+        kicklab.control(points=2, range="1us...3us", messages=1000, workloads="const")
+    with pytest.raises(TypeError, match="^range: expected 'FROM..TO' or a pair"):
+        kicklab.control(range=(1000,))
+    with pytest.raises(TypeError, match="^workloads: "):
+        kicklab.control(workloads=[5])
+
+
+def test_a_maps_layers_count_toward_its_size():
+    started = time.monotonic()
+    with pytest.raises(ValueError, match="^z: 100000 layers: at most 1000"):
+        kicklab.map("wp=0.5us..3us:3", "wc=0.5us..3us:3", z="vp=0..1us:100000", messages=0)
+    with pytest.raises(ValueError, match="^z: .* at most 1000000 in a map"):
+        kicklab.map("wp=0.5us..3us:300", "wc=0.5us..3us:300", z="vp=0..1us:20", messages=0)
+    assert time.monotonic() - started < 5
+
+
+def test_array_keywords_take_real_numbers_and_timedeltas():
+    by_ns = kicklab.model_array(wp=np.array([1000.0, 2000.0]))
+    by_td = kicklab.model_array(wp=np.array([1, 2], dtype="timedelta64[us]"))
+    assert (by_td["T_ns"] == by_ns["T_ns"]).all()
+    assert kicklab.model(wp=datetime.timedelta(microseconds=2))["T_ns"] == kicklab.model(wp="2us")["T_ns"]
+    assert kicklab.model(wp=np.timedelta64(2, "us"))["T_ns"] == kicklab.model(wp="2us")["T_ns"]
+    for bad in ([True, False], np.array([1000 + 5j]), np.ma.masked_array([1000.0, 2000.0], mask=[0, 1])):
+        with pytest.raises(TypeError, match="^wp: "):
+            kicklab.model_array(wp=bad)
+    with pytest.raises(ValueError, match="^wp: .*below a picosecond"):
+        kicklab.model_array(wp=[1e-300])
+    # No rate where T is 0, as model()'s None.
+    zero = kicklab.model_array(wp=[0.0], wc=0, np=0, nc=0, sp=0, sc=0)
+    assert np.isnan(zero["throughput_per_s"][0])
+    assert kicklab.model(wp=0, wc=0, np=0, nc=0, sp=0, sc=0)["throughput_per_s"] is None
+
+
+def test_keywords_of_the_wrong_type_are_named():
+    for call, name in [
+        (lambda: kicklab.model(mode=None), "mode"),
+        (lambda: kicklab.sim(start=None), "start"),
+        (lambda: kicklab.sweep(None), "vary"),
+        (lambda: kicklab.map(None), "x"),
+        (lambda: kicklab.sim(record_latency="no"), "record_latency"),
+        (lambda: kicklab.advise(exhaustive="no"), "exhaustive"),
+    ]:
+        with pytest.raises(TypeError, match=f"^{name}: expected"):
+            call()
+    assert kicklab.model(len=256.0) == kicklab.model(len=256)
+    with pytest.raises(ValueError, match="^len: expected a whole number, got 256.5"):
+        kicklab.model(len=256.5)
+    with pytest.raises(ValueError, match="^wp: .* too large"):
+        kicklab.model(wp=10**400)
+    with pytest.raises(ValueError, match="^chunks: .*give client= too"):
+        kicklab.sweep("wp=1us..2us:2", chunks=3)
+    with pytest.raises(ValueError, match="^profile: the dict given is not a kicklab profile"):
+        kicklab.model(profile={"a": np.int64(1)})
+
+
+def test_the_save_path_and_kvm_options_are_checked_before_measuring(tmp_path):
+    started = time.monotonic()
+    with pytest.raises(ValueError, match="^save: cannot write"):
+        kicklab.calibrate(samples=10, save=tmp_path / "missing" / "p.json")
+    with pytest.raises(ValueError, match="^direction: a kvm option"):
+        kicklab.calibrate(samples=10, direction="rx")
+    with pytest.raises(ValueError, match="^reference_runs: at most"):
+        kicklab.calibrate(samples=10, reference_runs=101)
+    assert time.monotonic() - started < 5, "refused only after measuring"
