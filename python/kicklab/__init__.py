@@ -486,13 +486,10 @@ def sim(
 
 
 def _chunks(client: Any, chunks: Any) -> None:
-    """Checks ``chunks``: a count >= 1, and only beside a ``client``."""
-    if chunks is None:
-        return
-    if client is None:
+    """Refuses ``chunks`` without a ``client`` (it would be ignored); the
+    count itself is checked where the work is split."""
+    if chunks is not None and client is None:
         raise ValueError("chunks: splits the work over a dask client's workers; give client= too")
-    if _whole("chunks", chunks) == 0:
-        raise ValueError("chunks: at least 1")
 
 
 def _frame(csv: str) -> _pd.DataFrame:

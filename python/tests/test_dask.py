@@ -79,7 +79,7 @@ def test_a_3d_map_stacks_the_2d_maps_and_the_cluster_gives_the_same(client):
 
 
 def test_cluster_map_checks_inputs_before_submitting(client):
-    with pytest.raises(ValueError, match=r"^vary: at kp=300"):
+    with pytest.raises(ValueError, match=r"^x, y: at kp=300, wc=1us: k_P"):
         kicklab.map("kp=1..300:3", "wc=1us..2us:2", client=client)
     with pytest.raises(ValueError, match="^y: vary another parameter than x"):
         kicklab.map("wp=1us..2us:2", "wp=1us..3us:2", client=client)
