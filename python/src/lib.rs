@@ -87,7 +87,10 @@ fn sim_err(e: &SimError) -> Fail {
     match e {
         SimError::Params(p) => param_err(p),
         // "messages: ..." names the input; its keyword is the same word.
-        SimError::NoMessages | SimError::TooManyMessages(_) | SimError::Combine(_) => {
+        SimError::NoMessages
+        | SimError::TooManyMessages(_)
+        | SimError::StudyTooLarge { .. }
+        | SimError::Combine(_) => {
             bad(e.to_string())
         }
         SimError::Mode { .. } | SimError::TooManyEvents { .. } => bad(format!("mode: {e}")),
@@ -770,6 +773,7 @@ fn sweep_chunk_csv(
 ) -> PyResult<String> {
     let (base, vary, mode) = sweep_inputs(&params, vary, mode, messages, profile)?;
     let points = kicklab_sim::sweep_points(&base, &vary).map_err(|e| sim_err(&e))?;
+    kicklab_sim::check_sweep_budget(&base, &vary, messages).map_err(|e| sim_err(&e))?;
     chunk_within(start, stop, points.len(), "sweep")?;
     let run = |&(x, params): &(f64, Params)| -> Result<SweepPoint, SimError> {
         kicklab_sim::sweep_point(x, params, mode, messages, seed)

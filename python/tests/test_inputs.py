@@ -150,3 +150,14 @@ def test_the_save_path_and_kvm_options_are_checked_before_measuring(tmp_path):
     with pytest.raises(ValueError, match="^reference_runs: at most"):
         kicklab.calibrate(samples=10, reference_runs=101)
     assert time.monotonic() - started < 5, "refused only after measuring"
+
+
+def test_studies_that_would_simulate_for_hours_are_refused_first():
+    started = time.monotonic()
+    with pytest.raises(ValueError, match="^len \\(L\\): .* hours"):
+        kicklab.control(points=15, workloads="const", messages=1000, len=16777216)
+    with pytest.raises(ValueError, match="^messages: .* hours"):
+        kicklab.control(points=2, workloads="const", messages=10**9)
+    with pytest.raises(ValueError, match="^messages: .* hours"):
+        kicklab.sweep("wp=0.1us..3us:100", messages=10**9)
+    assert time.monotonic() - started < 5

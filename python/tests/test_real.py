@@ -89,7 +89,7 @@ def test_run_errors(profile):
         kicklab.run(batch=300, profile=profile)
     with pytest.raises(ValueError, match="^flush: invalid value 'later': unknown flush rule `later`"):
         kicklab.run(flush="later", profile=profile)
-    with pytest.raises(ValueError, match="^flush: a timer between 0 and 1h"):
+    with pytest.raises(ValueError, match="^flush: a timer above 0 and at most 1h"):
         kicklab.run(batch=8, flush="timer:0", profile=profile)
     with pytest.raises(ValueError, match="^profile: it calibrates futex, not eventfd"):
         kicklab.run("eventfd", messages=100, profile=profile)

@@ -315,7 +315,9 @@ fn usage_of(e: &anyhow::Error) -> Option<String> {
         return match s {
             SimError::Params(p) => Some(param(p)),
             // "messages: ..." names the input; its flag is the same word.
-            SimError::NoMessages | SimError::TooManyMessages(_) => Some(format!("--{s}")),
+            SimError::NoMessages
+            | SimError::TooManyMessages(_)
+            | SimError::StudyTooLarge { .. } => Some(format!("--{s}")),
             SimError::Mode { .. } | SimError::TooManyEvents { .. } => {
                 Some(format!("--mode: {s}"))
             }

@@ -164,8 +164,11 @@ pub fn advise(spec: &AdviseSpec, progress: &dyn Progress) -> Result<Advice, LabE
     }
     let modes = candidates(spec.latency_ns, spec.exhaustive);
     let warmup = default_warmup(spec.messages, spec.params.len).max(20_000);
-    let total = (u128::from(spec.messages) + u128::from(warmup)) * modes.len() as u128;
-    if total > u128::from(MAX_SEARCH_MESSAGES) {
+    let runs = modes.len() as u64;
+    let len = spec.params.len;
+    if let Some((total, len_grew_it)) =
+        kicklab_sim::over_budget(runs, spec.messages, warmup, len, MAX_SEARCH_MESSAGES)
+    {
         let why = format!(
             "{} candidates of {} messages and a warm-up of {warmup} (a tenth of them and 4 L) \
              are {total} simulated messages, minutes of search; advise takes at most \
@@ -174,7 +177,7 @@ pub fn advise(spec: &AdviseSpec, progress: &dyn Progress) -> Result<Advice, LabE
             spec.messages,
         );
         // The warm-up's 4 L is what grew it, or the messages.
-        return Err(if 4 * u64::from(spec.params.len) > spec.messages {
+        return Err(if len_grew_it {
             LabError::Param(kicklab_model::ParamError {
                 param: kicklab_model::Param::Len,
                 reason: why,

@@ -229,7 +229,10 @@ impl Combine {
         }
         if let Some(t) = self.timer_ns() {
             if !(t.is_finite() && t > 0.0 && t <= kicklab_model::MAX_DURATION_NS) {
-                return Err(format!("flush: a timer between 0 and 1h, got {t} ns"));
+                return Err(format!(
+                    "flush: a timer above 0 and at most 1h, got {}",
+                    kicklab_model::fmt_ns(t)
+                ));
             }
         }
         Ok(())
@@ -454,6 +457,21 @@ pub enum SimError {
     /// More messages (warm-up included) than a run may simulate.
     #[error("messages: at most {MAX_MESSAGES} with the warm-up (minutes of simulation); got {0}")]
     TooManyMessages(u128),
+    /// More messages (warm-ups included) than a study of many runs may
+    /// simulate in all ([`crate::sweep::MAX_STUDY_MESSAGES`]).
+    #[error(
+        "messages: {runs} runs of {messages} messages and their warm-ups are {total} simulated \
+         messages in all, hours; at most {max} in one study",
+        max = crate::sweep::MAX_STUDY_MESSAGES
+    )]
+    StudyTooLarge {
+        /// Runs in the study.
+        runs: u64,
+        /// Messages per run.
+        messages: u64,
+        /// Messages in all, warm-ups included.
+        total: u128,
+    },
     /// A party's wait mode is unusable.
     #[error("{party:?}'s wait mode: {reason}")]
     Mode {

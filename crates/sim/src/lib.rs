@@ -44,4 +44,7 @@ pub use engine::{
 };
 pub use kicklab_model::{Latency, Rates};
 pub use sampler::Sampler;
-pub use sweep::{sweep, sweep_point, sweep_points, SweepPoint, Vary, VaryError};
+pub use sweep::{
+    check_sweep_budget, over_budget, sweep, sweep_point, sweep_points, SweepPoint, Vary, VaryError,
+    MAX_STUDY_MESSAGES,
+};

@@ -256,6 +256,77 @@ pub fn sweep_point(
     })
 }
 
+/// The most messages one study simulates in all, warm-ups included (a
+/// sweep, `kicklab control`): the most one run may
+/// ([`crate::engine::MAX_MESSAGES`]), tens of minutes on two cores. More
+/// would take hours, and is refused before anything runs.
+pub const MAX_STUDY_MESSAGES: u64 = crate::engine::MAX_MESSAGES;
+
+/// Where `runs` runs of `messages` each, every one after a warm-up of
+/// `warmup`, exceed `max` messages in all: the total, and whether the
+/// warm-up's 4 L (`len`) is what grew it rather than the messages.
+pub fn over_budget(
+    runs: u64,
+    messages: u64,
+    warmup: u64,
+    len: u32,
+    max: u64,
+) -> Option<(u128, bool)> {
+    let total = u128::from(runs) * (u128::from(messages) + u128::from(warmup));
+    (total > u128::from(max)).then_some((total, 4 * u64::from(len) > messages))
+}
+
+/// Refuses a sweep of `vary` at `messages` a run that would simulate more
+/// than [`MAX_STUDY_MESSAGES`] (two runs a point: `mode` and polling).
+///
+/// # Errors
+///
+/// [`SimError::Params`] naming L where the warm-up grew it, else
+/// [`SimError::StudyTooLarge`].
+pub fn check_sweep_budget(base: &Params, vary: &Vary, messages: u64) -> Result<(), SimError> {
+    #[allow(clippy::cast_possible_truncation, clippy::cast_sign_loss)]
+    let len = if vary.param == kicklab_model::Param::Len {
+        vary.from.max(vary.to) as u32
+    } else {
+        base.len
+    };
+    let warmup = crate::engine::default_warmup(messages, len);
+    match over_budget(
+        2 * u64::from(vary.points),
+        messages,
+        warmup,
+        len,
+        MAX_STUDY_MESSAGES,
+    ) {
+        None => Ok(()),
+        Some((total, true)) => {
+            let source = kicklab_model::ParamError {
+                param: kicklab_model::Param::Len,
+                reason: format!(
+                    "{} points of two runs, each after a warm-up of 4 L = {} messages, are \
+                     {total} simulated messages, hours; a sweep takes at most {MAX_STUDY_MESSAGES}",
+                    vary.points,
+                    4 * u64::from(len)
+                ),
+            };
+            // The sweep's own L, or the one given.
+            Err(if vary.param == kicklab_model::Param::Len {
+                SimError::SweepPoint {
+                    at: vary.show(f64::from(len)),
+                    source,
+                }
+            } else {
+                SimError::Params(source)
+            })
+        }
+        Some((total, false)) => Err(SimError::StudyTooLarge {
+            runs: 2 * u64::from(vary.points),
+            messages,
+            total,
+        }),
+    }
+}
+
 /// Runs model and simulator at every point of `vary`, in parallel.
 /// `progress` is called once per finished point (from any thread).
 ///
@@ -271,7 +342,9 @@ pub fn sweep(
     seed: u64,
     progress: &(dyn Fn() + Sync),
 ) -> Result<Vec<SweepPoint>, SimError> {
-    sweep_points(base, vary)?
+    let points = sweep_points(base, vary)?;
+    check_sweep_budget(base, vary, messages)?;
+    points
         .par_iter()
         .map(|&(x, params)| {
             let point = sweep_point(x, params, mode, messages, seed).map_err(|e| match e {

@@ -1175,6 +1175,19 @@ fn hostile_inputs_are_refused_naming_the_flag() {
             &["pingpong", "--backend", "futex", "--idle", "halt,halt"],
             "--idle",
         ),
+        // Studies that would simulate for hours.
+        (&["control", "--len", "16777216"], "--len"),
+        (&["control", "--messages", "1000000000"], "--messages"),
+        (
+            &[
+                "sweep",
+                "--vary",
+                "wp=1us..2us:100",
+                "--messages",
+                "1000000000",
+            ],
+            "--messages",
+        ),
         // The sweep set the L the simulator refuses.
         (&["sweep", "--vary", "len=1..4294967295:3"], "--vary"),
         (
