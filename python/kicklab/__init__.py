@@ -173,6 +173,18 @@ def _count_text(name: str, value: Any) -> str:
     return str(int(v))
 
 
+def _items(value: Any) -> Optional[list[Any]]:
+    """A list of the items of any iterable but a string, bytes or a
+    mapping (lists, tuples, numpy arrays, generators); ``None`` for
+    anything else."""
+    if isinstance(value, (str, bytes, Mapping)):
+        return None
+    try:
+        return [v.item() if isinstance(v, _np.generic) and not isinstance(v, _np.timedelta64) else v for v in value]
+    except TypeError:
+        return None
+
+
 def _text(name: str, value: Any) -> str:
     """A keyword that takes a string (a strategy, a range, a backend)."""
     if not isinstance(value, str):
@@ -269,6 +281,8 @@ def _array_values(name: str, value: Any) -> Any:
     if isinstance(value, _np.ma.MaskedArray):
         raise TypeError(f"{name}: a masked array; fill or drop the masked values first")
     a = _np.asarray(value)
+    if a.dtype.kind == "O" and a.size and all(isinstance(v, datetime.timedelta) for v in a.flat):
+        a = a.astype("timedelta64[ns]")
     if a.dtype.kind == "m":
         if _np.isnat(a).any():
             raise ValueError(f"{name}: NaT is not a duration")
@@ -642,8 +656,8 @@ def map(
         from ._dask import map_csv_on
 
         return _frame(map_csv_on(client, chunks, args, x, y, mode, messages, seed, prof))
-    name, values, is_count = _kicklab.vary_values(_text("z", z))
-    if name in (_kicklab.vary_values(x)[0], _kicklab.vary_values(y)[0]):
+    name, values, is_count = _kicklab.vary_values(_text("z", z), "z")
+    if name in (_kicklab.vary_values(x, "x")[0], _kicklab.vary_values(y, "y")[0]):
         raise ValueError("z: vary another parameter than x and y")
     if len(values) > _MAX_MAP_LAYERS:
         raise ValueError(f"z: {len(values)} layers: at most {_MAX_MAP_LAYERS} (a map each)")
@@ -764,20 +778,22 @@ def control(
     """
     if isinstance(range, str):
         range_text = range
-    elif isinstance(range, Sequence) and len(range) == 2:
-        lo, hi = range
-        range_text = f"{_duration_text('range', lo)}..{_duration_text('range', hi)}"
     else:
-        raise TypeError(
-            f"range: expected 'FROM..TO' or a pair (from, to), got {type(range).__name__}"
-            + (f" of {len(range)}" if isinstance(range, Sequence) else "")
-        )
+        pair = _items(range)
+        if pair is None or len(pair) != 2:
+            raise TypeError(
+                f"range: expected 'FROM..TO' or a pair (from, to), got {type(range).__name__}"
+                + ("" if pair is None else f" of {len(pair)}")
+            )
+        lo, hi = pair
+        range_text = f"{_duration_text('range', lo)}..{_duration_text('range', hi)}"
     if isinstance(workloads, str):
         names = workloads.split(",")
-    elif isinstance(workloads, Sequence) and all(isinstance(w, str) for w in workloads):
-        names = list(workloads)
     else:
-        raise TypeError("workloads: expected a comma-separated string or a list of strings")
+        items = _items(workloads)
+        if items is None or not all(isinstance(w, str) for w in items):
+            raise TypeError("workloads: expected a comma-separated string or a list of strings")
+        names = items
     csv, passed = _kicklab.control_csv(
         _params("control", params),
         range_text,
@@ -850,10 +866,13 @@ def calibrate(
         gap_list: list[str] = []
     elif isinstance(gaps, str):
         gap_list = [g.strip() for g in gaps.split(",")]
-    elif isinstance(gaps, Sequence):
-        gap_list = [_duration_text("gaps", g) for g in gaps]
     else:
-        raise TypeError(f"gaps: expected a comma-separated string or a list of durations, got {type(gaps).__name__}")
+        items = _items(gaps)
+        if items is None:
+            raise TypeError(
+                f"gaps: expected a comma-separated string or a list of durations, got {type(gaps).__name__}"
+            )
+        gap_list = [_duration_text("gaps", g) for g in items]
     text = _kicklab.calibrate_json(
         _text("backend", backend),
         _text("direction", direction),

@@ -87,7 +87,7 @@ def map_chunk_csv(
     line when ``header``), computed on their own; ``messages`` 0: the model
     only."""
 
-def vary_values(vary: str) -> Tuple[str, List[float], bool]:
+def vary_values(vary: str, keyword: str = "vary") -> Tuple[str, List[float], bool]:
     """``vary``'s parameter name, its values (ns or counts) and whether it
     is a count."""
 

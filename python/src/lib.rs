@@ -817,9 +817,9 @@ fn map_chunk_csv(
     profile: ProfileText,
 ) -> PyResult<String> {
     let (x, y) = (parse_range("x", x)?, parse_range("y", y)?);
+    let base = Pair::parse(&params, profile)?.params()?;
     not_given(&params, x.param, "map", "x")?;
     not_given(&params, y.param, "map", "y")?;
-    let base = Pair::parse(&params, profile)?.params()?;
     if x.param == y.param {
         return Err(bad("y: vary another parameter than x").into());
     }
@@ -848,8 +848,9 @@ fn map_chunk_csv(
 /// A `NAME=FROM..TO:POINTS` range's parameter name, its values (ns, or
 /// counts) in the order sweeps visit them, and whether it is a count.
 #[pyfunction]
-fn vary_values(vary: &str) -> PyResult<(String, Vec<f64>, bool)> {
-    let v = parse_range("z", vary)?;
+#[pyo3(signature = (vary, keyword="vary"))]
+fn vary_values(vary: &str, keyword: &str) -> PyResult<(String, Vec<f64>, bool)> {
+    let v = parse_range(keyword, vary)?;
     Ok((v.param.name().to_string(), v.values(), v.param.is_count()))
 }
 

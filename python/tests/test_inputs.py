@@ -161,3 +161,16 @@ def test_studies_that_would_simulate_for_hours_are_refused_first():
     with pytest.raises(ValueError, match="^messages: .* hours"):
         kicklab.sweep("wp=0.1us..3us:100", messages=10**9)
     assert time.monotonic() - started < 5
+
+
+def test_lists_arrays_and_generators_are_taken_alike():
+    by_list = kicklab.control(range=("0.5us", "2us"), points=2, messages=1000, workloads=["const"])
+    by_array = kicklab.control(
+        range=np.array([500.0, 2000.0]), points=2, messages=1000, workloads=np.array(["const"])
+    )
+    assert by_list.equals(by_array)
+    tds = [datetime.timedelta(microseconds=1), datetime.timedelta(microseconds=2)]
+    assert (kicklab.model_array(wp=tds)["T_ns"] == kicklab.model_array(wp=[1000.0, 2000.0])["T_ns"]).all()
+    # A 3-D map names the keyword whose range is bad.
+    with pytest.raises(ValueError, match="^x: kc takes whole numbers"):
+        kicklab.map("kc=1..4:10", "wc=0.5us..3us:2", z="wp=1us..2us:2", messages=0)

@@ -94,6 +94,41 @@ pub fn grid(spec: &MapSpec) -> Result<Vec<(f64, f64, Params)>, LabError> {
         .flat_map(|y| spec.x.values().into_iter().map(move |x| (x, y)))
         .map(|(x, y)| (x, y, spec.y.apply(&spec.x.apply(&spec.base, x), y)))
         .collect();
+    if let Some(messages) = spec.sim_messages {
+        // A run a point, each after its own warm-up: hours are refused.
+        let warmups: u128 = grid
+            .iter()
+            .map(|(_, _, p)| u128::from(kicklab_sim::default_warmup(messages, p.len)))
+            .sum();
+        let runs = grid.len() as u64;
+        let warmup = u64::try_from(warmups.div_ceil(u128::from(runs.max(1)))).unwrap_or(u64::MAX);
+        let len = grid
+            .iter()
+            .map(|(_, _, p)| p.len)
+            .max()
+            .unwrap_or(spec.base.len);
+        let max = kicklab_sim::MAX_STUDY_MESSAGES;
+        match kicklab_sim::over_budget(runs, messages, warmup, len, max) {
+            None => {}
+            Some((total, true)) => {
+                return Err(LabError::Param(kicklab_model::ParamError {
+                    param: kicklab_model::Param::Len,
+                    reason: format!(
+                        "{runs} points, each after a warm-up of up to 4 L = {} messages, are \
+                         {total} simulated messages, hours; a map takes at most {max}",
+                        4 * u64::from(len)
+                    ),
+                }))
+            }
+            Some((total, false)) => {
+                return Err(LabError::Sim(kicklab_sim::SimError::StudyTooLarge {
+                    runs,
+                    messages,
+                    total,
+                }))
+            }
+        }
+    }
     for (x, y, p) in &grid {
         p.validate().map_err(|e| {
             LabError::input(

@@ -103,6 +103,20 @@ pub fn run_all(
     for &idle in idles {
         config(idle).check()?;
     }
+    // A request takes both sides' work: at a quarter of the stall limit
+    // or more, a run would end as stalled instead of measuring (the
+    // testbed's watchdog, which its own tests reach with an hour of work).
+    let stall = config(Idle::Halt).timeout;
+    if work.saturating_mul(4) > stall {
+        return Err(LabError::input(
+            Input::Work,
+            format!(
+                "{work:?} a side is past a quarter of the run's stall limit ({stall:?}): a request \
+                 takes both sides' work, so the run would stop as stalled; at most {:?}",
+                stall / 4
+            ),
+        ));
+    }
     let mut out = Vec::new();
     progress.start("pingpong", idles.len() as u64);
     for &idle in idles {

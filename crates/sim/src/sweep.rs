@@ -290,7 +290,23 @@ pub fn check_sweep_budget(base: &Params, vary: &Vary, messages: u64) -> Result<(
     } else {
         base.len
     };
-    let warmup = crate::engine::default_warmup(messages, len);
+    // Each point's own warm-up (a sweep over L warms each point up by its
+    // L); their mean, rounded up, for the one count.
+    #[allow(clippy::cast_possible_truncation, clippy::cast_sign_loss)]
+    let warmups: u128 = vary
+        .values()
+        .iter()
+        .map(|&x| {
+            let l = if vary.param == kicklab_model::Param::Len {
+                x as u32
+            } else {
+                base.len
+            };
+            u128::from(crate::engine::default_warmup(messages, l))
+        })
+        .sum();
+    let warmup =
+        u64::try_from(warmups.div_ceil(u128::from(vary.points.max(1)))).unwrap_or(u64::MAX);
     match over_budget(
         2 * u64::from(vary.points),
         messages,

@@ -172,20 +172,6 @@ impl PingPongConfig {
         }
         check_duration(self.work, Setting::Work)?;
         check_duration(self.timeout, Setting::Timeout)?;
-        // A request takes both sides' work: at a quarter of the stall limit
-        // or more, a run would stall out instead of measuring.
-        if self.work.saturating_mul(4) > self.timeout {
-            return Err(TestbedError::limit(
-                Setting::Work,
-                format!(
-                    "{:?} a side is past a quarter of the run's stall limit ({:?}): a request \
-                     takes both sides' work, so the run would stop as stalled; at most {:?}",
-                    self.work,
-                    self.timeout,
-                    self.timeout / 4
-                ),
-            ));
-        }
         if let Idle::HostHaltPoll(d) | Idle::PollThenHalt(d) | Idle::Hint(d) = self.idle {
             check_duration(d, Setting::Idle)?;
         }

@@ -1178,6 +1178,7 @@ fn hostile_inputs_are_refused_naming_the_flag() {
         // Studies that would simulate for hours.
         (&["control", "--len", "16777216"], "--len"),
         (&["control", "--messages", "1000000000"], "--messages"),
+        (&["map", "--messages", "100000000"], "--messages"),
         (
             &[
                 "sweep",
@@ -1599,6 +1600,15 @@ fn qos_json_contract() {
     // The model alone, and the backends not built yet refused in one line.
     let m = json(&["qos", "--backend", "model", "--path", "direct", "--json"]);
     assert_eq!(m["stages"][0]["name"], "hypervisor");
+    // The model measures no window: a load of one request in two seconds
+    // needs none (a simulated window of 10 s holds only 5 of them).
+    let slow = json(&["qos", "--backend", "model", "--rate", "2=0.5", "--json"]);
+    assert!(
+        slow["vms"][1]["throughput_per_s"].as_f64().unwrap() > 0.0,
+        "{slow}"
+    );
+    let out = kicklab(&["qos", "--rate", "2=0.5"]);
+    assert_eq!(out.status.code(), Some(2));
     let out = kicklab(&["qos", "--backend", "kvm", "--vm-core", "timed"]);
     assert_eq!(out.status.code(), Some(2));
     let err = String::from_utf8_lossy(&out.stderr);
