@@ -1040,18 +1040,7 @@ fn calibrate_json(
     // Where the profile goes, before seconds of measuring (as `--save`):
     // a path that cannot be written is refused, and nothing is left there.
     if let Some(path) = &save {
-        if path.is_dir() {
-            return Err(bad(format!("save: {} is a directory", path.display())).into());
-        }
-        let existed = path.exists();
-        std::fs::OpenOptions::new()
-            .append(true)
-            .create(true)
-            .open(path)
-            .map_err(|e| bad(format!("save: cannot write {}: {e}", path.display())))?;
-        if !existed {
-            let _ = std::fs::remove_file(path);
-        }
+        kicklab_report::check_writable(path).map_err(|e| bad(format!("save: {e}")))?;
     }
     let main_gap = self::gap("gap", gap)?;
     let gaps = gaps

@@ -445,19 +445,7 @@ pub fn check_out_dir(dir: &std::path::Path, flag: &str) -> anyhow::Result<()> {
 ///
 /// A [`Usage`] error.
 pub fn check_out_file(file: &std::path::Path, flag: &str) -> anyhow::Result<()> {
-    if file.is_dir() {
-        return Err(Usage(format!("{flag}: {} is a directory", file.display())).into());
-    }
-    let existed = file.exists();
-    std::fs::OpenOptions::new()
-        .append(true)
-        .create(true)
-        .open(file)
-        .map_err(|e| Usage(format!("{flag}: cannot write {}: {e}", file.display())))?;
-    if !existed {
-        let _ = std::fs::remove_file(file);
-    }
-    Ok(())
+    kicklab_report::check_writable(file).map_err(|e| Usage(format!("{flag}: {e}")).into())
 }
 
 /// A progress bar on stderr (hidden when stderr is not a terminal).

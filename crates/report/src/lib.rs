@@ -21,7 +21,7 @@ pub use sweep::{
     regime_bands, regime_bands_of, regime_marks, sweep_charts, sweep_csv, sweep_table,
 };
 pub use table::{Cell, Column, Kind, Table};
-pub use write::write_atomic;
+pub use write::{check_writable, write_atomic};
 
 /// A chart or a page could not be written.
 #[derive(Debug, thiserror::Error)]

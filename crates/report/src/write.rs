@@ -1,5 +1,6 @@
 //! Writing files so that a reader, or an interrupted run, never sees half
-//! of one: [`write_atomic`].
+//! of one: [`write_atomic`]; and checking, before the work that fills
+//! one, that it can be written: [`check_writable`].
 
 use std::io::Write as _;
 use std::path::{Path, PathBuf};
@@ -13,6 +14,30 @@ fn tmp_path(path: &Path) -> PathBuf {
         .file_name()
         .map_or_else(|| "out".into(), |n| n.to_string_lossy().into_owned());
     path.with_file_name(format!(".{name}.{}.tmp", std::process::id()))
+}
+
+/// Fails unless `file` can be created or appended to, leaving nothing
+/// behind that was not there: checked before the work that fills it (a
+/// calibration's seconds), so that a bad path is refused first. The
+/// message names the path: `... is a directory`, `cannot write ...: why`.
+///
+/// # Errors
+///
+/// What is wrong, in words.
+pub fn check_writable(file: &Path) -> Result<(), String> {
+    if file.is_dir() {
+        return Err(format!("{} is a directory", file.display()));
+    }
+    let existed = file.exists();
+    std::fs::OpenOptions::new()
+        .append(true)
+        .create(true)
+        .open(file)
+        .map_err(|e| format!("cannot write {}: {e}", file.display()))?;
+    if !existed {
+        let _ = std::fs::remove_file(file);
+    }
+    Ok(())
 }
 
 /// Writes `bytes` to `path` through a temporary file in the same directory,
