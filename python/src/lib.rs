@@ -114,6 +114,7 @@ fn testbed_err(e: &TestbedError) -> Fail {
                 Setting::Batch => "batch",
                 Setting::Flush => "flush",
                 Setting::Work => "work",
+                Setting::Timer => "timer",
                 Setting::Spin | Setting::Strategy => "strategy",
                 Setting::Vms => "vms",
                 Setting::Samples => "samples",

@@ -100,6 +100,8 @@ pub fn run(a: &CalibrateArgs) -> anyhow::Result<()> {
         overhead_runs: a.overhead_runs,
         ..Calibration::new(a.samples, a.gap, a.rounds)
     };
+    // Before it says what it is about to measure.
+    c.check()?;
     eprintln!(
         "calibrating {} ({} notifications per direction per round, {} idle before each; then {} more idle gaps, \
          one round each; then {} runs of a polling pair with no work; then {} runs of two reference pairs \

@@ -107,27 +107,43 @@ pub fn run(a: &ControlArgs) -> anyhow::Result<()> {
             Usage("--direction: a kvm option; only --backend kvm has a guest".into()).into(),
         );
     }
+    let backend = a.backend.0.map(|b| match b {
+        kicklab_testbed::Backend::Kvm(o) => {
+            kicklab_testbed::Backend::Kvm(kicklab_testbed::kvm::KvmOptions {
+                direction: a.direction,
+                ..o
+            })
+        }
+        other => other,
+    });
+    // A real study plans with the profile's costs: they must be this
+    // backend's (as `run` and `validate` check).
+    if let (Some(b), Some(p)) = (backend, a.params.load_profile()?) {
+        kicklab_lab::real::profile_for(b, Some(p), &kicklab_lab::Silent)?;
+    }
+    // The default workloads on kvm: phases is the one a guest cannot run
+    // (its work table repeats every 2048 messages); given by name, it is
+    // refused.
+    let mut workloads = a.workload.clone();
+    if matches!(backend, Some(kicklab_testbed::Backend::Kvm(_)))
+        && workloads == [Workload::Const, Workload::Exp, Workload::Phases]
+    {
+        workloads.retain(|w| *w != Workload::Phases);
+        eprintln!("note: the default workloads without phases, which a kvm guest cannot run");
+    }
     let spec = ControlSpec {
         params,
         w_p_range: a.range,
         points: a.points,
-        workloads: a.workload.clone(),
+        workloads: workloads.clone(),
         messages: a.messages,
         latency_ns: a.latency,
         seed: a.seed,
-        backend: a.backend.0.map(|b| match b {
-            kicklab_testbed::Backend::Kvm(o) => {
-                kicklab_testbed::Backend::Kvm(kicklab_testbed::kvm::KvmOptions {
-                    direction: a.direction,
-                    ..o
-                })
-            }
-            other => other,
-        }),
+        backend,
     };
     let study = control_study(&spec, &crate::Bars::default())?;
     let mut figures = Vec::new();
-    for w in &a.workload {
+    for w in &workloads {
         let (excess, t) = charts(&study, *w);
         figures.push((
             format!("excess-{}", w.name()),

@@ -110,7 +110,8 @@ fn main() -> ExitCode {
             // for a missing argument the flag is on the next line.
             let text = e.render().to_string();
             let mut lines = text.lines().map(str::trim).filter(|l| !l.is_empty());
-            let first = lines.next().unwrap_or("error: bad arguments");
+            let first = shorten_echo(lines.next().unwrap_or("error: bad arguments"));
+            let first = first.as_str();
             if e.kind() == ErrorKind::MissingRequiredArgument {
                 let missing: Vec<&str> = lines
                     .take_while(|l| l.starts_with("--") || l.starts_with('<'))
@@ -202,6 +203,26 @@ fn overridden_flag(cmd: &Cmd, matches: &clap::ArgMatches) -> Option<String> {
     })
 }
 
+/// clap's line with the value it repeats (`invalid value '...' for`)
+/// cut as kicklab's own messages cut one ([`kicklab_model::shown`]): a
+/// 5000-character value is not repeated whole.
+fn shorten_echo(line: &str) -> String {
+    const START: &str = "invalid value '";
+    const END: &str = "' for '";
+    let Some(a) = line.find(START).map(|i| i + START.len()) else {
+        return line.to_string();
+    };
+    let Some(b) = line[a..].find(END).map(|i| a + i) else {
+        return line.to_string();
+    };
+    format!(
+        "{}{}{}",
+        &line[..a],
+        kicklab_model::shown(&line[a..b]),
+        &line[b..]
+    )
+}
+
 /// A flag beside `sim --bench` other than `--json`: the benchmark runs
 /// its own pairs and sizes, so the flag would be ignored without a word.
 fn bench_flag(matches: &clap::ArgMatches) -> Option<String> {
@@ -244,6 +265,7 @@ fn testbed_usage(t: &kicklab_testbed::TestbedError) -> Option<String> {
                 Setting::Batch => "--batch",
                 Setting::Flush => "--flush",
                 Setting::Work => "--work",
+                Setting::Timer => "--timer",
                 Setting::Spin | Setting::Strategy => "--strategy",
                 Setting::Samples => "--samples",
                 Setting::Gap => "--gap",

@@ -20,7 +20,7 @@ pub struct PingPongArgs {
     /// halt, halt-poll:<dur> (the host polls before sleeping; kvm),
     /// haltpoll:<dur> (the responder polls, then halts), poll, hint:<dur>
     /// (idle with a timeout, Denali; kvm), no-hlt-exit (kvm with --guest
-    /// emulated). Repeat for several; none: every one this backend has.
+    /// emulated). Repeat for several; not given: every one this backend has.
     #[arg(long, value_parser = idle, allow_hyphen_values = true)]
     idle: Vec<Idle>,
     /// Requests measured per strategy (after a tenth as many to warm up).

@@ -440,6 +440,7 @@ fn real_usage(e: kicklab_lab::LabError, scale: f64) -> anyhow::Error {
                 Setting::Work => "--shared/--vm-service",
                 Setting::Len => "--buffer",
                 Setting::Messages => "--offered",
+                _ if reason.contains("offered load") => "--offered",
                 _ => "--vms",
             };
             Usage(format!(

@@ -205,6 +205,21 @@ pub fn run(a: &ScaleArgs) -> anyhow::Result<()> {
         ))
         .into());
     }
+    // Every run's settings before the first starts.
+    let config = |vms, idle| ScaleConfig {
+        concurrency: a.concurrency,
+        work: a.work,
+        timer: a.timer,
+        duration,
+        ..ScaleConfig::new(vms, idle)
+    };
+    if !sim {
+        for &vms in &a.vms {
+            for &idle in &a.idle {
+                config(vms, idle).check()?;
+            }
+        }
+    }
     let mut runs = Vec::new();
     for &vms in &a.vms {
         for &idle in &a.idle {

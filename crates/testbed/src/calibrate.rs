@@ -95,16 +95,32 @@ impl Calibration {
         }
     }
 
-    /// Refuses what [`check_round`] refuses for the main gap and every gap
+    /// Refuses what `check_round` refuses for the main gap and every gap
     /// of the curve, a zero gap on the curve (it is looked up in log gap),
-    /// more than [`MAX_GAPS`] gaps or [`MAX_OVERHEAD_RUNS`] runs, and no
-    /// messages for a run.
-    pub(crate) fn check(&self) -> Result<(), TestbedError> {
+    /// more than [`MAX_GAPS`] gaps or [`MAX_OVERHEAD_RUNS`] runs, a gap
+    /// of the curve given twice, and no messages for a run. Front ends
+    /// call it before they say what they are about to measure.
+    ///
+    /// # Errors
+    ///
+    /// [`TestbedError`] naming the setting.
+    pub fn check(&self) -> Result<(), TestbedError> {
         check_round(self.samples, self.gap)?;
         if self.gaps.len() > MAX_GAPS {
             return Err(TestbedError::limit(
                 Setting::Gaps,
                 format!("at most {MAX_GAPS} gaps ({} asked)", self.gaps.len()),
+            ));
+        }
+        if let Some(g) = self
+            .gaps
+            .iter()
+            .enumerate()
+            .find_map(|(i, g)| self.gaps[..i].contains(g).then_some(g))
+        {
+            return Err(TestbedError::invalid(
+                Setting::Gaps,
+                format!("{g:?} is listed twice (each gap is one round)"),
             ));
         }
         for g in &self.gaps {

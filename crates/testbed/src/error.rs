@@ -37,6 +37,8 @@ pub enum Setting {
     Timeout,
     /// Guests of a scale run, and their load.
     Vms,
+    /// A scale guest's timer period.
+    Timer,
 }
 
 impl Setting {
@@ -59,6 +61,7 @@ impl Setting {
             Setting::HaltPoll => "halt_poll",
             Setting::Timeout => "timeout",
             Setting::Vms => "vms",
+            Setting::Timer => "timer",
         }
     }
 }

@@ -64,6 +64,17 @@ impl ScaleConfig {
                 "the timer and the duration must be > 0",
             ));
         }
+        // A window that holds no request measures nothing (and a request
+        // of seconds outlasts the run's end).
+        if self.work.saturating_mul(10) > self.duration {
+            return Err(TestbedError::invalid(
+                Setting::Work,
+                format!(
+                    "{:?} a request against a window of {:?}: at most a tenth of the window",
+                    self.work, self.duration
+                ),
+            ));
+        }
         Ok(())
     }
 

@@ -1189,6 +1189,18 @@ fn hostile_inputs_are_refused_naming_the_flag() {
             ],
             "--messages",
         ),
+        // Checked before the first run, or before calibrate says what it
+        // will measure.
+        (&["scale", "--vms", "1,300"], "--vms"),
+        (&["scale", "--work", "10s", "--seconds", "0.1"], "--work"),
+        (
+            &["calibrate", "--backend", "futex", "--gap", "3600s"],
+            "--gap",
+        ),
+        (
+            &["calibrate", "--backend", "futex", "--gaps", "10us,5us,5us"],
+            "--gaps",
+        ),
         // The sweep set the L the simulator refuses.
         (&["sweep", "--vary", "len=1..4294967295:3"], "--vary"),
         (
@@ -1211,6 +1223,50 @@ fn hostile_inputs_are_refused_naming_the_flag() {
             started.elapsed()
         );
     }
+}
+
+#[test]
+fn a_long_bad_value_is_not_repeated_whole_and_a_real_study_checks_its_profile() {
+    let long = "9x".repeat(2500);
+    let out = kicklab(&["model", "--wp", &long]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(
+        err.len() < 400 && err.contains("(5000 characters)"),
+        "{err}"
+    );
+    // A kvm profile for a futex study: refused before any run.
+    let dir = tmp("control-profile");
+    std::fs::create_dir_all(&dir).unwrap();
+    let stat = |ns: f64| serde_json::json!({"median_ns": ns, "mean_ns": ns, "p10_ns": ns, "p90_ns": ns, "sigma_log": 0.0, "n": 1});
+    let mut p = serde_json::json!({
+        "backend": "kvm", "direction": "tx", "gap_ns": 50000.0, "rounds": 1, "stable": true,
+        "tsc_ghz": 0.0, "cpus": 2,
+    });
+    for k in [
+        "NP", "NC", "SP", "SC", "NP_cpu", "NC_cpu", "SP_cpu", "SC_cpu",
+    ] {
+        p[k] = stat(2000.0);
+    }
+    let file = dir.join("kvm.json");
+    std::fs::write(&file, p.to_string()).unwrap();
+    let started = std::time::Instant::now();
+    let out = kicklab(&[
+        "control",
+        "--backend",
+        "futex",
+        "--profile",
+        file.to_str().unwrap(),
+        "--workload",
+        "const",
+        "--out",
+        dir.join("out").to_str().unwrap(),
+    ]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(err.contains("--profile: it calibrates kvm"), "{err}");
+    assert!(started.elapsed() < std::time::Duration::from_secs(5));
+    let _ = std::fs::remove_dir_all(&dir);
 }
 
 #[test]

@@ -90,13 +90,15 @@ pub fn scale(cfg: &ScaleConfig) -> Result<ScaleResult, TestbedError> {
     }
     let tsc = Tsc::get();
     let ticks = |d: Duration| u32::try_from(tsc.ticks(d.as_secs_f64() * 1e9)).ok();
-    let (Some(work), Some(timer), Some(timer_work)) =
-        (ticks(cfg.work), ticks(cfg.timer), ticks(cfg.timer_work))
-    else {
-        return Err(TestbedError::invalid(
-            crate::Setting::Work,
+    let too_long = |what| {
+        TestbedError::invalid(
+            what,
             "the guest counts 32 bits of TSC ticks: work and timer of at most a second",
-        ));
+        )
+    };
+    let timer = ticks(cfg.timer).ok_or_else(|| too_long(crate::Setting::Timer))?;
+    let (Some(work), Some(timer_work)) = (ticks(cfg.work), ticks(cfg.timer_work)) else {
+        return Err(too_long(crate::Setting::Work));
     };
     if timer >= 1 << 30 {
         return Err(TestbedError::invalid(
