@@ -159,6 +159,11 @@ impl PingPongResult {
     }
 }
 
+/// Why `no-hlt-exit` needs the emulated guest.
+pub(crate) const NO_HLT_EXIT_USER: &str =
+    "no-hlt-exit: the user-mode guest cannot execute `hlt` on this KVM (PVM); \
+     use the emulated guest, or `poll` for a guest that never leaves";
+
 impl PingPongConfig {
     /// Checks what both backends need; returns (requests in all, warm-up
     /// requests), both below 2^31.
@@ -172,6 +177,11 @@ impl PingPongConfig {
         }
         check_duration(self.work, Setting::Work)?;
         check_duration(self.timeout, Setting::Timeout)?;
+        if let (Backend::Kvm(o), Idle::NoHltExit) = (self.backend, self.idle) {
+            if o.guest != crate::kvm::guest::GuestMode::Emulated {
+                return Err(TestbedError::invalid(Setting::Idle, NO_HLT_EXIT_USER));
+            }
+        }
         if let Idle::HostHaltPoll(d) | Idle::PollThenHalt(d) | Idle::Hint(d) = self.idle {
             check_duration(d, Setting::Idle)?;
         }

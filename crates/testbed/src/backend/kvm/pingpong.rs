@@ -55,8 +55,7 @@ pub fn run(cfg: &PingPongConfig, kvm: KvmOptions) -> Result<PingPongResult, Test
         Idle::NoHltExit => {
             return Err(TestbedError::invalid(
                 Setting::Idle,
-                "no-hlt-exit: the user-mode guest cannot execute `hlt` on this KVM (PVM); \
-                 use the emulated guest, or `poll` for a guest that never leaves",
+                crate::pingpong::NO_HLT_EXIT_USER,
             ))
         }
         Idle::Hint(w) => (
