@@ -25,11 +25,16 @@ pub struct ReportArgs {
     #[arg(long)]
     no_testbed: bool,
     /// Messages per real run in the validation.
-    #[arg(long, default_value_t = 60_000, allow_hyphen_values = true)]
+    #[arg(
+        long,
+        default_value_t = 60_000,
+        allow_hyphen_values = true,
+        conflicts_with = "no_testbed"
+    )]
     real_messages: u64,
     /// Repetitions of each real run in the validation (1 to 25); medians
     /// are reported, the range drawn as error bars.
-    #[arg(long, default_value_t = kicklab_lab::validate::DEFAULT_REPEAT, allow_hyphen_values = true)]
+    #[arg(long, default_value_t = kicklab_lab::validate::DEFAULT_REPEAT, allow_hyphen_values = true, conflicts_with = "no_testbed")]
     repeat: u32,
 }
 

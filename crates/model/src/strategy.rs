@@ -189,13 +189,19 @@ hybrid[:mean|min], defer[:timeout=20us,count=10], coalesce:<n>,<t>, adaptive[:la
                         _ => return Err(unknown_key(name, k, "max, grow, start, shrink")),
                     }
                 }
-                if w.grow < 1.0 {
-                    return Err(format!("{name}: grow must be >= 1 (got {})", w.grow));
-                }
-                if w.shrink != 0.0 && w.shrink < 1.0 {
+                // A factor past 1024 takes a window from a nanosecond to
+                // an hour in four steps: no rule in use comes near it.
+                const MAX_FACTOR: f64 = 1024.0;
+                if !(1.0..=MAX_FACTOR).contains(&w.grow) {
                     return Err(format!(
-                        "{name}: shrink must be 0 (reset) or >= 1 (got {})",
-                        w.shrink
+                        "{name}: grow must be from 1 to {MAX_FACTOR} (got {})",
+                        crate::shown(v_text(w.grow).as_str())
+                    ));
+                }
+                if w.shrink != 0.0 && !(1.0..=MAX_FACTOR).contains(&w.shrink) {
+                    return Err(format!(
+                        "{name}: shrink must be 0 (reset) or from 1 to {MAX_FACTOR} (got {})",
+                        crate::shown(v_text(w.shrink).as_str())
                     ));
                 }
                 if name == "halt-poll" {
@@ -323,6 +329,15 @@ hybrid[:mean|min], defer[:timeout=20us,count=10], coalesce:<n>,<t>, adaptive[:la
             WaitMode::Coalesce { t_ns, .. } => ok("coalesce time", t_ns),
             WaitMode::Adaptive { latency_ns } => latency_ns.map_or(Ok(()), |l| ok("latency", l)),
         }
+    }
+}
+
+/// A factor as an error message shows it (`1e308`, not 309 digits).
+fn v_text(x: f64) -> String {
+    if x.abs() >= 1e6 {
+        format!("{x:e}")
+    } else {
+        format!("{x}")
     }
 }
 
@@ -502,7 +517,11 @@ mod tests {
             ("halt-poll:max", "key=value"),
             ("halt-poll:foo=1", "unknown key `foo`"),
             ("halt-poll:max=1us,max=2us", "`max` given twice"),
-            ("halt-poll:grow=0.5", "grow must be >= 1"),
+            ("halt-poll:grow=0.5", "grow must be from 1 to 1024"),
+            (
+                "halt-poll:grow=1e308",
+                "grow must be from 1 to 1024 (got 1e308)",
+            ),
             ("hybrid:median", "unknown estimator"),
             ("coalesce:8", "<n>,<t>"),
             ("coalesce:0,1us", "n must be >= 1"),

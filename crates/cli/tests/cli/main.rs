@@ -1201,6 +1201,12 @@ fn hostile_inputs_are_refused_naming_the_flag() {
             &["calibrate", "--backend", "futex", "--gaps", "10us,5us,5us"],
             "--gaps",
         ),
+        // Flags the run would ignore.
+        (&["report", "--no-testbed", "--repeat", "25"], "--repeat"),
+        (
+            &["sim", "--mode", "halt-poll:grow=1e308"],
+            "grow must be from 1 to 1024 (got 1e308)",
+        ),
         // The sweep set the L the simulator refuses.
         (&["sweep", "--vary", "len=1..4294967295:3"], "--vary"),
         (
@@ -1548,7 +1554,7 @@ fn sim_runs_every_strategy_with_the_contract_fields() {
 #[test]
 fn a_bad_strategy_is_one_line_naming_the_flag() {
     for (mode, want) in [
-        ("halt-poll:grow=0.5", "grow must be >= 1"),
+        ("halt-poll:grow=0.5", "grow must be from 1 to 1024"),
         ("sleep:0", "must be > 0"),
         ("busy", "unknown strategy"),
     ] {
