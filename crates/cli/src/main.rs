@@ -418,11 +418,7 @@ impl kicklab_lab::Progress for Bars {
 ///
 /// A [`Usage`] error naming the item.
 pub fn no_repeats<T: PartialEq + std::fmt::Debug>(flag: &str, items: &[T]) -> anyhow::Result<()> {
-    match items
-        .iter()
-        .enumerate()
-        .find_map(|(i, x)| items[..i].contains(x).then_some(x))
-    {
+    match kicklab_model::first_repeat(items) {
         Some(x) => Err(Usage(format!(
             "{flag}: {} is listed twice (each runs once)",
             format!("{x:?}").to_lowercase().replace('"', "")

@@ -181,11 +181,7 @@ pub fn run(a: &QosArgs) -> anyhow::Result<()> {
         ("--rate", a.rate.iter().map(|r| r.0).collect::<Vec<_>>()),
         ("--limit", a.limit.iter().map(|l| l.0).collect()),
     ] {
-        if let Some(vm) = vms
-            .iter()
-            .enumerate()
-            .find_map(|(i, v)| vms[..i].contains(v).then_some(v))
-        {
+        if let Some(vm) = kicklab_model::first_repeat(&vms) {
             return Err(Usage(format!("{flag}: VM {vm} is given twice")).into());
         }
     }

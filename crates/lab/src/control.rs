@@ -338,12 +338,7 @@ pub fn control_study(
     if spec.workloads.is_empty() {
         return Err(LabError::input(Input::Workload, "name at least one"));
     }
-    if let Some(w) = spec
-        .workloads
-        .iter()
-        .enumerate()
-        .find_map(|(i, w)| spec.workloads[..i].contains(w).then_some(w))
-    {
+    if let Some(w) = kicklab_model::first_repeat(&spec.workloads) {
         return Err(LabError::input(
             Input::Workload,
             format!("{} named twice", w.name()),
@@ -398,27 +393,7 @@ pub fn control_study(
     if spec.backend.is_none() {
         let warmup = default_warmup(spec.messages, spec.params.len).max(20_000);
         let runs = jobs.len() as u64;
-        let max = kicklab_sim::MAX_STUDY_MESSAGES;
-        match kicklab_sim::over_budget(runs, spec.messages, warmup, spec.params.len, max) {
-            None => {}
-            Some((total, true)) => {
-                return Err(LabError::Param(kicklab_model::ParamError {
-                    param: kicklab_model::Param::Len,
-                    reason: format!(
-                        "{runs} runs, each after a warm-up of 4 L = {} messages, are {total} \
-                         simulated messages, hours; a study takes at most {max}",
-                        4 * u64::from(spec.params.len)
-                    ),
-                }))
-            }
-            Some((total, false)) => {
-                return Err(LabError::Sim(kicklab_sim::SimError::StudyTooLarge {
-                    runs,
-                    messages: spec.messages,
-                    total,
-                }))
-            }
-        }
+        crate::study_within_budget("study", runs, spec.messages, warmup, spec.params.len)?;
     }
     progress.start("control", jobs.len() as u64);
     let runs: Vec<Result<(Workload, f64, Run), LabError>> = if let Some(b) = spec.backend {

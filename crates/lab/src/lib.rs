@@ -31,4 +31,35 @@ mod error;
 mod progress;
 
 pub use error::{Input, LabError};
+
+/// Refuses a simulated study (`what`: a map, a control study) of `runs`
+/// runs of `messages`, each after a warm-up of `warmup` (L up to `len`),
+/// beyond [`kicklab_sim::MAX_STUDY_MESSAGES`] in all: hours, refused
+/// before anything runs, naming L where the warm-ups grew it, else the
+/// messages.
+pub(crate) fn study_within_budget(
+    what: &str,
+    runs: u64,
+    messages: u64,
+    warmup: u64,
+    len: u32,
+) -> Result<(), LabError> {
+    let max = kicklab_sim::MAX_STUDY_MESSAGES;
+    match kicklab_sim::over_budget(runs, messages, warmup, len, max) {
+        None => Ok(()),
+        Some((total, true)) => Err(LabError::Param(kicklab_model::ParamError {
+            param: kicklab_model::Param::Len,
+            reason: format!(
+                "{runs} runs, each after a warm-up of up to 4 L = {} messages, are {total} \
+                 simulated messages, hours; a {what} takes at most {max}",
+                4 * u64::from(len)
+            ),
+        })),
+        Some((total, false)) => Err(LabError::Sim(kicklab_sim::SimError::StudyTooLarge {
+            runs,
+            messages,
+            total,
+        })),
+    }
+}
 pub use progress::{Progress, Silent};

@@ -107,27 +107,7 @@ pub fn grid(spec: &MapSpec) -> Result<Vec<(f64, f64, Params)>, LabError> {
             .map(|(_, _, p)| p.len)
             .max()
             .unwrap_or(spec.base.len);
-        let max = kicklab_sim::MAX_STUDY_MESSAGES;
-        match kicklab_sim::over_budget(runs, messages, warmup, len, max) {
-            None => {}
-            Some((total, true)) => {
-                return Err(LabError::Param(kicklab_model::ParamError {
-                    param: kicklab_model::Param::Len,
-                    reason: format!(
-                        "{runs} points, each after a warm-up of up to 4 L = {} messages, are \
-                         {total} simulated messages, hours; a map takes at most {max}",
-                        4 * u64::from(len)
-                    ),
-                }))
-            }
-            Some((total, false)) => {
-                return Err(LabError::Sim(kicklab_sim::SimError::StudyTooLarge {
-                    runs,
-                    messages,
-                    total,
-                }))
-            }
-        }
+        crate::study_within_budget("map", runs, messages, warmup, len)?;
     }
     for (x, y, p) in &grid {
         p.validate().map_err(|e| {

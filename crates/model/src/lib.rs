@@ -57,3 +57,18 @@ pub use time::{
     fmt_ns, parse_duration_ns, shown, split_range, to_ps, DurationParseError, MAX_DURATION_NS,
     PS_PER_NS,
 };
+
+/// The first item of `items` that an earlier one equals: a list flag or
+/// keyword that names a thing twice (`--vms 1,1`, a gap, a workload),
+/// which front ends refuse rather than run twice or let the last win.
+///
+/// ```
+/// assert_eq!(kicklab_model::first_repeat(&[1, 2, 1, 2]), Some(&1));
+/// assert_eq!(kicklab_model::first_repeat(&["a", "b"]), None);
+/// ```
+pub fn first_repeat<T: PartialEq>(items: &[T]) -> Option<&T> {
+    items
+        .iter()
+        .enumerate()
+        .find_map(|(i, x)| items[..i].contains(x).then_some(x))
+}

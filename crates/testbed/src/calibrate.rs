@@ -112,12 +112,7 @@ impl Calibration {
                 format!("at most {MAX_GAPS} gaps ({} asked)", self.gaps.len()),
             ));
         }
-        if let Some(g) = self
-            .gaps
-            .iter()
-            .enumerate()
-            .find_map(|(i, g)| self.gaps[..i].contains(g).then_some(g))
-        {
+        if let Some(g) = kicklab_model::first_repeat(&self.gaps) {
             return Err(TestbedError::invalid(
                 Setting::Gaps,
                 format!("{g:?} is listed twice (each gap is one round)"),
