@@ -609,7 +609,9 @@ fn sim_json(
             return Err(invalid("start", other, "[possible values: empty, full]").into());
         }
     };
-    let bound = |m: WaitMode| m.with_latency(latency);
+    // Explicit, so that `mode_p`/`mode_c` name the bound adaptive keeps (as the CLI).
+    let latency = latency.unwrap_or(kicklab_model::DEFAULT_LATENCY_NS);
+    let bound = |m: WaitMode| m.with_latency(Some(latency));
     let (mode_p, mode_c) = (bound(mode_p.unwrap_or(mode)), bound(mode_c.unwrap_or(mode)));
     let (idle_scale, nap_ns) = pair.sim_costs();
     let cfg = SimConfig {

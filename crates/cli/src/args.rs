@@ -270,6 +270,54 @@ pub fn mode(s: &str) -> Result<WaitMode, String> {
     WaitMode::parse(s)
 }
 
+/// How a pair waits as `sim` and `run` take it: one strategy for both
+/// parties (`--mode`, `--strategy`), one per party, the latency bound
+/// `adaptive` keeps and send combining. Only for saying which of these
+/// flags go unused ([`WaitFlags::unused`]).
+pub struct WaitFlags<'a> {
+    /// The both-party flag's name: `mode` (`sim`) or `strategy` (`run`).
+    pub flag: &'a str,
+    /// Its value.
+    pub both: WaitMode,
+    /// P's own flag's value (`--mode-p`, `--strategy-p`).
+    pub p: Option<WaitMode>,
+    /// C's own flag's value (`--mode-c`, `--strategy-c`).
+    pub c: Option<WaitMode>,
+    /// `--batch`.
+    pub batch: u32,
+}
+
+impl WaitFlags<'_> {
+    /// The flags given (`given(id)`) that the pair would not use, each
+    /// with the reason: `--latency` where no party runs `adaptive`
+    /// without a bound of its own, `--flush` with a batch of 1, the
+    /// both-party flag beside both per-party ones.
+    pub fn unused(&self, given: &dyn Fn(&str) -> bool) -> Vec<String> {
+        let mut notes = Vec::new();
+        let modes = [self.p.unwrap_or(self.both), self.c.unwrap_or(self.both)];
+        let takes_bound = |m: &WaitMode| *m == WaitMode::Adaptive { latency_ns: None };
+        if given("latency") && !modes.iter().any(takes_bound) {
+            let why = if modes.iter().any(|m| matches!(m, WaitMode::Adaptive { .. })) {
+                "adaptive's own latency= is its bound"
+            } else {
+                "neither party runs adaptive, the one strategy that keeps a latency bound"
+            };
+            notes.push(format!("--latency was ignored: {why}"));
+        }
+        if given("flush") && self.batch <= 1 {
+            notes.push(
+                "--flush was ignored: with --batch 1 every message goes out as it is written".into(),
+            );
+        }
+        let flag = self.flag;
+        if given(flag) && self.p.is_some() && self.c.is_some() {
+            notes.push(format!(
+                "--{flag} was ignored: --{flag}-p and --{flag}-c set both parties"
+            ));
+        }
+        notes
+    }
+}
 impl ParamArgs {
     /// The validated parameters of a real run: L, k and W as the flags say
     /// (W is what the parties spin; the ring's own cost per message comes

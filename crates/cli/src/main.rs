@@ -42,7 +42,8 @@ impl std::error::Error for Usage {}
     long_about = "kicklab studies a producer P and a consumer C that exchange messages through a queue of L slots \
 and wake each other with notifications (kicks, interrupts) when one of them sleeps. Small speed differences flip \
 the pair between operating regimes (Rizzo et al., ANCS 2016): GP (polling), FC (fast consumer), FP (fast producer), \
-SCS / SPS (slow consumer / producer start-up) and SS (both slow), with very different throughput and CPU cost.\n\n\
+SCS / SPS (slow consumer / producer start-up) and SS (both slow), and, where a kick is seen before it ends \
+(--vp, --vc), EWC / EWP (early-woken consumer / producer), with very different throughput and CPU cost.\n\n\
 Durations take a unit (ns, us, µs, ms, s; a bare number is ns). Every command's defaults are the paper's Fig. 4 \
 set-up: --len 256 --wp 1us --wc 1.1us --kp 1 --kc 1 --np 2.4us --nc 0.2us --sp 3.9us --sc 0.2us.",
     after_help = "Examples:\n  kicklab model --wp 2us                             # regime, T and E in closed form\n  kicklab sim --wp exp:2us --messages 1000000        # the same, simulated with random work\n  kicklab sweep --vary wp=0.1us..3us:100             # Fig. 2/3 as CSV + SVG\n  kicklab calibrate --backend kvm --save kvm.json    # N and S with the producer in a KVM guest\n  kicklab validate --backend kvm --profile kvm.json  # Fig. 4 on this machine, guest and host\n  kicklab pingpong --backend kvm                     # request/response under guest idle strategies\n  kicklab report                                     # every figure, one HTML page"
@@ -127,6 +128,8 @@ fn main() -> ExitCode {
         eprintln!("error: {line}");
         return ExitCode::from(2);
     }
+    // Said once the command ran: bad input stays one line.
+    let notes = unused_flags(&cli.cmd, &matches);
     let result = match cli.cmd {
         Cmd::Model(a) => model_cmd::run(&a),
         Cmd::Sim(a) => sim_cmd::run(&a),
@@ -144,7 +147,12 @@ fn main() -> ExitCode {
         Cmd::Report(a) => report_cmd::run(&a),
     };
     match result {
-        Ok(()) => ExitCode::SUCCESS,
+        Ok(()) => {
+            for note in notes {
+                eprintln!("note: {note}");
+            }
+            ExitCode::SUCCESS
+        }
         Err(e) => match usage_of(&e) {
             Some(line) => {
                 eprintln!("error: {line}");
@@ -201,6 +209,29 @@ fn overridden_flag(cmd: &Cmd, matches: &clap::ArgMatches) -> Option<String> {
             )
         })
     })
+}
+
+/// Flags given on the command line that this combination leaves unused
+/// (`qos --backend futex --kick 5us`: the real stages pay their own
+/// kicks), each said on stderr with the reason once the command ran
+/// (after its output: a refusal of bad input stays one line).
+/// Noted, not refused: a script that loops over strategies or backends
+/// with the same flags (`--latency` for every strategy, `--flush` for
+/// every batch size) must not stop at the one that has no use for them.
+fn unused_flags(cmd: &Cmd, matches: &clap::ArgMatches) -> Vec<String> {
+    let Some((_, sub)) = matches.subcommand() else {
+        return Vec::new();
+    };
+    let given = |id: &str| {
+        sub.try_get_raw(id).is_ok()
+            && sub.value_source(id) == Some(clap::parser::ValueSource::CommandLine)
+    };
+    match cmd {
+        Cmd::Sim(a) => a.unused(&given),
+        Cmd::Run(a) => a.unused(&given),
+        Cmd::Qos(a) => a.unused(&given),
+        _ => Vec::new(),
+    }
 }
 
 /// clap's line with the value it repeats (`invalid value '...' for`)

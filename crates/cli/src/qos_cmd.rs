@@ -39,7 +39,7 @@ pub struct QosArgs {
     /// shared stage) or post (in the shared stage, after receive).
     #[arg(long, default_value = "ingress", value_parser = ["ingress", "post"])]
     police: String,
-    /// The shared stage's work per request [default: 526us on the shared
+    /// The shared stage's work per request [default: 1/1900 s = 526.3us on the shared
     /// path, 20us on the direct path: docs/qos.md].
     #[arg(long, value_parser = crate::args::duration_ns, allow_hyphen_values = true)]
     shared: Option<f64>,
@@ -91,6 +91,73 @@ pub struct QosArgs {
     /// Print one JSON object.
     #[arg(long)]
     json: bool,
+}
+
+impl QosArgs {
+    /// The flags given (`given(id)`) that this run would not use, each
+    /// with the reason: the systems' flags beside `--figures` (which runs
+    /// the paper's own), `--kick`/`--wake` on a real backend (its stages
+    /// pay their own), `--scale`/`--vm-core` without one, the window and
+    /// the seed beside the model, a seed with even arrivals, `--police`
+    /// without a limit, `--out` without `--figures`.
+    pub fn unused(&self, given: &dyn Fn(&str) -> bool) -> Vec<String> {
+        let real = matches!(self.backend.as_str(), "futex" | "kvm");
+        let model = self.backend == "model" && !self.figures;
+        let flag = |id: &str| format!("--{}", id.replace('_', "-"));
+        let mut notes: Vec<String> = Vec::new();
+        let mut say = |ids: &[&str], why: &str| {
+            for id in ids.iter().filter(|id| given(id)) {
+                notes.push(format!("{} was ignored: {why}", flag(id)));
+            }
+        };
+        if self.figures {
+            say(
+                &[
+                    "vms",
+                    "offered",
+                    "rate",
+                    "path",
+                    "limit",
+                    "police",
+                    "shared",
+                    "vm_service",
+                    "buffer",
+                    "arrivals",
+                ],
+                "--figures runs the paper's own systems (its Figs. 2.10-2.12)",
+            );
+        }
+        if real {
+            say(
+                &["kick", "wake"],
+                "the real stages pay their own kicks and wake-ups",
+            );
+        } else {
+            say(
+                &["scale", "vm_core"],
+                "only a real run (--backend futex or kvm) has one",
+            );
+            if self.figures {
+                say(&["kick", "wake"], "--figures runs the paper's own systems");
+            }
+        }
+        if model {
+            say(&["seconds"], "the model measures no window");
+            say(&["seed"], "the model draws nothing");
+        } else if self.figures || self.arrivals != "poisson" {
+            say(
+                &["seed"],
+                "arrivals are evenly spaced (--arrivals poisson draws them)",
+            );
+        }
+        if !self.figures {
+            if self.limit.is_empty() {
+                say(&["police"], "no VM has a --limit to police");
+            }
+            say(&["out"], "only --figures writes files");
+        }
+        notes
+    }
 }
 
 /// The shortest window measured [s].
@@ -374,39 +441,51 @@ pub fn run(a: &QosArgs) -> anyhow::Result<()> {
         a.police,
         sys.vms.len()
     );
+    let Some(sim) = sim else {
+        // The model alone: its rates, no latency (it has no queueing delay).
+        println!(
+            "{:<6} {:>12} {:>14} {:>12}   (the model's rates; it gives no latency)",
+            "vm", "offered/s", "completed/s", "dropped/s"
+        );
+        for i in 0..sys.vms.len() {
+            println!(
+                "{:<6} {:>12.1} {:>14.1} {:>12.1}",
+                format!("vm{}", i + 1),
+                sys.vms[i].offered_per_s,
+                model.throughput_per_s[i],
+                model.dropped_per_s[i]
+            );
+        }
+        for (n, u) in names.iter().zip(&model.utilization) {
+            println!("stage {n:<10} utilization {u:.3}");
+        }
+        println!(
+            "model: at most {:.1} requests/s per VM without loss (equal load); bottleneck {}",
+            model.max_lossless_per_s, model.bottleneck
+        );
+        return Ok(());
+    };
     println!(
         "{:<6} {:>12} {:>14} {:>12} {:>14} {:>12} {:>12}",
         "vm", "offered/s", "completed/s", "dropped/s", "model/s", "p50", "p99"
     );
     for i in 0..sys.vms.len() {
-        let (done, drop, p50, p99) =
-            sim.as_ref()
-                .map_or((f64::NAN, f64::NAN, f64::NAN, f64::NAN), |s| {
-                    let v = &s.vms[i];
-                    (
-                        v.throughput_per_s,
-                        v.dropped_per_s,
-                        v.latency_ns[0],
-                        v.latency_ns[1],
-                    )
-                });
+        let v = &sim.vms[i];
         println!(
             "{:<6} {:>12.1} {:>14.1} {:>12.1} {:>14.1} {:>12} {:>12}",
             format!("vm{}", i + 1),
             sys.vms[i].offered_per_s,
-            done,
-            drop,
+            v.throughput_per_s,
+            v.dropped_per_s,
             model.throughput_per_s[i],
-            kicklab_model::fmt_ns(p50),
-            kicklab_model::fmt_ns(p99)
+            kicklab_model::fmt_ns(v.latency_ns[0]),
+            kicklab_model::fmt_ns(v.latency_ns[1])
         );
     }
     for (i, n) in names.iter().enumerate() {
         println!(
-            "stage {n:<10} utilization {}model {:.3}",
-            sim.as_ref()
-                .map_or(String::new(), |s| format!("{:.3}  ", s.utilization[i])),
-            model.utilization[i]
+            "stage {n:<10} utilization {:.3}  model {:.3}",
+            sim.utilization[i], model.utilization[i]
         );
     }
     println!(

@@ -55,6 +55,21 @@ pub struct RunArgs {
     json: bool,
 }
 
+impl RunArgs {
+    /// The flags given (`given(id)`) that this run would not use, each
+    /// with the reason ([`crate::args::WaitFlags::unused`]).
+    pub fn unused(&self, given: &dyn Fn(&str) -> bool) -> Vec<String> {
+        crate::args::WaitFlags {
+            flag: "strategy",
+            both: self.strategy,
+            p: self.strategy_p,
+            c: self.strategy_c,
+            batch: self.batch,
+        }
+        .unused(given)
+    }
+}
+
 pub fn run(a: &RunArgs) -> anyhow::Result<()> {
     a.be.check()?;
     let params = a.params.params()?;

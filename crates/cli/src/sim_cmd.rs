@@ -65,11 +65,28 @@ pub struct SimArgs {
     bench: bool,
 }
 
+impl SimArgs {
+    /// The flags given (`given(id)`) that this run would not use, each
+    /// with the reason ([`crate::args::WaitFlags::unused`]).
+    pub fn unused(&self, given: &dyn Fn(&str) -> bool) -> Vec<String> {
+        crate::args::WaitFlags {
+            flag: "mode",
+            both: self.mode,
+            p: self.mode_p,
+            c: self.mode_c,
+            batch: self.batch,
+        }
+        .unused(given)
+    }
+}
+
 pub fn run(a: &SimArgs) -> anyhow::Result<()> {
     if a.bench {
         return crate::bench::run(a.json);
     }
-    let bound = |m: WaitMode| m.with_latency(a.latency);
+    // Explicit, so that the JSON names the bound adaptive keeps (as `run`).
+    let latency = a.latency.unwrap_or(kicklab_model::DEFAULT_LATENCY_NS);
+    let bound = |m: WaitMode| m.with_latency(Some(latency));
     let (mode_p, mode_c) = (
         bound(a.mode_p.unwrap_or(a.mode)),
         bound(a.mode_c.unwrap_or(a.mode)),

@@ -16,7 +16,7 @@ pub struct SweepArgs {
     #[command(flatten)]
     params: ParamArgs,
     /// What to vary: NAME=FROM..TO:POINTS, NAME one of len, kp, kc, wp, wc,
-    /// np, nc, sp, sc (e.g. wp=0.1us..3us:100, kc=1..64:64). A distribution
+    /// np, nc, sp, sc, vp, vc (e.g. wp=0.1us..3us:100, kc=1..64:64). A distribution
     /// given for the swept cost keeps its shape and takes each point's
     /// value as its mean (--vary wp=0.1us..3us:30 --wp exp:1us).
     #[arg(long, value_parser = vary, allow_hyphen_values = true)]

@@ -140,6 +140,122 @@ fn kick_visibility_flags_reach_model_and_sim() {
     assert!(a.get("other").is_none() && b.get("other").is_none());
 }
 
+/// A flag the combination leaves unused is named on stderr with the
+/// reason, and the command still runs; the same flag where it is used
+/// gets no note.
+#[test]
+fn flags_a_combination_leaves_unused_are_noted_and_the_command_runs() {
+    let figures = tmp("unused-figures");
+    let figures = figures.to_str().unwrap();
+    let cases: &[(&[&str], &[&str])] = &[
+        (&["sim", "--latency", "50us"], &["--latency"]),
+        (
+            &[
+                "sim",
+                "--mode",
+                "adaptive:latency=20us",
+                "--latency",
+                "50us",
+            ],
+            &["--latency"],
+        ),
+        (&["sim", "--mode", "adaptive", "--latency", "50us"], &[]),
+        (&["sim", "--mode-p", "adaptive", "--latency", "50us"], &[]),
+        (&["sim", "--flush", "timer:5us"], &["--flush"]),
+        (&["sim", "--batch", "4", "--flush", "timer:5us"], &[]),
+        (
+            &[
+                "sim", "--mode", "poll", "--mode-p", "notify", "--mode-c", "notify",
+            ],
+            &["--mode "],
+        ),
+        (&["sim", "--mode", "poll", "--mode-p", "notify"], &[]),
+        (
+            &[
+                "qos",
+                "--backend",
+                "model",
+                "--seconds",
+                "5",
+                "--seed",
+                "3",
+                "--police",
+                "post",
+                "--out",
+                "x",
+            ],
+            &["--seconds", "--seed", "--police", "--out"],
+        ),
+        (
+            &[
+                "qos",
+                "--police",
+                "post",
+                "--limit",
+                "2=300",
+                "--seconds",
+                "0.1",
+            ],
+            &[],
+        ),
+        (
+            &[
+                "qos",
+                "--scale",
+                "0.5",
+                "--vm-core",
+                "busy",
+                "--seed",
+                "2",
+                "--seconds",
+                "0.1",
+            ],
+            &["--scale", "--vm-core", "--seed"],
+        ),
+        (
+            &[
+                "qos",
+                "--arrivals",
+                "poisson",
+                "--seed",
+                "2",
+                "--seconds",
+                "0.1",
+            ],
+            &[],
+        ),
+        (
+            &[
+                "qos",
+                "--figures",
+                "--vms",
+                "3",
+                "--kick",
+                "1us",
+                "--seconds",
+                "0.02",
+                "--out",
+                figures,
+            ],
+            &["--vms", "--kick"],
+        ),
+    ];
+    for (args, named) in cases {
+        let out = kicklab(args);
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(out.status.success(), "{args:?}: {err}");
+        let notes: Vec<&str> = err.lines().filter(|l| l.starts_with("note: ")).collect();
+        assert_eq!(notes.len(), named.len(), "{args:?}: {err}");
+        for (note, flag) in notes.iter().zip(named.iter()) {
+            assert!(
+                note.starts_with(&format!("note: {flag}")) && note.contains(" was ignored: "),
+                "{args:?}: {note} does not name {flag}"
+            );
+        }
+    }
+    let _ = std::fs::remove_dir_all(figures);
+}
+
 #[test]
 fn bad_input_is_one_line_naming_the_flag_and_exit_2() {
     let cases: &[(&[&str], &str)] = &[
@@ -1528,8 +1644,11 @@ fn sim_runs_every_strategy_with_the_contract_fields() {
                 "{mode}: latency {q} missing: {v}"
             );
         }
-        // Printed back in the form --mode takes.
+        // Printed back in the form --mode takes, adaptive with its bound.
         let back = v["mode_p"].as_str().unwrap();
+        if mode == "adaptive" {
+            assert_eq!(back, "adaptive:latency=100us");
+        }
         assert!(json(&["sim", "--mode", back, "--messages", "1000", "--json"])["T_ns"].is_number());
         // No closed form for these: no prediction.
         assert!(v["predicted"].is_null(), "{mode}");
@@ -1662,6 +1781,13 @@ fn qos_json_contract() {
     // The model alone, and the backends not built yet refused in one line.
     let m = json(&["qos", "--backend", "model", "--path", "direct", "--json"]);
     assert_eq!(m["stages"][0]["name"], "hypervisor");
+    // Its text gives the model's rates, not a simulator's columns of NaN.
+    let out = kicklab(&["qos", "--backend", "model", "--limit", "2=300"]);
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success() && !text.contains("NaN"), "{text}");
+    let vm2 = text.lines().find(|l| l.starts_with("vm2")).unwrap();
+    let cols: Vec<&str> = vm2.split_whitespace().collect();
+    assert_eq!(cols[1..], ["800.0", "300.0", "500.0"], "{text}");
     // The model measures no window: a load of one request in two seconds
     // needs none (a simulated window of 10 s holds only 5 of them).
     let slow = json(&["qos", "--backend", "model", "--rate", "2=0.5", "--json"]);
