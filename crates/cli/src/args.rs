@@ -306,7 +306,8 @@ impl WaitFlags<'_> {
         }
         if given("flush") && self.batch <= 1 {
             notes.push(
-                "--flush was ignored: with --batch 1 every message goes out as it is written".into(),
+                "--flush was ignored: with --batch 1 every message goes out as it is written"
+                    .into(),
             );
         }
         let flag = self.flag;

@@ -300,33 +300,11 @@ pub struct IdlePrediction {
     pub settled: bool,
 }
 
-/// How long each party idles per sleep in `pred` before the notification
-/// that wakes it starts [ns]: its share of the round that is not busy,
-/// divided by its sleeps, less the V of the waking notification (the
-/// sleeper is runnable V into it). `None` for a party that does not sleep.
-#[allow(clippy::cast_precision_loss)]
-pub fn sleeper_idle(pred: &Prediction, params: &Params) -> [Option<f64>; 2] {
-    let r = &pred.rates;
-    let Some(round_ns) = pred.round_ns else {
-        return [None, None];
-    };
-    let messages = r.messages.max(1) as f64;
-    let idle = |sleeps: u64, busy_per_message: f64, v: Cost| {
-        (sleeps > 0).then(|| {
-            ((round_ns - busy_per_message * messages) / sleeps as f64 - v.mean_ns()).max(0.0)
-        })
-    };
-    [
-        idle(r.sleeps_p, r.e_p_ns, params.vis_c()),
-        idle(r.sleeps_c, r.e_c_ns, params.vis_p()),
-    ]
-}
-
 /// The model's prediction for a real run with the start-ups of the
 /// sleepers at their idle time: a fixed point over the sleep length.
 /// Predict with the profile's costs ([`Profile::apply`]); take each
 /// sleeper's idle time per sleep from the prediction's round
-/// ([`sleeper_idle`]); look its S up there ([`Profile::start_at_idle`]);
+/// ([`Prediction::sleeper_idle`]); look its S up there ([`Profile::start_at_idle`]);
 /// predict again; until both S move by less than 0.1% (or 1 ns), at most
 /// [`IDLE_ITERATIONS`] predictions, the second half of them damped (S
 /// moves half-way to the looked-up value, so that a pair that flips
@@ -367,13 +345,15 @@ pub fn predicted_at_idle(
         return Ok(Some(out));
     }
     out.settled = false;
+    // The profile's own S, which the idle curve scales.
+    let base = [p.s_p.mean_ns(), p.s_c.mean_ns()];
     loop {
-        let idle = sleeper_idle(&pred, &p);
+        let idle = pred.sleeper_idle(&p);
         let now = [p.s_p.mean_ns(), p.s_c.mean_ns()];
         let target: [f64; 2] = std::array::from_fn(|i| {
             let party = [Party::P, Party::C][i];
             idle[i]
-                .and_then(|g| profile.start_at_idle(party, g))
+                .and_then(|g| profile.start_for_idle(party, g, base[i]))
                 .map_or(now[i], |s| s.max(0.0))
         });
         out.idle_ns = idle;
@@ -779,7 +759,7 @@ mod tests {
             assert!(x.iterations > 1 && x.iterations <= IDLE_ITERATIONS);
             // Fixed point: the S used is the curve's at the idle time the
             // prediction made with it says.
-            let idle = sleeper_idle(&x.prediction, &x.params)[sleeper].expect("sleeps");
+            let idle = x.prediction.sleeper_idle(&x.params)[sleeper].expect("sleeps");
             assert_eq!(x.idle_ns[sleeper], Some(idle));
             let party = [Party::P, Party::C][sleeper];
             let want = p.start_at_idle(party, idle).unwrap();

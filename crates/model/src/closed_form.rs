@@ -43,6 +43,32 @@ pub struct Prediction {
     pub other: Option<OperatingPoint>,
 }
 
+impl Prediction {
+    /// How long each party idles per sleep before the notification that
+    /// wakes it starts [ns], P's then C's: its share of the round that is
+    /// not busy, divided by its sleeps, less the V of the waking
+    /// notification (the sleeper is runnable V into it). `params` are the
+    /// ones predicted with. `None` for a party that does not sleep, or
+    /// without rounds.
+    #[allow(clippy::cast_precision_loss)]
+    pub fn sleeper_idle(&self, params: &crate::Params) -> [Option<f64>; 2] {
+        let r = &self.rates;
+        let Some(round_ns) = self.round_ns else {
+            return [None, None];
+        };
+        let messages = r.messages.max(1) as f64;
+        let idle = |sleeps: u64, busy_per_message: f64, v: crate::Cost| {
+            (sleeps > 0).then(|| {
+                ((round_ns - busy_per_message * messages) / sleeps as f64 - v.mean_ns()).max(0.0)
+            })
+        };
+        [
+            idle(r.sleeps_p, r.e_p_ns, params.vis_c()),
+            idle(r.sleeps_c, r.e_c_ns, params.vis_p()),
+        ]
+    }
+}
+
 /// Why the model has no answer.
 #[derive(Debug, Error, Clone, PartialEq)]
 pub enum ModelError {

@@ -49,7 +49,9 @@ pub use cost::{Cost, CostParseError, Mix, Phases, SimpleCost, MAX_LOG_SIGMA, MAX
 pub use idle::IdleScale;
 pub use param::{Param, Unit, UnknownParam};
 pub use params::{CostOverrides, GivenParams, ParamError, Params, Party};
-pub use profile::{split_wake_up, Direction, IdlePoint, InRunCosts, Profile, Stat};
+pub use profile::{
+    split_wake_up, Direction, IdlePoint, InRunCosts, Profile, Stat, REFERENCE_PAIR_NS,
+};
 pub use rates::{Latency, Rates};
 pub use regime::{classify, Predicates, Regime};
 pub use strategy::{Estimator, ScaleIdle, WaitMode, Window, DEFAULT_LATENCY_NS};

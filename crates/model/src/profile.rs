@@ -751,9 +751,12 @@ impl Profile {
     /// start-up: at each point, the time from falling asleep to becoming
     /// runnable (the gap plus when the waking notification makes it
     /// runnable, [`IdlePoint::wakes_after`], means) against the factor of
-    /// its S there over the profile's own S (means). Points that would not
-    /// make a curve (a factor <= 0, an idle time not above the previous
-    /// one) are left out. `None` without a curve or with an S <= 0.
+    /// its S there over the profile's own S (means). Where that S was
+    /// timed inside the reference pairs, the factors are over the curve's
+    /// at the idle those pairs slept, so that the in-run S is what a sleep
+    /// of that length pays. Points that would not make a curve (a factor
+    /// <= 0, an idle time not above the previous one) are left out. `None`
+    /// without a curve or with an S <= 0.
     pub fn idle_scale(&self, party: Party) -> Option<IdleScale> {
         let base = self.start(party).mean_ns;
         if base.is_nan() || base <= 0.0 {
@@ -770,7 +773,58 @@ impl Profile {
             }
         }
         curve.truncate(IdleScale::MAX_POINTS);
+        let scale = IdleScale::new(&curve).ok()?;
+        // An S timed inside the reference pairs was paid after their idle,
+        // not the profile's gap: the curve scales it from there.
+        let Some(from) = self.in_run_start_idle(party) else {
+            return Some(scale);
+        };
+        let at = scale.factor(from.idle_ns + from.v_ns);
+        if !(at.is_finite() && at > 0.0) {
+            return Some(scale);
+        }
+        for point in &mut curve {
+            point.1 /= at;
+        }
         IdleScale::new(&curve).ok()
+    }
+
+    /// Where `party`'s start-up S comes from the in-run wake-ups of the
+    /// reference pairs ([`InRunCosts`]): how long it idled per sleep in the
+    /// one where it sleeps, as the model runs that pair with this
+    /// profile's costs ([`REFERENCE_PAIR_NS`], [`crate::Prediction::sleeper_idle`]),
+    /// and the V of the notification that woke it. `None` where S is the
+    /// isolated one, or where the model has it not sleep in that pair.
+    fn in_run_start_idle(&self, party: Party) -> Option<ReferenceSleep> {
+        let in_run = self.in_run.as_ref()?;
+        let timed = match party {
+            Party::P => in_run.rp.is_some(),
+            Party::C => in_run.rc.is_some(),
+        };
+        if !timed {
+            return None;
+        }
+        let (slow, fast) = REFERENCE_PAIR_NS;
+        let (w_p, w_c) = match party {
+            Party::P => (fast, slow),
+            Party::C => (slow, fast),
+        };
+        let mut params = crate::Params {
+            w_p: Cost::Const(w_p),
+            w_c: Cost::Const(w_c),
+            ..crate::Params::default()
+        };
+        self.apply_notify(&mut params, false);
+        let pred = crate::predict(&params, crate::WaitMode::Notify).ok()?;
+        let [p, c] = pred.sleeper_idle(&params);
+        let (idle_ns, v) = match party {
+            Party::P => (p?, params.vis_c()),
+            Party::C => (c?, params.vis_p()),
+        };
+        Some(ReferenceSleep {
+            idle_ns,
+            v_ns: v.mean_ns(),
+        })
     }
 
     /// The simulator's per-party costs beside Params: how each party's
@@ -800,6 +854,36 @@ impl Profile {
     pub fn start_at_idle(&self, party: Party, idle_ns: f64) -> Option<f64> {
         self.at_idle(idle_ns, |p| p.start(party).mean_ns)
     }
+
+    /// The start-up S the model takes for `party` after idling `idle_ns`
+    /// before the notification, where `s` is the one this profile gives
+    /// it ([`Profile::apply_notify`]): an S timed inside the reference
+    /// pairs is scaled along the idle curve from the idle it was paid
+    /// after to `idle_ns`; else the curve's own S ([`Profile::start_at_idle`]).
+    /// `None` without a curve.
+    pub fn start_for_idle(&self, party: Party, idle_ns: f64, s: f64) -> Option<f64> {
+        let there = self.start_at_idle(party, idle_ns)?;
+        let Some(from) = self.in_run_start_idle(party) else {
+            return Some(there);
+        };
+        match self.start_at_idle(party, from.idle_ns) {
+            Some(at) if at > 0.0 && at.is_finite() => Some(s * there / at),
+            _ => Some(there),
+        }
+    }
+}
+
+/// The work of calibration's reference pairs [ns]: W_P and W_C of the one
+/// in which C, the faster party, sleeps and P kicks it; its mirror swaps
+/// them. Their kicks and wake-ups are a profile's [`InRunCosts`].
+pub const REFERENCE_PAIR_NS: (f64, f64) = (2000.0, 1000.0);
+
+/// How a party slept in the reference pair where it sleeps, in the model:
+/// per sleep, its idle before the waking notification starts, and that
+/// notification's V [ns].
+struct ReferenceSleep {
+    idle_ns: f64,
+    v_ns: f64,
 }
 
 #[cfg(test)]
@@ -1058,5 +1142,60 @@ mod tests {
         assert!(Profile::of_means("x", [1.0; 4])
             .idle_scale(Party::C)
             .is_none());
+    }
+
+    /// An S timed inside the reference pairs was paid after their short
+    /// idle: the idle curve scales it from there, not from the profile's
+    /// gap (which would shrink it again by the curve's short-idle factor,
+    /// as the simulator did until 2026-11-26 session 22: a pipe profile's
+    /// in-run S_C of 3.7 us drawn as 2.5 us, T 16% over the model's).
+    #[test]
+    fn an_in_run_start_is_scaled_along_the_idle_curve_from_the_reference_pairs_idle() {
+        // Isolated wake-ups (after 50 us): S 12 us; in runs: R_C 4 us,
+        // V_P 0 (the split: R - S cpu < 0), so S_C = 4 us.
+        let mut p = Profile::of_means("pipe", [6e3, 6e3, 12e3, 12e3]);
+        p.sc_cpu = Stat::constant(5e3);
+        p.in_run = Some(InRunCosts {
+            np: Some(Stat::constant(1.5e3)),
+            rc: Some(Stat::constant(4e3)),
+            ..InRunCosts::default()
+        });
+        let point = |gap: f64, s: f64| IdlePoint {
+            gap_ns: gap,
+            sc: Stat::constant(s),
+            ..IdlePoint::of(&p)
+        };
+        p.idle_curve = vec![point(5e3, 8e3), point(50e3, 12e3), point(500e3, 24e3)];
+        let mut params = crate::Params::default();
+        p.apply_notify(&mut params, false);
+        assert_eq!(params.s_c, Cost::Const(4e3));
+        // The reference pair (W_P 2 us, W_C 1 us) has C idle a few us per
+        // sleep: below the curve's first gap, where its factor is 8/12.
+        let from = p.in_run_start_idle(Party::C).unwrap();
+        assert!(from.idle_ns > 0.0 && from.idle_ns < 5e3, "{}", from.idle_ns);
+        let sc = p.idle_scale(Party::C).unwrap();
+        let at = |idle: f64| sc.factor(idle);
+        assert!((at(from.idle_ns + from.v_ns) - 1.0).abs() < 1e-12);
+        assert!(
+            (at(1.0) - 1.0).abs() < 1e-12,
+            "short idles pay the in-run S"
+        );
+        assert!((at(1e9) - 24.0 / 8.0).abs() < 1e-12, "long ones 3 times it");
+        // The model's S at an idle scales the same way.
+        let s = |idle: f64| p.start_for_idle(Party::C, idle, 4e3).unwrap();
+        assert!((s(from.idle_ns) - 4e3).abs() < 1e-9);
+        assert!((s(500e3) - 12e3).abs() < 1e-9);
+        // P's S is the isolated one (no R_P timed): the curve's own.
+        assert_eq!(
+            p.start_for_idle(Party::P, 500e3, 1.0),
+            p.start_at_idle(Party::P, 500e3)
+        );
+        let sp = p.idle_scale(Party::P).unwrap();
+        assert!((sp.factor(1e9) - 1.0).abs() < 1e-12, "S_P as calibrated");
+        // Without the in-run wake-up, the curve is over the profile's S.
+        p.in_run = None;
+        let sc = p.idle_scale(Party::C).unwrap();
+        assert!((sc.factor(1.0) - 8.0 / 12.0).abs() < 1e-12);
+        assert_eq!(p.start_for_idle(Party::C, 500e3, 4e3), Some(24e3));
     }
 }

@@ -242,7 +242,8 @@ impl Backend {
             };
             self.reference(params, WaitMode::Notify, 60_000)
         };
-        let (fc, fp) = (pair(2000.0, 1000.0), pair(1000.0, 2000.0));
+        let (slow, fast) = kicklab_model::REFERENCE_PAIR_NS;
+        let (fc, fp) = (pair(slow, fast), pair(fast, slow));
         let mut v: [Vec<f64>; 4] = Default::default();
         let mut sleeps = SleepSamples::default();
         for _ in 0..runs {
