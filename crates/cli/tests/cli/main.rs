@@ -736,6 +736,22 @@ fn validate_json_has_every_point() {
         }
         assert!(p["regime"].is_string(), "{p}");
         assert!(p["disturbed"].is_boolean(), "{p}");
+        // The run's own kicks and wake-ups: null or a time, and a time
+        // where a side slept often (threads time them all).
+        for (kick, wake, sleeps) in [
+            ("kick_p_ns", "wake_c_ns", "sleeps_c"),
+            ("kick_c_ns", "wake_p_ns", "sleeps_p"),
+        ] {
+            let often = p[sleeps].as_u64().unwrap() >= 100;
+            for key in [kick, wake] {
+                let x = &p[key];
+                assert!(
+                    x.is_null() || x.as_f64().is_some_and(|x| x > 0.0),
+                    "{key}: {p}"
+                );
+                assert!(!often || !x.is_null(), "{key}: {p}");
+            }
+        }
         assert_eq!(p["repetitions"], 2, "{p}");
         assert!(p["tries"].as_u64().unwrap() >= 2, "{p}");
         let (lo, mid, hi) = (
