@@ -7,7 +7,7 @@
 
 use std::fmt::Write as _;
 
-use kicklab_model::{fmt_ns, predict, Params, Regime, WaitMode};
+use kicklab_model::{fmt_ns, predict, Params, Party, Regime, WaitMode};
 use kicklab_report::{html_escape, Chart, Column, ErrorBar, Section, Series, Style, Table};
 use kicklab_sim::{simulate, SimConfig, Start, Vary};
 use kicklab_testbed::{PairResult, Profile};
@@ -119,6 +119,10 @@ pub struct Point {
     pub sim: (f64, f64),
     /// Model T, E with polling (T: the floor of a polling run).
     pub model_poll: (f64, f64),
+    /// The wake-ups the model takes, from the start of the peer's kick to
+    /// the party running [ns]: R_P = V_C + S_P, R_C = V_P + S_C (means),
+    /// to set beside the runs' own ([`Summary::wake_p_run_ns`]).
+    pub model_wake: [f64; 2],
     /// The repetitions reported: the first [`Options::repeat`] that were
     /// not disturbed, or, once [`MAX_RETRIES`] extra tries are spent, the
     /// disturbed ones too.
@@ -279,12 +283,50 @@ pub struct Summary {
     pub kick_p_run_ns: f64,
     /// C's, the same.
     pub kick_c_run_ns: f64,
+    /// P's wake-ups as the runs met them: over the points whose median run
+    /// had P sleep at least [`WAKES_SEEN`] times, that run's mean wake-up
+    /// (from the start of C's kick to P running) [ns]; NaN where none.
+    /// Its range is the machine's: a wake-up here costs 1 or 15 us from
+    /// one point to the next (`docs/calibration.md`), where the model
+    /// takes one R from calibration's reference pairs.
+    pub wake_p_run_ns: Spread,
+    /// C's, the same.
+    pub wake_c_run_ns: Spread,
+    /// The wake-ups the model takes, P's then C's [ns] (the median over the
+    /// points of [`Point::model_wake`]; one value where a profile set them).
+    pub wake_model_ns: [f64; 2],
     /// Where polling ran under the model's floor at every point, by a
     /// median of at least [`RING_DRIFT`]: that median shortfall (model -
     /// measured over the model). The ring's cost per message came out
     /// higher in calibration than in these runs (this machine's ring has
     /// two states, `docs/calibration.md`); `None` otherwise.
     pub poll_under_floor: Option<f64>,
+}
+
+/// How far the runs' median wake-up may be from the model's, as a
+/// factor either way, before the summary says the machine's wake-ups
+/// changed state since calibration: above the spread of one state's
+/// wake-ups between quiet rounds here (in-run R_C 3.7-5.6 us over a day's
+/// calibrations), below the step between the two states (1-4 us against
+/// 10-20 us, `docs/calibration.md`).
+pub const WAKE_DRIFT: f64 = 2.0;
+
+/// The fewest sleeps of a party in a point's median run for its mean
+/// wake-up to count in [`Summary::wake_p_run_ns`]: a few stray sleeps
+/// (a side that hardly sleeps there) say nothing about the point.
+pub const WAKES_SEEN: u64 = 100;
+
+/// `party`'s wake-ups over the points where it slept often
+/// ([`Summary::wake_p_run_ns`]).
+fn wakes_run(points: &[Point], party: Party) -> Spread {
+    Spread::of(points.iter().filter_map(|p| {
+        let r = p.median_run();
+        let (sleeps, wake) = match party {
+            Party::P => (r.rates.sleeps_p, r.wake_p_ns),
+            Party::C => (r.rates.sleeps_c, r.wake_c_ns),
+        };
+        wake.filter(|_| sleeps >= WAKES_SEEN)
+    }))
 }
 
 /// How far under the model's floor polling must run, at every point, for
@@ -355,6 +397,9 @@ pub fn summarize(points: &[Point]) -> Summary {
                 .filter_map(|p| p.median_run().kick_c_ns)
                 .collect(),
         ),
+        wake_p_run_ns: wakes_run(points, Party::P),
+        wake_c_run_ns: wakes_run(points, Party::C),
+        wake_model_ns: [0, 1].map(|i| median(points.iter().map(|p| p.model_wake[i]).collect())),
         poll_under_floor: {
             let under: Vec<f64> = points
                 .iter()
@@ -559,10 +604,7 @@ pub fn validate(
         let s = simulate(&SimConfig {
             seed: opts.seed,
             start: if full { Start::Full } else { Start::Empty },
-            idle_scale: [
-                profile.idle_scale(kicklab_model::Party::P),
-                profile.idle_scale(kicklab_model::Party::C),
-            ],
+            idle_scale: [profile.idle_scale(Party::P), profile.idle_scale(Party::C)],
             ..SimConfig::new(spread, WaitMode::Notify, 200_000)
         })?;
         let e_sim = {
@@ -588,6 +630,10 @@ pub fn validate(
             model_at_idle,
             sim: (s.rates.t_ns, e_sim),
             model_poll: (g.rates.t_ns, g.rates.e_ns),
+            model_wake: [
+                mean.vis_c().mean_ns() + mean.s_p.mean_ns(),
+                mean.vis_p().mean_ns() + mean.s_c.mean_ns(),
+            ],
             reps,
             tries,
             warnings,
@@ -904,6 +950,31 @@ pub fn summary_text(s: &Summary) -> String {
             show(s.kick_c_run_ns)
         );
     }
+    for (who, w, model) in [
+        ("P", &s.wake_p_run_ns, s.wake_model_ns[0]),
+        ("C", &s.wake_c_run_ns, s.wake_model_ns[1]),
+    ] {
+        if w.median.is_nan() {
+            continue;
+        }
+        let _ = write!(
+            t,
+            "\nwakes:     {who}'s wake-ups in the runs took {} to {} (median {}) over the points where it slept \
+             {WAKES_SEEN} times or more; the model takes {}",
+            fmt_ns(w.min),
+            fmt_ns(w.max),
+            fmt_ns(w.median),
+            fmt_ns(model)
+        );
+        let ratio = w.median / model;
+        if model > 0.0 && !(1.0 / WAKE_DRIFT..=WAKE_DRIFT).contains(&ratio) {
+            let _ = write!(
+                t,
+                " ({ratio:.1}x: the machine's wake-ups were in another state than in calibration; calibrate \
+                 again, and see docs/calibration.md)"
+            );
+        }
+    }
     if let Some(u) = s.poll_under_floor {
         let _ = write!(
             t,
@@ -1012,10 +1083,10 @@ pub fn section(
         fmt_ns(profile.sp.mean_ns),
         fmt_ns(profile.sc.mean_ns),
         profile
-            .visibility(kicklab_model::Party::P)
+            .visibility(Party::P)
             .map_or_else(|| "= N_P".to_string(), |v| fmt_ns(v.mean_ns)),
         profile
-            .visibility(kicklab_model::Party::C)
+            .visibility(Party::C)
             .map_or_else(|| "= N_C".to_string(), |v| fmt_ns(v.mean_ns)),
         profile
             .overhead
@@ -1073,6 +1144,7 @@ mod tests {
             model_median: (model_t, 2.0 * model_t),
             sim: (model_t, 2.0 * model_t),
             model_poll: (1000.0, 2000.0),
+            model_wake: [4000.0, 4000.0],
             reps: ts
                 .iter()
                 .map(|&t| Rep {
@@ -1131,6 +1203,37 @@ mod tests {
             r.poll = poll(990.0);
         }
         assert_eq!(summarize(&[under]).poll_under_floor, None);
+    }
+
+    #[test]
+    fn the_summary_gives_the_runs_wake_ups_where_a_side_slept_often() {
+        let at = |wake_c: f64, sleeps_c: u64| {
+            let mut p = point(2000.0, 2400.0, &[2400.0], vec![]);
+            p.reps[0].notify.wake_c_ns = Some(wake_c);
+            p.reps[0].notify.rates.sleeps_c = sleeps_c;
+            p
+        };
+        let s = summarize(&[at(4e3, 5000), at(15e3, 900), at(1e3, 100), at(60e3, 99)]);
+        let w = s.wake_c_run_ns;
+        assert_eq!((w.min, w.median, w.max), (1e3, 4e3, 15e3), "{w:?}");
+        assert!(s.wake_p_run_ns.median.is_nan(), "P never slept");
+        let text = summary_text(&s);
+        assert!(
+            text.contains("C's wake-ups in the runs took 1us to 15us (median 4us)")
+                && text.contains("the model takes 4us"),
+            "{text}"
+        );
+        assert!(
+            !text.contains("P's wake-ups") && !text.contains("another state"),
+            "{text}"
+        );
+        // Runs that met wake-ups 2.5 times the model's: said.
+        let s = summarize(&[at(10e3, 5000)]);
+        assert!(summary_text(&s).contains("(2.5x: the machine's wake-ups were in another state"));
+        let s = summarize(&[at(1.9e3, 5000)]);
+        assert!(summary_text(&s).contains("(0.5x: the machine's"));
+        let s = summarize(&[at(2.1e3, 5000), at(7.9e3, 5000)]);
+        assert!(!summary_text(&s).contains("another state"));
     }
 
     #[test]
