@@ -144,7 +144,13 @@ impl QosArgs {
         if model {
             say(&["seconds"], "the model measures no window");
             say(&["seed"], "the model draws nothing");
-        } else if self.figures || self.arrivals != "poisson" {
+            say(
+                &["arrivals", "buffer"],
+                "the model is of rates alone (no arrival process, no queues)",
+            );
+        } else if self.figures {
+            say(&["seed"], "the figures' arrivals are evenly spaced");
+        } else if self.arrivals != "poisson" {
             say(
                 &["seed"],
                 "arrivals are evenly spaced (--arrivals poisson draws them)",

@@ -304,7 +304,9 @@ pub struct IdlePrediction {
 /// sleepers at their idle time: a fixed point over the sleep length.
 /// Predict with the profile's costs ([`Profile::apply`]); take each
 /// sleeper's idle time per sleep from the prediction's round
-/// ([`Prediction::sleeper_idle`]); look its S up there ([`Profile::start_at_idle`]);
+/// ([`Prediction::sleeper_idle`]); look its S up there ([`Profile::start_for_idle`]:
+/// an S from the reference pairs' runs scaled along the idle curve from
+/// the idle those pairs slept, else the curve's own);
 /// predict again; until both S move by less than 0.1% (or 1 ns), at most
 /// [`IDLE_ITERATIONS`] predictions, the second half of them damped (S
 /// moves half-way to the looked-up value, so that a pair that flips
@@ -784,6 +786,46 @@ mod tests {
         assert_eq!(
             (x.iterations, x.settled, x.idle_ns),
             (1, true, [None, None])
+        );
+    }
+
+    /// With an S from the reference pairs' runs, the fixed point scales
+    /// that S along the curve from the idle those pairs slept, not the
+    /// curve's own S (an isolated wake-up's, two to four times the in-run
+    /// one on this machine's threads).
+    #[test]
+    fn the_fixed_point_scales_an_in_run_s_from_the_reference_pairs_idle() {
+        // S from 1 us after 1 us of idling to 3 us after 100 us.
+        let mut p = curved(|g| 1000.0 + 2e3 * (g.ln() - 1e3f64.ln()) / (100f64).ln());
+        p.in_run = Some(kicklab_model::InRunCosts {
+            np: Some(kicklab_model::Stat::constant(1500.0)),
+            rc: Some(kicklab_model::Stat::constant(6000.0)),
+            ..kicklab_model::InRunCosts::default()
+        });
+        let params = Params {
+            w_p: Cost::Const(2500.0),
+            w_c: Cost::Const(1000.0),
+            ..Params::default()
+        };
+        let mut base = params;
+        p.apply_notify(&mut base, false);
+        let in_run_s = base.s_c.mean_ns();
+        let x = predicted_at_idle(&params, &p, WaitMode::Notify)
+            .unwrap()
+            .unwrap();
+        assert!(x.settled, "{x:?}");
+        let idle = x.idle_ns[1].expect("C sleeps");
+        let used = x.params.s_c.mean_ns();
+        let want = p.start_for_idle(Party::C, idle, in_run_s).unwrap();
+        assert!(
+            (used - want).abs() <= (1e-3 * want).max(1.0),
+            "S {used}, want {want}"
+        );
+        // Not the curve's own S there.
+        let curve = p.start_at_idle(Party::C, idle).unwrap();
+        assert!(
+            (used - curve).abs() > 0.1 * curve,
+            "S {used}, the curve's {curve}"
         );
     }
 

@@ -970,8 +970,9 @@ pub fn summary_text(s: &Summary) -> String {
         if model > 0.0 && !(1.0 / WAKE_DRIFT..=WAKE_DRIFT).contains(&ratio) {
             let _ = write!(
                 t,
-                " ({ratio:.1}x: the machine's wake-ups were in another state than in calibration; calibrate \
-                 again, and see docs/calibration.md)"
+                " ({ratio:.2}x, {} the model's: the machine's wake-ups were in another state than in \
+                 calibration; calibrate again, and see docs/calibration.md)",
+                if ratio > 1.0 { "over twice" } else { "under half" }
             );
         }
     }
@@ -1229,9 +1230,11 @@ mod tests {
         );
         // Runs that met wake-ups 2.5 times the model's: said.
         let s = summarize(&[at(10e3, 5000)]);
-        assert!(summary_text(&s).contains("(2.5x: the machine's wake-ups were in another state"));
+        assert!(summary_text(&s).contains(
+            "(2.50x, over twice the model's: the machine's wake-ups were in another state"
+        ));
         let s = summarize(&[at(1.9e3, 5000)]);
-        assert!(summary_text(&s).contains("(0.5x: the machine's"));
+        assert!(summary_text(&s).contains("(0.47x, under half the model's: the machine's"));
         let s = summarize(&[at(2.1e3, 5000), at(7.9e3, 5000)]);
         assert!(!summary_text(&s).contains("another state"));
     }

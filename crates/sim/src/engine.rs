@@ -200,9 +200,11 @@ impl Default for Combine {
 }
 
 impl Combine {
-    /// Whether it changes anything (else the paper's rule).
+    /// Whether it changes anything (else the paper's rule): a batch of
+    /// more than one message. With a batch of 1 every message goes out as
+    /// it is written, so a flush rule has nothing to hold.
     pub fn is_on(&self) -> bool {
-        self.batch > 1 || self.flush != Flush::Full
+        self.batch > 1
     }
 
     /// The hold timer [ns], if the rule has one.

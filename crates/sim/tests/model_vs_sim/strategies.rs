@@ -528,4 +528,19 @@ fn send_combining_with_a_fast_consumer_is_the_paper_fc_with_m_b() {
     .unwrap();
     let ctl = kicklab_sim::simulate_control(&SimConfig::new(p, WaitMode::Notify, 10_000)).unwrap();
     assert_eq!(one.totals, ctl.totals);
+    // A flush rule holds nothing with a batch of 1: the control loop with
+    // it runs the paper's rule too, and `simulate` takes the fast loop.
+    for flush in [Flush::Timer { ns: 5_000.0 }, Flush::OnInterrupt] {
+        let cfg = SimConfig {
+            combine: Combine { batch: 1, flush },
+            ..SimConfig::new(p, WaitMode::Notify, 10_000)
+        };
+        assert!(!cfg.combine.is_on());
+        assert_eq!(simulate(&cfg).unwrap().totals, ctl.totals, "{flush:?}");
+        assert_eq!(
+            kicklab_sim::simulate_control(&cfg).unwrap().totals,
+            ctl.totals,
+            "{flush:?}"
+        );
+    }
 }
