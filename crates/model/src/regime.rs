@@ -1,4 +1,4 @@
-//! The one regime classifier (paper Table 1, `model-semantics.md`), used by
+//! The one regime classifier (paper Table 1, `docs/model.md`), used by
 //! the model, the simulator's reports and the testbeds alike.
 
 use std::fmt;

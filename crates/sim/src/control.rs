@@ -2,7 +2,7 @@
 //! timed sleeps that pay S on waking and are never kicked, blocks (timed
 //! ones too: kicked at their count, or woken by their deadline), pauses
 //! between messages and coalesced kicks, decided step by step by each
-//! party's [`Controller`]. The rules of `model-semantics.md` otherwise hold
+//! party's [`Controller`]. The model's rules (`docs/model.md`) otherwise hold
 //! to the letter: with `notify`, `poll` and `spin:<B>` this loop draws the
 //! same costs in the same order as the fast loop (`engine.rs`) and ends with
 //! the same totals, which the tests check.

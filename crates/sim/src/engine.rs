@@ -1,5 +1,5 @@
-//! The event loop: `model-semantics.md` to the letter, specialised to two
-//! parties.
+//! The event loop: the model's rules (`docs/model.md`) to the letter,
+//! specialised to two parties.
 //!
 //! Each party has exactly one pending event, so the "priority queue" is a
 //! comparison of two keys. A key is `(time_ps << 1) | class`, where class 0

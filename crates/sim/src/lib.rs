@@ -1,5 +1,5 @@
 //! Exact discrete-event simulation of the producer/consumer pair of
-//! `kicklab-model`, following `model-semantics.md` to the letter.
+//! `kicklab-model`, following the model's rules (`docs/model.md`) to the letter.
 //!
 //! What lives here: the two-party event loop ([`simulate`]), per-event cost
 //! sampling with one seeded stream per cost ([`Sampler`]), and parallel

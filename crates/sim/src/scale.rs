@@ -21,7 +21,7 @@
 //!   entity that made it runnable (a guest completing a request for a
 //!   blocked client, the client handing one to a blocked guest) pays the
 //!   kick N after its action, and the sleeper is runnable when the kick
-//!   ends: the pair model's rule (`model-semantics.md`, V = N).
+//!   ends: the pair model's rule (`docs/model.md`, V = N).
 //! - **Measured**: requests completed per second and the CPUs' busy share
 //!   (anything but an idle CPU, spinning included) over the window after a
 //!   warm-up of a fifth of it.

@@ -110,7 +110,7 @@ fn sim_json_contract() {
 
 #[test]
 fn kick_visibility_flags_reach_model_and_sim() {
-    // The KVM pair of model-semantics.md: a kick seen half-way through it.
+    // The KVM pair of docs/model.md ("Bistability"): a kick seen half-way through it.
     let pair = [
         "--wp", "0.6us", "--np", "8.36us", "--vp", "4.22us", "--sp", "13.2us", "--nc", "1.69us",
         "--sc", "1.11us",

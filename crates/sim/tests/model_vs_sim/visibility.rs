@@ -198,7 +198,7 @@ fn without_early_visibility_the_start_does_not_matter() {
     assert!(checked >= 40);
 }
 
-/// The pair of `model-semantics.md` ("Bistability"), with the KVM
+/// The pair of `docs/model.md` ("Bistability"), with the KVM
 /// calibration's medians: 8.96 us per message from an empty queue, 1.16 us
 /// from a full one.
 #[test]
