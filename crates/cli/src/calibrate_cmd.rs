@@ -121,11 +121,17 @@ pub fn run(a: &CalibrateArgs) -> anyhow::Result<()> {
     if a.json {
         return crate::print_json(&kicklab_lab::real::profile_json(&p));
     }
-    print_profile(&p);
+    let guest = match a.be.get() {
+        kicklab_testbed::Backend::Kvm(o) => Some(o.guest),
+        kicklab_testbed::Backend::Threads(_) => None,
+    };
+    print_profile(&p, guest);
     Ok(())
 }
 
-pub fn print_profile(p: &Profile) {
+/// Prints a profile as `calibrate` does; `guest_mode` is how the KVM guest ran,
+/// for the line that says what wakes it (profiles do not record it).
+pub fn print_profile(p: &Profile, guest_mode: Option<kicklab_testbed::kvm::guest::GuestMode>) {
     let row = |name: &str, s: &Stat, what: &str| {
         println!(
             "{name:<9} mean {:>9}  median {:>9}  p10 {:>9}  p90 {:>9}  ({what})",
@@ -148,9 +154,14 @@ pub fn print_profile(p: &Profile) {
         } else {
             ("C", "P")
         };
+        let wakes = if guest_mode == Some(kicklab_testbed::kvm::guest::GuestMode::Emulated) {
+            "an irqfd interrupt into the guest's IRQ 5 handler, halted inside KVM"
+        } else {
+            "doorbell eventfd its halted vCPU thread sleeps on"
+        };
         println!(
             "direction {}: {guest} is the guest (kicks: `out` to an ioeventfd port), {host} a host thread \
-             (wakes the guest: doorbell eventfd its halted vCPU thread sleeps on)",
+             (wakes the guest: {wakes})",
             d.name()
         );
     }

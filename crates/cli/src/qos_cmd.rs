@@ -64,7 +64,8 @@ pub struct QosArgs {
     #[arg(long, default_value = "sim", value_parser = ["sim", "model", "futex", "kvm"])]
     backend: String,
     /// Seconds measured, of the paper's time (after 1 s of warm-up); a
-    /// real run (--backend futex or kvm) takes them times --scale.
+    /// real run (--backend futex or kvm) takes both times --scale, the
+    /// warm-up at least 0.2 s of real time.
     #[arg(long, default_value_t = 10.0, allow_hyphen_values = true)]
     seconds: f64,
     /// --backend futex or kvm: real time over the paper's (service times times
@@ -85,7 +86,8 @@ pub struct QosArgs {
     /// paths; VM2's limit at both policing points) into --out.
     #[arg(long)]
     figures: bool,
-    /// Output directory of --figures: qos.csv, the charts, index.html.
+    /// Output directory of --figures: qos.csv (qos-real.csv with --backend
+    /// futex or kvm), the charts, index.html.
     #[arg(long, default_value = "qos-out", allow_hyphen_values = true)]
     out: PathBuf,
     /// Print one JSON object.
