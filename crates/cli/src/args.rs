@@ -319,6 +319,7 @@ impl WaitFlags<'_> {
         notes
     }
 }
+
 impl ParamArgs {
     /// The validated parameters of a real run: L, k and W as the flags say
     /// (W is what the parties spin; the ring's own cost per message comes
