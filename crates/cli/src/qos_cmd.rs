@@ -449,17 +449,40 @@ pub fn run(a: &QosArgs) -> anyhow::Result<()> {
         a.police,
         sys.vms.len()
     );
-    let Some(sim) = sim else {
+    if let Some(sim) = &sim {
+        println!(
+            "{:<6} {:>12} {:>14} {:>12} {:>14} {:>12} {:>12}",
+            "vm", "offered/s", "completed/s", "dropped/s", "model/s", "p50", "p99"
+        );
+        for (i, v) in sim.vms.iter().enumerate() {
+            println!(
+                "{:<6} {:>12.1} {:>14.1} {:>12.1} {:>14.1} {:>12} {:>12}",
+                format!("vm{}", i + 1),
+                sys.vms[i].offered_per_s,
+                v.throughput_per_s,
+                v.dropped_per_s,
+                model.throughput_per_s[i],
+                kicklab_model::fmt_ns(v.latency_ns[0]),
+                kicklab_model::fmt_ns(v.latency_ns[1])
+            );
+        }
+        for (i, n) in names.iter().enumerate() {
+            println!(
+                "stage {n:<10} utilization {:.3}  model {:.3}",
+                sim.utilization[i], model.utilization[i]
+            );
+        }
+    } else {
         // The model alone: its rates, no latency (it has no queueing delay).
         println!(
             "{:<6} {:>12} {:>14} {:>12}   (the model's rates; it gives no latency)",
             "vm", "offered/s", "completed/s", "dropped/s"
         );
-        for i in 0..sys.vms.len() {
+        for (i, vm) in sys.vms.iter().enumerate() {
             println!(
                 "{:<6} {:>12.1} {:>14.1} {:>12.1}",
                 format!("vm{}", i + 1),
-                sys.vms[i].offered_per_s,
+                vm.offered_per_s,
                 model.throughput_per_s[i],
                 model.dropped_per_s[i]
             );
@@ -467,34 +490,6 @@ pub fn run(a: &QosArgs) -> anyhow::Result<()> {
         for (n, u) in names.iter().zip(&model.utilization) {
             println!("stage {n:<10} utilization {u:.3}");
         }
-        println!(
-            "model: at most {:.1} requests/s per VM without loss (equal load); bottleneck {}",
-            model.max_lossless_per_s, model.bottleneck
-        );
-        return Ok(());
-    };
-    println!(
-        "{:<6} {:>12} {:>14} {:>12} {:>14} {:>12} {:>12}",
-        "vm", "offered/s", "completed/s", "dropped/s", "model/s", "p50", "p99"
-    );
-    for i in 0..sys.vms.len() {
-        let v = &sim.vms[i];
-        println!(
-            "{:<6} {:>12.1} {:>14.1} {:>12.1} {:>14.1} {:>12} {:>12}",
-            format!("vm{}", i + 1),
-            sys.vms[i].offered_per_s,
-            v.throughput_per_s,
-            v.dropped_per_s,
-            model.throughput_per_s[i],
-            kicklab_model::fmt_ns(v.latency_ns[0]),
-            kicklab_model::fmt_ns(v.latency_ns[1])
-        );
-    }
-    for (i, n) in names.iter().enumerate() {
-        println!(
-            "stage {n:<10} utilization {:.3}  model {:.3}",
-            sim.utilization[i], model.utilization[i]
-        );
     }
     println!(
         "model: at most {:.1} requests/s per VM without loss (equal load); bottleneck {}",

@@ -347,17 +347,14 @@ pub fn predicted_at_idle(
         return Ok(Some(out));
     }
     out.settled = false;
-    // The profile's own S, which the idle curve scales.
-    let base = [p.s_p.mean_ns(), p.s_c.mean_ns()];
+    // Each party's S at an idle time, from the profile's own S.
+    let starts = [(Party::P, p.s_p), (Party::C, p.s_c)]
+        .map(|(party, s)| profile.start_for_idle(party, s.mean_ns()));
     loop {
         let idle = pred.sleeper_idle(&p);
         let now = [p.s_p.mean_ns(), p.s_c.mean_ns()];
-        let target: [f64; 2] = std::array::from_fn(|i| {
-            let party = [Party::P, Party::C][i];
-            idle[i]
-                .and_then(|g| profile.start_for_idle(party, g, base[i]))
-                .map_or(now[i], |s| s.max(0.0))
-        });
+        let target: [f64; 2] =
+            std::array::from_fn(|i| idle[i].and_then(&starts[i]).map_or(now[i], |s| s.max(0.0)));
         out.idle_ns = idle;
         if (0..2).all(|i| (target[i] - now[i]).abs() <= (1e-3 * now[i]).max(1.0)) {
             out.settled = true;
@@ -816,7 +813,7 @@ mod tests {
         assert!(x.settled, "{x:?}");
         let idle = x.idle_ns[1].expect("C sleeps");
         let used = x.params.s_c.mean_ns();
-        let want = p.start_for_idle(Party::C, idle, in_run_s).unwrap();
+        let want = p.start_for_idle(Party::C, in_run_s)(idle).unwrap();
         assert!(
             (used - want).abs() <= (1e-3 * want).max(1.0),
             "S {used}, want {want}"

@@ -545,6 +545,7 @@ pub fn validate(
     let doubtful = check_profile(profile);
     progress.start("validate", u64::from(vary.points));
     let mut out = Vec::new();
+    let idle_scale = [profile.idle_scale(Party::P), profile.idle_scale(Party::C)];
     for x in vary.values() {
         let p = vary.apply(base, x);
         // Notify pairs take the ring's cost per message as measured with
@@ -604,7 +605,7 @@ pub fn validate(
         let s = simulate(&SimConfig {
             seed: opts.seed,
             start: if full { Start::Full } else { Start::Empty },
-            idle_scale: [profile.idle_scale(Party::P), profile.idle_scale(Party::C)],
+            idle_scale,
             ..SimConfig::new(spread, WaitMode::Notify, 200_000)
         })?;
         let e_sim = {

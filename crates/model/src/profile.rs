@@ -855,20 +855,22 @@ impl Profile {
         self.at_idle(idle_ns, |p| p.start(party).mean_ns)
     }
 
-    /// The start-up S the model takes for `party` after idling `idle_ns`
-    /// before the notification, where `s` is the one this profile gives
-    /// it ([`Profile::apply_notify`]): an S timed inside the reference
-    /// pairs is scaled along the idle curve from the idle it was paid
-    /// after to `idle_ns`; else the curve's own S ([`Profile::start_at_idle`]).
-    /// `None` without a curve.
-    pub fn start_for_idle(&self, party: Party, idle_ns: f64, s: f64) -> Option<f64> {
-        let there = self.start_at_idle(party, idle_ns)?;
-        let Some(from) = self.in_run_start_idle(party) else {
-            return Some(there);
-        };
-        match self.start_at_idle(party, from.idle_ns) {
-            Some(at) if at > 0.0 && at.is_finite() => Some(s * there / at),
-            _ => Some(there),
+    /// The start-up S the model takes for `party` after idling a given
+    /// time before the notification, where `s` is the one this profile
+    /// gives it ([`Profile::apply_notify`]): an S timed inside the
+    /// reference pairs is scaled along the idle curve from the idle it was
+    /// paid after; else the curve's own S ([`Profile::start_at_idle`]).
+    /// The lookup returns `None` without a curve. Where that idle is
+    /// looked up once, here, not at every call (a fixed point calls it
+    /// dozens of times).
+    pub fn start_for_idle(&self, party: Party, s: f64) -> impl Fn(f64) -> Option<f64> + '_ {
+        let paid_after = self
+            .in_run_start_idle(party)
+            .and_then(|from| self.start_at_idle(party, from.idle_ns))
+            .filter(|at| *at > 0.0 && at.is_finite());
+        move |idle_ns| {
+            let there = self.start_at_idle(party, idle_ns)?;
+            Some(paid_after.map_or(there, |at| s * there / at))
         }
     }
 }
@@ -1182,12 +1184,12 @@ mod tests {
         );
         assert!((at(1e9) - 24.0 / 8.0).abs() < 1e-12, "long ones 3 times it");
         // The model's S at an idle scales the same way.
-        let s = |idle: f64| p.start_for_idle(Party::C, idle, 4e3).unwrap();
+        let s = |idle: f64| p.start_for_idle(Party::C, 4e3)(idle).unwrap();
         assert!((s(from.idle_ns) - 4e3).abs() < 1e-9);
         assert!((s(500e3) - 12e3).abs() < 1e-9);
         // P's S is the isolated one (no R_P timed): the curve's own.
         assert_eq!(
-            p.start_for_idle(Party::P, 500e3, 1.0),
+            p.start_for_idle(Party::P, 1.0)(500e3),
             p.start_at_idle(Party::P, 500e3)
         );
         let sp = p.idle_scale(Party::P).unwrap();
@@ -1196,6 +1198,6 @@ mod tests {
         p.in_run = None;
         let sc = p.idle_scale(Party::C).unwrap();
         assert!((sc.factor(1.0) - 8.0 / 12.0).abs() < 1e-12);
-        assert_eq!(p.start_for_idle(Party::C, 500e3, 4e3), Some(24e3));
+        assert_eq!(p.start_for_idle(Party::C, 4e3)(500e3), Some(24e3));
     }
 }
