@@ -1,7 +1,10 @@
 //! `kicklab model`: the closed forms.
 
 use clap::Args;
-use kicklab_model::{fmt_ns, predict, Params, Prediction, Regime, WaitMode};
+use kicklab_model::{
+    fmt_ns, predict, predict_with_start_spread, Params, Prediction, RaceExpectation, Regime,
+    WaitMode,
+};
 use serde_json::json;
 
 use crate::args::{mode, ParamArgs};
@@ -42,14 +45,54 @@ pub fn run(a: &ModelArgs) -> anyhow::Result<()> {
         eprintln!("note: costs are distributions; the model uses their means (simulate to see the spread's effect)");
     }
     let p = predict(&params, a.mode)?;
+    // With a profile, the FC or FP point again with each wake-up's margin
+    // drawn per kick with the calibrated spread (`docs/model.md`, "The
+    // batch race").
+    let spread = a
+        .params
+        .load_profile()?
+        .map(|f| f.start_spread())
+        .filter(|s| s.iter().any(|&x| x > 0.0));
+    let race = match spread {
+        Some(s) => predict_with_start_spread(&params, a.mode, s, false)?.map(|r| (r, s)),
+        None => None,
+    };
     if a.json {
         let mut v = prediction_json(&p);
         v["mode"] = json!(a.mode.to_string());
         v["params"] = serde_json::to_value(params)?;
+        if let Some((r, s)) = race {
+            v["race"] = serde_json::to_value(r)?;
+            v["race"]["spread_ns"] = json!(s);
+        }
         return crate::print_json(&v);
     }
     print_prediction(&params, a.mode, &p);
+    if let Some((r, s)) = race {
+        print_race(&r, s, p.rates.t_ns);
+    }
     Ok(())
+}
+
+fn print_race(r: &RaceExpectation, spread: [f64; 2], t_ns: f64) {
+    let (who, sd) = match r.regime {
+        Regime::FP => ("s_P (R_P - N_C)", spread[0]),
+        _ => ("s_C (R_C - N_P)", spread[1]),
+    };
+    println!(
+        "race        T {}, E {}, {:.2} messages per wake-up on average, with {who} drawn at each \
+         wake-up (the profile's spread: sd {}){}",
+        fmt_ns(r.t_ns),
+        fmt_ns(r.e_ns),
+        r.round_messages,
+        fmt_ns(sd),
+        if (r.t_ns / t_ns - 1.0).abs() > 0.05 {
+            "; it differs from T above: s is near a step of the batch, and a run's T depends on \
+             how its own kicks and wake-ups fall"
+        } else {
+            ""
+        }
+    );
 }
 
 fn print_prediction(params: &Params, mode: WaitMode, p: &Prediction) {

@@ -196,7 +196,12 @@ pub fn predicted(
     Ok(predicted_at_idle(params, profile, mode)?.map(|x| {
         let mut p = x.prediction;
         if mode == WaitMode::Notify {
-            let [off_p, off_c] = busy_not_on_cpu(p.regime, p.round_messages, &x.params, profile);
+            let [off_p, off_c] = busy_not_on_cpu(
+                p.regime,
+                p.round_messages.map(|n| n as f64),
+                &x.params,
+                profile,
+            );
             p.rates.e_p_ns -= off_p;
             p.rates.e_c_ns -= off_c;
             p.rates.e_ns -= off_p + off_c;
@@ -398,7 +403,22 @@ pub fn cpu_per_message(
     params: &Params,
     profile: &Profile,
 ) -> f64 {
-    let [p, c] = busy_not_on_cpu(regime, round_messages, params, profile);
+    #[allow(clippy::cast_precision_loss)]
+    let [p, c] = busy_not_on_cpu(regime, round_messages.map(|n| n as f64), params, profile);
+    e_ns - p - c
+}
+
+/// [`cpu_per_message`] for a round of `round_messages` messages on
+/// average (the model with the batch race drawn,
+/// [`kicklab_model::predict_with_start_spread`]).
+pub fn cpu_per_message_over(
+    regime: kicklab_model::Regime,
+    round_messages: f64,
+    e_ns: f64,
+    params: &Params,
+    profile: &Profile,
+) -> f64 {
+    let [p, c] = busy_not_on_cpu(regime, Some(round_messages), params, profile);
     e_ns - p - c
 }
 
@@ -407,11 +427,11 @@ pub fn cpu_per_message(
 /// over the messages of a round.
 fn busy_not_on_cpu(
     regime: kicklab_model::Regime,
-    round_messages: Option<u64>,
+    round_messages: Option<f64>,
     params: &Params,
     profile: &Profile,
 ) -> [f64; 2] {
-    let Some(n) = round_messages.filter(|&n| n > 0) else {
+    let Some(n) = round_messages.filter(|&n| n > 0.0) else {
         return [0.0; 2];
     };
     let sleeper = regime.sleeper();
@@ -422,7 +442,7 @@ fn busy_not_on_cpu(
             Some(sleep) => s - sleep.mean_ns.max(0.0),
             None => (s - cpu.clamp(0.0, s.max(0.0))).max(0.0),
         };
-        idle / n as f64
+        idle / n
     };
     let mut out = [0.0; 2];
     if matches!(sleeper, "P" | "both") {

@@ -115,6 +115,13 @@ pub struct Point {
     /// [`crate::real::predicted_at_idle`]); `None` where the profile has no
     /// idle curve (then it is [`Point::model`]).
     pub model_at_idle: Option<f64>,
+    /// Model T, E [ns] (notify) with the race inside an FC or FP round
+    /// taken as a chance: each party's effective start-up drawn per
+    /// notification with the calibrated spread
+    /// ([`kicklab_model::predict_with_start_spread`],
+    /// [`kicklab_model::Profile::start_spread`]); [`Point::model`] where the
+    /// point is not FC or FP.
+    pub model_race: (f64, f64),
     /// Simulator T, E [ns] (notify, calibrated distributions).
     pub sim: (f64, f64),
     /// Model T, E with polling (T: the floor of a polling run).
@@ -249,6 +256,15 @@ pub struct Errors {
     /// Median error of T of the model with S looked up at the sleepers'
     /// idle time (NaN without an idle curve, where it is the model itself).
     pub median_err_t_idle: f64,
+    /// Median error of T of the model with the batch race drawn
+    /// ([`Point::model_race`]).
+    pub median_err_t_race: f64,
+    /// Worst of the same.
+    pub worst_err_t_race: f64,
+    /// Median error of E of the same.
+    pub median_err_e_race: f64,
+    /// Worst of the same.
+    pub worst_err_e_race: f64,
     /// Worst error of E, notify.
     pub worst_err_e: f64,
     /// Points whose measured sleeper matches the model's regime.
@@ -348,6 +364,9 @@ fn errors<'a>(points: impl Iterator<Item = &'a Point> + Clone) -> Errors {
     let over = |f: &dyn Fn(&Point) -> f64| points.clone().map(f).collect::<Vec<f64>>();
     let t = over(&|p| err(p.t_real().median, p.model.0));
     let tm = over(&|p| err(p.t_real().median, p.model_median.0));
+    let tr = over(&|p| err(p.t_real().median, p.model_race.0));
+    let er = over(&|p| err(p.e_real().median, p.model_race.1));
+    let worst = |v: &[f64]| v.iter().copied().reduce(f64::max).unwrap_or(f64::NAN);
     Errors {
         median_err_t: median(t.clone()),
         median_err_t_medians: median(tm.clone()),
@@ -363,6 +382,10 @@ fn errors<'a>(points: impl Iterator<Item = &'a Point> + Clone) -> Errors {
                 .filter_map(|p| p.model_at_idle.map(|m| err(p.t_real().median, m)))
                 .collect(),
         ),
+        median_err_t_race: median(tr.clone()),
+        worst_err_t_race: worst(&tr),
+        median_err_e_race: median(er.clone()),
+        worst_err_e_race: worst(&er),
         worst_err_e: over(&|p| err(p.e_real().median, p.model.1))
             .into_iter()
             .reduce(f64::max)
@@ -596,6 +619,22 @@ pub fn validate(
         let (med_regime, t_med, e_med_busy, med_round) = chosen(&mm);
         let e_med =
             crate::real::cpu_per_message(med_regime, med_round, e_med_busy, &typical, profile);
+        let model_race = kicklab_model::predict_with_start_spread(
+            &mean,
+            WaitMode::Notify,
+            profile.start_spread(),
+            full,
+        )?
+        .map_or((t_model, e_model), |r| {
+            let e = crate::real::cpu_per_message_over(
+                r.regime,
+                r.round_messages,
+                r.e_ns,
+                &mean,
+                profile,
+            );
+            (r.t_ns, e)
+        });
         let model_at_idle = if profile.idle_curve.is_empty() {
             None
         } else {
@@ -629,6 +668,7 @@ pub fn validate(
             model: (t_model, e_model),
             model_median: (t_med, e_med),
             model_at_idle,
+            model_race,
             sim: (s.rates.t_ns, e_sim),
             model_poll: (g.rates.t_ns, g.rates.e_ns),
             model_wake: [
@@ -761,6 +801,8 @@ pub fn table(points: &[Point]) -> Table {
             Column::ns("E_model", "E model"),
             Column::ns("T_model_medians", "T model (medians)"),
             Column::ns("T_model_idle", "T model (S at the sleepers' idle time)"),
+            Column::ns("T_model_race", "T model (batch race drawn)"),
+            Column::ns("E_model_race", "E model (batch race drawn)"),
             Column::ns("T_sim", "T sim"),
             Column::ns("E_sim", "E sim"),
             Column::ns("T_real", "T measured"),
@@ -803,6 +845,8 @@ pub fn table(points: &[Point]) -> Table {
             p.model.1.into(),
             p.model_median.0.into(),
             p.model_at_idle.unwrap_or(f64::NAN).into(),
+            p.model_race.0.into(),
+            p.model_race.1.into(),
             p.sim.0.into(),
             p.sim.1.into(),
             tr.median.into(),
@@ -883,6 +927,7 @@ fn errors_text(e: &Errors) -> String {
          T, notify: median error {:.1}%, worst {:.1}% (model of the calibrated medians vs measured)\n\
          T, notify: median error {:.1}% (simulator, calibrated spread and idle curve, vs measured)\n\
          T, notify: median error {:.1}% (model with S at the sleepers' idle time, from the idle curve)\n\
+         T, notify: median error {:.1}%, worst {:.1}%; E {:.1}%, worst {:.1}% (model with the batch race drawn: s per kick with the calibrated spread)\n\
          T, poll:   median error {:.1}%\n\
          E, poll:   median error {:.1}%\n\
          E, notify: median error {:.1}%, worst {:.1}% (CPU: a sleep counts what one cost the sleeper's CPU in calibration's reference pairs)\n\
@@ -893,6 +938,10 @@ fn errors_text(e: &Errors) -> String {
         100.0 * e.worst_err_t_medians,
         100.0 * e.median_err_t_sim,
         100.0 * e.median_err_t_idle,
+        100.0 * e.median_err_t_race,
+        100.0 * e.worst_err_t_race,
+        100.0 * e.median_err_e_race,
+        100.0 * e.worst_err_e_race,
         100.0 * e.median_err_t_poll,
         100.0 * e.median_err_e_poll,
         100.0 * e.median_err_e,
@@ -1139,6 +1188,7 @@ mod tests {
     fn point(x: f64, model_t: f64, ts: &[f64], warnings: Vec<Warning>) -> Point {
         Point {
             model_at_idle: None,
+            model_race: (model_t, 2.0 * model_t),
             other: None,
             x,
             regime: Regime::FC,
@@ -1272,6 +1322,21 @@ mod tests {
         assert!(text.contains("0 disturbed"), "{text}");
         assert!(text.contains("median error 10.0%, worst 20.0%"), "{text}");
         assert!(text.contains("repeats:"), "{text}");
+        // The model with the batch race drawn has its own errors: here
+        // exact at the first point (1100 against the median 1100), 40% over
+        // at the second (1750 against 1250); E exact at both.
+        let (mut p2, mut q2) = (p.clone(), point(1000.0, 1000.0, &[1250.0; 3], vec![]));
+        p2.model_race = (1100.0, p2.e_real().median);
+        q2.model_race = (1750.0, q2.e_real().median);
+        let r = summarize(&[p2, q2]).all;
+        assert!((r.median_err_t_race - 0.2).abs() < 1e-12, "{r:?}");
+        assert!((r.worst_err_t_race - 0.4).abs() < 1e-12, "{r:?}");
+        assert_eq!(
+            (r.median_err_e_race, r.worst_err_e_race),
+            (0.0, 0.0),
+            "{r:?}"
+        );
+        assert!(summary_text(&summarize(std::slice::from_ref(&p))).contains("batch race drawn"));
         // An even count: the median is the mean of the middle two; the
         // median run the lower one.
         let even = point(0.0, 1.0, &[1000.0, 1400.0, 1200.0, 9000.0], vec![]);

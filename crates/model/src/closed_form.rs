@@ -456,6 +456,130 @@ pub fn predict(params: &Params, mode: WaitMode) -> Result<Prediction, ModelError
     Ok(prediction)
 }
 
+/// The model's point with the race in FC and FP batches taken as a
+/// chance: what [`predict_with_start_spread`] returns.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct RaceExpectation {
+    /// The regime (FC or FP: the cycle the means give).
+    pub regime: Regime,
+    /// T [ns]: the expected round over the expected messages per round.
+    #[serde(rename = "T_ns")]
+    pub t_ns: f64,
+    /// E [ns] (busy time, S counted as busy), P's and C's.
+    #[serde(rename = "E_ns")]
+    pub e_ns: f64,
+    /// P's share of E [ns].
+    #[serde(rename = "E_P_ns")]
+    pub e_p_ns: f64,
+    /// C's share of E [ns].
+    #[serde(rename = "E_C_ns")]
+    pub e_c_ns: f64,
+    /// Expected messages per notification (the batch m; at least k).
+    pub round_messages: f64,
+}
+
+/// The standard normal's upper tail, P(Z > z).
+fn upper_tail(z: f64) -> f64 {
+    0.5 * libm::erfc(z / std::f64::consts::SQRT_2)
+}
+
+/// E[floor(max(0, X) / delta)] for X ~ Normal(mean, sd), delta > 0: the
+/// sum over j >= 1 of P(X >= j delta), term by term where the terms that
+/// are neither 0 nor 1 are few, else by Euler-Maclaurin on its integral
+/// (then delta is far below sd and the error far below a message).
+#[allow(
+    clippy::cast_precision_loss,
+    clippy::cast_possible_truncation,
+    clippy::cast_sign_loss
+)]
+fn expected_steps(mean: f64, sd: f64, delta: f64) -> f64 {
+    if sd <= 0.0 {
+        return if mean > 0.0 {
+            (mean / delta).floor()
+        } else {
+            0.0
+        };
+    }
+    // Beyond 9 standard deviations a term is 0 or 1 to double precision.
+    let lo = ((mean - 9.0 * sd) / delta).floor().max(1.0);
+    let hi = ((mean + 9.0 * sd) / delta).ceil();
+    if hi < lo {
+        return 0.0;
+    }
+    if hi - lo > 1e5 {
+        let z = mean / sd;
+        let phi = (-0.5 * z * z).exp() / (2.0 * std::f64::consts::PI).sqrt();
+        let positive_part = mean * (1.0 - upper_tail(z)) + sd * phi;
+        return (positive_part / delta - 0.5 * (1.0 - upper_tail(z))).max(0.0);
+    }
+    let (lo, hi) = (lo as u64, hi as u64);
+    (lo - 1) as f64
+        + (lo..=hi)
+            .map(|j| upper_tail((j as f64 * delta - mean) / sd))
+            .sum::<f64>()
+}
+
+/// The FC or FP point of `params` with the race inside each round taken as
+/// a chance (`docs/model.md`, "The batch race"). In FC the consumer takes
+/// the j-th message after P's kick iff its effective start-up s_C (from the
+/// end of P's kick to C's first attempt: R_C - N_P) is at least
+/// `j (W_P - W_C) - (k_P - 1) W_C`; where s_C is within a fraction of
+/// `W_P - W_C` of a step, the means pick one batch size and a real pair,
+/// whose s_C differs kick by kick, another. Here s_C is drawn afresh at
+/// every kick from a normal with the calibrated mean (the model's) and
+/// standard deviation `spread_ns[1]` (s_P and `spread_ns[0]` in FP), and
+/// the round is the renewal one: `T = W_P + N_P / E[m]`, `E = W_P + W_C
+/// + (N_P + S_C) / E[m]` (FP mirrored). With no spread this is
+/// [`predict`]'s point.
+///
+/// `from_full` takes the point reached from a full queue (a bistable
+/// pair's other one). `Ok(None)` where that point is not FC or FP (the
+/// other cycles have no batch to draw: EWC/EWP take k, SS/SCS/SPS a fixed
+/// crossing) or the mode is polling.
+///
+/// # Errors
+///
+/// As [`predict`].
+#[allow(clippy::cast_precision_loss)]
+pub fn predict_with_start_spread(
+    params: &Params,
+    mode: WaitMode,
+    spread_ns: [f64; 2],
+    from_full: bool,
+) -> Result<Option<RaceExpectation>, ModelError> {
+    params.validate()?;
+    classify(params, mode).ok_or(ModelError::NoClosedForm)?;
+    if mode != WaitMode::Notify {
+        return Ok(None);
+    }
+    let q = Ps::of(params);
+    let cycle = Cycle::reached(&q, from_full);
+    let (half, sd_ns) = match cycle {
+        Cycle::P { .. } if q.w_c < q.w_p => (q.after_p_kick(), spread_ns[1]),
+        Cycle::C { .. } if q.w_p < q.w_c => (q.after_c_kick(), spread_ns[0]),
+        _ => return Ok(None),
+    };
+    let f = |ps: i128| ps as f64;
+    let margin = f(half.s + (half.k_n - 1) * half.w_w);
+    let delta = f(half.w_n - half.w_w);
+    let sd = sd_ns.max(0.0) * PS_PER_NS;
+    let m = f(half.k_n) + expected_steps(margin, sd, delta);
+    let per = |ps: i128| f(ps) / m / PS_PER_NS;
+    let ns_of = |ps: i128| f(ps) / PS_PER_NS;
+    let (e_p, e_c) = match cycle {
+        Cycle::P { .. } => (ns_of(q.w_p) + per(q.n_p), ns_of(q.w_c) + per(q.s_c)),
+        _ => (ns_of(q.w_p) + per(q.s_p), ns_of(q.w_c) + per(q.n_c)),
+    };
+    Ok(Some(RaceExpectation {
+        regime: cycle.regime(&q),
+        t_ns: ns_of(half.w_n) + per(half.n),
+        e_ns: e_p + e_c,
+        e_p_ns: e_p,
+        e_c_ns: e_c,
+        round_messages: m,
+    }))
+}
+
 /// The paper's eq. (4) evaluated whatever the regime: the best case of SS,
 /// drawn as the "T_SS" curve of Fig. 2 and "E_SS" of Fig. 3. Returns
 /// `(T_ns, E_ns)`.
@@ -612,5 +736,152 @@ mod tests {
             predict(&Params::default(), WaitMode::Spin { budget_ns: 5.0 }).unwrap_err(),
             ModelError::NoClosedForm
         );
+    }
+
+    /// An FC pair near a step of its batch (the KVM guest-produces shape:
+    /// C woken inside P's kick, s_C = S_C + V_P - N_P = -0.1 us, W_P - W_C
+    /// = 0.2 us).
+    fn near_a_step() -> Params {
+        Params {
+            w_p: c(1300.0),
+            w_c: c(1100.0),
+            n_p: c(11_000.0),
+            v_p: Some(c(6000.0)),
+            s_c: c(4900.0),
+            s_p: c(20_000.0),
+            n_c: c(700.0),
+            ..Params::default()
+        }
+    }
+
+    #[test]
+    fn with_no_spread_the_race_is_the_models_point() {
+        let fc = near_a_step();
+        for p in [
+            fc,
+            fc.mirrored(),
+            Params::default(),
+            Params {
+                w_p: c(700.0),
+                ..Params::default()
+            },
+        ] {
+            let m = predict(&p, WaitMode::Notify).unwrap();
+            let r = predict_with_start_spread(&p, WaitMode::Notify, [0.0, 0.0], false)
+                .unwrap()
+                .unwrap();
+            assert_eq!(r.regime, m.regime);
+            assert!((r.t_ns - m.rates.t_ns).abs() < 1e-9, "{r:?} vs {m:?}");
+            assert!((r.e_ns - m.rates.e_ns).abs() < 1e-9);
+            assert!((r.e_p_ns - m.rates.e_p_ns).abs() < 1e-9);
+            #[allow(clippy::cast_precision_loss)]
+            let n = m.round_messages.unwrap() as f64;
+            assert_eq!(r.round_messages, n);
+        }
+    }
+
+    #[test]
+    fn the_race_is_drawn_only_in_fc_and_fp_batches() {
+        let ss = Params {
+            len: 2,
+            s_c: c(5000.0),
+            ..Params::default()
+        };
+        assert_eq!(predict(&ss, WaitMode::Notify).unwrap().regime, Regime::SS);
+        // EWC: C is not faster, yet woken inside P's kick; its batch is k_P.
+        let ewc = Params {
+            w_p: c(600.0),
+            s_c: c(3000.0),
+            ..near_a_step()
+        };
+        assert_eq!(predict(&ewc, WaitMode::Notify).unwrap().regime, Regime::EWC);
+        for p in [ss, ewc] {
+            let r = predict_with_start_spread(&p, WaitMode::Notify, [500.0, 500.0], false);
+            assert_eq!(r, Ok(None));
+        }
+        let poll = predict_with_start_spread(&near_a_step(), WaitMode::Poll, [500.0; 2], false);
+        assert_eq!(poll, Ok(None));
+    }
+
+    /// A round by round draw of the same thing: s_C normal per kick, the
+    /// batch the rule gives for it, T = all rounds' time over all their
+    /// messages.
+    #[allow(clippy::cast_precision_loss, clippy::cast_possible_truncation)]
+    fn drawn_rounds(p: &Params, sd: f64, rounds: u32) -> (f64, f64) {
+        let (n, w_p, w_c) = (p.n_p.mean_ns(), p.w_p.mean_ns(), p.w_c.mean_ns());
+        let s = p.s_c.mean_ns() + p.vis_p().mean_ns() - n;
+        // xorshift64* and Box-Muller: a fixed stream, no dependency.
+        let mut x: u64 = 0x9E37_79B9_7F4A_7C15;
+        let mut uniform = || {
+            x ^= x >> 12;
+            x ^= x << 25;
+            x ^= x >> 27;
+            ((x.wrapping_mul(0x2545_F491_4F6C_DD1D) >> 11) as f64 + 0.5) / (1u64 << 53) as f64
+        };
+        let (mut time, mut messages) = (0.0, 0.0);
+        for _ in 0..rounds {
+            let z = (-2.0 * uniform().ln()).sqrt() * (2.0 * std::f64::consts::PI * uniform()).cos();
+            let drawn = s + sd * z;
+            let m = 1.0
+                + if drawn > 0.0 {
+                    (drawn / (w_p - w_c)).floor()
+                } else {
+                    0.0
+                };
+            time += n + m * w_p;
+            messages += m;
+        }
+        (time / messages, messages / f64::from(rounds))
+    }
+
+    #[test]
+    fn the_drawn_race_is_the_mean_of_rounds_drawn_one_by_one() {
+        let p = near_a_step();
+        for sd in [100.0, 400.0, 1500.0] {
+            let r = predict_with_start_spread(&p, WaitMode::Notify, [0.0, sd], false)
+                .unwrap()
+                .unwrap();
+            let (t, m) = drawn_rounds(&p, sd, 400_000);
+            assert!(
+                (r.t_ns / t - 1.0).abs() < 0.005,
+                "sd {sd}: {} vs {t}",
+                r.t_ns
+            );
+            assert!(
+                (r.round_messages / m - 1.0).abs() < 0.005,
+                "sd {sd}: {r:?} vs {m}"
+            );
+        }
+        // The means put every batch at one message (s_C < 0); drawn, a
+        // share of the kicks carry more, so T falls.
+        let means = predict(&p, WaitMode::Notify).unwrap();
+        assert_eq!(means.m, Some(1));
+        let drawn = predict_with_start_spread(&p, WaitMode::Notify, [0.0, 400.0], false)
+            .unwrap()
+            .unwrap();
+        assert!(drawn.round_messages > 1.2 && drawn.t_ns < 0.9 * means.rates.t_ns);
+    }
+
+    #[test]
+    fn the_many_step_sum_and_its_integral_agree_at_the_switch() {
+        // Where more than 1e5 terms lie between 0 and 1 the sum is taken by
+        // its integral; either side of the switch the two agree.
+        #[allow(clippy::cast_precision_loss)]
+        let summed = |mean: f64, sd: f64, delta: f64| {
+            (1..2_000_000u64)
+                .map(|j| upper_tail((j as f64 * delta - mean) / sd))
+                .sum::<f64>()
+        };
+        for (mean, sd) in [(0.0, 5.6e4), (3e5, 5.6e4), (-1e5, 5.6e4)] {
+            let delta = 1.0;
+            let fast = expected_steps(mean, sd, delta);
+            let want = summed(mean, sd, delta);
+            assert!(
+                (fast - want).abs() < 1e-3 * want.max(1.0),
+                "{mean}: {fast} vs {want}"
+            );
+        }
+        assert_eq!(expected_steps(350.0, 0.0, 100.0), 3.0);
+        assert_eq!(expected_steps(-5.0, 0.0, 100.0), 0.0);
     }
 }

@@ -44,7 +44,10 @@ mod regime;
 mod strategy;
 mod time;
 
-pub use closed_form::{predict, ss_best_case, ss_formula, ModelError, OperatingPoint, Prediction};
+pub use closed_form::{
+    predict, predict_with_start_spread, ss_best_case, ss_formula, ModelError, OperatingPoint,
+    Prediction, RaceExpectation,
+};
 pub use cost::{Cost, CostParseError, Mix, Phases, SimpleCost, MAX_LOG_SIGMA, MAX_PHASES};
 pub use idle::IdleScale;
 pub use param::{Param, Unit, UnknownParam};

@@ -873,6 +873,28 @@ impl Profile {
             Some(paid_after.map_or(there, |at| s * there / at))
         }
     }
+
+    /// How much each party's effective start-up s (from the end of the
+    /// peer's notification to the party's first attempt: R - N, what
+    /// calibration prints as S) varies from one notification to the next,
+    /// P's then C's [ns]: a normal's standard deviation with the spread
+    /// of the calibrated samples between p10 and p90 (2.563 of them). Each
+    /// sample times one notification and its wake-up together, so this is
+    /// the spread of their difference, not of each alone. 0 where a
+    /// profile's quantiles are not finite or are out of order.
+    pub fn start_spread(&self) -> [f64; 2] {
+        // p90 - p10 of a normal, in standard deviations: 2 z(0.9).
+        const P10_TO_P90: f64 = 2.563_103;
+        let sd = |s: &Stat| {
+            let w = (s.p90_ns - s.p10_ns) / P10_TO_P90;
+            if w.is_finite() && w > 0.0 {
+                w
+            } else {
+                0.0
+            }
+        };
+        [sd(&self.sp), sd(&self.sc)]
+    }
 }
 
 /// The work of calibration's reference pairs [ns]: W_P and W_C of the one
@@ -891,6 +913,28 @@ struct ReferenceSleep {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_start_spread_is_a_normals_sd_from_p10_to_p90() {
+        let mut p = Profile::of_means("kvm", [10_000.0, 700.0, 20_000.0, -1000.0]);
+        p.sp = Stat {
+            p10_ns: 19_000.0,
+            p90_ns: 21_563.103,
+            ..p.sp
+        };
+        p.sc = Stat {
+            p10_ns: -2000.0,
+            p90_ns: -1_487.379_4,
+            ..p.sc
+        };
+        let [sp, sc] = p.start_spread();
+        assert!((sp - 1000.0).abs() < 1e-6, "{sp}");
+        assert!((sc - 200.0).abs() < 1e-3, "{sc}");
+        // Quantiles out of order, or not numbers: no spread.
+        p.sc.p90_ns = -3000.0;
+        p.sp.p10_ns = f64::NAN;
+        assert_eq!(p.start_spread(), [0.0, 0.0]);
+    }
 
     #[test]
     fn in_run_costs_replace_n_and_s_and_split_the_wake_up() {

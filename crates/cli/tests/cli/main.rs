@@ -499,6 +499,28 @@ fn calibrate_saves_a_profile_that_model_and_sim_load() {
     assert_eq!(curve[6]["gap_ns"], 500_000.0);
     assert_eq!(v["backend"], "futex");
     let m = json(&["model", "--profile", file.to_str().unwrap(), "--json"]);
+    // The FC or FP point again with each wake-up's margin drawn per kick,
+    // with the spread of the calibrated S between p10 and p90.
+    let sd = |s: &str| {
+        let q = &v["profile"][s];
+        (q["p90_ns"].as_f64().unwrap() - q["p10_ns"].as_f64().unwrap()) / 2.563_103
+    };
+    if matches!(m["regime"].as_str(), Some("FC" | "FP")) && sd("SP") > 0.0 && sd("SC") > 0.0 {
+        assert_eq!(m["race"]["regime"], m["regime"], "{m}");
+        for (i, s) in ["SP", "SC"].into_iter().enumerate() {
+            let got = m["race"]["spread_ns"][i].as_f64().unwrap();
+            assert!(
+                (got - sd(s)).abs() < 1e-6 * sd(s),
+                "{s}: {got} vs {}",
+                sd(s)
+            );
+        }
+        let t = m["race"]["T_ns"].as_f64().unwrap();
+        assert!(t.is_finite() && t > 0.0, "{m}");
+        assert!(m["race"]["round_messages"].as_f64().unwrap() >= 1.0, "{m}");
+    } else {
+        assert!(m.get("race").is_none(), "{m}");
+    }
     // The model adds the ring's cost per message to W: in notify mode P's
     // as measured with C asleep, polling the polling pair's.
     let w_p = |m: &serde_json::Value| {
