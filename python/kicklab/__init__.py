@@ -328,7 +328,9 @@ def model(
         ``round_messages``, ``round_ns``, the counts over one round
         (``messages``, ``notifications_p``, ...), ``predicates``,
         ``throughput_per_s``, ``mode``, ``params`` (and ``other``, a
-        bistable pair's other operating point).
+        bistable pair's other operating point; with a ``profile``, at an FC
+        or FP point, ``race``: the point with the batch race drawn, as
+        ``kicklab model --profile F --json`` has it).
 
     Examples
     --------

@@ -394,6 +394,13 @@ fn model_json(params: Args, mode: &str, profile: ProfileText) -> PyResult<String
     let mut v = prediction_json(&p);
     v["mode"] = json!(m.to_string());
     v["params"] = to_value(&params)?;
+    // As the binary: with a profile, the FC or FP point with the batch
+    // race drawn (`docs/model.md`, "The batch race").
+    if let Some(profile) = &pair.profile {
+        if let Some(r) = profile.race_at(&params, m).map_err(|e| model_err(&e))? {
+            v["race"] = to_value(&r)?;
+        }
+    }
     Ok(text(&v)?)
 }
 

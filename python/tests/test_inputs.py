@@ -52,6 +52,23 @@ def test_a_profile_adds_the_ring_cost_the_command_line_adds(cli, tmp_path):
     assert sim == cli.json("sim", "--messages", "20000", "--profile", str(path), "--wp", "2us")
 
 
+def test_a_profile_with_a_spread_gives_the_batch_race_the_command_line_gives(cli, tmp_path):
+    prof = _profile()
+    # C's effective start-up spread over 2.563 us between p10 and p90: a
+    # normal's sd of 1 us.
+    prof["SC"] = {**_stat(200.0), "p10_ns": -1000.0, "p90_ns": 1563.103}
+    path = tmp_path / "p.json"
+    path.write_text(json.dumps(prof))
+    got = kicklab.model(profile=path, wp="2us")
+    assert got == cli.json("model", "--profile", str(path), "--wp", "2us")
+    assert got["regime"] == "FC" and got["race"]["regime"] == "FC"
+    assert got["race"]["spread_ns"][1] == pytest.approx(1000.0, rel=1e-6)
+    # Drawn, some kicks carry more messages than the means' batch.
+    assert got["race"]["round_messages"] > got["round_messages"]
+    assert got["race"]["T_ns"] < got["T_ns"]
+    assert "race" not in kicklab.model(profile=path, wp="2us", mode="poll")
+
+
 def test_a_latency_bound_is_above_0():
     with pytest.raises(ValueError, match="^latency: .*a latency bound must be > 0"):
         kicklab.sim(messages=1000, mode="adaptive", latency=0)

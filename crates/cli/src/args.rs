@@ -365,10 +365,25 @@ impl ParamArgs {
     ///
     /// A [`Usage`] error naming the flag.
     pub fn params_for(&self, spread: bool, notify: bool) -> Result<Params, Usage> {
+        self.params_for_profile(self.load_profile()?.as_ref(), spread, notify)
+    }
+
+    /// [`ParamArgs::params_for`] with the profile already loaded
+    /// ([`ParamArgs::load_profile`]), for a caller that reads it too.
+    ///
+    /// # Errors
+    ///
+    /// A [`Usage`] error naming the flag.
+    pub fn params_for_profile(
+        &self,
+        profile: Option<&kicklab_model::Profile>,
+        spread: bool,
+        notify: bool,
+    ) -> Result<Params, Usage> {
         if notify {
-            self.build(|profile, p| profile.apply_notify(p, spread))
+            self.build_with(profile, |f, p| f.apply_notify(p, spread))
         } else {
-            self.params_with(spread)
+            self.build_with(profile, |f, p| f.apply(p, spread))
         }
     }
 

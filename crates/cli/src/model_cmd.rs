@@ -1,10 +1,7 @@
 //! `kicklab model`: the closed forms.
 
 use clap::Args;
-use kicklab_model::{
-    fmt_ns, predict, predict_with_start_spread, Params, Prediction, RaceExpectation, Regime,
-    WaitMode,
-};
+use kicklab_model::{fmt_ns, predict, Params, Prediction, RaceExpectation, Regime, WaitMode};
 use serde_json::json;
 
 use crate::args::{mode, ParamArgs};
@@ -33,7 +30,10 @@ pub fn prediction_json(p: &Prediction) -> serde_json::Value {
 }
 
 pub fn run(a: &ModelArgs) -> anyhow::Result<()> {
-    let params = a.params.params_for(false, a.mode == WaitMode::Notify)?;
+    let profile = a.params.load_profile()?;
+    let params =
+        a.params
+            .params_for_profile(profile.as_ref(), false, a.mode == WaitMode::Notify)?;
     if let WaitMode::Spin { .. } = a.mode {
         return Err(Usage(
             "--mode: the model covers notify and poll; simulate spin:<budget> with `kicklab sim`"
@@ -48,36 +48,30 @@ pub fn run(a: &ModelArgs) -> anyhow::Result<()> {
     // With a profile, the FC or FP point again with each wake-up's margin
     // drawn per kick with the calibrated spread (`docs/model.md`, "The
     // batch race").
-    let spread = a
-        .params
-        .load_profile()?
-        .map(|f| f.start_spread())
-        .filter(|s| s.iter().any(|&x| x > 0.0));
-    let race = match spread {
-        Some(s) => predict_with_start_spread(&params, a.mode, s, false)?.map(|r| (r, s)),
+    let race = match &profile {
+        Some(f) => f.race_at(&params, a.mode)?,
         None => None,
     };
     if a.json {
         let mut v = prediction_json(&p);
         v["mode"] = json!(a.mode.to_string());
         v["params"] = serde_json::to_value(params)?;
-        if let Some((r, s)) = race {
+        if let Some(r) = race {
             v["race"] = serde_json::to_value(r)?;
-            v["race"]["spread_ns"] = json!(s);
         }
         return crate::print_json(&v);
     }
     print_prediction(&params, a.mode, &p);
-    if let Some((r, s)) = race {
-        print_race(&r, s, p.rates.t_ns);
+    if let Some(r) = race {
+        print_race(&r, p.rates.t_ns);
     }
     Ok(())
 }
 
-fn print_race(r: &RaceExpectation, spread: [f64; 2], t_ns: f64) {
+fn print_race(r: &RaceExpectation, t_ns: f64) {
     let (who, sd) = match r.regime {
-        Regime::FP => ("s_P (R_P - N_C)", spread[0]),
-        _ => ("s_C (R_C - N_P)", spread[1]),
+        Regime::FP => ("s_P (R_P - N_C)", r.spread_ns[0]),
+        _ => ("s_C (R_C - N_P)", r.spread_ns[1]),
     };
     println!(
         "race        T {}, E {}, {:.2} messages per wake-up on average, with {who} drawn at each \

@@ -476,6 +476,8 @@ pub struct RaceExpectation {
     pub e_c_ns: f64,
     /// Expected messages per notification (the batch m; at least k).
     pub round_messages: f64,
+    /// The standard deviations drawn with [ns], of s_P and s_C.
+    pub spread_ns: [f64; 2],
 }
 
 /// The standard normal's upper tail, P(Z > z).
@@ -577,6 +579,7 @@ pub fn predict_with_start_spread(
         e_p_ns: e_p,
         e_c_ns: e_c,
         round_messages: m,
+        spread_ns,
     }))
 }
 

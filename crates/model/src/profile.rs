@@ -874,6 +874,26 @@ impl Profile {
         }
     }
 
+    /// The FC or FP point of `params` with the batch race drawn at this
+    /// profile's spread ([`crate::predict_with_start_spread`] with
+    /// [`Profile::start_spread`], from an empty queue); `None` where the
+    /// profile has no spread or the point is not FC or FP.
+    ///
+    /// # Errors
+    ///
+    /// As [`crate::predict`].
+    pub fn race_at(
+        &self,
+        params: &crate::Params,
+        mode: crate::WaitMode,
+    ) -> Result<Option<crate::RaceExpectation>, crate::ModelError> {
+        let spread = self.start_spread();
+        if spread.iter().all(|&s| s <= 0.0) {
+            return Ok(None);
+        }
+        crate::predict_with_start_spread(params, mode, spread, false)
+    }
+
     /// How much each party's effective start-up s (from the end of the
     /// peer's notification to the party's first attempt: R - N, what
     /// calibration prints as S) varies from one notification to the next,
