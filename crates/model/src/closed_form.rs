@@ -469,10 +469,10 @@ pub struct RaceExpectation {
     #[serde(rename = "E_ns")]
     pub e_ns: f64,
     /// P's share of E [ns].
-    #[serde(rename = "E_P_ns")]
+    #[serde(rename = "E_p_ns")]
     pub e_p_ns: f64,
     /// C's share of E [ns].
-    #[serde(rename = "E_C_ns")]
+    #[serde(rename = "E_c_ns")]
     pub e_c_ns: f64,
     /// Expected messages per notification (the batch m; at least k).
     pub round_messages: f64,
