@@ -347,19 +347,10 @@ impl ParamArgs {
     /// The validated parameters for the model (`spread` false: the
     /// profile's means) or the simulator (`spread`: distributions with the
     /// measured spread): with a profile, its N, V and S, and W plus the
-    /// ring's cost per message that the profile measured
+    /// ring's cost per message that the profile measured, as measured with
+    /// the peer asleep for a pair whose parties both wait by `notify`
+    /// (`Profile::apply_notify`), else the polling pair's
     /// (`Profile::apply`).
-    ///
-    /// # Errors
-    ///
-    /// A [`Usage`] error naming the flag.
-    pub fn params_with(&self, spread: bool) -> Result<Params, Usage> {
-        self.build(|profile, p| profile.apply(p, spread))
-    }
-
-    /// [`ParamArgs::params_with`] for a pair whose parties both wait by
-    /// `notify` (`notify`: the ring's cost per message as measured with the
-    /// peer asleep, `Profile::apply_notify`), else the same.
     ///
     /// # Errors
     ///

@@ -632,6 +632,21 @@ fn calibrate_saves_a_profile_that_model_and_sim_load() {
     tampered("idle_curve[1].gap_ns", &|p| {
         p["idle_curve"][1]["gap_ns"] = p["idle_curve"][0]["gap_ns"].clone();
     });
+    // A ring cost of a second a message is within what a profile may hold,
+    // but past what advise searches: advise blames the profile, not --wp.
+    let mut p = good.clone();
+    for stat in ["mean_ns", "median_ns", "p10_ns", "p90_ns"] {
+        p["overhead"][stat] = 1e9.into();
+    }
+    let slow = dir.join("slow-ring.json");
+    std::fs::write(&slow, p.to_string()).unwrap();
+    let out = kicklab(&["advise", "--profile", slow.to_str().unwrap()]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(
+        err.starts_with("error: --profile: its ring cost per message (1s) added to W_P (1us)"),
+        "{err}"
+    );
     std::fs::remove_dir_all(&dir).unwrap();
 }
 
