@@ -201,11 +201,11 @@ fn parse_profile(profile: ProfileText) -> Res<Option<Profile>> {
 }
 
 /// Parses a whole-number keyword (`len`, `kp`, `kc`) as clap parses a
-/// `u32` flag, with its words.
+/// `u32` flag, with its words (no blanks around it either).
 fn count(name: &str, value: &str) -> Res<u32> {
-    let t = value.trim();
-    t.parse()
-        .map_err(|e: std::num::ParseIntError| match t.parse::<i128>() {
+    value
+        .parse()
+        .map_err(|e: std::num::ParseIntError| match value.parse::<i128>() {
             Ok(n) => invalid(name, value, format!("{n} is not in 0..={}", u32::MAX)),
             Err(_) => invalid(name, value, e),
         })

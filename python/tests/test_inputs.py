@@ -76,6 +76,14 @@ def test_a_latency_bound_is_above_0():
         kicklab.advise(latency="0us")
 
 
+def test_a_count_with_blanks_is_refused_as_the_command_line_refuses_it(cli):
+    out = cli.run("model", "--len", " 256 ")
+    assert out.returncode == 2 and "invalid digit found in string" in out.stderr
+    with pytest.raises(ValueError, match="^len: invalid value ' 256 ': invalid digit found in string"):
+        kicklab.model(len=" 256 ")
+    assert kicklab.model(len="256") == kicklab.model(len=256)
+
+
 def test_a_count_swept_past_its_whole_numbers_is_refused():
     with pytest.raises(ValueError, match="^vary: len takes whole numbers: 10 points over 1..4"):
         kicklab.sweep("len=1..4:10", messages=100)
