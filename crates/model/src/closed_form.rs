@@ -258,6 +258,16 @@ pub(crate) enum Cycle {
 }
 
 impl Cycle {
+    /// The operating point a start with an empty queue reaches (both
+    /// parties attempting at t = 0). Where P's work takes no time, P fills
+    /// the queue at t = 0 before C's first claim (P goes first among the
+    /// attempts at an instant, and each of its messages is published at
+    /// the instant it is reserved, before any claim), then sleeps: the
+    /// start with a full queue.
+    pub(crate) fn from_empty(q: &Ps) -> Cycle {
+        Cycle::reached(q, q.w_p == 0)
+    }
+
     /// The operating point reached from a state just after P's
     /// notification (a start with an empty queue leads there) or, with
     /// `from_c`, just after C's (a start with a full queue).
@@ -442,7 +452,7 @@ pub fn predict(params: &Params, mode: WaitMode) -> Result<Prediction, ModelError
             None,
         ),
     };
-    let (empty, full) = (Cycle::reached(&q, false), Cycle::reached(&q, true));
+    let (empty, full) = (Cycle::from_empty(&q), Cycle::reached(&q, true));
     let mut prediction = of_cycle(empty);
     if full != empty {
         let o = of_cycle(full);
@@ -555,7 +565,11 @@ pub fn predict_with_start_spread(
         return Ok(None);
     }
     let q = Ps::of(params);
-    let cycle = Cycle::reached(&q, from_full);
+    let cycle = if from_full {
+        Cycle::reached(&q, true)
+    } else {
+        Cycle::from_empty(&q)
+    };
     let (half, sd_ns) = match cycle {
         Cycle::P { .. } if q.w_c < q.w_p => (q.after_p_kick(), spread_ns[1]),
         Cycle::C { .. } if q.w_p < q.w_c => (q.after_c_kick(), spread_ns[0]),

@@ -166,7 +166,7 @@ pub fn classify(params: &Params, mode: WaitMode) -> Option<Regime> {
         _ => return None,
     }
     let q = Ps::of(params);
-    Some(Cycle::reached(&q, false).regime(&q))
+    Some(Cycle::from_empty(&q).regime(&q))
 }
 
 #[cfg(test)]

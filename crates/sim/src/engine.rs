@@ -7,14 +7,22 @@
 //! reserve/claim attempt (after a notification, after a start-up, when a
 //! spinning party sees its condition come true) or a spin deadline. Ordering
 //! by key gives the tie rule of the semantics: at equal times every publish
-//! and free happens before any attempt. Among equal keys P goes first; the
-//! order cannot change the outcome (two publishes/frees do not read each
-//! other's party state, and a reserve and a claim touch different counters).
+//! and free happens before any attempt. Among equal keys P goes first; for
+//! two publishes/frees the order changes nothing (they do not read each
+//! other's party state), and for two attempts it matters only where P's
+//! work takes no time (its message is then published at that instant and
+//! is seen by C's claim, as in the reference loop).
 //!
 //! An attempt that follows a publish or free is done inline, without a
 //! second event, unless the peer has a publish/free pending at the same
 //! instant (then the attempt waits for it as an event of its own): this
-//! halves the events per message and changes nothing in the order.
+//! halves the events per message and changes nothing in the order. Where
+//! C's claim would follow a free and P has an attempt at the same instant,
+//! P's reserve is done first (P goes first among equal keys): with work
+//! that takes no time its message is published at that instant, before
+//! the claim, as the tie rule says; the claim then waits for it. (With
+//! work that takes time, the order of a reserve and a claim changes
+//! nothing: they touch different counters.)
 //!
 //! What does not live here: sampling (`sampler.rs`), sweeps (`sweep.rs`).
 
@@ -941,6 +949,27 @@ fn run<const CONST: bool, const LAT: bool>(
                         // P publishes at this same instant: claim after it.
                         co.phase = Phase::Attempt;
                         continue;
+                    }
+                    if pr.phase == Phase::Attempt && pr.t == now {
+                        // P attempts at this same instant, and P goes first
+                        // among attempts: its reserve now, inline. A message
+                        // it writes in no time is published at this instant
+                        // too, before any claim (the tie rule): then claim
+                        // after it.
+                        events += 1;
+                        if free >= 1 {
+                            free -= 1;
+                            let w = costs.draw::<CONST>(W_P);
+                            pr.busy += w;
+                            pr.phase = Phase::Work;
+                            pr.t = now + w;
+                            if w == 0 {
+                                co.phase = Phase::Attempt;
+                                continue;
+                            }
+                        } else {
+                            pr.wait(now);
+                        }
                     }
                 }
                 Phase::Attempt => {}

@@ -12,6 +12,9 @@ fn cost() -> impl Strategy<Value = Cost> {
     let simple = || simple_cost().prop_map(|c| c.simple().unwrap());
     prop_oneof![
         4 => simple_cost(),
+        // Zero costs: a message written, a kick sent or a start-up paid at
+        // the instant it began, where ties decide everything.
+        1 => Just(Cost::Const(0.0)),
         1 => proptest::collection::vec((simple(), 1u64..300), 2..=MAX_PHASES)
             .prop_map(|v: Vec<(SimpleCost, u64)>| Cost::Phases(Phases::new(&v).unwrap())),
         1 => (0.0f64..=1.0, simple(), simple())
@@ -161,4 +164,42 @@ fn agrees_on_the_paper_setup_with_every_distribution() {
             );
         }
     }
+}
+
+/// A message written in no time is published at the instant P reserves
+/// it, and a claim attempted at that instant sees it (the tie rule): a
+/// polling producer with no work never lets a one-slot queue run dry, so
+/// the sleeping consumer is never kicked. The fast loop claimed before
+/// P's reserve at that instant and kicked C once a message (found by an
+/// independent implementation of the rules).
+#[test]
+fn a_message_written_in_no_time_is_seen_by_a_claim_at_that_instant() {
+    let p = Params {
+        len: 1,
+        k_p: 1,
+        k_c: 1,
+        w_p: Cost::Const(0.0),
+        w_c: Cost::Const(1624.1),
+        n_p: Cost::Const(100.0),
+        n_c: Cost::Const(3706.0),
+        s_p: Cost::Const(16015.0),
+        s_c: Cost::Const(0.0),
+        v_p: None,
+        v_c: None,
+    };
+    let cfg = SimConfig {
+        mode_p: WaitMode::Poll,
+        mode_c: WaitMode::Notify,
+        warmup: 1000,
+        ..SimConfig::new(p, WaitMode::Notify, 20_000)
+    };
+    let fast = simulate(&cfg).unwrap();
+    assert_eq!(fast.totals, simulate_reference(&cfg).unwrap());
+    assert_eq!(fast.totals, simulate_control(&cfg).unwrap().totals);
+    assert_eq!((fast.rates.notifications_p, fast.rates.sleeps_c), (0, 0));
+    assert!(
+        (fast.rates.t_ns - 1624.1).abs() < 1e-9,
+        "{}",
+        fast.rates.t_ns
+    );
 }

@@ -223,3 +223,55 @@ fn the_kvm_pair_is_bistable() {
     check(&p, Start::Empty).unwrap();
     check(&p, Start::Full).unwrap();
 }
+
+/// With no work for P, an empty start is a full one: P goes first among
+/// the attempts at t = 0 and publishes each message at the instant it
+/// reserves it, so the queue is full before C's first claim. The model
+/// gives the full queue's point (found by an independent implementation
+/// of the rules: the model gave the other operating point, 2x faster).
+#[test]
+fn with_no_work_for_p_the_empty_start_is_the_full_one() {
+    let ns = Cost::Const;
+    let base = Params {
+        len: 185,
+        k_p: 5,
+        k_c: 6,
+        w_p: ns(0.0),
+        w_c: ns(0.0),
+        n_p: ns(7318.0),
+        n_c: ns(18011.0),
+        s_p: ns(737.0),
+        s_c: ns(0.0),
+        v_p: Some(ns(3646.489)),
+        v_c: Some(ns(1209.718)),
+    };
+    for w_c in [0.0, 1.0, 1000.0] {
+        let p = Params {
+            w_c: ns(w_c),
+            ..base
+        };
+        let m = predict(&p, WaitMode::Notify).unwrap();
+        assert!(
+            m.other.is_none(),
+            "W_C {w_c}: one operating point from either start"
+        );
+        assert!(
+            matches!(m.regime, Regime::EWP | Regime::FP),
+            "W_C {w_c}: {:?}",
+            m.regime
+        );
+        assert_eq!(check(&p, Start::Empty).unwrap(), m.regime);
+        assert_eq!(check(&p, Start::Full).unwrap(), m.regime);
+    }
+    // With a picosecond of work C claims the first message before P
+    // fills the queue: the empty start's own point, and the full one's
+    // beside it.
+    let p = Params {
+        w_p: ns(0.001),
+        ..base
+    };
+    let m = predict(&p, WaitMode::Notify).unwrap();
+    assert_eq!(m.regime, Regime::FC);
+    assert_eq!(m.other.unwrap().regime, Regime::EWP);
+    assert_eq!(check(&p, Start::Empty).unwrap(), Regime::FC);
+}
