@@ -749,6 +749,21 @@ pub fn simulate(cfg: &SimConfig) -> Result<SimResult, SimError> {
 }
 
 #[allow(clippy::too_many_lines, clippy::cast_precision_loss)]
+/// P's reserve attempt at `now`: a slot and the work of its message if
+/// one is free, else P waits by its mode.
+#[inline(always)]
+fn reserve<const CONST: bool>(pr: &mut Side, free: &mut u64, costs: &mut Costs, now: u64) {
+    if *free >= 1 {
+        *free -= 1;
+        let w = costs.draw::<CONST>(W_P);
+        pr.busy += w;
+        pr.phase = Phase::Work;
+        pr.t = now + w;
+    } else {
+        pr.wait(now);
+    }
+}
+
 fn run<const CONST: bool, const LAT: bool>(
     cfg: &SimConfig,
     costs: &mut Costs,
@@ -872,16 +887,7 @@ fn run<const CONST: bool, const LAT: bool>(
                 }
                 Phase::Spin | Phase::Sleep => unreachable!("no event pending"),
             }
-            // Reserve attempt at `now`.
-            if free >= 1 {
-                free -= 1;
-                let w = costs.draw::<CONST>(W_P);
-                pr.busy += w;
-                pr.phase = Phase::Work;
-                pr.t = now + w;
-            } else {
-                pr.wait(now);
-            }
+            reserve::<CONST>(&mut pr, &mut free, costs, now);
         } else {
             // ---------------------------------------------------------- C
             let now = co.t;
@@ -957,18 +963,10 @@ fn run<const CONST: bool, const LAT: bool>(
                         // too, before any claim (the tie rule): then claim
                         // after it.
                         events += 1;
-                        if free >= 1 {
-                            free -= 1;
-                            let w = costs.draw::<CONST>(W_P);
-                            pr.busy += w;
-                            pr.phase = Phase::Work;
-                            pr.t = now + w;
-                            if w == 0 {
-                                co.phase = Phase::Attempt;
-                                continue;
-                            }
-                        } else {
-                            pr.wait(now);
+                        reserve::<CONST>(&mut pr, &mut free, costs, now);
+                        if pr.phase == Phase::Work && pr.t == now {
+                            co.phase = Phase::Attempt;
+                            continue;
                         }
                     }
                 }
