@@ -7,10 +7,11 @@
 //! same costs in the same order as the fast loop (`engine.rs`) and ends with
 //! the same totals, which the tests check.
 //!
-//! Each party has one pending event, keyed `(time << 1) | class` as in the
+//! Each party has one pending event, keyed `(time << 2) | class` as in the
 //! fast loop (class 0: the end of a work interval; class 1: an attempt or a
-//! spin deadline), so every publish and free at an instant comes before any
-//! attempt at that instant. Unlike the fast loop it never folds an attempt
+//! spin deadline; class 2: an attempt that yielded to the peer's at the
+//! same instant), so every publish and free at an instant comes before any
+//! attempt at that instant, even one made by work that takes no time. Unlike the fast loop it never folds an attempt
 //! into the event before it: one event per action, simpler and about half
 //! as fast.
 //!
@@ -32,7 +33,7 @@ const NEVER: u64 = u64::MAX;
 /// Time, busy, notifications, sleeps and work drawn at the free that ends
 /// the warm-up.
 type Mark = (u64, [u64; 2], [u64; 2], [u64; 2], u64);
-const MAX_TIME_PS: u64 = (u64::MAX >> 1) - 1;
+const MAX_TIME_PS: u64 = (u64::MAX >> 2) - 1;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Phase {
@@ -41,6 +42,9 @@ enum Phase {
     /// An attempt is due (class 1): after a kick and S, after a timed sleep
     /// and S, after a pause, or at once.
     Attempt,
+    /// An attempt that found nothing while the peer had an attempt at the
+    /// same instant, held until that one has run (class 2; `engine.rs`).
+    Yielded,
     /// Spinning for the condition with a deadline (class 1 event).
     SpinUntil,
     /// Spinning for the condition with no deadline: no event.
@@ -82,8 +86,17 @@ impl Side {
         if self.t == NEVER {
             NEVER
         } else {
-            (self.t << 1) | u64::from(self.phase != Phase::Work)
+            (self.t << 2)
+                | match self.phase {
+                    Phase::Work => 0,
+                    Phase::Yielded => 2,
+                    _ => 1,
+                }
         }
+    }
+    /// Whether its pending event is an attempt (not yet yielded) at `now`.
+    fn attempts_at(&self, now: u64) -> bool {
+        self.phase == Phase::Attempt && self.t == now
     }
     fn spinning(&self) -> bool {
         matches!(self.phase, Phase::Spin | Phase::SpinUntil)
@@ -385,8 +398,8 @@ fn run(
                     }
                 }
             }
-            Phase::Attempt | Phase::SpinUntil => {
-                let first = s[me].phase == Phase::Attempt;
+            Phase::Attempt | Phase::Yielded | Phase::SpinUntil => {
+                let first = s[me].phase != Phase::SpinUntil;
                 if me == 0 && std::mem::take(&mut p_kicked) && on_interrupt && pending > 0 {
                     // Flush on interrupt: C's kick has reached P. (In a
                     // one-way pair P is kicked only after it waited, and it
@@ -425,6 +438,12 @@ fn run(
                     if notify!(0, 1, now) {
                         continue;
                     }
+                }
+                if s[me].phase == Phase::Attempt && s[peer].attempts_at(now) {
+                    // Nothing to take, and the peer attempts at this same
+                    // instant: after it (its work may publish or free now).
+                    s[me].phase = Phase::Yielded;
+                    continue;
                 }
                 if !first {
                     // A spin deadline passed with the condition still false.

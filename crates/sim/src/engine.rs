@@ -2,28 +2,31 @@
 //! specialised to two parties.
 //!
 //! Each party has exactly one pending event, so the "priority queue" is a
-//! comparison of two keys. A key is `(time_ps << 1) | class`, where class 0
-//! is the end of a work interval (a publish or a free) and class 1 is a
+//! comparison of two keys. A key is `(time_ps << 2) | class`, where class 0
+//! is the end of a work interval (a publish or a free), class 1 a
 //! reserve/claim attempt (after a notification, after a start-up, when a
-//! spinning party sees its condition come true) or a spin deadline. Ordering
-//! by key gives the tie rule of the semantics: at equal times every publish
-//! and free happens before any attempt. Among equal keys P goes first; for
-//! two publishes/frees the order changes nothing (they do not read each
-//! other's party state), and for two attempts it matters only where P's
-//! work takes no time (its message is then published at that instant and
-//! is seen by C's claim, as in the reference loop).
+//! spinning party sees its condition come true) or a spin deadline, and
+//! class 2 an attempt that yielded. Ordering by key gives the tie rule of
+//! the semantics: at equal times every publish and free happens before any
+//! attempt. Among equal keys P goes first.
+//!
+//! Work that takes no time publishes or frees at the instant of its
+//! attempt, and the rule still holds: an attempt that finds nothing to take
+//! while the peer has an attempt at the same instant yields to it (class 2)
+//! and fails only if it finds nothing after that one has run (and
+//! published or freed, if its work took no time). So whatever the order of
+//! two attempts at an instant, a message published then is seen by a claim
+//! then, and a slot freed then by a reserve then. (With work that takes
+//! time nothing of this changes the outcome: a reserve and a claim touch
+//! different counters.)
 //!
 //! An attempt that follows a publish or free is done inline, without a
 //! second event, unless the peer has a publish/free pending at the same
 //! instant (then the attempt waits for it as an event of its own): this
 //! halves the events per message and changes nothing in the order. Where
 //! C's claim would follow a free and P has an attempt at the same instant,
-//! P's reserve is done first (P goes first among equal keys): with work
-//! that takes no time its message is published at that instant, before
-//! the claim, as the tie rule says; the claim then waits for it. (With
-//! work that takes time, the order of a reserve and a claim changes
-//! nothing: they touch different counters.)
-//!
+//! P's reserve is done first, inline, yielding to the claim if it fails.
+
 //! What does not live here: sampling (`sampler.rs`), sweeps (`sweep.rs`).
 
 use hdrhistogram::Histogram;
@@ -35,8 +38,8 @@ use crate::sampler::Sampler;
 
 /// No pending event.
 const NEVER: u64 = u64::MAX;
-/// Largest simulated time [ps] (keys shift time left by one bit).
-const MAX_TIME_PS: u64 = (u64::MAX >> 1) - 1;
+/// Largest simulated time [ps] (keys shift time left by two bits).
+const MAX_TIME_PS: u64 = (u64::MAX >> 2) - 1;
 
 /// What a party is doing; its pending event follows from it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -46,6 +49,11 @@ enum Phase {
     /// In N or S, or just saw its condition come true while spinning; the
     /// event is a reserve/claim attempt, class 1.
     Attempt,
+    /// An attempt that failed while the peer had an attempt at the same
+    /// instant, held until that one has run (and published or freed at
+    /// that instant, if its work takes no time); class 2. If it fails
+    /// again, the party waits.
+    Yielded,
     /// Spinning with a deadline (spin-then-sleep); the event is the
     /// deadline, class 1.
     SpinUntil,
@@ -103,7 +111,31 @@ impl Side {
         if self.t == NEVER {
             NEVER
         } else {
-            (self.t << 1) | u64::from(self.phase != Phase::Work)
+            (self.t << 2)
+                | match self.phase {
+                    Phase::Work => 0,
+                    Phase::Yielded => 2,
+                    _ => 1,
+                }
+        }
+    }
+
+    /// Whether its pending event is an attempt (not yet yielded) at `now`.
+    #[inline(always)]
+    fn attempts_at(&self, now: u64) -> bool {
+        self.phase == Phase::Attempt && self.t == now
+    }
+
+    /// An attempt at `now` found nothing to take: yield to the peer's
+    /// attempt at the same instant if `peer_attempts` and this one has not
+    /// yielded yet, else wait according to the mode.
+    #[inline(always)]
+    fn fail(&mut self, now: u64, peer_attempts: bool) {
+        if peer_attempts && self.phase != Phase::Yielded {
+            self.phase = Phase::Yielded;
+            self.t = now;
+        } else {
+            self.wait(now);
         }
     }
 
@@ -750,9 +782,16 @@ pub fn simulate(cfg: &SimConfig) -> Result<SimResult, SimError> {
 
 #[allow(clippy::too_many_lines, clippy::cast_precision_loss)]
 /// P's reserve attempt at `now`: a slot and the work of its message if
-/// one is free, else P waits by its mode.
+/// one is free, else P yields to C's attempt at this instant
+/// (`c_attempts`) or waits by its mode ([`Side::fail`]).
 #[inline(always)]
-fn reserve<const CONST: bool>(pr: &mut Side, free: &mut u64, costs: &mut Costs, now: u64) {
+fn reserve<const CONST: bool>(
+    pr: &mut Side,
+    free: &mut u64,
+    costs: &mut Costs,
+    now: u64,
+    c_attempts: bool,
+) {
     if *free >= 1 {
         *free -= 1;
         let w = costs.draw::<CONST>(W_P);
@@ -760,7 +799,7 @@ fn reserve<const CONST: bool>(pr: &mut Side, free: &mut u64, costs: &mut Costs, 
         pr.phase = Phase::Work;
         pr.t = now + w;
     } else {
-        pr.wait(now);
+        pr.fail(now, c_attempts);
     }
 }
 
@@ -872,13 +911,13 @@ fn run<const CONST: bool, const LAT: bool>(
                     } else if co.spinning() {
                         co.stop_spinning(now);
                     }
-                    if kc == now << 1 {
+                    if kc == now << 2 {
                         // C frees at this same instant: reserve after it.
                         pr.phase = Phase::Attempt;
                         continue;
                     }
                 }
-                Phase::Attempt => {}
+                Phase::Attempt | Phase::Yielded => {}
                 Phase::SpinUntil => {
                     // Deadline passed with the queue still full.
                     pr.busy += pr.budget;
@@ -887,7 +926,8 @@ fn run<const CONST: bool, const LAT: bool>(
                 }
                 Phase::Spin | Phase::Sleep => unreachable!("no event pending"),
             }
-            reserve::<CONST>(&mut pr, &mut free, costs, now);
+            let c_attempts = co.attempts_at(now);
+            reserve::<CONST>(&mut pr, &mut free, costs, now, c_attempts);
         } else {
             // ---------------------------------------------------------- C
             let now = co.t;
@@ -951,26 +991,27 @@ fn run<const CONST: bool, const LAT: bool>(
                     } else if pr.spinning() {
                         pr.stop_spinning(now);
                     }
-                    if kp == now << 1 {
+                    if kp == now << 2 {
                         // P publishes at this same instant: claim after it.
                         co.phase = Phase::Attempt;
                         continue;
                     }
-                    if pr.phase == Phase::Attempt && pr.t == now {
+                    if pr.attempts_at(now) {
                         // P attempts at this same instant, and P goes first
-                        // among attempts: its reserve now, inline. A message
-                        // it writes in no time is published at this instant
-                        // too, before any claim (the tie rule): then claim
-                        // after it.
+                        // among attempts: its reserve now, inline (C's claim
+                        // follows at once, so a reserve that fails yields to
+                        // it). A message it writes in no time is published
+                        // at this instant too, before any claim (the tie
+                        // rule): then claim after it.
                         events += 1;
-                        reserve::<CONST>(&mut pr, &mut free, costs, now);
+                        reserve::<CONST>(&mut pr, &mut free, costs, now, true);
                         if pr.phase == Phase::Work && pr.t == now {
                             co.phase = Phase::Attempt;
                             continue;
                         }
                     }
                 }
-                Phase::Attempt => {}
+                Phase::Attempt | Phase::Yielded => {}
                 Phase::SpinUntil => {
                     co.busy += co.budget;
                     co.sleep(now);
@@ -986,7 +1027,7 @@ fn run<const CONST: bool, const LAT: bool>(
                 co.phase = Phase::Work;
                 co.t = now + w;
             } else {
-                co.wait(now);
+                co.fail(now, pr.attempts_at(now));
             }
         }
     }

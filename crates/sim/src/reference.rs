@@ -7,8 +7,11 @@
 //! is what a user would write instead: the benchmarks compare against it.
 //!
 //! Events are ordered by `(time, class, party, insertion)`: class 0 is a
-//! publish/free, class 1 an attempt or a spin deadline, so every publish and
-//! free at an instant precedes every attempt at that instant (the tie rule).
+//! publish/free, class 1 an attempt or a spin deadline, class 2 an attempt
+//! that found nothing while the peer had one at the same instant, made
+//! again after it; so every publish and free at an instant precedes every
+//! attempt that could take it at that instant (the tie rule), even where
+//! work takes no time.
 
 use std::cmp::Reverse;
 use std::collections::{BinaryHeap, VecDeque};
@@ -24,6 +27,9 @@ enum Kind {
     EndWork,
     /// Reserve (P) or claim (C) attempt.
     Attempt,
+    /// An attempt that found nothing while the peer had an attempt at the
+    /// same instant, made again after it (class 2).
+    Yielded,
     /// End of a spin budget; `gen` tells stale deadlines apart.
     Deadline { gen: u64 },
 }
@@ -104,9 +110,22 @@ pub fn simulate_reference(cfg: &SimConfig) -> Result<Totals, SimError> {
 
     let mut heap = BinaryHeap::new();
     let mut seq = 0u64;
-    let mut push = |heap: &mut BinaryHeap<Reverse<Event>>, t: u64, party: usize, kind: Kind| {
+    // When each party's pending attempt (not a yielded one) is due.
+    let mut attempt_at: [Option<u64>; 2] = [None, None];
+    let mut push = |heap: &mut BinaryHeap<Reverse<Event>>,
+                    attempt_at: &mut [Option<u64>; 2],
+                    t: u64,
+                    party: usize,
+                    kind: Kind| {
         seq += 1;
-        let class = u8::from(kind != Kind::EndWork);
+        let class = match kind {
+            Kind::EndWork => 0,
+            Kind::Attempt | Kind::Deadline { .. } => 1,
+            Kind::Yielded => 2,
+        };
+        if kind == Kind::Attempt {
+            attempt_at[party] = Some(t);
+        }
         heap.push(Reverse(Event {
             t,
             class,
@@ -123,9 +142,9 @@ pub fn simulate_reference(cfg: &SimConfig) -> Result<Totals, SimError> {
         parties[P].asleep = true;
         parties[P].sleeps = 1;
     } else {
-        push(&mut heap, 0, P, Kind::Attempt);
+        push(&mut heap, &mut attempt_at, 0, P, Kind::Attempt);
     }
-    push(&mut heap, 0, C, Kind::Attempt);
+    push(&mut heap, &mut attempt_at, 0, C, Kind::Attempt);
 
     while let Some(Reverse(ev)) = heap.pop() {
         let (me, peer, now) = (ev.party, 1 - ev.party, ev.t);
@@ -177,23 +196,31 @@ pub fn simulate_reference(cfg: &SimConfig) -> Result<Totals, SimError> {
                     parties[me].busy += n;
                     parties[peer].busy += s;
                     parties[peer].asleep = false;
-                    push(&mut heap, now + v + s, peer, Kind::Attempt);
-                    push(&mut heap, now + n, me, Kind::Attempt);
+                    push(&mut heap, &mut attempt_at, now + v + s, peer, Kind::Attempt);
+                    push(&mut heap, &mut attempt_at, now + n, me, Kind::Attempt);
                 } else {
                     if let Some(since) = parties[peer].spinning_since.take() {
                         parties[peer].busy += now - since;
                         parties[peer].gen += 1;
-                        push(&mut heap, now, peer, Kind::Attempt);
+                        push(&mut heap, &mut attempt_at, now, peer, Kind::Attempt);
                     }
-                    push(&mut heap, now, me, Kind::Attempt);
+                    push(&mut heap, &mut attempt_at, now, me, Kind::Attempt);
                 }
             }
-            Kind::Attempt => {
+            Kind::Attempt | Kind::Yielded => {
+                if ev.kind == Kind::Attempt {
+                    attempt_at[me] = None;
+                }
                 if have[me] >= 1 {
                     have[me] -= 1;
                     let w = draw[work[me]].draw_ps();
                     parties[me].busy += w;
-                    push(&mut heap, now + w, me, Kind::EndWork);
+                    push(&mut heap, &mut attempt_at, now + w, me, Kind::EndWork);
+                } else if ev.kind == Kind::Attempt && attempt_at[peer] == Some(now) {
+                    // Nothing to take, and the peer attempts at this same
+                    // instant: again after it (its work may publish or
+                    // free at this instant).
+                    push(&mut heap, &mut attempt_at, now, me, Kind::Yielded);
                 } else {
                     match modes[me] {
                         WaitMode::Notify => {
@@ -208,6 +235,7 @@ pub fn simulate_reference(cfg: &SimConfig) -> Result<Totals, SimError> {
                             let gen = parties[me].gen;
                             push(
                                 &mut heap,
+                                &mut attempt_at,
                                 now + to_ps(budget_ns),
                                 me,
                                 Kind::Deadline { gen },

@@ -32,6 +32,7 @@ fn steady_warmup(p: &Params) -> Option<u64> {
 /// Simulates long enough for many rounds, then checks T, E, and that the
 /// window holds whole rounds of the predicted size.
 fn check(p: &Params, mode: WaitMode, want: Regime) -> Result<(), TestCaseError> {
+    prop_assume!(some_work(p));
     let model = predict(p, mode).unwrap();
     prop_assert_eq!(
         model.regime,
@@ -129,9 +130,17 @@ fn check(p: &Params, mode: WaitMode, want: Regime) -> Result<(), TestCaseError> 
     Ok(())
 }
 
-/// Work costs [ps]: 0.05 us .. 3 us.
+/// Work costs [ps]: 0.05 us .. 3 us, or none (a message written or read
+/// at the instant it starts, where the tie rule decides the order).
 fn work() -> impl Strategy<Value = u64> {
-    50_000u64..3_000_000
+    prop_oneof![1 => Just(0u64), 9 => 50_000u64..3_000_000]
+}
+
+/// Whether one party at least has work: a pair with none on either side
+/// runs at no cost but its notifications, which the closed forms do not
+/// cover (`docs/model.md`, "Work that takes no time").
+fn some_work(p: &Params) -> bool {
+    p.w_p.mean_ns() > 0.0 || p.w_c.mean_ns() > 0.0
 }
 
 /// Notification / start-up costs [ps]: 0 .. 8 us.
@@ -306,7 +315,8 @@ proptest! {
     /// model's symmetry is by construction; this checks the event loop).
     #[test]
     fn simulator_is_symmetric(p in any_params(), poll in any::<bool>()) {
-        let mode = if poll { WaitMode::Poll } else { WaitMode::Notify };
+        prop_assume!(some_work(&p));
+            let mode = if poll { WaitMode::Poll } else { WaitMode::Notify };
         // Rounds short enough that the window holds many of them.
         prop_assume!(predict(&p, WaitMode::Notify).unwrap().round_messages.unwrap_or(1) <= 1_000);
         let Some(warmup) = steady_warmup(&p) else { return Err(TestCaseError::reject("transient too long")) };
@@ -331,7 +341,11 @@ proptest! {
     /// schedule as the pair started empty.
     #[test]
     fn mirror_of_empty_is_full(p in any_params(), fp in 0u64..=1000, fc in 0u64..=1000) {
-        let p = with_visibility(p, fp, fc);
+        // A full start has P asleep; with no work for C in the mirror, C
+        // frees at once and must kick P, where the empty start has both
+        // parties attempting at t = 0 and no one to kick.
+        prop_assume!(some_work(&p) && p.w_p.mean_ns() > 0.0);
+            let p = with_visibility(p, fp, fc);
         prop_assume!(predict(&p, WaitMode::Notify).unwrap().round_messages.unwrap_or(1) <= 1_000);
         let Some(warmup) = steady_warmup(&p) else { return Err(TestCaseError::reject("transient too long")) };
         let a = simulate(&SimConfig { warmup, ..SimConfig::new(p, WaitMode::Notify, 20_000) }).unwrap();
