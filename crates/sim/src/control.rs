@@ -11,9 +11,9 @@
 //! fast loop (class 0: the end of a work interval; class 1: an attempt or a
 //! spin deadline; class 2: an attempt that yielded to the peer's at the
 //! same instant), so every publish and free at an instant comes before any
-//! attempt at that instant, even one made by work that takes no time. Unlike the fast loop it never folds an attempt
-//! into the event before it: one event per action, simpler and about half
-//! as fast.
+//! attempt that could take it, even one made by work that takes no time.
+//! Unlike the fast loop it never folds an attempt into the event before
+//! it: one event per action, simpler and about half as fast.
 //!
 //! What does not live here: the decisions ([`kicklab_model::control`]), the
 //! closed forms, sweeps.

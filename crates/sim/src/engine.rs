@@ -26,7 +26,7 @@
 //! halves the events per message and changes nothing in the order. Where
 //! C's claim would follow a free and P has an attempt at the same instant,
 //! P's reserve is done first, inline, yielding to the claim if it fails.
-
+//!
 //! What does not live here: sampling (`sampler.rs`), sweeps (`sweep.rs`).
 
 use hdrhistogram::Histogram;
@@ -780,7 +780,6 @@ pub fn simulate(cfg: &SimConfig) -> Result<SimResult, SimError> {
     }
 }
 
-#[allow(clippy::too_many_lines, clippy::cast_precision_loss)]
 /// P's reserve attempt at `now`: a slot and the work of its message if
 /// one is free, else P yields to C's attempt at this instant
 /// (`c_attempts`) or waits by its mode ([`Side::fail`]).
@@ -803,6 +802,7 @@ fn reserve<const CONST: bool>(
     }
 }
 
+#[allow(clippy::too_many_lines, clippy::cast_precision_loss)]
 fn run<const CONST: bool, const LAT: bool>(
     cfg: &SimConfig,
     costs: &mut Costs,
