@@ -886,6 +886,11 @@ fn advise_json(
 ) -> PyResult<String> {
     let pair = Pair::parse(&params, profile)?;
     let params = pair.params_with(true)?;
+    if pair.profile.is_some() {
+        if let Some(why) = kicklab_lab::advise::ring_past_search(&pair.params()?, &params) {
+            return Err(bad(format!("profile: {why}")).into());
+        }
+    }
     let (idle_scale, nap_ns) = pair.sim_costs();
     let spec = kicklab_lab::advise::AdviseSpec {
         params,

@@ -76,6 +76,18 @@ def test_a_latency_bound_is_above_0():
         kicklab.advise(latency="0us")
 
 
+def test_advise_blames_a_profile_whose_ring_cost_alone_is_past_its_search(cli, tmp_path):
+    prof = _profile()
+    prof["overhead"] = _stat(1e9)
+    path = tmp_path / "slow-ring.json"
+    path.write_text(json.dumps(prof))
+    out = cli.run("advise", "--profile", str(path))
+    assert out.returncode == 2
+    assert out.stderr.startswith("error: --profile: its ring cost per message (1s) added to W_P (1us)")
+    with pytest.raises(ValueError, match=r"^profile: its ring cost per message \(1s\) added to W_P \(1us\)"):
+        kicklab.advise(profile=path)
+
+
 def test_a_count_with_blanks_is_refused_as_the_command_line_refuses_it(cli):
     out = cli.run("model", "--len", " 256 ")
     assert out.returncode == 2 and "invalid digit found in string" in out.stderr

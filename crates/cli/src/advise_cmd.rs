@@ -2,7 +2,7 @@
 //! the paper's costs or a calibration profile, searched with the simulator.
 
 use clap::Args;
-use kicklab_lab::advise::{advise, AdviseSpec};
+use kicklab_lab::advise::{advise, ring_past_search, AdviseSpec};
 use kicklab_model::fmt_ns;
 
 use crate::args::ParamArgs;
@@ -34,7 +34,9 @@ pub fn run(a: &AdviseArgs) -> anyhow::Result<()> {
     let profile = a.params.load_profile()?;
     let params = a.params.params_for_profile(profile.as_ref(), true, false)?;
     if let Some(profile) = &profile {
-        ring_within_search(&a.params.params_from(profile)?, &params)?;
+        if let Some(why) = ring_past_search(&a.params.params_from(profile)?, &params) {
+            return Err(crate::Usage(format!("--profile: {why}")).into());
+        }
     }
     let (idle_scale, nap_ns) = profile
         .as_ref()
@@ -72,34 +74,6 @@ pub fn run(a: &AdviseArgs) -> anyhow::Result<()> {
             fmt_ns(c.e_ns),
             fmt_ns(c.latency_p99_ns)
         );
-    }
-    Ok(())
-}
-
-/// Refuses a profile whose ring cost per message alone takes W_P or W_C
-/// past what advise searches (`given`: W as the flags give it; `with_ring`:
-/// with the profile's ring cost added), naming the profile rather than
-/// `--wp`/`--wc`, which are within bounds.
-fn ring_within_search(
-    given: &kicklab_model::Params,
-    with_ring: &kicklab_model::Params,
-) -> anyhow::Result<()> {
-    use kicklab_lab::advise::MAX_COST_NS;
-    for (name, w, total) in [
-        ("W_P", given.w_p, with_ring.w_p),
-        ("W_C", given.w_c, with_ring.w_c),
-    ] {
-        if w.mean_ns() <= MAX_COST_NS && total.mean_ns() > MAX_COST_NS {
-            return Err(crate::Usage(format!(
-                "--profile: its ring cost per message ({}) added to {name} ({}) makes it {}, past the {} \
-                 advise searches; a ring cost that large is no calibration of this machine's ring (calibrate again)",
-                fmt_ns(total.mean_ns() - w.mean_ns()),
-                fmt_ns(w.mean_ns()),
-                fmt_ns(total.mean_ns()),
-                fmt_ns(MAX_COST_NS)
-            ))
-            .into());
-        }
     }
     Ok(())
 }

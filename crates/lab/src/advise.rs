@@ -124,6 +124,30 @@ pub fn candidates(latency_ns: f64, exhaustive: bool) -> Vec<WaitMode> {
     out
 }
 
+/// Where a profile's ring cost per message alone takes W_P or W_C past
+/// what advise searches ([`MAX_COST_NS`]): why, naming the cost, so that
+/// the profile is blamed and not W, which is within bounds. `given`: the
+/// pair with W as given; `with_ring`: with the profile's ring cost added
+/// to it.
+pub fn ring_past_search(given: &Params, with_ring: &Params) -> Option<String> {
+    [
+        ("W_P", given.w_p, with_ring.w_p),
+        ("W_C", given.w_c, with_ring.w_c),
+    ]
+    .into_iter()
+    .find(|(_, w, total)| w.mean_ns() <= MAX_COST_NS && total.mean_ns() > MAX_COST_NS)
+    .map(|(name, w, total)| {
+        format!(
+            "its ring cost per message ({}) added to {name} ({}) makes it {}, past the {} advise \
+             searches; a ring cost that large is no calibration of this machine's ring (calibrate again)",
+            fmt_ns(total.mean_ns() - w.mean_ns()),
+            fmt_ns(w.mean_ns()),
+            fmt_ns(total.mean_ns()),
+            fmt_ns(MAX_COST_NS)
+        )
+    })
+}
+
 /// Searches the candidates with the simulator and picks one.
 ///
 /// # Errors
