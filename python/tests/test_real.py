@@ -44,8 +44,12 @@ def test_calibrate_has_the_cli_fields(cli, profile):
     assert set(got) == set(want)
     assert got["backend"] == "futex" and got["idle_curve"] == [] and got["overhead_ns"] is None
     assert got["overhead_p_ns"] is None and got["overhead_c_ns"] is None
-    for k in ("NP_ns", "NC_ns", "SP_ns", "SC_ns"):
-        assert got[k] > 0
+    # N is a call's duration on one clock; the wall S may come out
+    # negative (the notifier taken off its CPU inside its call while the
+    # woken thread runs: docs/calibration.md), but not the wake-up R = N + S,
+    # from the start of the notification to the woken thread running.
+    assert got["NP_ns"] > 0 and got["NC_ns"] > 0
+    assert got["NP_ns"] + got["SC_ns"] > 0 and got["NC_ns"] + got["SP_ns"] > 0
     # The saved file is the profile.
     assert json.loads(profile["path"].read_text()) == got["profile"]
 
