@@ -24,7 +24,7 @@ use kicklab_model::{to_ps, Latency, Party, Rates};
 
 use crate::engine::{
     check_config, samplers, Costs, SimConfig, SimError, SimResult, Start, Totals, Window,
-    MAX_EVENTS_PER_MESSAGE,
+    MAX_EVENTS_PER_MESSAGE, MAX_TIME_PS,
 };
 use crate::engine::{N_C, N_P, S_C, S_P, V_C, V_P, W_C, W_P};
 
@@ -33,7 +33,6 @@ const NEVER: u64 = u64::MAX;
 /// Time, busy, notifications, sleeps and work drawn at the free that ends
 /// the warm-up.
 type Mark = (u64, [u64; 2], [u64; 2], [u64; 2], u64);
-const MAX_TIME_PS: u64 = (u64::MAX >> 2) - 1;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Phase {

@@ -39,7 +39,7 @@ use crate::sampler::Sampler;
 /// No pending event.
 const NEVER: u64 = u64::MAX;
 /// Largest simulated time [ps] (keys shift time left by two bits).
-const MAX_TIME_PS: u64 = (u64::MAX >> 2) - 1;
+pub(crate) const MAX_TIME_PS: u64 = (u64::MAX >> 2) - 1;
 
 /// What a party is doing; its pending event follows from it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
