@@ -132,6 +132,7 @@ impl Ps {
             k_w: self.k_c,
             n: self.n_p,
             s: self.s_c + self.v_p - self.n_p,
+            notifier_first: true,
         }
     }
 
@@ -145,6 +146,7 @@ impl Ps {
             k_w: self.k_p,
             n: self.n_c,
             s: self.s_p + self.v_c - self.n_c,
+            notifier_first: false,
         }
     }
 }
@@ -169,6 +171,9 @@ pub(crate) struct Half {
     /// The woken party's effective start-up: when it first acts, counted
     /// from the end of the notifier's N: `S + V - N` (may be negative).
     s: i128,
+    /// Whether the notifier's attempts go before the woken party's at an
+    /// instant (P's do: it is P that notifies here).
+    notifier_first: bool,
 }
 
 /// Where a [`Half`] leads.
@@ -220,6 +225,20 @@ impl Half {
             return Next::Cross { j: 0 };
         }
         if self.w_n == self.w_w {
+            if self.w_n == 0 {
+                // No work on either side, and both attempt at the end of
+                // N (s = 0). P goes first: it fills the queue and yields
+                // to C, which drains it and sleeps (the yielded attempt
+                // does not hold it back); then P publishes k_P and
+                // notifies. After P's kick that is a round of L
+                // messages, after C's a cross to P's kick with C's k_C
+                // freed slots refilled on the way.
+                return if self.notifier_first {
+                    Next::Again { m: self.l }
+                } else {
+                    Next::Cross { j: self.k_n }
+                };
+            }
             return Next::Lockstep;
         }
         // W_n < W_w and the woken party never catches up: the notifier's
@@ -263,9 +282,12 @@ impl Cycle {
     /// the queue at t = 0 before C's first claim (P goes first among the
     /// attempts at an instant, and each of its messages is published at
     /// the instant it is reserved, before any claim), then sleeps: the
-    /// start with a full queue.
+    /// start with a full queue. Unless C's work takes no time either: then
+    /// P's failed reserve yields to C's claim, C drains the queue at t = 0
+    /// and sleeps, and P notifies it after k_P messages (the state after
+    /// P's notification, as with work).
     pub(crate) fn from_empty(q: &Ps) -> Cycle {
-        Cycle::reached(q, q.w_p == 0)
+        Cycle::reached(q, q.w_p == 0 && q.w_c > 0)
     }
 
     /// The operating point reached from a state just after P's
