@@ -200,7 +200,9 @@ fn print_result(
         Window::Messages => "messages (no notification rounds)",
         Window::Consumed => "messages consumed after the warm-up",
     };
-    println!("measured       {} messages over {window}", r.rates.messages);
+    let n = r.rates.messages;
+    let noun = if n == 1 { "message" } else { "messages" };
+    println!("measured       {n} {noun} over {window}");
     if let Some((regime, t_ns, e_ns)) = predicted {
         println!(
             "model          {regime}: T {} (sim/model {:.6}), E {} (sim/model {:.6})",

@@ -59,7 +59,13 @@ struct Side {
     spin_since: u64,
     /// When it blocked (for the start-up's idle scaling and `haltpoll`).
     blocked_since: u64,
+    /// Busy time so far [ps]: W, N, S and pauses added when they are
+    /// booked, a spin for the condition when it ends.
     busy: u64,
+    /// The last two busy intervals booked `[from, to)` [ps]: those still
+    /// ahead of a window's end are not charged to it (`busy_at`). Two
+    /// suffice: a kick's N and the nap or pause that follows it.
+    booked: [(u64, u64); 2],
     notifications: u64,
     sleeps: u64,
     count: u64,
@@ -110,6 +116,26 @@ impl Side {
         self.busy += now - self.spin_since;
         self.phase = Phase::Attempt;
         self.t = now;
+    }
+    /// Books busy time `[from, to)` (`from` >= now).
+    fn book(&mut self, from: u64, to: u64) {
+        self.busy += to - from;
+        self.booked = [(from, to), self.booked[0]];
+    }
+    /// Busy time spent up to `at` (now): `busy` less what is booked ahead
+    /// of it, plus a spin in progress.
+    fn busy_at(&self, at: u64) -> u64 {
+        let ahead: u64 = self
+            .booked
+            .iter()
+            .map(|&(from, to)| to.saturating_sub(from.max(at)))
+            .sum();
+        let spin = if self.spinning() {
+            at - self.spin_since
+        } else {
+            0
+        };
+        self.busy - ahead + spin
     }
 }
 
@@ -181,6 +207,7 @@ fn run(
         spin_since: 0,
         blocked_since: 0,
         busy: 0,
+        booked: [(0, 0); 2],
         notifications: 0,
         sleeps: 0,
         count: 0,
@@ -250,8 +277,8 @@ fn run(
                     let (n, v) = costs.notification::<false>(notify_i[me], vis_i[me]);
                     let idle = now + v - s[peer].blocked_since;
                     let st = costs.start_up::<false>(start_i[peer], idle);
-                    s[me].busy += n;
-                    s[peer].busy += st;
+                    s[me].book(now, now + n);
+                    s[peer].book(now + v, now + v + st);
                     s[peer].wait_k = None;
                     // A pause is no episode of waiting.
                     if s[peer].pause_k.take().is_none() {
@@ -340,7 +367,7 @@ fn run(
                     if s[1].count == cfg.warmup {
                         mark = Some((
                             now,
-                            [s[0].busy, s[1].busy],
+                            [s[0].busy_at(now), s[1].busy_at(now)],
                             [s[0].notifications, s[1].notifications],
                             [s[0].sleeps, s[1].sleeps],
                             work_sum,
@@ -373,13 +400,13 @@ fn run(
                             let until = until.max(at);
                             let st = nap_start(cfg, costs, me, until - at);
                             s[me].sleeps += 1;
-                            s[me].busy += st;
+                            s[me].book(until, until + st);
                             s[me].t = until + st;
                             s[me].ctl.woke(until, until + st);
                         }
                         Action::Spin(Some(until)) => {
                             let until = until.max(at);
-                            s[me].busy += until - at;
+                            s[me].book(at, until);
                             s[me].t = until;
                         }
                         // Registered at once, so only when no kick of its
@@ -424,7 +451,7 @@ fn run(
                     let w = costs.draw::<false>(work_i[me]);
                     work_sum += w;
                     s[me].work = w;
-                    s[me].busy += w;
+                    s[me].book(now, now + w);
                     s[me].phase = Phase::Work;
                     s[me].t = now + w;
                     continue;
@@ -477,7 +504,7 @@ fn run(
                         let until = until.max(now);
                         let st = nap_start(cfg, costs, me, until - now);
                         s[me].sleeps += 1;
-                        s[me].busy += st;
+                        s[me].book(until, until + st);
                         s[me].phase = Phase::Attempt;
                         s[me].t = until + st;
                         s[me].ctl.woke(until, until + st);
@@ -492,7 +519,7 @@ fn run(
                 s[me].wait_k = None;
                 s[peer].pending_since = None;
                 let st = nap_start(cfg, costs, me, now - s[me].blocked_since);
-                s[me].busy += st;
+                s[me].book(now, now + st);
                 s[me].phase = Phase::Attempt;
                 s[me].t = now + st;
                 s[me].ctl.woke(now, now + st);
@@ -504,8 +531,8 @@ fn run(
     let (t0, busy0, notif0, sleeps0, work0) = mark.unwrap_or((0, [0, 0], [0, 0], [0, 0], 0));
     let n = (s[1].count - cfg.warmup.min(s[1].count)).max(1) as f64;
     let per = |a: u64, b: u64| (b - a) as f64 / n / 1000.0;
-    let e_p_ns = per(busy0[0], s[0].busy);
-    let e_c_ns = per(busy0[1], s[1].busy);
+    let e_p_ns = per(busy0[0], s[0].busy_at(final_t));
+    let e_c_ns = per(busy0[1], s[1].busy_at(final_t));
     let latency_ns = (cfg.latency && !hist.is_empty()).then(|| Latency {
         p50: hist.value_at_quantile(0.5) as f64,
         p99: hist.value_at_quantile(0.99) as f64,

@@ -75,6 +75,9 @@ struct Side {
     /// Busy time so far [ps]: W, N, S added when each interval begins,
     /// spin added when it ends.
     busy: u64,
+    /// Length of the busy interval booked in `busy` that ends at `t` (a W,
+    /// an N, or an S after a wake-up) [ps], for [`Side::busy_at`].
+    booked: u64,
     /// Notifications sent to the peer.
     notifications: u64,
     /// Times it went to sleep.
@@ -98,6 +101,7 @@ impl Side {
             spin_since: 0,
             asleep_since: 0,
             busy: 0,
+            booked: 0,
             notifications: 0,
             sleeps: 0,
             count: 0,
@@ -142,6 +146,27 @@ impl Side {
     #[inline(always)]
     fn spinning(&self) -> bool {
         matches!(self.phase, Phase::Spin | Phase::SpinUntil)
+    }
+
+    /// Busy time spent up to `at` (<= its pending event): `busy` less the
+    /// part of the booked interval still ahead, plus a spin in progress.
+    /// What a window that ends at `at` charges it.
+    #[inline(always)]
+    fn busy_at(&self, at: u64) -> u64 {
+        match self.phase {
+            Phase::Work | Phase::Attempt | Phase::Yielded => {
+                self.busy - self.t.saturating_sub(at).min(self.booked)
+            }
+            Phase::Spin | Phase::SpinUntil => self.busy + (at - self.spin_since),
+            Phase::Sleep => self.busy,
+        }
+    }
+
+    /// Books a busy interval of `len` that ends at its next event, `t`.
+    #[inline(always)]
+    fn book(&mut self, len: u64) {
+        self.busy += len;
+        self.booked = len;
     }
 
     /// Cannot start at `now`: wait according to the mode.
@@ -794,7 +819,7 @@ fn reserve<const CONST: bool>(
     if *free >= 1 {
         *free -= 1;
         let w = costs.draw::<CONST>(W_P);
-        pr.busy += w;
+        pr.book(w);
         pr.phase = Phase::Work;
         pr.t = now + w;
     } else {
@@ -842,13 +867,15 @@ fn run<const CONST: bool, const LAT: bool>(
     let mut msg_first: Option<Snapshot> = None;
     let mut msg_last = (0u64, 0u64, 0u64);
     let mut measuring = warmup == 0;
+    // At the free that ends the warm-up (t = 0 without one).
+    let mut warm_mark = Snapshot::default();
     let mut events = 0u64;
 
     let snapshot = |t: u64, pr: &Side, co: &Side| Snapshot {
         t,
         published: pr.count,
-        busy_p: pr.busy,
-        busy_c: co.busy,
+        busy_p: pr.busy_at(t),
+        busy_c: co.busy_at(t),
         notif_p: pr.notifications,
         notif_c: co.notifications,
         sleeps_p: pr.sleeps,
@@ -890,7 +917,8 @@ fn run<const CONST: bool, const LAT: bool>(
                         if msg_first.is_none() {
                             msg_first = Some(snapshot(now, &pr, &co));
                         }
-                        msg_last = (now, pr.busy, co.busy);
+                        // (P's W ends now: nothing of it is ahead.)
+                        msg_last = (now, pr.busy, co.busy_at(now));
                     }
                     if co.phase == Phase::Sleep {
                         if avail >= k_p {
@@ -900,8 +928,8 @@ fn run<const CONST: bool, const LAT: bool>(
                             pr.notifications += 1;
                             let (n, v) = costs.notification::<CONST>(N_P, V_P);
                             let s = costs.start_up::<CONST>(S_C, now + v - co.asleep_since);
-                            pr.busy += n;
-                            co.busy += s;
+                            pr.book(n);
+                            co.book(s);
                             pr.phase = Phase::Attempt;
                             pr.t = now + n;
                             co.phase = Phase::Attempt;
@@ -967,6 +995,12 @@ fn run<const CONST: bool, const LAT: bool>(
                     }
                     if co.count == warmup {
                         measuring = true;
+                        // Counted in messages consumed, for the fallback
+                        // window.
+                        warm_mark = Snapshot {
+                            published: co.count,
+                            ..snapshot(now, &pr, &co)
+                        };
                     }
                     if co.count >= stop {
                         final_t = now;
@@ -980,8 +1014,8 @@ fn run<const CONST: bool, const LAT: bool>(
                             co.notifications += 1;
                             let (n, v) = costs.notification::<CONST>(N_C, V_C);
                             let s = costs.start_up::<CONST>(S_P, now + v - pr.asleep_since);
-                            co.busy += n;
-                            pr.busy += s;
+                            co.book(n);
+                            pr.book(s);
                             co.phase = Phase::Attempt;
                             co.t = now + n;
                             pr.phase = Phase::Attempt;
@@ -1023,7 +1057,7 @@ fn run<const CONST: bool, const LAT: bool>(
             if avail >= 1 {
                 avail -= 1;
                 let w = costs.draw::<CONST>(W_C);
-                co.busy += w;
+                co.book(w);
                 co.phase = Phase::Work;
                 co.t = now + w;
             } else {
@@ -1051,13 +1085,18 @@ fn run<const CONST: bool, const LAT: bool>(
     } else {
         (msg, Window::Messages)
     };
-    let (a, b) = match (span.first, span.last) {
-        (Some(a), Some(b)) if b.published > a.published => (a, b),
+    let (a, b, window) = match (span.first, span.last) {
+        (Some(a), Some(b)) if b.published > a.published => (a, b, window),
         _ => {
-            // Fewer than two publishes measured (messages == 1): fall back to
-            // the whole run.
-            let z = Snapshot::default();
-            (z, snapshot(final_t, &pr, &co))
+            // Fewer than two publishes measured (a window of one message,
+            // or P ran the queue full during the warm-up and published at
+            // most once after it): from the free that ends the warm-up to
+            // the last free, counted in messages consumed.
+            let end = Snapshot {
+                published: co.count,
+                ..snapshot(final_t, &pr, &co)
+            };
+            (warm_mark, end, Window::Consumed)
         }
     };
     if run_len > 0 {
