@@ -214,8 +214,13 @@ def _whole(name: str, value: Any, high: int = _U64) -> int:
     if isinstance(value, bool) or not isinstance(value, numbers.Integral):
         raise TypeError(f"{name}: expected a whole number, got {type(value).__name__}")
     v = int(value)
-    if not 0 <= v <= high:
-        raise ValueError(f"{name}: invalid value '{v}': {v} is not in 0..={high}")
+    # The command line's words for the same values (kicklab_model::parse_whole).
+    if v < 0:
+        raise ValueError(
+            f"{name}: invalid value '{v}': `{v}` is not a whole number (digits only, no sign, e.g. 256)"
+        )
+    if v > high:
+        raise ValueError(f"{name}: invalid value '{v}': `{v}` is too large (at most {high})")
     return v
 
 

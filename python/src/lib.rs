@@ -200,15 +200,12 @@ fn parse_profile(profile: ProfileText) -> Res<Option<Profile>> {
         .transpose()
 }
 
-/// Parses a whole-number keyword (`len`, `kp`, `kc`) as clap parses a
-/// `u32` flag, with its words (no blanks around it either).
+/// Parses a whole-number keyword (`len`, `kp`, `kc`) as the command line
+/// parses a `u32` flag, with its words (no blanks around it either).
 fn count(name: &str, value: &str) -> Res<u32> {
-    value
-        .parse()
-        .map_err(|e: std::num::ParseIntError| match value.parse::<i128>() {
-            Ok(n) => invalid(name, value, format!("{n} is not in 0..={}", u32::MAX)),
-            Err(_) => invalid(name, value, e),
-        })
+    kicklab_model::parse_whole(value, u64::from(u32::MAX))
+        .map(|v| u32::try_from(v).expect("at most u32::MAX"))
+        .map_err(|e| invalid(name, value, e))
 }
 
 /// The pair's parameters as given, before defaults and a profile.

@@ -90,8 +90,8 @@ def test_advise_blames_a_profile_whose_ring_cost_alone_is_past_its_search(cli, t
 
 def test_a_count_with_blanks_is_refused_as_the_command_line_refuses_it(cli):
     out = cli.run("model", "--len", " 256 ")
-    assert out.returncode == 2 and "invalid digit found in string" in out.stderr
-    with pytest.raises(ValueError, match="^len: invalid value ' 256 ': invalid digit found in string"):
+    assert out.returncode == 2 and "` 256 ` is not a whole number (digits only" in out.stderr
+    with pytest.raises(ValueError, match="^len: invalid value ' 256 ': ` 256 ` is not a whole number \\(digits only"):
         kicklab.model(len=" 256 ")
     assert kicklab.model(len="256") == kicklab.model(len=256)
 
@@ -211,3 +211,14 @@ def test_lists_arrays_and_generators_are_taken_alike():
     # A 3-D map names the keyword whose range is bad.
     with pytest.raises(ValueError, match="^x: kc takes whole numbers"):
         kicklab.map("kc=1..4:10", "wc=0.5us..3us:2", z="wp=1us..2us:2", messages=0)
+
+
+def test_a_negative_or_huge_count_is_refused_in_the_command_lines_words(cli):
+    out = cli.run("sim", "--messages", "-1")
+    assert out.returncode == 2 and "`-1` is not a whole number (digits only, no sign" in out.stderr
+    with pytest.raises(ValueError, match=r"^messages: invalid value '-1': `-1` is not a whole number \(digits only, no sign"):
+        kicklab.sim(messages=-1)
+    out = cli.run("model", "--len", "4294967296")
+    assert out.returncode == 2 and "`4294967296` is too large (at most 4294967295)" in out.stderr
+    with pytest.raises(ValueError, match=r"^len: invalid value '4294967296': `4294967296` is too large \(at most 4294967295\)"):
+        kicklab.model(len="4294967296")

@@ -16,10 +16,10 @@ pub struct AdviseArgs {
     #[arg(long, default_value = "100us", value_parser = crate::args::latency_ns, allow_hyphen_values = true)]
     latency: f64,
     /// Messages simulated per candidate.
-    #[arg(long, default_value_t = 200_000, allow_hyphen_values = true)]
+    #[arg(long, value_parser = crate::args::whole::<u64>, default_value_t = 200_000, allow_hyphen_values = true)]
     messages: u64,
     /// Seed of the random cost streams.
-    #[arg(long, default_value_t = 1, allow_hyphen_values = true)]
+    #[arg(long, value_parser = crate::args::whole::<u64>, default_value_t = 1, allow_hyphen_values = true)]
     seed: u64,
     /// Search every family over a fine grid (slower; what the default
     /// search is checked against).

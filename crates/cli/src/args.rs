@@ -12,6 +12,7 @@ pub struct ParamArgs {
     /// Queue length L [slots].
     #[arg(
         long,
+        value_parser = crate::args::whole::<u32>,
         default_value_t = 256,
         allow_hyphen_values = true,
         help_heading = "Parameters"
@@ -20,6 +21,7 @@ pub struct ParamArgs {
     /// k_P: P wakes a sleeping C once this many messages are queued.
     #[arg(
         long,
+        value_parser = crate::args::whole::<u32>,
         default_value_t = 1,
         allow_hyphen_values = true,
         help_heading = "Parameters"
@@ -28,6 +30,7 @@ pub struct ParamArgs {
     /// k_C: C wakes a sleeping P once this many slots are free.
     #[arg(
         long,
+        value_parser = crate::args::whole::<u32>,
         default_value_t = 1,
         allow_hyphen_values = true,
         help_heading = "Parameters"
@@ -80,6 +83,59 @@ fn cost(s: &str) -> Result<Cost, String> {
 
 /// Parses `--backend`: `futex`, `eventfd`, `pipe`, or `kvm` (refused, with
 /// the reason, where this machine has no usable KVM).
+/// A whole-number flag's type: what [`whole`] parses to.
+pub trait Whole: Sized + Clone + Send + Sync + 'static {
+    /// The largest value the flag's type holds.
+    const MAX: u64;
+    /// The value (at most [`Whole::MAX`]).
+    fn of(v: u64) -> Self;
+}
+
+macro_rules! whole_type {
+    ($($t:ty),*) => {$(
+        impl Whole for $t {
+            const MAX: u64 = <$t>::MAX as u64;
+            #[allow(clippy::cast_possible_truncation)]
+            fn of(v: u64) -> Self {
+                v as $t
+            }
+        }
+    )*};
+}
+whole_type!(u32, u64, usize);
+
+/// Parses a whole-number flag (a count, a length, a seed): digits only.
+/// clap's own parser repeats Rust's error and the type's range (`-1 is not
+/// in 0..=4294967295` for `--kp`, whose range is 1 to L), which says
+/// nothing about the flag; the flag's own range is checked where it is
+/// known.
+///
+/// # Errors
+///
+/// Not digits only, or above the type's largest value.
+pub fn whole<T: Whole>(s: &str) -> Result<T, String> {
+    kicklab_model::parse_whole(s, T::MAX).map(T::of)
+}
+
+/// Parses a plain number >= 0 (a rate, seconds, a scale): finite, with no
+/// sign (so `-0` is refused as `--wp -0` is) and no unit. clap's own float
+/// parser takes `-0`, `nan` and `inf`, and says `invalid float literal`
+/// of `1s`.
+///
+/// # Errors
+///
+/// Not such a number.
+pub fn number(s: &str) -> Result<f64, String> {
+    let t = s.trim();
+    match t.parse::<f64>() {
+        Ok(v) if v.is_finite() && v >= 0.0 && !t.starts_with(['-', '+']) => Ok(v),
+        _ => Err(format!(
+            "`{}` is not a number >= 0 (e.g. 800 or 0.5: digits, no sign, no unit)",
+            kicklab_model::shown(s)
+        )),
+    }
+}
+
 pub fn backend(s: &str) -> Result<kicklab_testbed::Backend, String> {
     let be: kicklab_testbed::Backend = s.parse()?;
     if let kicklab_testbed::Backend::Kvm(_) = be {

@@ -21,7 +21,7 @@ pub struct ControlArgs {
     #[arg(long, default_value = "0.2us..3us", value_parser = range, allow_hyphen_values = true)]
     range: (f64, f64),
     /// Points of the sweep.
-    #[arg(long, default_value_t = 15, allow_hyphen_values = true)]
+    #[arg(long, value_parser = crate::args::whole::<u32>, default_value_t = 15, allow_hyphen_values = true)]
     points: u32,
     /// Workloads, comma-separated: const (the paper's), exp (exponential
     /// W_P and W_C), phases (W_P 0.5us <-> 3us every 5000 messages), mix
@@ -29,13 +29,13 @@ pub struct ControlArgs {
     #[arg(long, default_value = "const,exp,phases", value_delimiter = ',', value_parser = Workload::parse)]
     workload: Vec<Workload>,
     /// Messages per run (after the warm-up).
-    #[arg(long, default_value_t = 200_000, allow_hyphen_values = true)]
+    #[arg(long, value_parser = crate::args::whole::<u64>, default_value_t = 200_000, allow_hyphen_values = true)]
     messages: u64,
     /// Bound on the p99 message latency that `adaptive` keeps.
     #[arg(long, default_value = "100us", value_parser = crate::args::latency_ns, allow_hyphen_values = true)]
     latency: f64,
     /// Seed of the random cost streams.
-    #[arg(long, default_value_t = 1, allow_hyphen_values = true)]
+    #[arg(long, value_parser = crate::args::whole::<u64>, default_value_t = 1, allow_hyphen_values = true)]
     seed: u64,
     /// Output directory: control.csv, one SVG per chart, index.html.
     #[arg(long, default_value = "control-out", allow_hyphen_values = true)]

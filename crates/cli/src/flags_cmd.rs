@@ -24,7 +24,7 @@ pub struct FlagsArgs {
     #[arg(long, default_value = "poll,epoll,bitmap", value_delimiter = ',')]
     path: Vec<FlagPath>,
     /// Signals per run.
-    #[arg(long, default_value_t = 20_000, allow_hyphen_values = true)]
+    #[arg(long, value_parser = crate::args::whole::<u64>, default_value_t = 20_000, allow_hyphen_values = true)]
     signals: u64,
     /// Time between two signals (the consumer sleeps in between) [default:
     /// 20us with threads, 100us with kvm, whose signals through a port
@@ -38,7 +38,7 @@ pub struct FlagsArgs {
     backend: FlagsBackend,
     /// Runs per point; the one of median wake-up cost is reported (the
     /// machine may be shared).
-    #[arg(long, default_value_t = 3, allow_hyphen_values = true)]
+    #[arg(long, value_parser = crate::args::whole::<usize>, default_value_t = 3, allow_hyphen_values = true)]
     repeat: usize,
     /// Print JSON: {"runs": [{"backend", "sources", "path", "notify_ns",
     /// "wake_ns", ..., "pair_model": {"wp_ns", "T_ns", "E_ns"}}]}: each

@@ -27,10 +27,10 @@ pub struct MapArgs {
     #[arg(long, default_value = "notify", value_parser = mode, allow_hyphen_values = true)]
     mode: WaitMode,
     /// Messages simulated per point (0: the model only).
-    #[arg(long, default_value_t = 20_000, allow_hyphen_values = true)]
+    #[arg(long, value_parser = crate::args::whole::<u64>, default_value_t = 20_000, allow_hyphen_values = true)]
     messages: u64,
     /// Seed of the random cost streams.
-    #[arg(long, default_value_t = 1, allow_hyphen_values = true)]
+    #[arg(long, value_parser = crate::args::whole::<u64>, default_value_t = 1, allow_hyphen_values = true)]
     seed: u64,
     /// Output directory: map.csv, the maps (SVG), index.html.
     #[arg(long, default_value = "map-out", allow_hyphen_values = true)]

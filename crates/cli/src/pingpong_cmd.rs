@@ -24,7 +24,7 @@ pub struct PingPongArgs {
     #[arg(long, value_parser = idle, allow_hyphen_values = true)]
     idle: Vec<Idle>,
     /// Requests measured per strategy (after a tenth as many to warm up).
-    #[arg(long, default_value_t = 20_000, allow_hyphen_values = true)]
+    #[arg(long, value_parser = crate::args::whole::<u64>, default_value_t = 20_000, allow_hyphen_values = true)]
     messages: u64,
     /// Work per message on each side (so the responder idles about this
     /// long between requests).

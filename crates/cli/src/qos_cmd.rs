@@ -18,10 +18,10 @@ use crate::Usage;
 #[derive(Debug, Args)]
 pub struct QosArgs {
     /// VMs sharing the device.
-    #[arg(long, default_value_t = 2, allow_hyphen_values = true)]
+    #[arg(long, value_parser = crate::args::whole::<usize>, default_value_t = 2, allow_hyphen_values = true)]
     vms: usize,
     /// Requests offered per second to every VM (see --rate for one VM).
-    #[arg(long, default_value_t = 800.0, allow_hyphen_values = true)]
+    #[arg(long, default_value_t = 800.0, allow_hyphen_values = true, value_parser = crate::args::number)]
     offered: f64,
     /// One VM's offered rate, VM=R (VMs count from 1), e.g. --rate 2=1500;
     /// repeatable.
@@ -53,7 +53,7 @@ pub struct QosArgs {
     #[arg(long, default_value = "0", value_parser = crate::args::duration_ns, allow_hyphen_values = true)]
     wake: f64,
     /// Requests each stage can hold waiting.
-    #[arg(long, default_value_t = 64, allow_hyphen_values = true)]
+    #[arg(long, value_parser = crate::args::whole::<u32>, default_value_t = 64, allow_hyphen_values = true)]
     buffer: u32,
     /// How requests arrive: deterministic (evenly spaced) or poisson.
     #[arg(long, default_value = "deterministic", value_parser = ["deterministic", "poisson"])]
@@ -66,12 +66,12 @@ pub struct QosArgs {
     /// Seconds measured, of the paper's time (after 1 s of warm-up); a
     /// real run (--backend futex or kvm) takes both times --scale, the
     /// warm-up at least 0.2 s of real time.
-    #[arg(long, default_value_t = 10.0, allow_hyphen_values = true)]
+    #[arg(long, default_value_t = 10.0, allow_hyphen_values = true, value_parser = crate::args::number)]
     seconds: f64,
     /// --backend futex or kvm: real time over the paper's (service times times
     /// this, rates divided by it); figures are given in the paper's time
     /// and as measured.
-    #[arg(long, default_value_t = kicklab_lab::qos_real::DEFAULT_SCALE, allow_hyphen_values = true)]
+    #[arg(long, default_value_t = kicklab_lab::qos_real::DEFAULT_SCALE, allow_hyphen_values = true, value_parser = crate::args::number)]
     scale: f64,
     /// --backend futex: what the VMs' own processing runs on: busy (busy
     /// work on this machine's CPUs), timed (a timed core of its own per
@@ -80,7 +80,7 @@ pub struct QosArgs {
     #[arg(long, default_value = "auto", value_parser = vm_core_name, allow_hyphen_values = true)]
     vm_core: String,
     /// Seed of Poisson arrivals.
-    #[arg(long, default_value_t = 1, allow_hyphen_values = true)]
+    #[arg(long, value_parser = crate::args::whole::<u64>, default_value_t = 1, allow_hyphen_values = true)]
     seed: u64,
     /// Run the sweeps of the paper's Figs. 2.10-2.12 (offered load on both
     /// paths; VM2's limit at both policing points) into --out.
@@ -187,10 +187,7 @@ fn vm_rate(s: &str) -> Result<(usize, f64), String> {
             kicklab_model::shown(vm)
         )
     })?;
-    let r = r
-        .trim()
-        .parse::<f64>()
-        .map_err(|_| format!("`{}` is not a rate in requests/s", kicklab_model::shown(r)))?;
+    let r = crate::args::number(r).map_err(|e| format!("rate: {e}"))?;
     if vm == 0 || !(r.is_finite() && r >= 0.0) {
         return Err(format!(
             "VMs count from 1 and rates are >= 0, got `{}`",

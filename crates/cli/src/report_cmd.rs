@@ -13,13 +13,13 @@ pub struct ReportArgs {
     #[arg(long, default_value = "report", allow_hyphen_values = true)]
     out: PathBuf,
     /// Points per swept curve (2 to 100000).
-    #[arg(long, default_value_t = 120, allow_hyphen_values = true)]
+    #[arg(long, value_parser = crate::args::whole::<u32>, default_value_t = 120, allow_hyphen_values = true)]
     points: u32,
     /// Messages simulated per point.
-    #[arg(long, default_value_t = 50_000, allow_hyphen_values = true)]
+    #[arg(long, value_parser = crate::args::whole::<u64>, default_value_t = 50_000, allow_hyphen_values = true)]
     messages: u64,
     /// Seed of the random cost streams.
-    #[arg(long, default_value_t = 1, allow_hyphen_values = true)]
+    #[arg(long, value_parser = crate::args::whole::<u64>, default_value_t = 1, allow_hyphen_values = true)]
     seed: u64,
     /// Skip the real runs (calibration and validation on this machine).
     #[arg(long)]
@@ -27,6 +27,7 @@ pub struct ReportArgs {
     /// Messages per real run in the validation.
     #[arg(
         long,
+        value_parser = crate::args::whole::<u64>,
         default_value_t = 60_000,
         allow_hyphen_values = true,
         conflicts_with = "no_testbed"
@@ -34,7 +35,7 @@ pub struct ReportArgs {
     real_messages: u64,
     /// Repetitions of each real run in the validation (1 to 25); medians
     /// are reported, the range drawn as error bars.
-    #[arg(long, default_value_t = kicklab_lab::validate::DEFAULT_REPEAT, allow_hyphen_values = true, conflicts_with = "no_testbed")]
+    #[arg(long, value_parser = crate::args::whole::<u32>, default_value_t = kicklab_lab::validate::DEFAULT_REPEAT, allow_hyphen_values = true, conflicts_with = "no_testbed")]
     repeat: u32,
 }
 

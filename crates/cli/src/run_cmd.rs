@@ -34,15 +34,15 @@ pub struct RunArgs {
     #[arg(long, value_parser = crate::args::latency_ns, allow_hyphen_values = true)]
     latency: Option<f64>,
     /// Messages measured (after a warm-up of a tenth as many).
-    #[arg(long, default_value_t = 200_000, allow_hyphen_values = true)]
+    #[arg(long, value_parser = crate::args::whole::<u64>, default_value_t = 200_000, allow_hyphen_values = true)]
     messages: u64,
     /// Seed for random W_P / W_C.
-    #[arg(long, default_value_t = 1, allow_hyphen_values = true)]
+    #[arg(long, value_parser = crate::args::whole::<u64>, default_value_t = 1, allow_hyphen_values = true)]
     seed: u64,
     /// Send combining: the producer publishes (and kicks at most once) every
     /// N messages (1 to L), or sooner when the ring fills or by --flush.
     /// With kvm tx the guest combines, with rx the host.
-    #[arg(long, default_value_t = 1, allow_hyphen_values = true)]
+    #[arg(long, value_parser = crate::args::whole::<u32>, default_value_t = 1, allow_hyphen_values = true)]
     batch: u32,
     /// When a partial batch goes out as well: full (only when full, or when
     /// the producer must wait), timer:<T> (once the first held message is T

@@ -32,7 +32,7 @@ pub struct SimArgs {
     latency: Option<f64>,
     /// Send combining: P publishes (and kicks at most once) every N written
     /// messages (and always before it waits); latency counts from the write.
-    #[arg(long, default_value_t = 1, allow_hyphen_values = true)]
+    #[arg(long, value_parser = crate::args::whole::<u32>, default_value_t = 1, allow_hyphen_values = true)]
     batch: u32,
     /// When a partial batch goes out as well: full (only when full, or when
     /// P must wait), timer:<T> (once the first held message is T old,
@@ -40,13 +40,13 @@ pub struct SimArgs {
     #[arg(long, default_value = "full", value_parser = crate::args::flush, allow_hyphen_values = true)]
     flush: kicklab_sim::Flush,
     /// Messages to measure (after the warm-up).
-    #[arg(long, default_value_t = 1_000_000, allow_hyphen_values = true)]
+    #[arg(long, value_parser = crate::args::whole::<u64>, default_value_t = 1_000_000, allow_hyphen_values = true)]
     messages: u64,
     /// Messages consumed before measuring [default: messages/10 + 4 L].
-    #[arg(long, allow_hyphen_values = true)]
+    #[arg(long, value_parser = crate::args::whole::<u64>, allow_hyphen_values = true)]
     warmup: Option<u64>,
     /// Seed of the random cost streams (one stream per cost).
-    #[arg(long, default_value_t = 1, allow_hyphen_values = true)]
+    #[arg(long, value_parser = crate::args::whole::<u64>, default_value_t = 1, allow_hyphen_values = true)]
     seed: u64,
     /// Do not record per-message latency (faster).
     #[arg(long)]

@@ -25,10 +25,10 @@ pub struct SweepArgs {
     #[arg(long, default_value = "notify", value_parser = mode, allow_hyphen_values = true)]
     mode: WaitMode,
     /// Messages simulated per point (after the warm-up).
-    #[arg(long, default_value_t = 50_000, allow_hyphen_values = true)]
+    #[arg(long, value_parser = crate::args::whole::<u64>, default_value_t = 50_000, allow_hyphen_values = true)]
     messages: u64,
     /// Seed of the random cost streams.
-    #[arg(long, default_value_t = 1, allow_hyphen_values = true)]
+    #[arg(long, value_parser = crate::args::whole::<u64>, default_value_t = 1, allow_hyphen_values = true)]
     seed: u64,
     /// Output directory: sweep.csv, T.svg, E.svg, index.html.
     #[arg(long, default_value = "sweep-out", allow_hyphen_values = true)]

@@ -21,13 +21,13 @@ pub struct ValidateArgs {
     #[arg(long, default_value = kicklab_lab::validate::FIG4_SWEEP, value_parser = vary, allow_hyphen_values = true)]
     pub(crate) vary: Vary,
     /// Messages per real run.
-    #[arg(long, default_value_t = 60_000, allow_hyphen_values = true)]
+    #[arg(long, value_parser = crate::args::whole::<u64>, default_value_t = 60_000, allow_hyphen_values = true)]
     messages: u64,
     /// Repetitions of the notify and the polling run at each point (1 to
     /// 25): the measured values are their medians, the charts draw their
     /// range. A disturbed repetition is run again (up to 3 extra tries per
     /// point).
-    #[arg(long, default_value_t = kicklab_lab::validate::DEFAULT_REPEAT, allow_hyphen_values = true)]
+    #[arg(long, value_parser = crate::args::whole::<u32>, default_value_t = kicklab_lab::validate::DEFAULT_REPEAT, allow_hyphen_values = true)]
     repeat: u32,
     /// Output directory: index.html, the charts (validate-<backend>-T.svg,
     /// validate-<backend>-E.svg) and validate.csv. [default: validate-out;
@@ -35,7 +35,7 @@ pub struct ValidateArgs {
     #[arg(long, allow_hyphen_values = true)]
     out: Option<PathBuf>,
     /// Seed.
-    #[arg(long, default_value_t = 1, allow_hyphen_values = true)]
+    #[arg(long, value_parser = crate::args::whole::<u64>, default_value_t = 1, allow_hyphen_values = true)]
     seed: u64,
     /// Print one JSON object (every point, the summary) instead of the table.
     #[arg(long)]

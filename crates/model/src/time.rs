@@ -1,6 +1,7 @@
 //! Durations: parsing `1.1us`-style strings to nanoseconds, and the
 //! picosecond time base shared by the model's exact arithmetic and the
-//! simulator's clock.
+//! simulator's clock. Also whole numbers (counts, lengths, seeds) as the
+//! command line and Python parse them, in the same words.
 
 use thiserror::Error;
 
@@ -48,8 +49,8 @@ pub enum DurationParseError {
     /// A unit other than ns, us, µs, ms, s.
     #[error("unknown unit `{0}` (use ns, us, µs, ms or s; a bare number is ns)")]
     BadUnit(String),
-    /// Negative, NaN or infinite.
-    #[error("`{0}` is not a finite duration >= 0")]
+    /// Negative, NaN or infinite, or signed.
+    #[error("`{0}` is not a finite duration >= 0 (written without a sign)")]
     OutOfRange(String),
     /// Longer than [`MAX_DURATION_NS`].
     #[error("`{0}` is longer than the longest duration kicklab handles (3600s, an hour)")]
@@ -74,6 +75,33 @@ pub fn shown(s: &str) -> String {
     match s.char_indices().nth(SHOWN_CHARS) {
         None => s.to_string(),
         Some((end, _)) => format!("{}... ({} characters)", &s[..end], s.chars().count()),
+    }
+}
+
+/// Parses a whole number (a count, a queue length, a seed) of at most
+/// `max`: digits only, no sign, no blanks. The error says what is wanted;
+/// a flag's own range (`--kp` 1 to L) is checked where it is known.
+///
+/// # Errors
+///
+/// Not digits only, or above `max`.
+///
+/// ```
+/// use kicklab_model::parse_whole;
+/// assert_eq!(parse_whole("256", u64::from(u32::MAX)), Ok(256));
+/// assert!(parse_whole("-1", 10).unwrap_err().contains("not a whole number"));
+/// assert!(parse_whole("11", 10).unwrap_err().contains("at most 10"));
+/// ```
+pub fn parse_whole(s: &str, max: u64) -> Result<u64, String> {
+    if s.is_empty() || !s.bytes().all(|b| b.is_ascii_digit()) {
+        return Err(format!(
+            "`{}` is not a whole number (digits only, no sign, e.g. 256)",
+            shown(s)
+        ));
+    }
+    match s.parse::<u64>() {
+        Ok(v) if v <= max => Ok(v),
+        _ => Err(format!("`{}` is too large (at most {max})", shown(s))),
     }
 }
 
@@ -145,7 +173,11 @@ pub fn parse_duration_ns(s: &str) -> Result<f64, DurationParseError> {
     if ns > MAX_DURATION_NS {
         return Err(DurationParseError::TooLong(shown(s)));
     }
-    if ns > 0.0 && ns < 1.0 / PS_PER_NS {
+    // A value written above 0 that a float cannot hold (`1e-400`) reads
+    // as 0: below a picosecond too, not a silent 0.
+    let mantissa = num.split(['e', 'E']).next().unwrap_or("");
+    let written_above_0 = mantissa.chars().any(|c| matches!(c, '1'..='9'));
+    if (ns > 0.0 || written_above_0) && ns < 1.0 / PS_PER_NS {
         return Err(DurationParseError::BelowResolution(shown(s)));
     }
     Ok(ns)
@@ -227,6 +259,23 @@ mod tests {
         ));
         assert_eq!(parse_duration_ns("0.001ns").unwrap(), 0.001);
         assert_eq!(parse_duration_ns("0").unwrap(), 0.0);
+        // Above 0 as written, 0 as a float: refused, not read as 0.
+        for tiny in ["1e-400", "1e-400us", "5e-999s"] {
+            assert!(
+                matches!(
+                    parse_duration_ns(tiny),
+                    Err(DurationParseError::BelowResolution(_))
+                ),
+                "{tiny}"
+            );
+        }
+        let zeros = format!("0.{}1us", "0".repeat(5000));
+        assert!(matches!(
+            parse_duration_ns(&zeros),
+            Err(DurationParseError::BelowResolution(_))
+        ));
+        assert_eq!(parse_duration_ns("0e-400").unwrap(), 0.0);
+        assert_eq!(parse_duration_ns("0.000us").unwrap(), 0.0);
     }
 
     #[test]

@@ -64,6 +64,16 @@ impl ScaleConfig {
                 "the timer and the duration must be > 0",
             ));
         }
+        self.check_work()
+    }
+
+    /// Checks that a request's work fits the window (what the simulated
+    /// machine needs too).
+    ///
+    /// # Errors
+    ///
+    /// A request longer than a tenth of the window.
+    pub fn check_work(&self) -> Result<(), TestbedError> {
         // A window that holds no request measures nothing (and a request
         // of seconds outlasts the run's end).
         if self.work.saturating_mul(10) > self.duration {
