@@ -90,14 +90,10 @@ fn sim_err(e: &SimError) -> Fail {
         SimError::NoMessages
         | SimError::TooManyMessages(_)
         | SimError::StudyTooLarge { .. }
-        | SimError::Combine(_) => {
-            bad(e.to_string())
-        }
+        | SimError::Combine(_) => bad(e.to_string()),
         SimError::Mode { .. } | SimError::TooManyEvents { .. } => bad(format!("mode: {e}")),
         SimError::SweepPoint { .. } => bad(format!("vary: {e}")),
-        SimError::TimeOverflow => bad(format!(
-            "messages: {e}: the simulated time of this many messages at these costs exceeds the clock's 213 days"
-        )),
+        SimError::TimeOverflow => bad(format!("messages: {e}: simulate fewer")),
         SimError::Deadlock { .. } => Fail::Runtime(e.to_string()),
         // Only a profile sets it.
         SimError::Nap { .. } => bad(format!("profile: {e}")),

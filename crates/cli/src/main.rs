@@ -371,13 +371,9 @@ fn usage_of(e: &anyhow::Error) -> Option<String> {
             SimError::NoMessages
             | SimError::TooManyMessages(_)
             | SimError::StudyTooLarge { .. } => Some(format!("--{s}")),
-            SimError::Mode { .. } | SimError::TooManyEvents { .. } => {
-                Some(format!("--mode: {s}"))
-            }
+            SimError::Mode { .. } | SimError::TooManyEvents { .. } => Some(format!("--mode: {s}")),
             SimError::SweepPoint { .. } => Some(format!("--vary: {s}")),
-            SimError::TimeOverflow => Some(format!(
-                "--messages: {s}: the simulated time of this many messages at these costs exceeds the clock's 213 days"
-            )),
+            SimError::TimeOverflow => Some(format!("--messages: {s}: simulate fewer")),
             // "batch: ..." / "flush: ..." name their flags.
             SimError::Combine(_) => Some(format!("--{s}")),
             // Only a profile sets it.

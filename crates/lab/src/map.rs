@@ -94,6 +94,18 @@ pub fn grid(spec: &MapSpec) -> Result<Vec<(f64, f64, Params)>, LabError> {
         .flat_map(|y| spec.x.values().into_iter().map(move |x| (x, y)))
         .map(|(x, y)| (x, y, spec.y.apply(&spec.x.apply(&spec.base, x), y)))
         .collect();
+    if spec.sim_messages.is_none() && kicklab_model::classify(&spec.base, spec.mode).is_none() {
+        // The model only, and the model has no closed form for the mode:
+        // a map with nothing in it.
+        return Err(LabError::input(
+            Input::Messages,
+            format!(
+                "0 asks for the model only, and it has no closed form for {} (notify, poll and \
+                 spin:0 have one): simulate some messages",
+                spec.mode
+            ),
+        ));
+    }
     if let Some(messages) = spec.sim_messages {
         // A run a point, each after its own warm-up: hours are refused.
         let warmups: u128 = grid

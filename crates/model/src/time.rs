@@ -12,7 +12,9 @@ pub const PS_PER_NS: f64 = 1000.0;
 /// The longest duration kicklab accepts anywhere: one hour.
 ///
 /// Times are counted in whole picoseconds in a `u64` (the simulator's
-/// clock, the model's exact predicates), which holds 213 days. Capping every
+/// clock, the model's exact predicates), which holds 213 days (the
+/// simulator's event keys spend two bits of it on the tie class: its
+/// clock holds 53). Capping every
 /// single duration at an hour keeps the clock exact for thousands of
 /// messages at the largest costs, and any real cost (nanoseconds to
 /// milliseconds) far inside the range. Longer runs of huge costs are

@@ -576,8 +576,13 @@ pub enum SimError {
         /// The value, as given [ns].
         ns: String,
     },
-    /// Simulated time ran past the clock's range.
-    #[error("simulated time overflowed (costs too large for this many messages)")]
+    /// Simulated time ran past the clock's range ([`MAX_TIME_PS`], 53
+    /// days: the keys spend two bits of the picosecond clock on the tie
+    /// class).
+    #[error(
+        "simulated time ran past the clock's {} days (costs, sleep periods or timeouts too long for this many messages)",
+        MAX_TIME_PS / 86_400_000_000_000_000
+    )]
     TimeOverflow,
     /// More than [`MAX_EVENTS_PER_MESSAGE`] events a message on average:
     /// timed sleeps or spins far shorter than the waits they fill.

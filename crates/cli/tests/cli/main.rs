@@ -1382,6 +1382,35 @@ fn hostile_inputs_are_refused_naming_the_flag() {
             &["scale", "--backend", "sim", "--slice", "3599s"],
             "1us to 1 s",
         ),
+        // Found by a hostile-input pass (session 25): what each flag wants,
+        // not Rust's parse error and its type's range.
+        (&["model", "--kp", "-1"], "`-1` is not a whole number"),
+        (&["sim", "--messages", ""], "is not a whole number"),
+        (&["model", "--len", "4294967296"], "at most 4294967295"),
+        (&["sim", "--seed", "1e3"], "`1e3` is not a whole number"),
+        // Written above 0, read as 0 by a float: not a silent 0.
+        (&["model", "--wp", "1e-400"], "below a picosecond"),
+        (&["sim", "--mode", "sleep:1e-400"], "below a picosecond"),
+        (&["qos", "--offered", "-0"], "--offered"),
+        (&["qos", "--seconds", "1s"], "--seconds"),
+        (&["qos", "--rate", "1=-0"], "--rate"),
+        (
+            &[
+                "scale",
+                "--backend",
+                "sim",
+                "--work",
+                "3600s",
+                "--seconds",
+                "0.05",
+            ],
+            "at most a tenth of the window",
+        ),
+        // A model-only map of a mode with no closed form is empty.
+        (
+            &["map", "--mode", "sleep:1us", "--messages", "0"],
+            "--messages",
+        ),
     ];
     for (args, flag) in cases {
         let started = std::time::Instant::now();
@@ -2351,4 +2380,20 @@ fn the_new_commands_refuse_hostile_values_in_one_line() {
         assert!(!err.contains("panicked"), "{args:?}: {err}");
     }
     assert!(!out_dir.exists(), "nothing written on bad input");
+}
+
+/// A window of one message measures that message (from the warm-up's last
+/// free to the next), not the whole run: `--messages 1` reported 1128
+/// messages and C's CPU below its work before (session 25).
+#[test]
+fn one_message_measures_one_message() {
+    let v = json(&["sim", "--messages", "1", "--json"]);
+    assert_eq!(v["messages"], 1, "{v}");
+    assert_eq!(v["window"], "consumed", "{v}");
+    let t = v["T_ns"].as_f64().unwrap();
+    for party in ["E_p_ns", "E_c_ns"] {
+        let e = v[party].as_f64().unwrap();
+        assert!(e <= t, "{party} {e} above T {t}: {v}");
+    }
+    assert!(v["E_c_ns"].as_f64().unwrap() >= 1100.0, "C did W_C = 1.1us: {v}");
 }
