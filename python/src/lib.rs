@@ -286,7 +286,7 @@ impl Given {
         profile: Option<&Profile>,
         apply: impl Fn(&Profile, &mut Params),
     ) -> Res<Params> {
-        kicklab_model::GivenParams {
+        let given = kicklab_model::GivenParams {
             len: self.len,
             k_p: self.kp,
             k_c: self.kc,
@@ -300,9 +300,13 @@ impl Given {
                 v_p: self.vp,
                 v_c: self.vc,
             },
-        }
-        .build(profile, apply)
-        .map_err(|e| param_err(&e))
+        };
+        given
+            .build(profile, apply)
+            .map_err(|e| match profile.and(given.profile_at_fault(&e)) {
+                Some(why) => bad(format!("profile: {why}")),
+                None => param_err(&e),
+            })
     }
 }
 

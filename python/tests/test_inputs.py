@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import datetime
 import json
+import re
 import time
 
 import numpy as np
@@ -222,3 +223,16 @@ def test_a_negative_or_huge_count_is_refused_in_the_command_lines_words(cli):
     assert out.returncode == 2 and "`4294967296` is too large (at most 4294967295)" in out.stderr
     with pytest.raises(ValueError, match=r"^len: invalid value '4294967296': `4294967296` is too large \(at most 4294967295\)"):
         kicklab.model(len="4294967296")
+
+
+def test_a_ring_cost_that_takes_w_out_of_range_blames_the_profile(cli, tmp_path):
+    prof = _profile()
+    for ring in ("overhead", "overhead_p", "overhead_c"):
+        prof[ring] = _stat(3.6e12)
+    path = tmp_path / "hour-ring.json"
+    path.write_text(json.dumps(prof))
+    want = "its ring cost per message, added to W_P (1us), takes W_P out of range"
+    out = cli.run("model", "--profile", str(path))
+    assert out.returncode == 2 and out.stderr.startswith(f"error: --profile: {want}"), out.stderr
+    with pytest.raises(ValueError, match=rf"^profile: {re.escape(want)}"):
+        kicklab.model(profile=path)

@@ -443,7 +443,7 @@ impl ParamArgs {
         profile: Option<&kicklab_model::Profile>,
         apply: impl Fn(&kicklab_model::Profile, &mut Params),
     ) -> Result<Params, Usage> {
-        kicklab_model::GivenParams {
+        let given = kicklab_model::GivenParams {
             len: self.len,
             k_p: self.kp,
             k_c: self.kc,
@@ -457,9 +457,13 @@ impl ParamArgs {
                 v_p: self.vp,
                 v_c: self.vc,
             },
-        }
-        .build(profile, apply)
-        .map_err(|e| Usage(crate::param_usage(&e)))
+        };
+        given
+            .build(profile, apply)
+            .map_err(|e| match profile.and(given.profile_at_fault(&e)) {
+                Some(why) => Usage(format!("--profile: {why}")),
+                None => Usage(crate::param_usage(&e)),
+            })
     }
 
     /// The profile named by `--profile`, if any.

@@ -303,6 +303,26 @@ impl GivenParams {
         p.validate()?;
         Ok(p)
     }
+
+    /// Where [`GivenParams::build`] with a profile failed on W_P or W_C
+    /// that are valid as given: what the profile added to them (its ring
+    /// cost per message) is at fault, and a front end names the profile,
+    /// not the flag. The message says so, with `e`'s reason.
+    pub fn profile_at_fault(&self, e: &ParamError) -> Option<String> {
+        let given = match e.param {
+            crate::Param::Wp => self.w_p,
+            crate::Param::Wc => self.w_c,
+            _ => return None,
+        };
+        given.check().ok()?;
+        Some(format!(
+            "its ring cost per message, added to {sym} ({}), takes {sym} out of range: {} \
+             (a ring cost that large is no calibration of a ring: calibrate again)",
+            crate::fmt_ns(given.mean_ns()),
+            e.reason,
+            sym = e.param.symbol(),
+        ))
+    }
 }
 
 #[cfg(test)]

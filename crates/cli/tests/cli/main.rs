@@ -647,6 +647,29 @@ fn calibrate_saves_a_profile_that_model_and_sim_load() {
         err.starts_with("error: --profile: its ring cost per message (1s) added to W_P (1us)"),
         "{err}"
     );
+    // One of an hour takes W past what any command takes: model and sim
+    // blame the profile too (they named --wp, which was not given).
+    let mut p = good.clone();
+    for ring in ["overhead", "overhead_p", "overhead_c"] {
+        if p[ring].is_object() {
+            for stat in ["mean_ns", "median_ns", "p10_ns", "p90_ns"] {
+                p[ring][stat] = 3.6e12.into();
+            }
+        }
+    }
+    let hour = dir.join("hour-ring.json");
+    std::fs::write(&hour, p.to_string()).unwrap();
+    for cmd in ["model", "sim"] {
+        let out = kicklab(&[cmd, "--profile", hour.to_str().unwrap()]);
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{cmd}: {err}");
+        assert!(
+            err.starts_with(
+                "error: --profile: its ring cost per message, added to W_P (1us), takes W_P out of range"
+            ),
+            "{cmd}: {err}"
+        );
+    }
     std::fs::remove_dir_all(&dir).unwrap();
 }
 
@@ -2395,5 +2418,8 @@ fn one_message_measures_one_message() {
         let e = v[party].as_f64().unwrap();
         assert!(e <= t, "{party} {e} above T {t}: {v}");
     }
-    assert!(v["E_c_ns"].as_f64().unwrap() >= 1100.0, "C did W_C = 1.1us: {v}");
+    assert!(
+        v["E_c_ns"].as_f64().unwrap() >= 1100.0,
+        "C did W_C = 1.1us: {v}"
+    );
 }
