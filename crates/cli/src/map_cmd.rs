@@ -41,7 +41,11 @@ pub fn run(a: &MapArgs) -> anyhow::Result<()> {
     let base = a.params.params()?;
     crate::check_out_dir(&a.out, "--out")?;
     if a.x.param == a.y.param {
-        return Err(Usage("--y: vary another parameter than --x".into()).into());
+        return Err(Usage(format!(
+            "--y: vary another parameter than --x ({}; --x varies wp when not given)",
+            a.x.param.name()
+        ))
+        .into());
     }
     let spec = MapSpec {
         base,

@@ -554,9 +554,9 @@ fn judge(p: &mut Point, adaptive: &str, latency_ns: f64, (t_max, x_max): (f64, f
     }
     if p.workload == Workload::Const && a.latency_ns[1] > latency_ns {
         fail.push(format!(
-            "p99 latency {:.1} us over the bound {:.1} us",
-            a.latency_ns[1] / 1e3,
-            latency_ns / 1e3
+            "p99 latency {} over the bound {}",
+            kicklab_model::fmt_ns(a.latency_ns[1]),
+            kicklab_model::fmt_ns(latency_ns)
         ));
     }
     if a.t_ns <= 1.05 * poll.t_ns {

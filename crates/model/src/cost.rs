@@ -375,7 +375,11 @@ impl Cost {
         match *self {
             Cost::Const(v) if !ok(v) => Err(format!("cost {v} is not a finite value >= 0")),
             Cost::Uniform { lo_ns, hi_ns } if !(ok(lo_ns) && ok(hi_ns) && lo_ns <= hi_ns) => Err(
-                format!("uniform bounds {lo_ns},{hi_ns}: need 0 <= lo <= hi"),
+                format!(
+                    "uniform bounds {},{}: need 0 <= lo <= hi",
+                    crate::fmt_ns(lo_ns),
+                    crate::fmt_ns(hi_ns)
+                ),
             ),
             Cost::Exp { mean_ns } if !ok(mean_ns) => {
                 Err(format!("exp mean {mean_ns} must be >= 0"))

@@ -184,8 +184,10 @@ hybrid[:mean|min], defer[:timeout=20us,count=10], coalesce:<n>,<t>, adaptive[:la
                     match k {
                         "max" => w.max_ns = dur("max", v)?,
                         "start" => w.start_ns = dur("start", v)?,
-                        "grow" => w.grow = factor(name, k, v)?,
-                        "shrink" => w.shrink = factor(name, k, v)?,
+                        "grow" => w.grow = factor(name, k, v, "from 1 to 1024")?,
+                        "shrink" => {
+                            w.shrink = factor(name, k, v, "0 (reset) or from 1 to 1024")?;
+                        }
                         _ => return Err(unknown_key(name, k, "max, grow, start, shrink")),
                     }
                 }
@@ -367,10 +369,15 @@ fn unknown_key(name: &str, k: &str, known: &str) -> String {
     format!("{name}: unknown key `{k}` (use {known})")
 }
 
-fn factor(name: &str, k: &str, v: &str) -> Result<f64, String> {
+/// A factor's value; `range` says what the caller accepts (it checks
+/// that), for a value that is no number >= 0 at all.
+fn factor(name: &str, k: &str, v: &str, range: &str) -> Result<f64, String> {
     match v.parse::<f64>() {
         Ok(x) if x.is_finite() && x >= 0.0 => Ok(x),
-        _ => Err(format!("{name}: {k} must be a number >= 0 (got `{v}`)")),
+        _ => Err(format!(
+            "{name}: {k} must be {range} (got `{}`)",
+            crate::shown(v)
+        )),
     }
 }
 
