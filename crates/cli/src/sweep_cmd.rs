@@ -118,6 +118,32 @@ pub fn run(a: &SweepArgs) -> anyhow::Result<()> {
             fmt_ns(p.model_poll.rates.t_ns)
         );
     }
+    // What `sim` warns of, once for the sweep: windows too short for
+    // whole rounds, or a transient below the slower party.
+    let warned: Vec<String> = points
+        .iter()
+        .filter_map(|p| {
+            let w = p
+                .sim
+                .window_warnings(&p.params, p.model.and_then(|m| m.round_messages));
+            (!w.is_empty()).then(|| {
+                if count {
+                    format!("{}", p.x)
+                } else {
+                    fmt_ns(p.x)
+                }
+            })
+        })
+        .collect();
+    if !warned.is_empty() {
+        eprintln!(
+            "warning: at {} of {} points ({}) the simulator measured a transient or a partial \
+             round, not the steady state (as `kicklab sim` would warn there): raise --messages",
+            warned.len(),
+            points.len(),
+            warned.join(", ")
+        );
+    }
     eprintln!(
         "wrote {}, T.svg, E.svg, index.html in {}",
         csv.display(),

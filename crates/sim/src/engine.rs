@@ -479,7 +479,14 @@ impl SimResult {
             return out;
         }
         if let Some(n) = round_messages.filter(|&n| n > 1) {
-            if self.window == Window::Messages {
+            // (A window of consumed messages is whole rounds only by
+            // chance: too short a one is a partial round too.)
+            let short = match self.window {
+                Window::Messages => true,
+                Window::Consumed => self.rates.messages < 4 * n,
+                Window::RoundsPc | Window::RoundsCp => false,
+            };
+            if short {
                 out.push(format!(
                     "a round is {n} messages, and this run's window held too few whole rounds \
                      (the queue may still have been filling after the warm-up); T and E are \
