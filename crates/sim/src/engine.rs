@@ -734,6 +734,14 @@ pub(crate) fn check_config(cfg: &SimConfig) -> Result<(), SimError> {
     if total > u128::from(MAX_MESSAGES) {
         return Err(SimError::TooManyMessages(total));
     }
+    // Each party works its messages one after another, so the run lasts
+    // at least every message's mean work on the slower side: past the
+    // clock, refused before it runs rather than when the clock runs out.
+    let slower = cfg.params.w_p.mean_ns().max(cfg.params.w_c.mean_ns());
+    #[allow(clippy::cast_precision_loss)]
+    if total as f64 * slower * kicklab_model::PS_PER_NS > MAX_TIME_PS as f64 {
+        return Err(SimError::TimeOverflow);
+    }
     for (party, mode) in [(Party::P, cfg.mode_p), (Party::C, cfg.mode_c)] {
         mode.check()
             .map_err(|reason| SimError::Mode { party, reason })?;

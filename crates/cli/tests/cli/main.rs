@@ -1254,7 +1254,15 @@ fn hostile_inputs_are_refused_naming_the_flag() {
             "--mode",
         ),
         (
-            &["sim", "--mode-c", "defer:count=4294967295", "--wp", "72s"],
+            &[
+                "sim",
+                "--mode-c",
+                "defer:count=4294967295",
+                "--wp",
+                "72s",
+                "--messages",
+                "10",
+            ],
             "--mode",
         ),
         (&["advise", "--wp", "100ms"], "--wp"),
@@ -1429,6 +1437,22 @@ fn hostile_inputs_are_refused_naming_the_flag() {
             ],
             "at most a tenth of the window",
         ),
+        // Past the simulator's clock (53 days): by the work alone, refused
+        // before running (control ran 5 s first); by naps, when it runs out.
+        (&["sim", "--wc", "3600s", "--messages", "1000"], "53 days"),
+        (
+            &[
+                "control",
+                "--wc",
+                "3600s",
+                "--messages",
+                "500",
+                "--points",
+                "2",
+            ],
+            "53 days",
+        ),
+        (&["sim", "--mode", "sleep:3600s"], "53 days"),
         // A model-only map of a mode with no closed form is empty.
         (
             &["map", "--mode", "sleep:1us", "--messages", "0"],
