@@ -81,8 +81,6 @@ fn cost(s: &str) -> Result<Cost, String> {
     Cost::parse(s).map_err(|e| e.to_string())
 }
 
-/// Parses `--backend`: `futex`, `eventfd`, `pipe`, or `kvm` (refused, with
-/// the reason, where this machine has no usable KVM).
 /// A whole-number flag's type: what [`whole`] parses to.
 pub trait Whole: Sized + Clone + Send + Sync + 'static {
     /// The largest value the flag's type holds.
@@ -136,6 +134,8 @@ pub fn number(s: &str) -> Result<f64, String> {
     }
 }
 
+/// Parses `--backend`: `futex`, `eventfd`, `pipe`, or `kvm` (refused, with
+/// the reason, where this machine has no usable KVM).
 pub fn backend(s: &str) -> Result<kicklab_testbed::Backend, String> {
     let be: kicklab_testbed::Backend = s.parse()?;
     if let kicklab_testbed::Backend::Kvm(_) = be {

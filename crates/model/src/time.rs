@@ -51,8 +51,8 @@ pub enum DurationParseError {
     /// A unit other than ns, us, µs, ms, s.
     #[error("unknown unit `{0}` (use ns, us, µs, ms or s; a bare number is ns)")]
     BadUnit(String),
-    /// Negative, NaN or infinite, or signed.
-    #[error("`{0}` is not a finite duration >= 0 (written without a sign)")]
+    /// Negative (a minus sign, even on 0), NaN or infinite.
+    #[error("`{0}` is not a finite duration >= 0 (no minus sign, not even on 0)")]
     OutOfRange(String),
     /// Longer than [`MAX_DURATION_NS`].
     #[error("`{0}` is longer than the longest duration kicklab handles (3600s, an hour)")]
@@ -169,9 +169,11 @@ pub fn parse_duration_ns(s: &str) -> Result<f64, DurationParseError> {
         other => return Err(DurationParseError::BadUnit(shown(other))),
     };
     let ns = value * scale;
-    if !ns.is_finite() || ns < 0.0 || num.starts_with('-') {
+    if ns.is_nan() || ns < 0.0 || num.starts_with('-') {
         return Err(DurationParseError::OutOfRange(shown(s)));
     }
+    // (The number is digits, so an infinite value is one too large for a
+    // float, `1e400`: too long, as it is.)
     if ns > MAX_DURATION_NS {
         return Err(DurationParseError::TooLong(shown(s)));
     }
@@ -242,9 +244,10 @@ mod tests {
             parse_duration_ns("abc"),
             Err(DurationParseError::BadUnit(_) | DurationParseError::BadNumber(_))
         ));
+        // Too large for a float: too long, not "not finite".
         assert!(matches!(
             parse_duration_ns("1e400"),
-            Err(DurationParseError::OutOfRange(_))
+            Err(DurationParseError::TooLong(_))
         ));
         assert!(matches!(
             parse_duration_ns("1e30s"),

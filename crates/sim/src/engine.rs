@@ -1092,7 +1092,7 @@ fn run<const CONST: bool, const LAT: bool>(
             t: msg_last.0,
             busy_p: msg_last.1,
             busy_c: msg_last.2,
-            ..snapshot(0, &pr, &co)
+            ..snapshot(final_t, &pr, &co)
         }),
     };
     // Whole rounds if there are enough of them in the window, else messages.
