@@ -188,9 +188,9 @@ fn vm_rate(s: &str) -> Result<(usize, f64), String> {
         )
     })?;
     let r = crate::args::number(r).map_err(|e| format!("rate: {e}"))?;
-    if vm == 0 || !(r.is_finite() && r >= 0.0) {
+    if vm == 0 {
         return Err(format!(
-            "VMs count from 1 and rates are >= 0, got `{}`",
+            "VMs count from 1, got `{}`",
             kicklab_model::shown(s)
         ));
     }

@@ -88,6 +88,7 @@ pub fn run(a: &SweepArgs) -> anyhow::Result<()> {
     kicklab_report::write_atomic(&csv, sweep_csv(&points, &a.vary))?;
 
     let count = a.vary.param.is_count();
+    let show_x = |x: f64| if count { format!("{x}") } else { fmt_ns(x) };
     println!(
         "{:>10}  {:<8} {:>12} {:>12} {:>12} {:>12} {:>12}",
         a.vary.param.name(),
@@ -99,11 +100,7 @@ pub fn run(a: &SweepArgs) -> anyhow::Result<()> {
         "T poll"
     );
     for p in &points {
-        let x = if count {
-            format!("{}", p.x)
-        } else {
-            fmt_ns(p.x)
-        };
+        let x = show_x(p.x);
         let (r, tm, em) = p.model.map_or(("-".into(), "-".into(), "-".into()), |m| {
             (
                 m.regime.name().to_string(),
@@ -126,13 +123,7 @@ pub fn run(a: &SweepArgs) -> anyhow::Result<()> {
             let w = p
                 .sim
                 .window_warnings(&p.params, p.model.and_then(|m| m.round_messages));
-            (!w.is_empty()).then(|| {
-                if count {
-                    format!("{}", p.x)
-                } else {
-                    fmt_ns(p.x)
-                }
-            })
+            (!w.is_empty()).then(|| show_x(p.x))
         })
         .collect();
     if !warned.is_empty() {

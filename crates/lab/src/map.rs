@@ -87,13 +87,6 @@ pub fn grid(spec: &MapSpec) -> Result<Vec<(f64, f64, Params)>, LabError> {
             "the two axes vary the same parameter",
         ));
     }
-    let grid: Vec<(f64, f64, Params)> = spec
-        .y
-        .values()
-        .into_iter()
-        .flat_map(|y| spec.x.values().into_iter().map(move |x| (x, y)))
-        .map(|(x, y)| (x, y, spec.y.apply(&spec.x.apply(&spec.base, x), y)))
-        .collect();
     if spec.sim_messages.is_none() && kicklab_model::classify(&spec.base, spec.mode).is_none() {
         // The model only, and the model has no closed form for the mode:
         // a map with nothing in it.
@@ -106,6 +99,13 @@ pub fn grid(spec: &MapSpec) -> Result<Vec<(f64, f64, Params)>, LabError> {
             ),
         ));
     }
+    let grid: Vec<(f64, f64, Params)> = spec
+        .y
+        .values()
+        .into_iter()
+        .flat_map(|y| spec.x.values().into_iter().map(move |x| (x, y)))
+        .map(|(x, y)| (x, y, spec.y.apply(&spec.x.apply(&spec.base, x), y)))
+        .collect();
     if let Some(messages) = spec.sim_messages {
         // A run a point, each after its own warm-up: hours are refused.
         let warmups: u128 = grid
