@@ -25,7 +25,7 @@ pub struct AdviseArgs {
     /// search is checked against).
     #[arg(long)]
     exhaustive: bool,
-    /// Print {"strategy", "predicted": {"T_ns", "E_ns", "latency_p99_ns"}, "alternatives": [...]}.
+    /// Print {"strategy", "predicted": {"strategy", "T_ns", "E_ns", "latency_p99_ns"}, "reason", "alternatives": [...]}.
     #[arg(long)]
     json: bool,
 }

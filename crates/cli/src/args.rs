@@ -343,6 +343,19 @@ pub struct WaitFlags<'a> {
     pub batch: u32,
 }
 
+/// Where both parties poll, a note for each notification flag given (N,
+/// V, S and the thresholds k): no one notifies or sleeps.
+pub fn unused_when_polling(modes: [WaitMode; 2], given: &dyn Fn(&str) -> bool) -> Vec<String> {
+    if modes != [WaitMode::Poll; 2] {
+        return Vec::new();
+    }
+    ["kp", "kc", "np", "nc", "sp", "sc", "vp", "vc"]
+        .into_iter()
+        .filter(|id| given(id))
+        .map(|id| format!("--{id} was ignored: both parties poll, so no one notifies or sleeps"))
+        .collect()
+}
+
 impl WaitFlags<'_> {
     /// The flags given (`given(id)`) that the pair would not use, each
     /// with the reason: `--latency` where no party runs `adaptive`
@@ -366,6 +379,7 @@ impl WaitFlags<'_> {
                     .into(),
             );
         }
+        notes.extend(unused_when_polling(modes, given));
         let flag = self.flag;
         if given(flag) && self.p.is_some() && self.c.is_some() {
             notes.push(format!(

@@ -107,20 +107,7 @@ fn main() -> ExitCode {
                     ExitCode::SUCCESS
                 };
             }
-            // One line: clap's first line names the flag and the problem;
-            // for a missing argument the flag is on the next line.
-            let text = e.render().to_string();
-            let mut lines = text.lines().map(str::trim).filter(|l| !l.is_empty());
-            let first = shorten_echo(lines.next().unwrap_or("error: bad arguments"));
-            let first = first.as_str();
-            if e.kind() == ErrorKind::MissingRequiredArgument {
-                let missing: Vec<&str> = lines
-                    .take_while(|l| l.starts_with("--") || l.starts_with('<'))
-                    .collect();
-                eprintln!("{first} {}", missing.join(", "));
-            } else {
-                eprintln!("{first}");
-            }
+            eprintln!("{}", one_line_error(&e));
             return ExitCode::from(2);
         }
     };
@@ -204,7 +191,7 @@ fn overridden_flag(cmd: &Cmd, matches: &clap::ArgMatches) -> Option<String> {
                 if param.is_count() || name == "control" {
                     ""
                 } else {
-                    " (a distribution there keeps its shape: the sweep sets its mean)"
+                    " (a distribution there keeps its shape: {name} sets its mean)"
                 }
             )
         })
@@ -227,11 +214,69 @@ fn unused_flags(cmd: &Cmd, matches: &clap::ArgMatches) -> Vec<String> {
             && sub.value_source(id) == Some(clap::parser::ValueSource::CommandLine)
     };
     match cmd {
+        Cmd::Model(a) => a.unused(&given),
         Cmd::Sim(a) => a.unused(&given),
         Cmd::Run(a) => a.unused(&given),
         Cmd::Qos(a) => a.unused(&given),
         _ => Vec::new(),
     }
+}
+
+/// clap's error as one line: its first line names the flag and the
+/// problem; for a missing argument the flags follow on the next lines
+/// (with the values `--backend` takes); clap's tip (a similar flag or
+/// subcommand) and the possible values, where it gives them, are kept in
+/// parentheses.
+fn one_line_error(e: &clap::Error) -> String {
+    let text = e.render().to_string();
+    let mut lines = text.lines().map(str::trim).filter(|l| !l.is_empty());
+    let mut out = shorten_echo(lines.next().unwrap_or("error: bad arguments"));
+    let rest: Vec<&str> = lines.collect();
+    if e.kind() == clap::error::ErrorKind::MissingRequiredArgument {
+        let missing: Vec<String> = rest
+            .iter()
+            .take_while(|l| l.starts_with("--") || l.starts_with('<'))
+            .map(|l| match l.split_whitespace().next() {
+                Some("--backend") => format!("{l} (futex, eventfd, pipe or kvm)"),
+                _ => (*l).to_string(),
+            })
+            .collect();
+        out = format!("{out} {}", missing.join(", "));
+    }
+    // `sim --strategy` and `run --mode`: the two names of one thing, where
+    // clap's nearest flag (`--start`) would mislead.
+    if e.kind() == clap::error::ErrorKind::UnknownArgument {
+        let arg = e
+            .get(clap::error::ContextKind::InvalidArg)
+            .map(ToString::to_string)
+            .unwrap_or_default();
+        let flag = arg.split('=').next().unwrap_or_default();
+        let side = flag
+            .strip_prefix("--strategy")
+            .or_else(|| flag.strip_prefix("--mode"));
+        if let Some(side @ ("" | "-p" | "-c")) = side {
+            let modes = if side.is_empty() {
+                "model, sim, sweep and map"
+            } else {
+                "sim"
+            };
+            return format!(
+                "{out} (a strategy is --mode{side} in {modes}, --strategy{side} in run)"
+            );
+        }
+    }
+    let hints: Vec<&str> = rest
+        .iter()
+        .filter_map(|l| {
+            l.strip_prefix("tip: ")
+                .or_else(|| l.strip_prefix('[').and_then(|v| v.strip_suffix(']')))
+        })
+        .filter(|h| !h.starts_with("to pass ") && !h.starts_with("to see "))
+        .collect();
+    if !hints.is_empty() {
+        out = format!("{out} ({})", hints.join("; "));
+    }
+    out
 }
 
 /// clap's line with the value it repeats (`invalid value '...' for`)
@@ -564,6 +609,40 @@ pub fn print_warnings(context: &str, warnings: &[kicklab_lab::disturbance::Warni
             "warning: {context}this measurement is disturbed: its numbers are not the pair's alone"
         );
     }
+}
+
+/// Where a party runs `adaptive` and the run's p99 latency came out above
+/// the bound it keeps (the tightest of the two), a line saying so; a
+/// bound under a microsecond was most likely written without its unit (a
+/// bare number is nanoseconds), and the line says that too. `None` where
+/// no party adapts, latency was not measured, or the bound held.
+pub fn latency_bound_missed(
+    modes: [kicklab_model::WaitMode; 2],
+    latency: Option<&kicklab_model::Latency>,
+) -> Option<String> {
+    let bound = modes
+        .iter()
+        .filter_map(|m| match m {
+            kicklab_model::WaitMode::Adaptive {
+                latency_ns: Some(l),
+            } => Some(*l),
+            _ => None,
+        })
+        .reduce(f64::min)?;
+    let p99 = latency?.p99;
+    (p99 > bound).then(|| {
+        let fmt = kicklab_model::fmt_ns;
+        let unit = if bound < 1e3 {
+            format!(" (a bare number is nanoseconds: for {bound} microseconds write {bound}us)")
+        } else {
+            String::new()
+        };
+        format!(
+            "p99 latency {} is above the bound adaptive keeps, {}{unit}",
+            fmt(p99),
+            fmt(bound)
+        )
+    })
 }
 
 /// Prints `value` as one JSON object on stdout.

@@ -29,6 +29,13 @@ pub fn prediction_json(p: &Prediction) -> serde_json::Value {
     v
 }
 
+impl ModelArgs {
+    /// The flags given (`given(id)`) that the model would not use.
+    pub fn unused(&self, given: &dyn Fn(&str) -> bool) -> Vec<String> {
+        crate::args::unused_when_polling([self.mode; 2], given)
+    }
+}
+
 pub fn run(a: &ModelArgs) -> anyhow::Result<()> {
     let profile = a.params.load_profile()?;
     let params =

@@ -102,6 +102,9 @@ pub fn run(a: &RunArgs) -> anyhow::Result<()> {
     let warnings = kicklab_lab::disturbance::check_modes(&r, &params, [mode_p, mode_c], &profile)?;
     crate::print_warnings("", &warnings);
     let [shown_p, shown_c] = spec.modes();
+    if let Some(w) = crate::latency_bound_missed(spec.modes(), r.rates.latency_ns.as_ref()) {
+        eprintln!("warning: {w}");
+    }
     if a.json {
         let mut v = serde_json::to_value(r)?;
         v["warnings"] = serde_json::to_value(&warnings)?;

@@ -39,7 +39,9 @@ pub struct SimArgs {
     /// checked as P writes) or on-interrupt (also when C's kick reaches P).
     #[arg(long, default_value = "full", value_parser = crate::args::flush, allow_hyphen_values = true)]
     flush: kicklab_sim::Flush,
-    /// Messages to measure (after the warm-up).
+    /// Messages to consume after the warm-up. T and E are taken over the
+    /// whole rounds (else the publishes) inside that stretch, so the
+    /// `measured` line can count a few more or fewer (docs/cli.md, `window`).
     #[arg(long, value_parser = crate::args::whole::<u64>, default_value_t = 1_000_000, allow_hyphen_values = true)]
     messages: u64,
     /// Messages consumed before measuring [default: messages/10 + 4 L].
@@ -130,6 +132,9 @@ pub fn run(a: &SimArgs) -> anyhow::Result<()> {
         .then(|| predict(&params, mode_p).ok())
         .flatten();
     for w in r.window_warnings(&params, predicted.and_then(|p| p.round_messages)) {
+        eprintln!("warning: {w}");
+    }
+    if let Some(w) = crate::latency_bound_missed([mode_p, mode_c], r.rates.latency_ns.as_ref()) {
         eprintln!("warning: {w}");
     }
     if a.json {

@@ -180,7 +180,7 @@ hybrid[:mean|min], defer[:timeout=20us,count=10], coalesce:<n>,<t>, adaptive[:la
                 } else {
                     Window::HALTPOLL
                 };
-                for (k, v) in keys(name, args)? {
+                for (k, v) in keys(name, args, &["max", "grow", "start", "shrink"])? {
                     match k {
                         "max" => w.max_ns = dur("max", v)?,
                         "start" => w.start_ns = dur("start", v)?,
@@ -221,7 +221,7 @@ hybrid[:mean|min], defer[:timeout=20us,count=10], coalesce:<n>,<t>, adaptive[:la
             },
             "defer" => {
                 let (mut timeout_ns, mut count) = (DEFER_TIMEOUT_NS, DEFER_COUNT);
-                for (k, v) in keys(name, args)? {
+                for (k, v) in keys(name, args, &["timeout", "count"])? {
                     match k {
                         "timeout" => timeout_ns = dur("timeout", v)?,
                         "count" => count = integer(name, k, v)?,
@@ -254,7 +254,7 @@ hybrid[:mean|min], defer[:timeout=20us,count=10], coalesce:<n>,<t>, adaptive[:la
             }
             "adaptive" => {
                 let mut latency_ns = None;
-                for (k, v) in keys(name, args)? {
+                for (k, v) in keys(name, args, &["latency"])? {
                     match k {
                         "latency" => {
                             let l = dur("latency", v)?;
@@ -343,7 +343,13 @@ fn v_text(x: f64) -> String {
     }
 }
 
-fn keys<'a>(name: &str, args: Option<&'a str>) -> Result<Vec<(&'a str, &'a str)>, String> {
+/// The `key=value` pairs of a strategy's arguments; `known` are its keys,
+/// named in the error for a value given without one (`adaptive:50us`).
+fn keys<'a>(
+    name: &str,
+    args: Option<&'a str>,
+    known: &[&str],
+) -> Result<Vec<(&'a str, &'a str)>, String> {
     let Some(args) = args else {
         return Ok(Vec::new());
     };
@@ -352,7 +358,14 @@ fn keys<'a>(name: &str, args: Option<&'a str>) -> Result<Vec<(&'a str, &'a str)>
         .map(|kv| {
             kv.split_once('=')
                 .map(|(k, v)| (k.trim(), v.trim()))
-                .ok_or_else(|| format!("{name}: expected key=value, got `{kv}`"))
+                .ok_or_else(|| {
+                    let kv = crate::shown(kv.trim());
+                    format!(
+                        "{name}: expected key=value, got `{kv}` (keys: {}; e.g. {name}:{}={kv})",
+                        known.join(", "),
+                        known.first().unwrap_or(&"")
+                    )
+                })
         })
         .collect::<Result<_, _>>()?;
     if let Some((k, _)) = kvs

@@ -62,6 +62,12 @@ pub enum DurationParseError {
         "`{0}` is below a picosecond, the finest time kicklab counts (use 0 or at least 0.001ns)"
     )]
     BelowResolution(String),
+    /// A range where one duration is wanted (`1us..2us`).
+    #[error("`{0}` is a range; this takes one duration (a range of values is `sweep --vary` or `map --x`/`--y`)")]
+    RangeNotValue(String),
+    /// A decimal comma (`2,5us`).
+    #[error("`{0}`: a decimal point is `.` (e.g. 2.5us)")]
+    DecimalComma(String),
     /// Not `FROM..TO` with two dots between two values.
     #[error("`{0}`: expected FROM..TO, two dots between two durations, e.g. 0.2us..3us")]
     BadRange(String),
@@ -152,6 +158,17 @@ pub fn parse_duration_ns(s: &str) -> Result<f64, DurationParseError> {
     if s.is_empty() {
         return Err(DurationParseError::Empty);
     }
+    if s.contains("..") {
+        return Err(DurationParseError::RangeNotValue(shown(s)));
+    }
+    let comma = s.split_once(',');
+    if comma.is_some_and(|(a, b)| {
+        !a.is_empty()
+            && a.bytes().all(|c| c.is_ascii_digit())
+            && b.starts_with(|c: char| c.is_ascii_digit())
+    }) {
+        return Err(DurationParseError::DecimalComma(shown(s)));
+    }
     let split = s
         .find(|c: char| !(c.is_ascii_digit() || matches!(c, '.' | '-' | '+' | 'e' | 'E')))
         .unwrap_or(s.len());
@@ -227,6 +244,19 @@ mod tests {
         assert!(matches!(
             parse_duration_ns(""),
             Err(DurationParseError::Empty)
+        ));
+        // A range or a decimal comma says so, not "unknown unit".
+        assert!(matches!(
+            parse_duration_ns("1us..2us"),
+            Err(DurationParseError::RangeNotValue(_))
+        ));
+        assert!(matches!(
+            parse_duration_ns("2,5us"),
+            Err(DurationParseError::DecimalComma(_))
+        ));
+        assert!(matches!(
+            parse_duration_ns("5us,10us"),
+            Err(DurationParseError::BadUnit(_))
         ));
         assert!(matches!(
             parse_duration_ns("1parsec"),

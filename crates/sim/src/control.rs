@@ -20,7 +20,7 @@
 
 use hdrhistogram::Histogram;
 use kicklab_model::control::{coalescing, Action, Controller, Episode, View};
-use kicklab_model::{to_ps, Latency, Party, Rates};
+use kicklab_model::{to_ps, Party, Rates};
 
 use crate::engine::{
     check_config, samplers, Costs, SimConfig, SimError, SimResult, Start, Totals, Window,
@@ -232,6 +232,7 @@ fn run(
     let (mut pub_slot, mut con_slot) = (0usize, 0usize);
     let mut hist = Histogram::<u32>::new(3).expect("3 significant digits");
     let mut latency_sum = 0u128;
+    let mut lat_max = 0u64;
     // At the free that ends the warm-up: time, busy, notifications, sleeps.
     let mut mark: Option<Mark> = None;
     let mut events = 0u64;
@@ -359,6 +360,7 @@ fn run(
                         latency_sum += u128::from(lat);
                         if cfg.latency {
                             let v = (lat + 500) / 1000;
+                            lat_max = lat_max.max(v);
                             if hist.record(v).is_err() {
                                 hist.saturating_record(v);
                             }
@@ -533,12 +535,8 @@ fn run(
     let per = |a: u64, b: u64| (b - a) as f64 / n / 1000.0;
     let e_p_ns = per(busy0[0], s[0].busy_at(final_t));
     let e_c_ns = per(busy0[1], s[1].busy_at(final_t));
-    let latency_ns = (cfg.latency && !hist.is_empty()).then(|| Latency {
-        p50: hist.value_at_quantile(0.5) as f64,
-        p99: hist.value_at_quantile(0.99) as f64,
-        max: hist.max() as f64,
-        mean: hist.mean(),
-    });
+    let latency_ns = (cfg.latency && !hist.is_empty())
+        .then(|| crate::engine::latency_of(&hist, lat_max, latency_sum));
     Ok(SimResult {
         rates: Rates {
             t_ns: per(t0, final_t),

@@ -656,6 +656,22 @@ fn record(hist: &mut Histogram<u32>, v: u64, n: u32) {
     }
 }
 
+/// The latency summary of a run: p50 and p99 from `hist` (whole ns, 3
+/// significant digits: a bucket's highest value, held to the largest
+/// latency recorded, so that a run whose latencies are all equal reports
+/// that value), the largest `max_ns` as recorded, and the mean from the
+/// exact sum `sum_ps`.
+#[allow(clippy::cast_precision_loss)]
+pub(crate) fn latency_of(hist: &Histogram<u32>, max_ns: u64, sum_ps: u128) -> Latency {
+    let max = max_ns as f64;
+    Latency {
+        p50: (hist.value_at_quantile(0.5) as f64).min(max),
+        p99: (hist.value_at_quantile(0.99) as f64).min(max),
+        max,
+        mean: sum_ps as f64 / 1000.0 / hist.len().max(1) as f64,
+    }
+}
+
 /// Indices of the cost streams (V_P and V_C are drawn only when set).
 pub(crate) const W_P: usize = 0;
 pub(crate) const W_C: usize = 1;
@@ -879,6 +895,9 @@ fn run<const CONST: bool, const LAT: bool>(
     let mut hist = Histogram::<u32>::new(3).expect("3 significant digits");
     let (mut run_value, mut run_len) = (0u64, 0u32);
     let mut latency_sum = 0u128;
+    // The largest latency recorded [whole ns] (the histogram knows only
+    // its bucket).
+    let mut lat_max = 0u64;
 
     let (mut pc, mut cp) = (Span::default(), Span::default());
     // The per-message window: a full snapshot at the first measured publish,
@@ -1005,6 +1024,7 @@ fn run<const CONST: bool, const LAT: bool>(
                                 // which u32 runs of at most u32::MAX cannot cause
                                 // in a u32 bucket that saturates.
                                 record(&mut hist, run_value, run_len);
+                                lat_max = lat_max.max(v);
                                 (run_value, run_len) = (v, 1);
                             }
                         }
@@ -1124,12 +1144,7 @@ fn run<const CONST: bool, const LAT: bool>(
     }
     let n = (b.published - a.published) as f64;
     let per = |x: u64, y: u64| (y - x) as f64 / n / 1000.0;
-    let latency_ns = (LAT && !hist.is_empty()).then(|| Latency {
-        p50: hist.value_at_quantile(0.5) as f64,
-        p99: hist.value_at_quantile(0.99) as f64,
-        max: hist.max() as f64,
-        mean: hist.mean(),
-    });
+    let latency_ns = (LAT && !hist.is_empty()).then(|| latency_of(&hist, lat_max, latency_sum));
     let e_p_ns = per(a.busy_p, b.busy_p);
     let e_c_ns = per(a.busy_c, b.busy_c);
     Ok(SimResult {

@@ -54,7 +54,7 @@ impl Vary {
             .rsplit_once(':')
             .ok_or_else(|| VaryError(format!("`{}`: {usage}", kicklab_model::shown(s))))?;
         let (from, to) = kicklab_model::split_range(range)
-            .map_err(|_| VaryError(format!("`{}`: {usage}", kicklab_model::shown(s))))?;
+            .map_err(|e| VaryError(format!("{e}, in NAME=FROM..TO:POINTS")))?;
         let points: u32 = points.trim().parse().map_err(|_| {
             VaryError(format!(
                 "`{}` is not a number of points",
