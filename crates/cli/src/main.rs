@@ -189,9 +189,9 @@ fn overridden_flag(cmd: &Cmd, matches: &clap::ArgMatches) -> Option<String> {
                 "--{id}: {name} sets {} itself ({by}); leave --{id} out{}",
                 param.symbol(),
                 if param.is_count() || name == "control" {
-                    ""
+                    String::new()
                 } else {
-                    " (a distribution there keeps its shape: {name} sets its mean)"
+                    format!(" (a distribution there keeps its shape: {name} sets its mean)")
                 }
             )
         })
@@ -254,7 +254,12 @@ fn one_line_error(e: &clap::Error) -> String {
         let side = flag
             .strip_prefix("--strategy")
             .or_else(|| flag.strip_prefix("--mode"));
-        if let Some(side @ ("" | "-p" | "-c")) = side {
+        let sub = std::env::args().skip(1).find(|a| !a.starts_with('-'));
+        let names_strategies = matches!(
+            sub.as_deref(),
+            Some("model" | "sim" | "sweep" | "map" | "run")
+        );
+        if let (true, Some(side @ ("" | "-p" | "-c"))) = (names_strategies, side) {
             let modes = if side.is_empty() {
                 "model, sim, sweep and map"
             } else {
@@ -632,7 +637,7 @@ pub fn latency_bound_missed(
     let p99 = latency?.p99;
     (p99 > bound).then(|| {
         let fmt = kicklab_model::fmt_ns;
-        let unit = if bound < 1e3 {
+        let unit = if bound < 1e3 && latency_written_bare() {
             format!(" (a bare number is nanoseconds: for {bound} microseconds write {bound}us)")
         } else {
             String::new()
@@ -642,6 +647,25 @@ pub fn latency_bound_missed(
             fmt(p99),
             fmt(bound)
         )
+    })
+}
+
+/// Whether a latency bound on the command line (`--latency D` or
+/// `latency=D` in a strategy) was written as a bare number, without its
+/// unit.
+fn latency_written_bare() -> bool {
+    let args: Vec<String> = std::env::args().collect();
+    let bare = |v: &str| v.trim().ends_with(|c: char| c.is_ascii_digit() || c == '.');
+    args.iter().enumerate().any(|(i, a)| {
+        if a == "--latency" {
+            return args.get(i + 1).is_some_and(|v| bare(v));
+        }
+        if let Some(v) = a.strip_prefix("--latency=") {
+            return bare(v);
+        }
+        a.split("latency=")
+            .skip(1)
+            .any(|v| bare(v.split(',').next().unwrap_or_default()))
     })
 }
 

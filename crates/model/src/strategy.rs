@@ -353,17 +353,29 @@ fn keys<'a>(
     let Some(args) = args else {
         return Ok(Vec::new());
     };
-    let kvs: Vec<(&str, &str)> = args
-        .split(',')
-        .map(|kv| {
+    let parts: Vec<&str> = args.split(',').collect();
+    let kvs: Vec<(&str, &str)> = parts
+        .iter()
+        .enumerate()
+        .map(|(i, kv)| {
             kv.split_once('=')
                 .map(|(k, v)| (k.trim(), v.trim()))
                 .ok_or_else(|| {
-                    let kv = crate::shown(kv.trim());
+                    let kv = kv.trim();
+                    // `latency=1,5us`: a decimal comma split the value.
+                    let before = i.checked_sub(1).map(|j| parts[j].trim());
+                    if before.is_some_and(|b| b.ends_with(|c: char| c.is_ascii_digit()))
+                        && kv.starts_with(|c: char| c.is_ascii_digit())
+                    {
+                        return format!(
+                            "{name}: `{}`: a decimal point is `.` (e.g. 2.5us)",
+                            crate::shown(&format!("{},{kv}", before.unwrap_or_default()))
+                        );
+                    }
                     format!(
-                        "{name}: expected key=value, got `{kv}` (keys: {}; e.g. {name}:{}={kv})",
-                        known.join(", "),
-                        known.first().unwrap_or(&"")
+                        "{name}: expected key=value, got `{}` (keys: {})",
+                        crate::shown(kv),
+                        known.join(", ")
                     )
                 })
         })

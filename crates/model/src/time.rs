@@ -63,13 +63,15 @@ pub enum DurationParseError {
     )]
     BelowResolution(String),
     /// A range where one duration is wanted (`1us..2us`).
-    #[error("`{0}` is a range; this takes one duration (a range of values is `sweep --vary` or `map --x`/`--y`)")]
+    #[error(
+        "`{0}` is a range; this takes one duration (a range of values is a sweep's or a map's)"
+    )]
     RangeNotValue(String),
     /// A decimal comma (`2,5us`).
-    #[error("`{0}`: a decimal point is `.` (e.g. 2.5us)")]
+    #[error("`{0}`: a decimal point is `.` (e.g. 2.5us), and no thousands separators")]
     DecimalComma(String),
     /// Not `FROM..TO` with two dots between two values.
-    #[error("`{0}`: expected FROM..TO, two dots between two durations, e.g. 0.2us..3us")]
+    #[error("`{0}`: expected FROM..TO, two dots between two values, e.g. 0.2us..3us")]
     BadRange(String),
 }
 

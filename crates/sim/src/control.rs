@@ -360,7 +360,7 @@ fn run(
                         latency_sum += u128::from(lat);
                         if cfg.latency {
                             let v = (lat + 500) / 1000;
-                            lat_max = lat_max.max(v);
+                            lat_max = lat_max.max(lat);
                             if hist.record(v).is_err() {
                                 hist.saturating_record(v);
                             }

@@ -658,12 +658,12 @@ fn record(hist: &mut Histogram<u32>, v: u64, n: u32) {
 
 /// The latency summary of a run: p50 and p99 from `hist` (whole ns, 3
 /// significant digits: a bucket's highest value, held to the largest
-/// latency recorded, so that a run whose latencies are all equal reports
-/// that value), the largest `max_ns` as recorded, and the mean from the
-/// exact sum `sum_ps`.
+/// latency, so that a run whose latencies are all equal reports that
+/// value), the largest `max_ps` and the mean from the sum `sum_ps`, both
+/// exact.
 #[allow(clippy::cast_precision_loss)]
-pub(crate) fn latency_of(hist: &Histogram<u32>, max_ns: u64, sum_ps: u128) -> Latency {
-    let max = max_ns as f64;
+pub(crate) fn latency_of(hist: &Histogram<u32>, max_ps: u64, sum_ps: u128) -> Latency {
+    let max = max_ps as f64 / 1000.0;
     Latency {
         p50: (hist.value_at_quantile(0.5) as f64).min(max),
         p99: (hist.value_at_quantile(0.99) as f64).min(max),
@@ -895,8 +895,7 @@ fn run<const CONST: bool, const LAT: bool>(
     let mut hist = Histogram::<u32>::new(3).expect("3 significant digits");
     let (mut run_value, mut run_len) = (0u64, 0u32);
     let mut latency_sum = 0u128;
-    // The largest latency recorded [whole ns] (the histogram knows only
-    // its bucket).
+    // The largest latency [ps] (the histogram knows only its bucket).
     let mut lat_max = 0u64;
 
     let (mut pc, mut cp) = (Span::default(), Span::default());
@@ -1014,6 +1013,7 @@ fn run<const CONST: bool, const LAT: bool>(
                             // in cache (in ps every record was a cache miss).
                             let lat_ps = now - pub_time[con_slot];
                             latency_sum += u128::from(lat_ps);
+                            lat_max = lat_max.max(lat_ps);
                             let v = (lat_ps + 500) / 1000;
                             // Runs of equal latencies (common with constant
                             // costs) are recorded once, with their count.
@@ -1024,7 +1024,6 @@ fn run<const CONST: bool, const LAT: bool>(
                                 // which u32 runs of at most u32::MAX cannot cause
                                 // in a u32 bucket that saturates.
                                 record(&mut hist, run_value, run_len);
-                                lat_max = lat_max.max(v);
                                 (run_value, run_len) = (v, 1);
                             }
                         }

@@ -1519,6 +1519,11 @@ fn a_refusal_keeps_the_hint_that_fixes_it() {
             &["run", "--backend", "futex", "--mode-p", "poll"],
             "--strategy-p in run",
         ),
+        (
+            &["sim", "--mode", "adaptive:latency=1,5us"],
+            "a decimal point is `.`",
+        ),
+        (&["model", "--wp", "1us..2us"], "is a range"),
     ];
     for (args, hint) in cases {
         let out = kicklab(args);
@@ -1531,6 +1536,11 @@ fn a_refusal_keeps_the_hint_that_fixes_it() {
         );
         assert!(err.contains(hint), "{args:?}: {err} lacks {hint}");
     }
+    // A command that names no strategy gets no hint about the two names.
+    let out = kicklab(&["qos", "--mode", "poll"]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(!err.contains("a strategy is"), "{err}");
 }
 
 #[test]
@@ -2524,6 +2534,19 @@ fn a_missed_latency_bound_is_said() {
         "{err}"
     );
     assert!(err.contains("write 50us"), "{err}");
+    let out = kicklab(&[
+        "sim",
+        "--mode",
+        "adaptive:latency=500ns",
+        "--messages",
+        "20000",
+    ]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("above the bound adaptive keeps, 500ns"),
+        "{err}"
+    );
+    assert!(!err.contains("bare number"), "500ns has its unit: {err}");
     let out = kicklab(&["sim", "--mode", "adaptive", "--messages", "20000"]);
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(
