@@ -256,7 +256,7 @@ pub fn print_profile(p: &Profile, guest_mode: Option<kicklab_testbed::kvm::guest
                 name,
                 o,
                 &format!(
-                    "per message to the pace-setter, {who}, less its kicks; {} runs; the model adds it to notify pairs",
+                    "the pace-setter's CPU per message, {who}, less its work and kicks; {} runs; the model adds it to notify pairs",
                     o.n
                 ),
             );
