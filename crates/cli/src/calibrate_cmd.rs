@@ -376,6 +376,11 @@ pub fn print_profile(p: &Profile, guest_mode: Option<kicklab_testbed::kvm::guest
             );
         }
     }
+    if let Some(o) = p.others_cpu {
+        println!(
+            "others    {o:.3} CPU  (other processes on the pair's CPUs while calibrating, from /proc/stat less this process)"
+        );
+    }
     println!(
         "{} samples per cost in {} round(s); medians {}",
         p.np.n,
@@ -390,6 +395,7 @@ pub fn print_profile(p: &Profile, guest_mode: Option<kicklab_testbed::kvm::guest
         if matches!(
             w,
             kicklab_lab::disturbance::Warning::UnsteadyRingCost { .. }
+                | kicklab_lab::disturbance::Warning::BusyCalibration { .. }
         ) {
             println!("warning: {w}");
         }

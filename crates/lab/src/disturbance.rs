@@ -82,6 +82,12 @@ pub enum Warning {
         /// Its 90th percentile [ns].
         p90_ns: f64,
     },
+    /// Other processes took more than [`MARGIN`] of a CPU on the pair's
+    /// CPUs while the calibration ran ([`Profile::others_cpu`]).
+    BusyCalibration {
+        /// Their CPU, in CPUs.
+        cpus: f64,
+    },
     /// A calibrated start-up cost came out negative (the woken party ran
     /// before the notifier's call returned); the model takes it as 0.
     NegativeStart {
@@ -95,7 +101,7 @@ pub enum Warning {
 impl Warning {
     /// Its kind, a stable lowercase name (`slow_polling`, `off_cpu`,
     /// `oversubscribed`, `unstable_profile`, `unsteady_ring_cost`,
-    /// `negative_start`).
+    /// `busy_calibration`, `negative_start`).
     pub fn kind(&self) -> &'static str {
         match self {
             Warning::SlowPolling { .. } => "slow_polling",
@@ -103,6 +109,7 @@ impl Warning {
             Warning::Oversubscribed => "oversubscribed",
             Warning::UnstableProfile { .. } => "unstable_profile",
             Warning::UnsteadyRingCost { .. } => "unsteady_ring_cost",
+            Warning::BusyCalibration { .. } => "busy_calibration",
             Warning::NegativeStart { .. } => "negative_start",
         }
     }
@@ -123,6 +130,9 @@ impl Warning {
             Warning::Oversubscribed => "oversubscribed".into(),
             Warning::UnstableProfile { .. } => "unstable calibration".into(),
             Warning::UnsteadyRingCost { .. } => "unsteady ring cost".into(),
+            Warning::BusyCalibration { cpus } => {
+                format!("calibrated beside {cpus:.2} CPU of others")
+            }
             Warning::NegativeStart { cost, .. } => format!("negative {cost}"),
         }
     }
@@ -192,6 +202,13 @@ impl std::fmt::Display for Warning {
                  doubt too (kicklab calibrate --save FILE on a quiet machine)",
                 fmt_ns(median_ns),
                 fmt_ns(p90_ns)
+            ),
+            Warning::BusyCalibration { cpus } => write!(
+                f,
+                "other processes took {cpus:.2} of a CPU on the pair's CPUs while calibrating \
+                 (margin {:.0}%): its costs are this machine's under that load, in doubt for a \
+                 quiet one (kicklab calibrate --save FILE on a quiet machine)",
+                100.0 * MARGIN
             ),
             Warning::NegativeStart { cost, mean_ns } => write!(
                 f,
@@ -277,6 +294,11 @@ pub fn check_profile(p: &Profile) -> Vec<Warning> {
                 p90_ns: o.p90_ns,
             });
         }
+    }
+    // Other processes' CPU, measured apart from the pair's own: more than
+    // the margin of one CPU is a load the calibration's costs carry.
+    if let Some(cpus) = p.others_cpu.filter(|c| *c > MARGIN) {
+        w.push(Warning::BusyCalibration { cpus });
     }
     for cost in p.negative_starts() {
         let mean_ns = if cost == "S_P" { p.sp } else { p.sc }.mean_ns;
@@ -493,6 +515,13 @@ pub(crate) mod tests {
             sigma_log: 0.03,
             n: 5,
         });
+        assert_eq!(check_profile(&q), []);
+        // Beside a build (one CPU's worth of other work) the calibration
+        // is the loaded machine's; a few ticks of the kernel's are not.
+        q.others_cpu = Some(0.93);
+        assert_eq!(check_profile(&q), [Warning::BusyCalibration { cpus: 0.93 }]);
+        assert!(!check_profile(&q)[0].retry_may_help());
+        q.others_cpu = Some(0.01);
         assert_eq!(check_profile(&q), []);
         // `check` adds them to the run's own.
         let r = run(1100.0, [1100.0, 1100.0], [0, 0]);

@@ -203,8 +203,8 @@ pub struct Profile {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub overhead: Option<Stat>,
     /// The ring's cost per message to P when P sets the pace and C sleeps
-    /// (W_P = 4 us, W_C = 0, notify, C woken every L/2 messages: T - W_P
-    /// less P's kicks), one sample per run. Without a polling peer on the
+    /// (W_P = 4 us, W_C = 0, notify, C woken every L/2 messages: P's CPU
+    /// per message less W_P and its kicks), one sample per run. Without a polling peer on the
     /// shared lines it is below [`Profile::overhead`] (KVM here: the host
     /// consumer's 71-90 ns against 100-130 ns); [`Profile::apply_notify`]
     /// adds it to W_P (`docs/calibration.md`, "The ring's cost per
@@ -241,6 +241,13 @@ pub struct Profile {
     /// The same on C's CPU.
     #[serde(rename = "nap_C_cpu", default, skip_serializing_if = "Option::is_none")]
     pub nap_c_cpu: Option<Stat>,
+    /// How much CPU other processes took on the pair's two CPUs while the
+    /// calibration ran, in CPUs (0.5: half of one CPU on average), from
+    /// `/proc/stat` less this process's own CPU time; `None` where not
+    /// measured (no `/proc/stat`, or a profile from before it). Costs
+    /// measured beside a build are that machine's under that load.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub others_cpu: Option<f64>,
 }
 
 /// N and the wake-up R = V + S timed inside runs of reference pairs (means
@@ -460,6 +467,13 @@ impl Profile {
                 self.tsc_ghz
             ));
         }
+        if let Some(o) = self.others_cpu {
+            if !(o.is_finite() && (0.0..=1e4).contains(&o)) {
+                return Err(format!(
+                    "others_cpu = {o:e}: must be from 0 to 10000 (CPUs' worth of other processes' work)"
+                ));
+            }
+        }
         if !(self.gap_ns.is_finite() && self.gap_ns >= 0.0 && self.gap_ns <= max) {
             return Err(format!("gap_ns = {:e}: must be from 0 to 1h", self.gap_ns));
         }
@@ -526,6 +540,7 @@ impl Profile {
             nap_p_cpu: None,
             nap_c_cpu: None,
             nap_c: None,
+            others_cpu: None,
         }
     }
 
@@ -1088,6 +1103,8 @@ mod tests {
             &|p| p.nap_c_cpu = Some(Stat::constant(f64::NAN)),
             "nap_C_cpu",
         );
+        bad(&|p| p.others_cpu = Some(f64::NAN), "others_cpu");
+        bad(&|p| p.others_cpu = Some(-0.5), "others_cpu");
         bad(
             &|p| p.overhead = Some(Stat::constant(-1.0)),
             "overhead.median_ns",

@@ -214,6 +214,88 @@ pub fn pin_cpu(cpu: usize) -> Option<usize> {
         .then_some(cpu)
 }
 
+/// The CPUs a calibration's and a pair's two threads are pinned to (as
+/// [`pin_cpu`] maps them): 0 and 1.
+pub const PAIR_CPUS: [usize; 2] = [0, 1];
+
+/// What other processes did on some CPUs over a stretch of time: a mark
+/// ([`OthersLoad::mark`]) read again at the end ([`OthersLoad::since`]).
+/// Busy time is `/proc/stat`'s user, nice and system of those CPUs (in
+/// clock ticks; interrupts, steal and idle not counted), this process's
+/// own time its CPU clock (all its threads, wherever they ran: the pair's
+/// are pinned to those CPUs, the rest barely run).
+#[derive(Debug, Clone, Copy)]
+pub struct OthersLoad {
+    busy_ticks: u64,
+    own_ns: u64,
+    at: std::time::Instant,
+}
+
+impl OthersLoad {
+    /// A mark on the pair's CPUs; `None` without a readable `/proc/stat`.
+    pub fn mark() -> Option<OthersLoad> {
+        let stat = std::fs::read_to_string("/proc/stat").ok()?;
+        let cpus: Vec<usize> = PAIR_CPUS.iter().map(|c| c % cpus()).collect();
+        Some(OthersLoad {
+            busy_ticks: busy_ticks(&stat, &cpus)?,
+            own_ns: process_cpu_ns(),
+            at: std::time::Instant::now(),
+        })
+    }
+
+    /// The CPU other processes took on those CPUs since this mark, in
+    /// CPUs (busy time less this process's, over the wall time; at least
+    /// 0); `None` without a readable `/proc/stat` or clock tick.
+    #[allow(clippy::cast_precision_loss)]
+    pub fn since(&self) -> Option<f64> {
+        let now = OthersLoad::mark()?;
+        // SAFETY: sysconf takes an integer and touches no memory of ours.
+        let hz = unsafe { libc::sysconf(libc::_SC_CLK_TCK) };
+        let wall_s = now.at.duration_since(self.at).as_secs_f64();
+        if hz <= 0 || wall_s <= 0.0 {
+            return None;
+        }
+        let busy_s = now.busy_ticks.saturating_sub(self.busy_ticks) as f64 / hz as f64;
+        let own_s = now.own_ns.saturating_sub(self.own_ns) as f64 / 1e9;
+        Some(((busy_s - own_s) / wall_s).max(0.0))
+    }
+}
+
+/// The user, nice and system ticks of `cpus` in `/proc/stat`'s text;
+/// `None` if a CPU's line is missing or malformed.
+pub fn busy_ticks(stat: &str, cpus: &[usize]) -> Option<u64> {
+    let mut total = 0u64;
+    let mut seen = Vec::new();
+    for &cpu in cpus {
+        if seen.contains(&cpu) {
+            continue;
+        }
+        seen.push(cpu);
+        let name = format!("cpu{cpu}");
+        let line = stat
+            .lines()
+            .find(|l| l.split_whitespace().next() == Some(name.as_str()))?;
+        let f: Vec<u64> = line
+            .split_whitespace()
+            .skip(1)
+            .take(3)
+            .map(str::parse)
+            .collect::<Result<_, _>>()
+            .ok()?;
+        if f.len() < 3 {
+            return None;
+        }
+        total = total.saturating_add(f.iter().sum());
+    }
+    Some(total)
+}
+
+/// CPU time of this process, all its threads (user + system) [ns].
+pub fn process_cpu_ns() -> u64 {
+    let t = rustix::time::clock_gettime(rustix::time::ClockId::ProcessCPUTime);
+    u64::try_from(t.tv_sec).unwrap_or(0) * 1_000_000_000 + u64::try_from(t.tv_nsec).unwrap_or(0)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -281,5 +363,26 @@ mod tests {
             spun >= 10_000_000,
             "spinning for 10 s accrued only {spun} ns of CPU"
         );
+    }
+
+    #[test]
+    fn busy_ticks_sums_user_nice_and_system_of_the_cpus_asked() {
+        let stat = "cpu  9 9 9 9 9 9 9 9 9 9\ncpu0 1 2 3 100 5 6 7 8 0 0\ncpu1 10 20 30 100 0 0 0 0 0 0\ncpu10 1000 0 0 0 0 0 0 0 0 0\nintr 1 2\n";
+        assert_eq!(busy_ticks(stat, &[0]), Some(6));
+        assert_eq!(busy_ticks(stat, &[0, 1]), Some(66));
+        assert_eq!(busy_ticks(stat, &[1, 1]), Some(60), "a CPU counted once");
+        assert_eq!(busy_ticks(stat, &[2]), None, "no such CPU");
+        assert_eq!(busy_ticks("cpu0 1 x 3\n", &[0]), None);
+    }
+
+    #[test]
+    fn others_load_is_a_share_of_cpus_at_least_0() {
+        let Some(m) = OthersLoad::mark() else {
+            return;
+        };
+        std::thread::sleep(std::time::Duration::from_millis(200));
+        let o = m.since().expect("readable once marked");
+        // At most the two CPUs watched, and a tick either way.
+        assert!((0.0..=2.2).contains(&o), "{o}");
     }
 }

@@ -107,6 +107,7 @@ impl Backend {
     /// [`Backend::calibrate`] and [`Backend::run_pair`].
     pub fn calibrate_with(self, c: &Calibration) -> Result<Profile, TestbedError> {
         c.check()?;
+        let others = crate::clock::OthersLoad::mark();
         let mut p = self.calibrate(c.samples, c.gap, c.max_rounds)?;
         let mut curve = Vec::with_capacity(c.gaps.len());
         for &gap in &c.gaps {
@@ -147,6 +148,7 @@ impl Backend {
         let [on_p, on_c] = naps(NAPS, c.gap);
         [p.nap_p, p.nap_c] = [on_p.map(|n| n.late), on_c.map(|n| n.late)];
         [p.nap_p_cpu, p.nap_c_cpu] = [on_p.map(|n| n.cpu), on_c.map(|n| n.cpu)];
+        p.others_cpu = others.and_then(|o| o.since());
         Ok(p)
     }
 

@@ -325,5 +325,6 @@ pub fn calibrate(
         nap_c: None,
         nap_p_cpu: None,
         nap_c_cpu: None,
+        others_cpu: None,
     })
 }

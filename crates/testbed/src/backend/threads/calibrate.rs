@@ -265,6 +265,7 @@ pub fn calibrate(
         nap_c: None,
         nap_p_cpu: None,
         nap_c_cpu: None,
+        others_cpu: None,
     })
 }
 
