@@ -26,6 +26,22 @@ fn json(args: &[&str]) -> serde_json::Value {
     serde_json::from_str(&text).unwrap()
 }
 
+/// Runs `args`, which must be refused: exit code 2, one line on stderr
+/// that contains `needle`, nothing on stdout. Returns that line.
+fn refused(args: &[&str], needle: &str) -> String {
+    let out = kicklab(args);
+    let err = String::from_utf8_lossy(&out.stderr).into_owned();
+    assert_eq!(out.status.code(), Some(2), "{args:?}: {err}");
+    assert_eq!(
+        err.trim_end().lines().count(),
+        1,
+        "{args:?}: one line, got {err}"
+    );
+    assert!(err.contains(needle), "{args:?}: {err} lacks {needle}");
+    assert!(out.stdout.is_empty(), "{args:?}: no output on stdout");
+    err
+}
+
 fn tmp(name: &str) -> PathBuf {
     let d = std::env::temp_dir().join(format!("kicklab-cli-{}-{name}", std::process::id()));
     let _ = std::fs::remove_dir_all(&d);
@@ -311,16 +327,7 @@ fn bad_input_is_one_line_naming_the_flag_and_exit_2() {
         (&["sweep", "--vary", "kp=1..300:3"], "--vary"),
     ];
     for (args, flag) in cases {
-        let out = kicklab(args);
-        let err = String::from_utf8_lossy(&out.stderr);
-        assert_eq!(out.status.code(), Some(2), "{args:?}: {err}");
-        assert_eq!(
-            err.trim_end().lines().count(),
-            1,
-            "{args:?}: one line, got {err}"
-        );
-        assert!(err.contains(flag), "{args:?}: {err} does not name {flag}");
-        assert!(out.stdout.is_empty(), "{args:?}: no output on stdout");
+        refused(args, flag);
     }
 }
 
@@ -1526,20 +1533,10 @@ fn a_refusal_keeps_the_hint_that_fixes_it() {
         (&["model", "--wp", "1us..2us"], "is a range"),
     ];
     for (args, hint) in cases {
-        let out = kicklab(args);
-        let err = String::from_utf8_lossy(&out.stderr);
-        assert_eq!(out.status.code(), Some(2), "{args:?}: {err}");
-        assert_eq!(
-            err.trim_end().lines().count(),
-            1,
-            "{args:?}: one line, got {err}"
-        );
-        assert!(err.contains(hint), "{args:?}: {err} lacks {hint}");
+        refused(args, hint);
     }
     // A command that names no strategy gets no hint about the two names.
-    let out = kicklab(&["qos", "--mode", "poll"]);
-    let err = String::from_utf8_lossy(&out.stderr);
-    assert_eq!(out.status.code(), Some(2), "{err}");
+    let err = refused(&["qos", "--mode", "poll"], "--mode");
     assert!(!err.contains("a strategy is"), "{err}");
 }
 
