@@ -259,6 +259,16 @@ fn one_line_error(e: &clap::Error) -> String {
             sub.as_deref(),
             Some("model" | "sim" | "sweep" | "map" | "run")
         );
+        // `-wp 2us`: clap reads `-w`; the user meant a long flag.
+        if let Some(word) = std::env::args()
+            .skip(1)
+            .find(|a| {
+                a.starts_with('-') && !a.starts_with("--") && a.len() > 2 && a.starts_with(flag)
+            })
+            .filter(|a| a[1..].bytes().all(|b| b.is_ascii_alphabetic() || b == b'-'))
+        {
+            return format!("{out} (a long flag takes two dashes: -{word})");
+        }
         if let (true, Some(side @ ("" | "-p" | "-c"))) = (names_strategies, side) {
             let modes = if side.is_empty() {
                 "model, sim, sweep and map"

@@ -73,7 +73,15 @@ pub fn run(a: &MapArgs) -> anyhow::Result<()> {
             .entry(p.regime.map_or("-", |r| r.name()))
             .or_insert(0u32) += 1;
     }
-    println!("{} points; regimes: {count:?}", points.len());
+    if points.iter().all(|p| p.regime.is_none()) {
+        println!(
+            "{} points; no regimes ({} has no closed form: the maps are the simulator's T)",
+            points.len(),
+            a.mode
+        );
+    } else {
+        println!("{} points; regimes: {count:?}", points.len());
+    }
     eprintln!(
         "wrote map.csv, the maps and index.html in {}",
         a.out.display()

@@ -182,7 +182,8 @@ fn axis(v: &Vary) -> (Vec<f64>, String) {
 }
 
 /// The maps: the model's regime, the model's T, and (if simulated) the
-/// simulator's T.
+/// simulator's T; a map with no value anywhere (the model's, for a
+/// strategy with no closed form) is left out.
 pub fn heatmaps(points: &[MapPoint], spec: &MapSpec) -> Vec<(String, Heatmap)> {
     let (xs, x_label) = axis(&spec.x);
     let (ys, y_label) = axis(&spec.y);
@@ -240,6 +241,12 @@ pub fn heatmaps(points: &[MapPoint], spec: &MapSpec) -> Vec<(String, Heatmap)> {
             },
         ));
     }
+    out.retain(|(_, m)| {
+        m.cells
+            .iter()
+            .flatten()
+            .any(|c| !matches!(c, MapCell::Empty))
+    });
     out
 }
 

@@ -1531,6 +1531,7 @@ fn a_refusal_keeps_the_hint_that_fixes_it() {
             "a decimal point is `.`",
         ),
         (&["model", "--wp", "1us..2us"], "is a range"),
+        (&["model", "-wp", "2us"], "two dashes: --wp"),
     ];
     for (args, hint) in cases {
         refused(args, hint);
@@ -2368,6 +2369,26 @@ fn map_writes_its_grid() {
             "{stem}: a hover title per cell"
         );
     }
+    std::fs::remove_dir_all(&dir).unwrap();
+    // A strategy with no closed form draws the simulator's map alone and
+    // says so, not two blank maps.
+    let out = kicklab(&[
+        "map",
+        "--mode",
+        "spin:5us",
+        "--x",
+        "wp=0.5us..2us:2",
+        "--y",
+        "wc=0.5us..2us:2",
+        "--messages",
+        "2000",
+        "--out",
+        dir.to_str().unwrap(),
+    ]);
+    assert!(out.status.success());
+    assert!(String::from_utf8_lossy(&out.stdout).contains("no closed form"));
+    assert!(dir.join("map-T-sim.svg").exists());
+    assert!(!dir.join("map-regime.svg").exists() && !dir.join("map-T-model.svg").exists());
     std::fs::remove_dir_all(&dir).unwrap();
     let same = kicklab(&["map", "--x", "wp=1us..2us:2", "--y", "wp=1us..2us:2"]);
     assert_eq!(same.status.code(), Some(2));
