@@ -16,6 +16,10 @@
 //!   was on its CPU for less than `1 / (1 + MARGIN)` of the window:
 //!   something else ran there (a preemption, the host stealing the vCPU),
 //!   since a party that does not sleep is busy all the time;
+//! - busy: other processes surely took more than `MARGIN` of a CPU on
+//!   the pair's CPUs during the run (from `/proc/stat`, less this
+//!   process's CPU time and a clock tick per CPU), which the checks above
+//!   cannot see where both parties sleep;
 //! - oversubscribed: more busy threads than CPUs (polling runs of this
 //!   process overlapped, or one CPU);
 //! - an unstable calibration (`Profile::stable`) or a negative calibrated
@@ -68,6 +72,13 @@ pub enum Warning {
     },
     /// More busy threads than CPUs.
     Oversubscribed,
+    /// Other processes surely took more than [`MARGIN`] of a CPU on the
+    /// pair's CPUs during the run (`PairResult::others_cpu`): a sleeping
+    /// party's wake-up may have waited for them.
+    BusyRun {
+        /// Their CPU, in CPUs.
+        cpus: f64,
+    },
     /// The calibration's medians did not settle.
     UnstableProfile {
         /// Rounds it took.
@@ -100,13 +111,14 @@ pub enum Warning {
 
 impl Warning {
     /// Its kind, a stable lowercase name (`slow_polling`, `off_cpu`,
-    /// `oversubscribed`, `unstable_profile`, `unsteady_ring_cost`,
-    /// `busy_calibration`, `negative_start`).
+    /// `oversubscribed`, `busy_run`, `unstable_profile`,
+    /// `unsteady_ring_cost`, `busy_calibration`, `negative_start`).
     pub fn kind(&self) -> &'static str {
         match self {
             Warning::SlowPolling { .. } => "slow_polling",
             Warning::OffCpu { .. } => "off_cpu",
             Warning::Oversubscribed => "oversubscribed",
+            Warning::BusyRun { .. } => "busy_run",
             Warning::UnstableProfile { .. } => "unstable_profile",
             Warning::UnsteadyRingCost { .. } => "unsteady_ring_cost",
             Warning::BusyCalibration { .. } => "busy_calibration",
@@ -128,6 +140,7 @@ impl Warning {
                 format!("{party:?} on its CPU for {:.0}%", 100.0 * share)
             }
             Warning::Oversubscribed => "oversubscribed".into(),
+            Warning::BusyRun { cpus } => format!("{cpus:.2} CPU of others"),
             Warning::UnstableProfile { .. } => "unstable calibration".into(),
             Warning::UnsteadyRingCost { .. } => "unsteady ring cost".into(),
             Warning::BusyCalibration { cpus } => {
@@ -154,7 +167,10 @@ impl Warning {
     pub fn retry_may_help(&self) -> bool {
         matches!(
             self,
-            Warning::SlowPolling { .. } | Warning::OffCpu { .. } | Warning::Oversubscribed
+            Warning::SlowPolling { .. }
+                | Warning::OffCpu { .. }
+                | Warning::Oversubscribed
+                | Warning::BusyRun { .. }
         )
     }
 }
@@ -189,6 +205,12 @@ impl std::fmt::Display for Warning {
             ),
             Warning::Oversubscribed => f.write_str(
                 "more busy threads than CPUs: polling numbers are not meaningful here",
+            ),
+            Warning::BusyRun { cpus } => write!(
+                f,
+                "other processes took at least {cpus:.2} of a CPU on the pair's CPUs during the run \
+                 (margin {:.0}%): a party may have waited for them",
+                100.0 * MARGIN
             ),
             Warning::UnstableProfile { rounds } => write!(
                 f,
@@ -273,6 +295,11 @@ pub fn check_run(r: &PairResult, mode: WaitMode, poll_floor_ns: Option<f64>) -> 
     }
     if r.oversubscribed {
         w.push(Warning::Oversubscribed);
+    }
+    // Seen from outside the pair: a notify run in which both parties sleep
+    // has no off-CPU time to check, but other processes' CPU shows.
+    if let Some(cpus) = r.others_cpu.filter(|c| *c > MARGIN) {
+        w.push(Warning::BusyRun { cpus });
     }
     w
 }
@@ -414,6 +441,21 @@ pub(crate) mod tests {
         assert!(w[0].to_string().contains("above its floor"), "{}", w[0]);
         // The floor applies to polling runs only.
         assert_eq!(check_run(&slow, WaitMode::Notify, None), []);
+    }
+
+    #[test]
+    fn other_processes_on_the_pairs_cpus_disturb_a_run_where_both_sleep() {
+        // Both parties sleep: no off-CPU check applies, the load shows.
+        let mut r = run(2000.0, [800.0, 600.0], [40, 50]);
+        r.others_cpu = Some(0.45);
+        let w = check_run(&r, WaitMode::Notify, None);
+        assert_eq!(w, [Warning::BusyRun { cpus: 0.45 }]);
+        assert!(w[0].retry_may_help());
+        assert!(w[0].to_string().contains("0.45 of a CPU"), "{}", w[0]);
+        r.others_cpu = Some(MARGIN * 0.9);
+        assert_eq!(check_run(&r, WaitMode::Notify, None), []);
+        r.others_cpu = None;
+        assert_eq!(check_run(&r, WaitMode::Notify, None), []);
     }
 
     #[test]

@@ -159,6 +159,12 @@ pub struct PairResult {
     /// More busy threads than CPUs (both poll on a 1-CPU machine, or
     /// polling runs of this process overlapped).
     pub oversubscribed: bool,
+    /// How much CPU other processes surely took on the pair's CPUs during
+    /// the run, in CPUs: their share measured from `/proc/stat`
+    /// ([`crate::clock::OthersLoad`]) less what one clock tick per CPU
+    /// can add to it, at least 0; `None` where `/proc/stat` is not
+    /// readable.
+    pub others_cpu: Option<f64>,
     /// The CPU P (thread or vCPU thread) was pinned to; `None` if the pin
     /// call failed.
     pub cpu_p: Option<usize>,

@@ -51,10 +51,13 @@ impl Backend {
     /// guest, or a run in which no message moved for `cfg.timeout` (a
     /// hang).
     pub fn run_pair(self, cfg: &PairConfig) -> Result<PairResult, TestbedError> {
-        match self {
+        let others = crate::clock::OthersLoad::mark();
+        let mut r = match self {
             Backend::Threads(kind) => threads::run_pair(cfg, kind),
             Backend::Kvm(opts) => kvm::run_pair(cfg, opts),
-        }
+        }?;
+        r.others_cpu = others.and_then(|o| o.since_surely());
+        Ok(r)
     }
 
     /// Checks a run on this backend before anything starts (what
