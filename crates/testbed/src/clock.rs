@@ -229,25 +229,44 @@ pub struct OthersLoad {
     busy_ticks: u64,
     own_ns: u64,
     at: std::time::Instant,
+    /// Distinct CPUs watched (one on a machine of one CPU).
+    watched: usize,
 }
 
 impl OthersLoad {
     /// A mark on the pair's CPUs; `None` without a readable `/proc/stat`.
     pub fn mark() -> Option<OthersLoad> {
         let stat = std::fs::read_to_string("/proc/stat").ok()?;
-        let cpus: Vec<usize> = PAIR_CPUS.iter().map(|c| c % cpus()).collect();
+        let mut cpus: Vec<usize> = PAIR_CPUS.iter().map(|c| c % cpus()).collect();
+        cpus.dedup();
         Some(OthersLoad {
             busy_ticks: busy_ticks(&stat, &cpus)?,
             own_ns: process_cpu_ns(),
             at: std::time::Instant::now(),
+            watched: cpus.len(),
         })
     }
 
     /// The CPU other processes took on those CPUs since this mark, in
     /// CPUs (busy time less this process's, over the wall time; at least
     /// 0); `None` without a readable `/proc/stat` or clock tick.
-    #[allow(clippy::cast_precision_loss)]
     pub fn since(&self) -> Option<f64> {
+        self.measure().map(|(share, _)| share)
+    }
+
+    /// [`OthersLoad::since`] less what sampling by clock ticks can add to
+    /// it (one tick per CPU watched, over the wall time), at least 0: the
+    /// CPU other processes surely took. For a run of 0.1 s at 100 ticks a
+    /// second on two CPUs that is 0.2 CPU; for a calibration of seconds,
+    /// next to nothing.
+    pub fn since_surely(&self) -> Option<f64> {
+        self.measure().map(|(share, tick)| (share - tick).max(0.0))
+    }
+
+    /// The share since the mark and what one tick per watched CPU is of
+    /// it.
+    #[allow(clippy::cast_precision_loss)]
+    fn measure(&self) -> Option<(f64, f64)> {
         let now = OthersLoad::mark()?;
         // SAFETY: sysconf takes an integer and touches no memory of ours.
         let hz = unsafe { libc::sysconf(libc::_SC_CLK_TCK) };
@@ -257,27 +276,8 @@ impl OthersLoad {
         }
         let busy_s = now.busy_ticks.saturating_sub(self.busy_ticks) as f64 / hz as f64;
         let own_s = now.own_ns.saturating_sub(self.own_ns) as f64 / 1e9;
-        Some(((busy_s - own_s) / wall_s).max(0.0))
-    }
-}
-
-impl OthersLoad {
-    /// [`OthersLoad::since`] less what sampling by clock ticks can add to
-    /// it (one tick per CPU watched, over the wall time), at least 0: the
-    /// CPU other processes surely took. For a run of 0.1 s at 100 ticks a
-    /// second on two CPUs that is 0.2 CPU; for a calibration of seconds,
-    /// next to nothing.
-    #[allow(clippy::cast_precision_loss)]
-    pub fn since_surely(&self) -> Option<f64> {
-        let share = self.since()?;
-        // SAFETY: sysconf takes an integer and touches no memory of ours.
-        let hz = unsafe { libc::sysconf(libc::_SC_CLK_TCK) };
-        let wall_s = self.at.elapsed().as_secs_f64();
-        if hz <= 0 || wall_s <= 0.0 {
-            return None;
-        }
-        let tick = PAIR_CPUS.len() as f64 / (hz as f64 * wall_s);
-        Some((share - tick).max(0.0))
+        let tick = self.watched as f64 / (hz as f64 * wall_s);
+        Some((((busy_s - own_s) / wall_s).max(0.0), tick))
     }
 }
 

@@ -164,12 +164,13 @@ impl Backend {
     /// mean where the backend times it, else `n_ns`, the calibrated mean
     /// of P's and C's) is one sample; `runs` runs of 30 000 messages. CPU
     /// time, not T: a party that never waits is on its CPU all the time
-    /// but for what the machine takes from it (a host stealing the vCPU,
-    /// a preemption), and that share moved from 0.5% to 12% from one run
-    /// to the next here (T - 4 us of 100-600 ns a message where the CPU
-    /// part stayed at 150-250 ns); it is no cost of the ring, and a
-    /// per-message constant measured at 4 us would add it threefold at
-    /// the validation's 1.1 us. T where the run has no CPU time. This is the per-message cost
+    /// but for what something else takes from it (another process on its
+    /// CPU, a host stealing the vCPU); with a short script running beside
+    /// it here, T - 4 us ranged over 100-600 ns a message where the CPU
+    /// part stayed at 150-250 ns (quiet, both 60-140 ns). That time is no
+    /// cost of the ring, and a per-message constant measured at 4 us
+    /// would add it threefold at the validation's 1.1 us. T where the run
+    /// has no CPU time. This is the per-message cost
     /// that sets T in FC (P's) and FP (C's); the polling pair of
     /// [`Backend::overhead`] adds the cost of a peer spinning on the shared
     /// lines, which a sleeping peer does not have.
