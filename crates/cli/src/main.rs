@@ -635,15 +635,7 @@ pub fn latency_bound_missed(
     modes: [kicklab_model::WaitMode; 2],
     latency: Option<&kicklab_model::Latency>,
 ) -> Option<String> {
-    let bound = modes
-        .iter()
-        .filter_map(|m| match m {
-            kicklab_model::WaitMode::Adaptive {
-                latency_ns: Some(l),
-            } => Some(*l),
-            _ => None,
-        })
-        .reduce(f64::min)?;
+    let bound = kicklab_model::WaitMode::latency_bound(modes)?;
     let p99 = latency?.p99;
     (p99 > bound).then(|| {
         let fmt = kicklab_model::fmt_ns;

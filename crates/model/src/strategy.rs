@@ -278,6 +278,21 @@ hybrid[:mean|min], defer[:timeout=20us,count=10], coalesce:<n>,<t>, adaptive[:la
         Ok(mode)
     }
 
+    /// The p99 latency bound a pair with these two modes keeps: the
+    /// tightest of its `adaptive` parties' bounds; `None` where no party
+    /// adapts with a bound.
+    pub fn latency_bound(modes: [WaitMode; 2]) -> Option<f64> {
+        modes
+            .iter()
+            .filter_map(|m| match m {
+                WaitMode::Adaptive {
+                    latency_ns: Some(l),
+                } => Some(*l),
+                _ => None,
+            })
+            .reduce(f64::min)
+    }
+
     /// `adaptive` without its own latency bound takes `latency_ns` (a
     /// command's `--latency`); every other mode is returned as is.
     #[must_use]
@@ -492,6 +507,20 @@ impl std::str::FromStr for ScaleIdle {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_pairs_latency_bound_is_its_tightest_adaptive_partys() {
+        let a = |l: f64| WaitMode::Adaptive {
+            latency_ns: Some(l),
+        };
+        assert_eq!(WaitMode::latency_bound([a(5e4), a(2e4)]), Some(2e4));
+        assert_eq!(
+            WaitMode::latency_bound([WaitMode::Notify, a(5e4)]),
+            Some(5e4)
+        );
+        let unbound = WaitMode::Adaptive { latency_ns: None };
+        assert_eq!(WaitMode::latency_bound([WaitMode::Poll, unbound]), None);
+    }
 
     #[test]
     fn every_family_round_trips() {
