@@ -263,7 +263,11 @@ fn one_line_error(e: &clap::Error) -> String {
         if let Some(word) = std::env::args()
             .skip(1)
             .find(|a| {
-                a.starts_with('-') && !a.starts_with("--") && a.len() > 2 && a.starts_with(flag)
+                !flag.is_empty()
+                    && a.starts_with('-')
+                    && !a.starts_with("--")
+                    && a.len() > 2
+                    && a.starts_with(flag)
             })
             .filter(|a| a[1..].bytes().all(|b| b.is_ascii_alphabetic() || b == b'-'))
         {
