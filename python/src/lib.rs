@@ -1121,6 +1121,7 @@ fn run_json(
     let strategy = wait_mode("strategy", strategy)?;
     let mode_p = strategy_p.map(|s| wait_mode("strategy_p", s)).transpose()?;
     let mode_c = strategy_c.map(|s| wait_mode("strategy_c", s)).transpose()?;
+    let shared = kicklab_lab::real::strategy_both_ran(strategy, mode_p, mode_c);
     let (mode_p, mode_c) = (mode_p.unwrap_or(strategy), mode_c.unwrap_or(strategy));
     let latency_ns = latency.map(latency_ns).transpose()?;
     let mut spec = RunSpec {
@@ -1159,7 +1160,7 @@ fn run_json(
     v["warnings"] = to_value(&warnings)?;
     v["disturbed"] = json!(!warnings.is_empty());
     v["backend"] = json!(be.name());
-    v["strategy"] = json!(strategy.to_string());
+    v["strategy"] = json!(shared.map(|s| s.to_string()));
     v["strategy_p"] = json!(shown_p.to_string());
     v["strategy_c"] = json!(shown_c.to_string());
     v["batch"] = json!(batch);

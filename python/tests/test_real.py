@@ -118,5 +118,6 @@ def test_run_takes_every_strategy_per_party(cli, profile):
         r = kicklab.run("futex", messages=5_000, profile=profile, wp="3us", strategy="notify", strategy_c="sleep:20us", latency="50us")
     assert (r["lost"], r["duplicated_or_reordered"]) == (0, 0)
     assert r["strategy_p"] == "notify" and r["strategy_c"] == "sleep:20us"
+    assert r["strategy"] == "notify"  # as given: P runs it
     assert r["naps_c"] > 0 and r["latency_ns"]["p99"] > 0
     assert r["predicted"]["source"] == "sim"

@@ -90,6 +90,21 @@ impl RunSpec {
     }
 }
 
+/// What a run's `strategy` field says: `--strategy` as given where it
+/// applies to a party; where `--strategy-p` and `--strategy-c` both replace
+/// it, the one they share (as given), or `None` where they differ (the
+/// parties' own fields, `strategy_p` and `strategy_c`, say what each ran).
+pub fn strategy_both_ran(
+    both: WaitMode,
+    p: Option<WaitMode>,
+    c: Option<WaitMode>,
+) -> Option<WaitMode> {
+    match (p, c) {
+        (Some(p), Some(c)) => (p == c).then_some(p),
+        _ => Some(both),
+    }
+}
+
 /// Checks a run's inputs before anything runs, the backend's limits
 /// included (a kvm guest's ring length, say).
 ///
@@ -571,6 +586,23 @@ mod tests {
             sleep_c_cpu: c.map(kicklab_model::Stat::constant),
             ..kicklab_model::InRunCosts::default()
         })
+    }
+
+    #[test]
+    fn the_strategy_field_names_what_both_parties_ran_or_nothing() {
+        let [notify, poll, spin] = [
+            WaitMode::Notify,
+            WaitMode::Poll,
+            WaitMode::Spin { budget_ns: 2000.0 },
+        ];
+        assert_eq!(strategy_both_ran(notify, None, None), Some(notify));
+        assert_eq!(strategy_both_ran(spin, Some(poll), None), Some(spin));
+        assert_eq!(strategy_both_ran(spin, None, Some(poll)), Some(spin));
+        assert_eq!(
+            strategy_both_ran(notify, Some(poll), Some(poll)),
+            Some(poll)
+        );
+        assert_eq!(strategy_both_ran(notify, Some(poll), Some(spin)), None);
     }
 
     #[test]

@@ -994,6 +994,9 @@ fn run_takes_every_strategy_and_reports_sleeps_and_latency() {
     ]);
     assert_eq!(v["lost"], 0, "{v}");
     assert_eq!(v["strategy_c"], "sleep:20us", "{v}");
+    // Both parties' flags replace --strategy, and they differ: no one
+    // strategy to name (was the unused default, "notify").
+    assert!(v["strategy"].is_null(), "{v}");
     // The consumer only naps (the faster one, it waits): never kicked.
     assert!(v["naps_c"].as_u64().unwrap() > 0, "{v}");
     assert_eq!(v["naps_c"], v["sleeps_c"], "{v}");
