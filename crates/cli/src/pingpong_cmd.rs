@@ -3,7 +3,7 @@
 use std::time::Duration;
 
 use clap::Args;
-use kicklab_lab::pingpong::{default_idles, guest_line, run_all, table, VAN_RIEL};
+use kicklab_lab::pingpong::{counterpart, default_idles, guest_line, run_all, table, VAN_RIEL};
 use kicklab_model::{fmt_ns, parse_duration_ns};
 use kicklab_testbed::pingpong::{Idle, PingPongResult};
 use kicklab_testbed::Backend;
@@ -84,7 +84,7 @@ pub fn run(a: &PingPongArgs) -> anyhow::Result<()> {
         }
         return crate::print_json(&json!({
             "runs": runs.iter().map(|(i, r)| obj(i, r)).collect::<Vec<_>>(),
-            "van_riel": VAN_RIEL.iter().map(|(n, r, h)| json!({"config": n, "rate_per_s": r, "closest_here": h})).collect::<Vec<_>>(),
+            "van_riel": VAN_RIEL.iter().map(|(n, r, h)| json!({"config": n, "rate_per_s": r, "closest_here": counterpart(h)})).collect::<Vec<_>>(),
         }));
     }
     println!(

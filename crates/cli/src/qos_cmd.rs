@@ -459,8 +459,8 @@ pub fn run(a: &QosArgs) -> anyhow::Result<()> {
                 v.throughput_per_s,
                 v.dropped_per_s,
                 model.throughput_per_s[i],
-                kicklab_model::fmt_ns(v.latency_ns[0]),
-                kicklab_model::fmt_ns(v.latency_ns[1])
+                lat(v.latency_ns[0]),
+                lat(v.latency_ns[1])
             );
         }
         for (i, n) in names.iter().enumerate() {
@@ -842,7 +842,7 @@ fn real_figures(a: &QosArgs) -> anyhow::Result<()> {
     };
     let f =
         qos_real::real_figures(&o, &crate::Bars::default()).map_err(|e| real_usage(e, a.scale))?;
-    let section = qos_real::section(&f)?;
+    let section = qos_real::section(&f, "qos-real.csv")?;
     let page = Page {
         title: format!("kicklab qos --backend {}", a.backend),
         intro_html: String::new(),

@@ -280,11 +280,37 @@ pub fn csv(points: &[MapPoint], spec: &MapSpec) -> String {
 /// A map that cannot be drawn.
 pub fn section(points: &[MapPoint], spec: &MapSpec, cmd: &str) -> Result<Section, LabError> {
     let mut s = Section::new("map", "Regime map: W_P x W_C");
+    // What this map shows, from its points: the regimes present, and how
+    // far the simulator strays from the closed forms.
+    let present: Vec<&str> = Regime::ALL
+        .iter()
+        .filter(|r| points.iter().any(|p| p.regime == Some(**r)))
+        .map(|r| r.name())
+        .collect();
+    let worst = points
+        .iter()
+        .filter_map(|p| Some((p.t_sim_ns? / p.t_model_ns? - 1.0).abs()))
+        .fold(None, |m: Option<f64>, d| Some(m.map_or(d, |m| m.max(d))));
+    let sim = worst.map_or(String::new(), |d| {
+        let how = if d == 0.0 {
+            "equals the closed form's".to_string()
+        } else {
+            format!("is within {d:.1e} of the closed form's")
+        };
+        format!(" The simulator's T {how} at every cell, so the two T maps look alike.")
+    });
+    let start_ups = if present.iter().any(|r| ["SCS", "SPS", "SS"].contains(r)) {
+        ""
+    } else {
+        " No start-up outlasts what the queue holds on this grid, so SCS, SPS and SS do not appear; a short queue \
+         brings start-ups in (<code>kicklab map --len 4</code> has SPS and SS)."
+    };
     s.html = format!(
         "<p>The regime and T over a grid of W_P and W_C (the Fig. 4 costs otherwise), the closed forms beside the \
-         simulator; hover a cell for its values. The diagonal W_P = W_C separates FP (below: the producer is faster) \
-         from FC, with SPS and SCS where a start-up cannot be hidden by the queue.</p><p>Reproduce: <code>{}</code>. \
-         Data: <a href=\"map.csv\">map.csv</a>.</p>",
+         simulator; hover a cell for its values. Regimes on this map: {}. The diagonal W_P = W_C separates FP (above it, \
+         W_C &gt; W_P: the producer is faster and the consumer sets the pace) from FC (below it).{start_ups}{sim}</p>\
+         <p>Reproduce: <code>{}</code>. Data: <a href=\"map.csv\">map.csv</a>.</p>",
+        present.join(", "),
         kicklab_report::html_escape(cmd)
     );
     for (stem, m) in heatmaps(points, spec) {

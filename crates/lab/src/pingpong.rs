@@ -11,22 +11,50 @@ use kicklab_testbed::Backend;
 use crate::{Input, LabError, Progress};
 
 /// Van Riel's message rates (KVM Forum 2013, "Measuring the overhead"):
-/// his configuration and what it corresponds to here.
-pub const VAN_RIEL: [(&str, f64, &str); 5] = [
-    ("default (vcpu_put/schedule/vcpu_load)", 135_531.0, "halt"),
-    ("vcpu_put/safe_halt/vcpu_load", 150_476.0, "halt-poll"),
+/// his configuration and the idle strategies that correspond to it here
+/// (their names as `--idle` writes them, without parameters; none: no
+/// counterpart).
+pub const VAN_RIEL: [(&str, f64, &[&str]); 5] = [
+    (
+        "default (vcpu_put/schedule/vcpu_load)",
+        135_531.0,
+        &["halt"],
+    ),
+    ("vcpu_put/safe_halt/vcpu_load", 150_476.0, &["halt-poll"]),
     (
         "vcpu_put/safe_halt/vcpu_load, skip FPU save",
         205_711.0,
-        "(no counterpart: no FPU state here)",
+        &[],
     ),
-    ("safe_halt (no vcpu_put/vcpu_load)", 214_624.0, "halt-poll"),
+    (
+        "safe_halt (no vcpu_put/vcpu_load)",
+        214_624.0,
+        &["halt-poll"],
+    ),
     (
         "never trap to host (yield_on_hlt=n)",
         218_260.0,
-        "poll / haltpoll",
+        &["poll", "haltpoll"],
     ),
 ];
+
+/// A van Riel row's counterparts here in words (`--json`'s
+/// `closest_here`).
+pub fn counterpart(here: &[&str]) -> String {
+    if here.is_empty() {
+        "(no counterpart: no FPU state here)".into()
+    } else {
+        here.join(" / ")
+    }
+}
+
+/// Whether `idle` is the strategy named `name` (with any parameters).
+fn is_named(idle: Idle, name: &str) -> bool {
+    let s = idle.to_string();
+    s == name
+        || s.strip_prefix(name)
+            .is_some_and(|rest| rest.starts_with(':'))
+}
 
 /// What the guest responder is, in one line.
 pub fn guest_line(mode: kicklab_testbed::kvm::guest::GuestMode) -> &'static str {
@@ -162,12 +190,29 @@ pub fn table(be: Backend, runs: &[(Idle, PingPongResult)], van_riel: bool) -> Ve
     }
     lines.push(String::new());
     lines.push(format!(
-        "{:<46} {:>10} {:>8}  {}",
-        "van Riel 2013 (Java threads in a KVM guest)", "msgs/s", "vs def.", "closest here"
+        "{:<46} {:>10} {:>8}  closest here ({}), vs halt",
+        "van Riel 2013 (Java threads in a KVM guest)",
+        "msgs/s",
+        "vs def.",
+        be.name()
     ));
     for (name, rate, here) in VAN_RIEL {
+        let ratios: Vec<f64> = runs
+            .iter()
+            .filter(|(idle, _)| here.iter().any(|h| is_named(*idle, h)))
+            .map(|(_, r)| r.rate_per_s / base)
+            .collect();
+        let measured = match (
+            ratios.iter().copied().reduce(f64::min),
+            ratios.iter().copied().reduce(f64::max),
+        ) {
+            _ if here.is_empty() => counterpart(here),
+            (Some(lo), Some(hi)) if hi - lo < 0.005 => format!("{}: {lo:.2}x", counterpart(here)),
+            (Some(lo), Some(hi)) => format!("{}: {lo:.2}-{hi:.2}x", counterpart(here)),
+            _ => format!("{}: not run", counterpart(here)),
+        };
         lines.push(format!(
-            "{name:<46} {rate:>10.0} {:>7.2}x  {here}",
+            "{name:<46} {rate:>10.0} {:>7.2}x  {measured}",
             rate / VAN_RIEL[0].1
         ));
     }
@@ -231,5 +276,16 @@ mod tests {
             lines[2].starts_with("halt") && lines[2].contains("1.00x"),
             "{lines:?}"
         );
+        // His rows carry the ratio measured here for their counterpart:
+        // halt against itself, poll's over halt's, halt-poll not run.
+        let his = &lines[1 + runs.len() + 2..];
+        assert!(his[0].ends_with("halt: 1.00x"), "{his:?}");
+        let poll = runs[0].1.rate_per_s / runs[1].1.rate_per_s;
+        assert!(
+            his[4].ends_with(&format!("poll / haltpoll: {poll:.2}x")),
+            "{his:?}"
+        );
+        assert!(his[1].ends_with("halt-poll: not run"), "{his:?}");
+        assert!(his[2].contains("no counterpart"), "{his:?}");
     }
 }

@@ -683,9 +683,14 @@ pub fn real_figures(o: &RealOptions, progress: &dyn Progress) -> Result<RealFigu
 /// The runs as a table: per VM measured and model (paper time), stage CPU,
 /// drops, the CPUs the model shared.
 pub fn table(f: &RealFigures) -> Table {
+    let what = if f.capacity.0.run.vm_core == VmCore::Guest {
+        "a KVM guest per VM"
+    } else {
+        "threads, futex"
+    };
     let mut t = Table::new(
         &format!(
-            "Real runs (threads, futex), times x {} of the paper's; throughputs in the paper's time; \
+            "Real runs ({what}), times x {} of the paper's; throughputs in the paper's time; \
              model: on this machine's CPUs shared with other threads, model at CPU: given the CPU its stages had",
             f.scale
         ),
@@ -700,7 +705,7 @@ pub fn table(f: &RealFigures) -> Table {
             Column::number("dropped_per_s", "dropped /s"),
             Column::number("shared_cpu", "shared stage CPU"),
             Column::number("others_cpu", "others' CPU"),
-            Column::number("error", "model error (judged)"),
+            Column::number("error", "model error (judged: at CPU where disturbed)"),
             Column::flag("disturbed", "disturbed"),
         ],
     );
@@ -738,7 +743,12 @@ pub fn limit_chart(f: &RealFigures) -> Chart {
     let hi = f.limit.last().map_or(1.0, |l| l.0);
     Chart {
         title: format!(
-            "Real threads: VM2 limited, both offered {:.0}/s, shared path",
+            "{}: VM2 limited, both offered {:.0}/s, shared path",
+            if f.capacity.0.run.vm_core == VmCore::Guest {
+                "Real KVM guests"
+            } else {
+                "Real threads"
+            },
             f.overload
         ),
         x_label: "VM2's limit [requests/s, paper time]".into(),
@@ -843,10 +853,17 @@ pub fn html(f: &RealFigures) -> String {
              (<code>kicklab qos --backend futex</code>, <code>docs/qos.md</code>, \"The real backend\")",
         )
     };
+    let per_vm = |x: f64| {
+        if x > 0.0 {
+            format!("{x:.0}/s")
+        } else {
+            "none (every load tried dropped more)".into()
+        }
+    };
     let ratio = if f.lossless.0 .0 > 0.0 && f.lossless.1 .0 > 0.0 {
         format!("{:.2}x", f.lossless.1 .0 / f.lossless.0 .0)
     } else {
-        "none found on a path".into()
+        "no ratio".into()
     };
     let disturbed = f.runs().iter().filter(|(_, p)| p.disturbed).count();
     format!(
@@ -855,7 +872,7 @@ pub fn html(f: &RealFigures) -> String {
          time as busy work of its own CPU time, the paper's times x {} (rates x {}); rates below are in the paper's \
          time. {cores}Costs calibrated on this machine before the runs: the backend {} and the hypervisor {} of CPU per \
          request, {vm_cost}, a kick {}, a sleep and wake-up {}. Largest load per VM without loss (drops at most {}%): \
-         shared {:.0}/s, direct {:.0}/s: {ratio} (target >= 1.5; paper 950, 1500: 1.58x). Worst model error over the \
+         shared {}, direct {}: {ratio} (target >= 1.5; paper 950, 1500: 1.58x). Worst model error over the \
          runs {:.1}% (target 15%; {disturbed} run(s) disturbed by other processes, judged with the model given the \
          CPU the shared stage had). Targets: {}.</p>{}",
         f.scale,
@@ -865,8 +882,8 @@ pub fn html(f: &RealFigures) -> String {
         fmt_ns(f.costs.kick_ns),
         fmt_ns(f.costs.wake_ns),
         LOSS_TOLERANCE * 100.0,
-        f.lossless.0 .0,
-        f.lossless.1 .0,
+        per_vm(f.lossless.0 .0),
+        per_vm(f.lossless.1 .0),
         f.worst_model_error * 100.0,
         if f.failures.is_empty() {
             "all hold".to_string()
@@ -878,12 +895,13 @@ pub fn html(f: &RealFigures) -> String {
 }
 
 /// The report's section of the real runs: the paragraph, the table, the
-/// limit chart, and the command that reproduces them.
+/// limit chart, the command that reproduces them, and a link to the table
+/// as CSV (`csv`, the file's name beside the page).
 ///
 /// # Errors
 ///
 /// A chart that cannot be drawn.
-pub fn section(f: &RealFigures) -> Result<Section, LabError> {
+pub fn section(f: &RealFigures, csv: &str) -> Result<Section, LabError> {
     let guest = f.capacity.0.run.vm_core == VmCore::Guest;
     let (id, on, backend) = if guest {
         ("qos-real-kvm", "real KVM guests", "kvm")
@@ -900,8 +918,10 @@ pub fn section(f: &RealFigures) -> Result<Section, LabError> {
         1,
     );
     s.html.push_str(&format!(
-        "<p>Reproduce: <code>kicklab qos --figures --backend {backend} --seconds {} --out DIR</code>.</p>",
-        f.seconds
+        "<p>Reproduce: <code>kicklab qos --figures --backend {backend} --seconds {} --out DIR</code>. Data: \
+         <a href=\"{csv}\">{csv}</a>.</p>",
+        f.seconds,
+        csv = kicklab_report::html_escape(csv)
     ));
     s.push_chart(&format!("{id}-limit"), &limit_chart(f), 960, 540)?;
     Ok(s)

@@ -208,8 +208,8 @@ fn idle_table(p: &Profile, be: &str) -> Table {
             Column::ns("gap", "idle gap"),
             Column::text("NP", "N_P"),
             Column::text("NC", "N_C"),
-            Column::text("SP", "S_P"),
-            Column::text("SC", "S_C"),
+            Column::text("SP", "S_P as the model takes it (after V_C)"),
+            Column::text("SC", "S_C as the model takes it (after V_P)"),
         ],
     );
     for q in &p.idle_curve {
@@ -234,11 +234,13 @@ fn testbed_sections(
 ) -> Result<(Vec<Section>, Profile), LabError> {
     use kicklab_ring::NotifierKind;
     let mut h = String::from(
-        "<p>Measured by <code>kicklab calibrate --backend B</code> (method: <code>docs/calibration.md</code>): N is the \
+        "<p>Measured by <code>kicklab calibrate --backend futex|eventfd|pipe</code> (and <code>kvm</code> below; method: <code>docs/calibration.md</code>): N is the \
          notify call with the peer asleep, S the time from the end of that call until the woken thread runs, after 50 us \
          of idling; V is when the woken thread became runnable, from the start of the call (N + S less its own CPU time \
          across the wait, within [0, N]); the overhead is the time per message of a polling pair with no work, which the \
-         model adds to W_P and W_C. Means, with median and p10-p90 in parentheses.</p>\n",
+         model adds to W_P and W_C. Means, with median and p10-p90 in parentheses. A calibration whose medians did not \
+         settle within its rounds (stable: no) still gives its costs, and every run compared with it is flagged as \
+         disturbed (<code>docs/cli.md</code>, \"Disturbed runs\").</p>\n",
     );
     let mut table = costs_table(
         "calibrated costs",
@@ -464,11 +466,14 @@ fn kvm_sections(a: &ReportOptions, progress: &dyn Progress) -> Result<Vec<Sectio
     let mut pp = String::from(
         "<p>Request/response between a host thread (the requester, polling for each response) and a responder that \
          idles between requests: the guest (kvm) or a thread (futex). Each side works 2 us per message. Reproduce: \
-         <code>kicklab pingpong --backend kvm</code>, <code>kicklab pingpong --backend futex</code>.</p>",
+         <code>kicklab pingpong --backend kvm</code>, <code>kicklab pingpong --backend futex</code>. CPU/request is \
+         both threads' CPU time: the requester polls throughout, so it alone is one CPU (1/rate of it per request); \
+         what the responder's idle strategy saves is the rest. Van Riel's rows follow the KVM table, each with the \
+         ratio over <code>halt</code> measured here for its counterpart.</p>",
     );
     for (be, van_riel) in [
-        (be, false),
-        (Backend::Threads(kicklab_ring::NotifierKind::Futex), true),
+        (be, true),
+        (Backend::Threads(kicklab_ring::NotifierKind::Futex), false),
     ] {
         let idles = crate::pingpong::default_idles(be);
         let runs = crate::pingpong::run_all(be, &idles, a.real_messages / 3, work, true, progress)?;
@@ -598,12 +603,15 @@ fn regimes_section(messages: u64, seed: u64) -> Result<Section, LabError> {
     let mut h = String::from(
         "<p>One parameter set per regime (flags on top of the Fig. 4 defaults). Model: closed forms of \
          <code>docs/model.md</code>. Simulator: the same rules as events, constant costs, measured over whole \
-         notification rounds; then with every cost exponential with the same mean.</p>\n",
+         notification rounds; then with every cost exponential with the same mean. EWC and EWP are kicklab's \
+         additions (early-woken consumer, producer): a kick seen before it ends (V &lt; N) wakes the slower party, which \
+         drains (fills) the queue and sleeps again before the notifier returns.</p>\n",
     );
     let mut table = Table::new(
         "one parameter set per regime",
         vec![
             Column::text("regime", "regime"),
+            Column::text("meaning", "what it is"),
             Column::text("flags", "flags"),
             Column::number("m", "m"),
             Column::ns("T_model", "T model"),
@@ -635,6 +643,7 @@ fn regimes_section(messages: u64, seed: u64) -> Result<Section, LabError> {
         let g = predict(&p, WaitMode::Poll)?;
         table.push(vec![
             m.regime.name().into(),
+            m.regime.meaning().into(),
             flags.into(),
             m.m.into(),
             m.rates.t_ns.into(),
@@ -648,7 +657,10 @@ fn regimes_section(messages: u64, seed: u64) -> Result<Section, LabError> {
         ]);
     }
     h.push_str(&table.to_html());
-    h.push_str("<p>Reproduce a row: <code>kicklab model FLAGS</code> and <code>kicklab sim FLAGS</code>; \
+    h.push_str("<p>With exponential costs the closed form of the means is no longer exact, most where the regime \
+                hangs on a race: a start-up against the queue (SCS, SPS: some start-ups now fit, some do not), or a \
+                bistable pair (EWC, EWP: a random cost knocks the pair off its costly point into FP or FC, and it stays \
+                there).</p>\n<p>Reproduce a row: <code>kicklab model FLAGS</code> and <code>kicklab sim FLAGS</code>; \
                 the exponential column: <code>kicklab sim --wp exp:.. --wc exp:.. ...</code> with each cost as <code>exp:MEAN</code>.</p>\n");
     Ok(Section {
         id: "regimes".into(),
@@ -776,10 +788,15 @@ pub fn build(a: &ReportOptions, progress: &dyn Progress) -> Result<Report, LabEr
         Figure {
             id: "fig2",
             heading: "Fig. 2: time per message vs W_P (L = 256)",
-            text: "W_C = 1.1 us and the paper's measured N/S costs. Left of W_P = W_C the producer is fast (FP, P sleeps); \
-                   right of it the consumer is fast (FC, C sleeps). The staircase is m changing in whole messages; \
-                   slowing the fast party down (moving towards W_P = W_C) raises throughput. The jump at W_P ≈ 1.3 us is m \
-                   reaching k_P = 1: one kick (N_P = 2.4 us) per message.",
+            text: "The paper's Fig. 2 gives no parameters; here it is drawn with those of its Fig. 4 experiment: W_C = 1.1 us \
+                   and the N and S it measured (section 3.3), with L = 256 and k_P = k_C = 1 (kicklab's choice: the paper \
+                   does not give L or k for that experiment). Left of W_P = W_C the producer is fast (FP, P sleeps); right \
+                   of it the consumer is fast (FC, C sleeps). The staircase is m changing in whole messages. Left of the \
+                   diagonal, slowing the fast producer down (raising W_P towards W_C) raises throughput: T_FP falls as W_P \
+                   grows (the paper's point, section 3.1: W_P in FP, W_C in FC). The jump at W_P ≈ 1.3 us is m reaching \
+                   k_P = 1: one kick (N_P = 2.4 us) per message. From there on T_FC = W_P + N_P lies above the SS best case, \
+                   where the paper has SS above FC and FP: with these costs a kick (2.4 us) outlasts C's work (1.1 us), and \
+                   SS's best case spreads its kicks over a full queue.",
             params: d,
             vary: format!("wp=0.1us..3us:{n}"),
             flags: "",
@@ -927,7 +944,7 @@ pub fn build(a: &ReportOptions, progress: &dyn Progress) -> Result<Report, LabEr
             ..crate::qos_real::RealOptions::new()
         };
         let real = crate::qos_real::real_figures(&o, progress)?;
-        sections.push(crate::qos_real::section(&real)?);
+        sections.push(crate::qos_real::section(&real, "qos-real.csv")?);
         csvs.push((
             "qos-real.csv".into(),
             crate::qos_real::table(&real).to_csv(),
@@ -941,7 +958,7 @@ pub fn build(a: &ReportOptions, progress: &dyn Progress) -> Result<Report, LabEr
                     ..o
                 };
                 let real = crate::qos_real::real_figures(&o, progress)?;
-                sections.push(crate::qos_real::section(&real)?);
+                sections.push(crate::qos_real::section(&real, "qos-real-kvm.csv")?);
                 csvs.push((
                     "qos-real-kvm.csv".into(),
                     crate::qos_real::table(&real).to_csv(),
@@ -1012,21 +1029,60 @@ pub fn build(a: &ReportOptions, progress: &dyn Progress) -> Result<Report, LabEr
         intro_html: format!(
             "<p>Producer/consumer synchronization after Rizzo et al., \"A Study of Speed Mismatches Between Communicating \
              Virtual Machines\" (ANCS 2016). Generated by <code>kicklab report --points {} --messages {} --seed {}</code> \
-             (kicklab {}) on a {cores}-core machine in {:.1} s.</p>",
+             (kicklab {}) on a {cores}-core machine in {:.1} s, {}.</p>",
             a.points,
             a.messages,
             a.seed,
             env!("CARGO_PKG_VERSION"),
-            started.elapsed().as_secs_f64()
+            started.elapsed().as_secs_f64(),
+            html_escape(&machine())
         ),
         sections,
     };
     Ok(Report { page, csvs })
 }
 
+/// Where and when the page's measurements ran, in words: the time (UTC),
+/// the CPU model, whether the machine is itself a virtual machine (every
+/// measured cost depends on it), and the kernel.
+fn machine() -> String {
+    let cpuinfo = std::fs::read_to_string("/proc/cpuinfo").unwrap_or_default();
+    let field = |name: &str| {
+        cpuinfo
+            .lines()
+            .find(|l| l.split(':').next().is_some_and(|k| k.trim() == name))
+            .and_then(|l| l.split_once(':'))
+            .map(|(_, v)| v.trim().to_string())
+    };
+    let cpu = field("model name").unwrap_or_else(|| "an unknown CPU".into());
+    let guest = field("flags").is_some_and(|f| f.split_whitespace().any(|x| x == "hypervisor"));
+    let kernel = std::fs::read_to_string("/proc/sys/kernel/osrelease")
+        .map_or_else(|_| "unknown".into(), |k| k.trim().to_string());
+    format!(
+        "{}: {cpu}{}, Linux {kernel}",
+        humantime::format_rfc3339_seconds(std::time::SystemTime::now()),
+        if guest {
+            " (a virtual machine itself: KVM here runs nested, and exits and wake-ups cost more than on bare metal)"
+        } else {
+            ""
+        }
+    )
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_machine_line_says_when_and_on_what() {
+        let m = machine();
+        // An RFC 3339 time in UTC first, the kernel last.
+        assert!(
+            m.as_bytes().get(4) == Some(&b'-') && m.contains("Z: "),
+            "{m}"
+        );
+        assert!(m.contains(", Linux "), "{m}");
+    }
 
     #[test]
     fn every_regime_example_is_in_its_regime() {

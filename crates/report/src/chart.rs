@@ -120,8 +120,10 @@ pub struct Chart {
     pub clip: Clip,
 }
 
-const PALETTE: [&str; 8] = [
-    "#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e", "#17becf", "#8c564b", "#7f7f7f",
+/// Series colours: Okabe and Ito's, which readers with any common
+/// colour-vision deficiency tell apart (no red beside green).
+pub(crate) const PALETTE: [&str; 8] = [
+    "#0072b2", "#e69f00", "#009e73", "#cc79a7", "#56b4e9", "#d55e00", "#000000", "#999999",
 ];
 
 /// The report's figure size [px]: drawn at this size, a figure scales

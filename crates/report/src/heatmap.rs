@@ -41,9 +41,12 @@ pub struct Heatmap {
     pub unit: String,
 }
 
+/// Okabe and Ito's colours, which readers with any common colour-vision
+/// deficiency tell apart (the first three are the regime map's GP, FC, FP:
+/// blue, orange, sky blue, never red beside green).
 const CATEGORY_COLORS: [&str; 10] = [
-    "#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e", "#17becf", "#8c564b", "#e377c2",
-    "#7f7f7f", "#bcbd22",
+    "#0072b2", "#e69f00", "#56b4e9", "#009e73", "#cc79a7", "#d55e00", "#f0e442", "#999999",
+    "#000000", "#8c564b",
 ];
 
 /// A blue-to-yellow scale (viridis-like), `t` in [0, 1].
@@ -211,8 +214,16 @@ impl Heatmap {
         // Legend or scale, right of the plot.
         let lx = left + pw + 20.0;
         if values.is_empty() {
-            for (k, name) in self.categories.iter().enumerate() {
-                let y = top + 10.0 + k as f64 * 22.0;
+            // Only the categories some cell has, in their order.
+            let used = |k: usize| {
+                self.cells
+                    .iter()
+                    .flatten()
+                    .any(|c| matches!(c, MapCell::Category(i) if *i == k))
+            };
+            let shown = self.categories.iter().enumerate().filter(|(k, _)| used(*k));
+            for (row, (k, name)) in shown.enumerate() {
+                let y = top + 10.0 + row as f64 * 22.0;
                 let _ = write!(
                     s,
                     "<rect x=\"{lx}\" y=\"{y}\" width=\"16\" height=\"16\" fill=\"{}\"/><text x=\"{}\" y=\"{}\" font-size=\"13\">{}</text>",
@@ -287,5 +298,25 @@ mod tests {
             ..m
         };
         assert!(bad.to_svg(600, 400).is_err());
+    }
+
+    #[test]
+    fn the_legend_names_only_the_categories_drawn() {
+        let m = Heatmap {
+            title: "regime".into(),
+            x_label: "W_P [us]".into(),
+            y_label: "W_C [us]".into(),
+            xs: vec![1.0, 2.0],
+            ys: vec![1.0],
+            cells: vec![vec![MapCell::Category(2), MapCell::Category(0)]],
+            categories: vec!["GP".into(), "FC".into(), "FP".into()],
+            unit: String::new(),
+        };
+        let svg = m.to_svg(600, 400).unwrap();
+        let legend = |name: &str| svg.contains(&format!("font-size=\"13\">{name}</text>"));
+        assert!(legend("GP") && legend("FP"), "{svg}");
+        assert!(!legend("FC"), "{svg}");
+        // A category keeps its colour whatever else is drawn.
+        assert!(svg.contains(&format!("fill=\"{}\"", CATEGORY_COLORS[2])));
     }
 }

@@ -347,12 +347,7 @@ mod tests {
             .position(|s| s.name == "simulator, polling")
             .unwrap();
         let svg = e.to_svg(960, 540).unwrap();
-        let color = |i: usize| {
-            format!(
-                "\"{}\"",
-                ["#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e"][i]
-            )
-        };
+        let color = |i: usize| format!("\"{}\"", crate::chart::PALETTE[i]);
         let line = svg
             .lines()
             .position(|l| l.starts_with("<polyline") && l.contains(&color(gp)))
