@@ -201,7 +201,7 @@ pub fn sweep_charts(points: &[SweepPoint], vary: &Vary, title: &str) -> (Chart, 
                 ..Series::default()
             },
             Series {
-                name: "T_SS best case (inf of eq. 4 over SS)".into(),
+                name: "T_SS best case (the lowest eq. 4 gives in SS)".into(),
                 points: xs(&|p| Some(p.ss_best.0)),
                 style: Style::Dashed,
                 ..Series::default()
@@ -240,7 +240,7 @@ pub fn sweep_charts(points: &[SweepPoint], vary: &Vary, title: &str) -> (Chart, 
                 ..Series::default()
             },
             Series {
-                name: "E_SS best case (inf of eq. 4 over SS)".into(),
+                name: "E_SS best case (the lowest eq. 4 gives in SS)".into(),
                 points: xs(&|p| Some(p.ss_best.1)),
                 style: Style::Dashed,
                 ..Series::default()
