@@ -955,7 +955,8 @@ def run(
     dict
         The measured ``T_ns``, ``E_ns``, counts, ``lost``,
         ``duplicated_or_reordered``, ``pinned``, CPUs, ``warnings`` and
-        ``disturbed``, ``backend``, ``strategy``, ``strategy_p``,
+        ``disturbed``, ``backend``, ``strategy`` (None where ``strategy_p``
+        and ``strategy_c`` both replace it and differ), ``strategy_p``,
         ``strategy_c``, ``batch``, ``flush``, ``latency_ns`` (from each
         message's write; threads, and kvm tx), ``predicted``
         (the model with the profile's costs, or the simulator where there is

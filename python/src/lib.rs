@@ -1121,9 +1121,14 @@ fn run_json(
     let strategy = wait_mode("strategy", strategy)?;
     let mode_p = strategy_p.map(|s| wait_mode("strategy_p", s)).transpose()?;
     let mode_c = strategy_c.map(|s| wait_mode("strategy_c", s)).transpose()?;
-    let shared = kicklab_lab::real::strategy_both_ran(strategy, mode_p, mode_c);
-    let (mode_p, mode_c) = (mode_p.unwrap_or(strategy), mode_c.unwrap_or(strategy));
     let latency_ns = latency.map(latency_ns).transpose()?;
+    let shared = kicklab_lab::real::strategy_both_ran(
+        strategy,
+        mode_p,
+        mode_c,
+        Some(latency_ns.unwrap_or(kicklab_model::DEFAULT_LATENCY_NS)),
+    );
+    let (mode_p, mode_c) = (mode_p.unwrap_or(strategy), mode_c.unwrap_or(strategy));
     let mut spec = RunSpec {
         batch,
         flush,

@@ -110,11 +110,13 @@ pub fn run(a: &RunArgs) -> anyhow::Result<()> {
         v["warnings"] = serde_json::to_value(&warnings)?;
         v["disturbed"] = json!(!warnings.is_empty());
         v["backend"] = json!(a.be.get().name());
-        v["strategy"] =
-            json!(
-                kicklab_lab::real::strategy_both_ran(a.strategy, a.strategy_p, a.strategy_c)
-                    .map(|s| s.to_string())
-            );
+        v["strategy"] = json!(kicklab_lab::real::strategy_both_ran(
+            a.strategy,
+            a.strategy_p,
+            a.strategy_c,
+            spec.latency_bound_ns,
+        )
+        .map(|s| s.to_string()));
         v["strategy_p"] = json!(shown_p.to_string());
         v["strategy_c"] = json!(shown_c.to_string());
         v["batch"] = json!(a.batch);

@@ -4,7 +4,7 @@
 //! simulator, drawing (`kicklab-report`'s [`Heatmap`]).
 
 use kicklab_model::{predict, Params, Regime, WaitMode};
-use kicklab_report::{Heatmap, MapCell, Section};
+use kicklab_report::{html_escape, Heatmap, MapCell, Section};
 use kicklab_sim::{simulate, SimConfig, Vary};
 use rayon::prelude::*;
 use serde::Serialize;
@@ -279,7 +279,14 @@ pub fn csv(points: &[MapPoint], spec: &MapSpec) -> String {
 ///
 /// A map that cannot be drawn.
 pub fn section(points: &[MapPoint], spec: &MapSpec, cmd: &str) -> Result<Section, LabError> {
-    let mut s = Section::new("map", "Regime map: W_P x W_C");
+    let mut s = Section::new(
+        "map",
+        &format!(
+            "Regime map: {} x {}",
+            spec.x.param.symbol(),
+            spec.y.param.symbol()
+        ),
+    );
     // What this map shows, from its points: the regimes present, and how
     // far the simulator strays from the closed forms.
     let present: Vec<&str> = Regime::ALL
@@ -287,31 +294,63 @@ pub fn section(points: &[MapPoint], spec: &MapSpec, cmd: &str) -> Result<Section
         .filter(|r| points.iter().any(|p| p.regime == Some(**r)))
         .map(|r| r.name())
         .collect();
+    // The largest relative difference of the simulator's T from the
+    // closed form's over the cells that have both.
     let worst = points
         .iter()
         .filter_map(|p| Some((p.t_sim_ns? / p.t_model_ns? - 1.0).abs()))
+        .filter(|d| d.is_finite())
         .fold(None, |m: Option<f64>, d| Some(m.map_or(d, |m| m.max(d))));
     let sim = worst.map_or(String::new(), |d| {
-        let how = if d == 0.0 {
-            "equals the closed form's".to_string()
+        if d == 0.0 {
+            " The simulator's T equals the closed form's at every cell, so the two T maps look alike.".into()
+        } else if d <= 0.01 {
+            format!(
+                " The simulator's T is within {:.2}% of the closed form's at every cell, so the two T maps look alike.",
+                d * 100.0
+            )
         } else {
-            format!("is within {d:.1e} of the closed form's")
-        };
-        format!(" The simulator's T {how} at every cell, so the two T maps look alike.")
+            format!(
+                " The simulator's T differs from the closed form's by up to {:.1}% (the closed form takes the costs' \
+                 means and one operating point).",
+                d * 100.0
+            )
+        }
     });
-    let start_ups = if present.iter().any(|r| ["SCS", "SPS", "SS"].contains(r)) {
-        ""
+    let regimes = if present.is_empty() {
+        format!(
+            "{} has no closed form: the map is the simulator's.",
+            html_escape(&spec.mode.to_string())
+        )
     } else {
+        format!("Regimes on this map: {}.", present.join(", "))
+    };
+    let wp_by_wc =
+        spec.x.param == kicklab_model::Param::Wp && spec.y.param == kicklab_model::Param::Wc;
+    let diagonal = if wp_by_wc && present.iter().any(|r| ["FP", "FC"].contains(r)) {
+        " The diagonal W_P = W_C separates FP (above it, W_C &gt; W_P: the producer is faster and the consumer sets the \
+         pace) from FC (below it)."
+    } else {
+        ""
+    };
+    let start_ups = if spec.mode == WaitMode::Notify
+        && spec.base.len > 4
+        && !present.is_empty()
+        && !present.iter().any(|r| ["SCS", "SPS", "SS"].contains(r))
+    {
         " No start-up outlasts what the queue holds on this grid, so SCS, SPS and SS do not appear; a short queue \
          brings start-ups in (<code>kicklab map --len 4</code> has SPS and SS)."
+    } else {
+        ""
     };
     s.html = format!(
-        "<p>The regime and T over a grid of W_P and W_C (the Fig. 4 costs otherwise), the closed forms beside the \
-         simulator; hover a cell for its values. Regimes on this map: {}. The diagonal W_P = W_C separates FP (above it, \
-         W_C &gt; W_P: the producer is faster and the consumer sets the pace) from FC (below it).{start_ups}{sim}</p>\
+        "<p>The regime and T over a grid of {} and {} (the other parameters as given; kicklab's defaults are the \
+         Fig. 4 costs), the closed forms beside the simulator; hover a cell for its values. \
+         {regimes}{diagonal}{start_ups}{sim}</p>\
          <p>Reproduce: <code>{}</code>. Data: <a href=\"map.csv\">map.csv</a>.</p>",
-        present.join(", "),
-        kicklab_report::html_escape(cmd)
+        spec.x.param.symbol(),
+        spec.y.param.symbol(),
+        html_escape(cmd)
     );
     for (stem, m) in heatmaps(points, spec) {
         let caption = m.title.clone();

@@ -34,7 +34,7 @@ pub const VAN_RIEL: [(&str, f64, &[&str]); 5] = [
     (
         "never trap to host (yield_on_hlt=n)",
         218_260.0,
-        &["poll", "haltpoll"],
+        &["no-hlt-exit", "poll", "haltpoll"],
     ),
 ];
 
@@ -161,17 +161,19 @@ pub fn run_all(
 /// `van_riel`) his.
 #[allow(clippy::cast_precision_loss)]
 pub fn table(be: Backend, runs: &[(Idle, PingPongResult)], van_riel: bool) -> Vec<String> {
-    let base = runs
+    let halt = runs
         .iter()
         .find(|(i, _)| *i == Idle::Halt)
-        .map_or(runs.first().map_or(1.0, |(_, r)| r.rate_per_s), |(_, r)| {
-            r.rate_per_s
-        });
+        .map(|(_, r)| r.rate_per_s);
+    let base = halt.unwrap_or_else(|| runs.first().map_or(1.0, |(_, r)| r.rate_per_s));
     let mut lines = vec![format!(
         "{:<22} {:>12} {:>9} {:>14} {:>12}",
         format!("{} idle", be.name()),
         "requests/s",
-        "vs halt",
+        match (halt, runs.first()) {
+            (None, Some((first, _))) => format!("vs {first}"),
+            _ => "vs halt".into(),
+        },
         "CPU/request",
         "idle sleeps"
     )];
@@ -207,6 +209,7 @@ pub fn table(be: Backend, runs: &[(Idle, PingPongResult)], van_riel: bool) -> Ve
             ratios.iter().copied().reduce(f64::max),
         ) {
             _ if here.is_empty() => counterpart(here),
+            _ if halt.is_none() => format!("{}: no halt run to compare with", counterpart(here)),
             (Some(lo), Some(hi)) if hi - lo < 0.005 => format!("{}: {lo:.2}x", counterpart(here)),
             (Some(lo), Some(hi)) => format!("{}: {lo:.2}-{hi:.2}x", counterpart(here)),
             _ => format!("{}: not run", counterpart(here)),
@@ -287,5 +290,12 @@ mod tests {
         );
         assert!(his[1].ends_with("halt-poll: not run"), "{his:?}");
         assert!(his[2].contains("no counterpart"), "{his:?}");
+        // Without a halt run: the ratios name their base, his rows none.
+        let lines = table(be, &runs[..1], true);
+        assert!(lines[0].contains("vs poll"), "{lines:?}");
+        assert!(
+            lines[4].ends_with("halt: no halt run to compare with"),
+            "{lines:?}"
+        );
     }
 }

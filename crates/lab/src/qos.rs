@@ -408,6 +408,33 @@ pub fn section(f: &QosFigures, seconds: f64, seed: u64) -> Result<Section, LabEr
             format!("{x:.0}/s per VM (completed {}/s)", got.join(" and "))
         })
         .collect();
+    // Limits at which VM2, policed at ingress, completed under both its
+    // limit and the model's share (by more than 5%).
+    let under: Vec<String> = f
+        .limit
+        .iter()
+        .filter(|(r, i, _)| {
+            let got = i.sim.vms[1].throughput_per_s;
+            got < 0.95 * r.min(i.model.throughput_per_s[1])
+        })
+        .map(|(r, i, _)| {
+            format!(
+                "{r:.0}/s ({:.0}/s, model {:.0}/s)",
+                i.sim.vms[1].throughput_per_s, i.model.throughput_per_s[1]
+            )
+        })
+        .collect();
+    let short = if under.is_empty() {
+        String::new()
+    } else {
+        format!(
+            " With VM2 limited at ingress, the requests its limit admits meet a shared buffer that VM1's stream keeps \
+             full: at limits of {} the simulator gives VM2 less than its limit and less than the model (\"model: VM2, \
+             ingress\"); with Poisson arrivals it follows the model (<code>kicklab qos --offered 2000 --limit 2=550 \
+             --police ingress --arrivals poisson</code>; <code>docs/qos.md</code>).",
+            under.join(", ")
+        )
+    };
     let lockout = if locked.is_empty() {
         String::new()
     } else {
@@ -433,10 +460,7 @@ pub fn section(f: &QosFigures, seconds: f64, seed: u64) -> Result<Section, LabEr
          kicklab's targets (issue 15: direct at least 1.5x shared, VM1 taking what a limit at ingress frees, a limit after \
          receive freeing nothing, simulator = model below saturation): {}.</p>\
          <p>Where the model and the simulator part: above saturation, evenly spaced streams and drop-tail buffers lock into \
-         phase, which a fluid model does not see.{lockout} With VM2 limited at ingress, the requests its limit admits meet a \
-         shared buffer that VM1's stream keeps full, and the simulator gives VM2 less than its limit and less than the \
-         model (dashed); with Poisson arrivals it follows the model (<code>kicklab qos --offered 2000 --limit 2=550 --police \
-         ingress --arrivals poisson</code>; <code>docs/qos.md</code>).</p>\
+         phase, which a fluid model does not see.{lockout}{short}</p>\
          <p>Reproduce: <code>kicklab qos --figures --out DIR</code>. Data: <a href=\"qos.csv\">qos.csv</a>.</p>",
         f.lossless_sim.0,
         f.lossless_model.0,

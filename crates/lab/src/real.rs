@@ -92,15 +92,20 @@ impl RunSpec {
 
 /// What a run's `strategy` field says: `--strategy` as given where it
 /// applies to a party; where `--strategy-p` and `--strategy-c` both replace
-/// it, the one they share (as given), or `None` where they differ (the
-/// parties' own fields, `strategy_p` and `strategy_c`, say what each ran).
+/// it, the one they share (as given for P; the two are compared as run,
+/// with the run's latency bound `latency_ns` in `adaptive`), or `None`
+/// where they differ (the parties' own fields, `strategy_p` and
+/// `strategy_c`, say what each ran).
 pub fn strategy_both_ran(
     both: WaitMode,
     p: Option<WaitMode>,
     c: Option<WaitMode>,
+    latency_ns: Option<f64>,
 ) -> Option<WaitMode> {
     match (p, c) {
-        (Some(p), Some(c)) => (p == c).then_some(p),
+        (Some(p), Some(c)) => {
+            (p.with_latency(latency_ns) == c.with_latency(latency_ns)).then_some(p)
+        }
         _ => Some(both),
     }
 }
@@ -595,14 +600,21 @@ mod tests {
             WaitMode::Poll,
             WaitMode::Spin { budget_ns: 2000.0 },
         ];
-        assert_eq!(strategy_both_ran(notify, None, None), Some(notify));
-        assert_eq!(strategy_both_ran(spin, Some(poll), None), Some(spin));
-        assert_eq!(strategy_both_ran(spin, None, Some(poll)), Some(spin));
+        let ran = |both, p, c| strategy_both_ran(both, p, c, Some(100_000.0));
+        assert_eq!(ran(notify, None, None), Some(notify));
+        assert_eq!(ran(spin, Some(poll), None), Some(spin));
+        assert_eq!(ran(spin, None, Some(poll)), Some(spin));
+        assert_eq!(ran(notify, Some(poll), Some(poll)), Some(poll));
+        assert_eq!(ran(notify, Some(poll), Some(spin)), None);
+        // `adaptive` and `adaptive:latency=100us` run alike under a bound
+        // of 100 us, not under another.
+        let adaptive: WaitMode = "adaptive".parse().unwrap();
+        let bounded: WaitMode = "adaptive:latency=100us".parse().unwrap();
+        assert_eq!(ran(notify, Some(adaptive), Some(bounded)), Some(adaptive));
         assert_eq!(
-            strategy_both_ran(notify, Some(poll), Some(poll)),
-            Some(poll)
+            strategy_both_ran(notify, Some(adaptive), Some(bounded), Some(50_000.0)),
+            None
         );
-        assert_eq!(strategy_both_ran(notify, Some(poll), Some(spin)), None);
     }
 
     #[test]

@@ -605,7 +605,7 @@ fn regimes_section(messages: u64, seed: u64) -> Result<Section, LabError> {
          <code>docs/model.md</code>. Simulator: the same rules as events, constant costs, measured over whole \
          notification rounds; then with every cost exponential with the same mean. EWC and EWP are kicklab's \
          additions (early-woken consumer, producer): a kick seen before it ends (V &lt; N) wakes the slower party, which \
-         drains (fills) the queue and sleeps again before the notifier returns.</p>\n",
+         drains (fills) the queue and sleeps again before the notifier's next message.</p>\n",
     );
     let mut table = Table::new(
         "one parameter set per regime",
@@ -1062,7 +1062,8 @@ fn machine() -> String {
         "{}: {cpu}{}, Linux {kernel}",
         humantime::format_rfc3339_seconds(std::time::SystemTime::now()),
         if guest {
-            " (a virtual machine itself: KVM here runs nested, and exits and wake-ups cost more than on bare metal)"
+            " (a virtual machine itself: KVM, where used here, runs nested, and exits and wake-ups cost more than on \
+             bare metal)"
         } else {
             ""
         }

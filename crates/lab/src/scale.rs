@@ -259,7 +259,7 @@ pub fn section(
                 format!(
                 "<p>Denali: a guest that idles while timers are pending must spin unless it can tell the host when it \
                  next needs to run. Here N guests, each with a 1 ms timer, share one closed load of 32 requests of 20 us \
-                 each (the measured version of the same load follows, with threads and with KVM guests), in kicklab's \
+                 each (<code>kicklab scale --backend futex|kvm</code> measures the same load), in kicklab's \
                  event simulator (<code>kicklab scale --backend sim</code>, <code>docs/vm-mechanisms.md</code>): the \
                  guests and the client time-share {cpus} CPUs under a \
                  round-robin scheduler with Linux's default slice for {cpus} CPUs ({slice}) and no wake-up \
@@ -293,8 +293,8 @@ pub fn section(
     s.html.push_str(
         "<p>The trend differs from Denali's on purpose: there the drop is steepest at a few VMs and eases off as the \
          load spreads, since a VM with no active connection has no retransmission timer pending and idles at once; \
-         here every guest always has its 1 ms timer pending, so a spinning guest never idles and the gap grows with \
-         the number of guests. The second chart is the share of all CPUs' time the guests and the client used: \
+         here every guest always has its 1 ms timer pending, so a spinning guest never idles, and once the guests \
+         and the client outnumber the CPUs, every added spinner takes CPU time from the ones with work. The second chart is the share of all CPUs' time the guests and the client used: \
          where both ways keep the CPUs busy, idle-with-timeout's gain is work done per CPU second, the throughput \
          above.</p>",
     );

@@ -316,7 +316,11 @@ mod tests {
         let legend = |name: &str| svg.contains(&format!("font-size=\"13\">{name}</text>"));
         assert!(legend("GP") && legend("FP"), "{svg}");
         assert!(!legend("FC"), "{svg}");
-        // A category keeps its colour whatever else is drawn.
-        assert!(svg.contains(&format!("fill=\"{}\"", CATEGORY_COLORS[2])));
+        // A category keeps its colour whatever else is drawn: FP's legend
+        // box is FP's colour, though FP is the legend's second row.
+        let entry = svg.find("font-size=\"13\">FP</text>").unwrap();
+        let fill = svg[..entry].rfind("fill=\"").unwrap();
+        let want = format!("fill=\"{}\"", CATEGORY_COLORS[2]);
+        assert_eq!(&svg[fill..fill + want.len()], want, "{svg}");
     }
 }
