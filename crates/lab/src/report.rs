@@ -791,8 +791,8 @@ pub fn build(a: &ReportOptions, progress: &dyn Progress) -> Result<Report, LabEr
             text: "The paper's Fig. 2 gives no parameters; here it is drawn with those of its Fig. 4 experiment: W_C = 1.1 us \
                    and the N and S it measured (section 3.3), with L = 256 and k_P = k_C = 1 (kicklab's choice: the paper \
                    does not give L or k for that experiment). Left of W_P = W_C the producer is fast (FP, P sleeps); right \
-                   of it the consumer is fast (FC, C sleeps). The staircase is m changing in whole messages. Left of the \
-                   diagonal, slowing the fast producer down (raising W_P towards W_C) raises throughput: T_FP falls as W_P \
+                   of it the consumer is fast (FC, C sleeps). The staircase is m changing in whole messages. Left of \
+                   W_P = W_C, slowing the fast producer down (raising W_P towards W_C) raises throughput: T_FP falls as W_P \
                    grows (the paper's point, section 3.1: W_P in FP, W_C in FC). The jump at W_P ≈ 1.3 us is m reaching \
                    k_P = 1: one kick (N_P = 2.4 us) per message. From there on T_FC = W_P + N_P lies above the SS best case, \
                    where the paper has SS above FC and FP: with these costs a kick (2.4 us) outlasts C's work (1.1 us), and \
