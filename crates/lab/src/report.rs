@@ -900,6 +900,18 @@ pub fn build(a: &ReportOptions, progress: &dyn Progress) -> Result<Report, LabEr
         ..crate::control::ControlSpec::default()
     };
     let study = crate::control::control_study(&spec, progress)?;
+    // Each part with targets of its own, judged: (anchor, what, verdict).
+    let mut glance: Vec<(&str, &str, Verdict)> = Vec::new();
+    let held = study
+        .points
+        .iter()
+        .filter(|p| p.failures.is_empty())
+        .count();
+    glance.push((
+        "control",
+        "kicklab's controller against polling and the anchors (simulated)",
+        Verdict::count(held, study.points.len(), "points"),
+    ));
     sections.push(crate::control::section(&study, &spec)?);
     csvs.push(("control.csv".into(), crate::control::csv(&study)));
     // The regime map: W_P x W_C, model and simulator.
@@ -924,10 +936,20 @@ pub fn build(a: &ReportOptions, progress: &dyn Progress) -> Result<Report, LabEr
     // Several VMs, one device (Lakshmi and Nandy), simulated and solved.
     progress.note("report: several VMs, one device");
     let qos = crate::qos::figures(QOS_SECONDS, a.seed)?;
+    glance.push((
+        "qos",
+        "several VMs, one device (simulated)",
+        Verdict::of(&qos.failures),
+    ));
     sections.push(crate::qos::section(&qos, QOS_SECONDS, a.seed)?);
     csvs.push(("qos.csv".into(), crate::qos::csv(&qos)));
     // Idle-with-timeout at scale (Denali), simulated (well under a second).
     let runs = crate::scale::sweep(ScaleBackend::Sim, SCALE_SIM_SECONDS, progress)?;
+    glance.push((
+        "scale-sim",
+        "idle-with-timeout at 8 guests (simulated)",
+        Verdict::scale(&runs),
+    ));
     sections.push(crate::scale::section(
         &runs,
         SCALE_SIM_SECONDS,
@@ -944,6 +966,11 @@ pub fn build(a: &ReportOptions, progress: &dyn Progress) -> Result<Report, LabEr
             ..crate::qos_real::RealOptions::new()
         };
         let real = crate::qos_real::real_figures(&o, progress)?;
+        glance.push((
+            "qos-real",
+            "several VMs, one device, real threads",
+            Verdict::of(&real.failures),
+        ));
         sections.push(crate::qos_real::section(&real, "qos-real.csv")?);
         csvs.push((
             "qos-real.csv".into(),
@@ -958,6 +985,11 @@ pub fn build(a: &ReportOptions, progress: &dyn Progress) -> Result<Report, LabEr
                     ..o
                 };
                 let real = crate::qos_real::real_figures(&o, progress)?;
+                glance.push((
+                    "qos-real-kvm",
+                    "several VMs, one device, real KVM guests",
+                    Verdict::of(&real.failures),
+                ));
                 sections.push(crate::qos_real::section(&real, "qos-real-kvm.csv")?);
                 csvs.push((
                     "qos-real-kvm.csv".into(),
@@ -983,6 +1015,11 @@ pub fn build(a: &ReportOptions, progress: &dyn Progress) -> Result<Report, LabEr
             kick_ns: futex.np_cpu.median_ns,
             wake_ns: futex.sc_cpu.median_ns,
         };
+        glance.push((
+            "scale",
+            "idle-with-timeout at 8 guests (threads)",
+            Verdict::scale(&runs),
+        ));
         sections.push(crate::scale::section(
             &runs,
             SCALE_SECONDS,
@@ -992,6 +1029,11 @@ pub fn build(a: &ReportOptions, progress: &dyn Progress) -> Result<Report, LabEr
         match kicklab_testbed::kvm::available() {
             Ok(()) => {
                 let runs = crate::scale::sweep(ScaleBackend::Kvm, SCALE_SECONDS, progress)?;
+                glance.push((
+                    "scale-kvm",
+                    "idle-with-timeout at 8 guests (KVM guests)",
+                    Verdict::scale(&runs),
+                ));
                 sections.push(crate::scale::section(
                     &runs,
                     SCALE_SECONDS,
@@ -1006,6 +1048,11 @@ pub fn build(a: &ReportOptions, progress: &dyn Progress) -> Result<Report, LabEr
             FLAG_SIGNALS,
             progress,
         )?;
+        glance.push((
+            "flags",
+            "notification flags: the bit vector's wake-up flat across sources (threads)",
+            Verdict::spread(&flags),
+        ));
         sections.push(crate::flags::section(&flags, FLAG_SIGNALS)?);
         match kicklab_testbed::kvm::available() {
             Ok(()) => {
@@ -1014,6 +1061,11 @@ pub fn build(a: &ReportOptions, progress: &dyn Progress) -> Result<Report, LabEr
                     FLAG_SIGNALS_KVM,
                     progress,
                 )?;
+                glance.push((
+                    "flags-kvm",
+                    "notification flags: the bit vector's wake-up flat across sources (KVM guest)",
+                    Verdict::spread(&flags),
+                ));
                 sections.push(crate::flags::section(&flags, FLAG_SIGNALS_KVM)?);
             }
             Err(why) => progress.note(&format!("report: no flags from a KVM guest ({why})")),
@@ -1029,17 +1081,94 @@ pub fn build(a: &ReportOptions, progress: &dyn Progress) -> Result<Report, LabEr
         intro_html: format!(
             "<p>Producer/consumer synchronization after Rizzo et al., \"A Study of Speed Mismatches Between Communicating \
              Virtual Machines\" (ANCS 2016). Generated by <code>kicklab report --points {} --messages {} --seed {}</code> \
-             (kicklab {}) on a {cores}-core machine in {:.1} s, {}.</p>",
+             (kicklab {}) on a {cores}-core machine in {:.1} s, {}.</p>{}",
             a.points,
             a.messages,
             a.seed,
             env!("CARGO_PKG_VERSION"),
             started.elapsed().as_secs_f64(),
-            html_escape(&machine())
+            html_escape(&machine()),
+            glance_html(&glance)
         ),
         sections,
     };
     Ok(Report { page, csvs })
+}
+
+/// A part's targets, judged.
+enum Verdict {
+    /// Every target holds.
+    Met,
+    /// Some missed, in words.
+    Missed(String),
+}
+
+impl Verdict {
+    /// From a part's list of missed targets.
+    fn of(failures: &[String]) -> Verdict {
+        match failures.len() {
+            0 => Verdict::Met,
+            1 => Verdict::Missed("1 target missed".into()),
+            n => Verdict::Missed(format!("{n} targets missed")),
+        }
+    }
+
+    /// `held` of `of` items meet every target.
+    fn count(held: usize, of: usize, items: &str) -> Verdict {
+        if held == of {
+            Verdict::Met
+        } else {
+            Verdict::Missed(format!("{held} of {of} {items} meet every target"))
+        }
+    }
+
+    /// Idle-with-timeout over spinning at 8 guests against
+    /// [`crate::scale::TARGET_AT_8`].
+    fn scale(runs: &[kicklab_testbed::scale::ScaleResult]) -> Verdict {
+        match crate::scale::ratio_at(runs, 8) {
+            Some(x) if x >= crate::scale::TARGET_AT_8 => Verdict::Met,
+            Some(x) => Verdict::Missed(format!("{x:.2}x against {}x", crate::scale::TARGET_AT_8)),
+            None => Verdict::Missed("8 guests not run".into()),
+        }
+    }
+
+    /// The bit vector's wake-up cost, largest over smallest across the
+    /// sources, against [`crate::flags::BITMAP_SPREAD_TARGET`].
+    fn spread(runs: &[kicklab_testbed::flags::FlagsResult]) -> Verdict {
+        match crate::flags::spread(runs, kicklab_testbed::flags::FlagPath::Bitmap) {
+            Some(x) if x <= crate::flags::BITMAP_SPREAD_TARGET => Verdict::Met,
+            Some(x) => Verdict::Missed(format!(
+                "{x:.3}x against {}x",
+                crate::flags::BITMAP_SPREAD_TARGET
+            )),
+            None => Verdict::Missed("not measured".into()),
+        }
+    }
+}
+
+/// The list at the top of the page: each part's own targets, met or not,
+/// linked to its section.
+fn glance_html(parts: &[(&str, &str, Verdict)]) -> String {
+    if parts.is_empty() {
+        return String::new();
+    }
+    let items: String = parts
+        .iter()
+        .map(|(id, what, v)| {
+            let verdict = match v {
+                Verdict::Met => "met".to_string(),
+                Verdict::Missed(why) => format!("<b>missed</b>: {}", html_escape(why)),
+            };
+            format!(
+                "<li><a href=\"#{id}\">{}</a>: {verdict}</li>",
+                html_escape(what)
+            )
+        })
+        .collect();
+    format!(
+        "<p>Targets at a glance (kicklab's own, from its issues; each section says what they are and which \
+         missed; the Fig. 4 validations give their errors in their own summary lines):</p><ul>{items}</ul>"
+    )
 }
 
 /// Where and when the page's measurements ran, in words: the time (UTC),
@@ -1073,6 +1202,28 @@ fn machine() -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_glance_links_each_part_and_says_what_missed() {
+        let html = glance_html(&[
+            ("qos", "several VMs", Verdict::of(&[])),
+            ("control", "controller", Verdict::count(40, 46, "points")),
+            ("flags", "a <b>", Verdict::of(&["x".into(), "y".into()])),
+        ]);
+        assert!(
+            html.contains("<li><a href=\"#qos\">several VMs</a>: met</li>"),
+            "{html}"
+        );
+        assert!(
+            html.contains("<b>missed</b>: 40 of 46 points meet every target"),
+            "{html}"
+        );
+        assert!(
+            html.contains("a &lt;b&gt;</a>: <b>missed</b>: 2 targets missed"),
+            "{html}"
+        );
+        assert_eq!(glance_html(&[]), "");
+    }
 
     #[test]
     fn the_machine_line_says_when_and_on_what() {
