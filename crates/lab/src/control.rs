@@ -305,6 +305,13 @@ pub struct ControlStudy {
 }
 
 impl ControlStudy {
+    /// The points that meet every target.
+    pub fn held(&self) -> usize {
+        self.points.iter().filter(|p| p.failures.is_empty()).count()
+    }
+}
+
+impl ControlStudy {
     /// Whether every target held.
     pub fn passed(&self) -> bool {
         self.points.iter().all(|p| p.failures.is_empty())
@@ -709,11 +716,7 @@ pub fn section(
         kicklab_model::fmt_ns(spec.latency_ns),
         spec.seed
     );
-    let held = study
-        .points
-        .iter()
-        .filter(|p| p.failures.is_empty())
-        .count();
+    let held = study.held();
     let missed: String = study
         .points
         .iter()

@@ -115,6 +115,12 @@ pub fn median_run(
 /// flag word costs the same however many sources it carries).
 pub const BITMAP_SPREAD_TARGET: f64 = 1.2;
 
+/// The bit vector's spread across the sources ([`spread`]) and whether it
+/// is within [`BITMAP_SPREAD_TARGET`]; `None` where it was not measured.
+pub fn bitmap_within_target(runs: &[FlagsResult]) -> Option<(f64, bool)> {
+    spread(runs, FlagPath::Bitmap).map(|x| (x, x <= BITMAP_SPREAD_TARGET))
+}
+
 /// The largest over the smallest wake-up cost of `path` across the
 /// sources.
 pub fn spread(runs: &[FlagsResult], path: FlagPath) -> Option<f64> {
@@ -197,13 +203,8 @@ pub fn section(runs: &[FlagsResult], signals: u64) -> Result<Section, LabError> 
     );
     let g = |p| growth(runs, p).map_or("-".into(), |x| format!("{x:.2}x"));
     let sp = |p| spread(runs, p).map_or("-".into(), |x| format!("{x:.2}x"));
-    let within = spread(runs, FlagPath::Bitmap).map_or("not measured", |x| {
-        if x <= BITMAP_SPREAD_TARGET {
-            "met"
-        } else {
-            "missed"
-        }
-    });
+    let bitmap = bitmap_within_target(runs);
+    let within = bitmap.map_or("not measured", |(_, ok)| if ok { "met" } else { "missed" });
     let gap = runs
         .first()
         .map_or(20.0, |r| default_gap(r.backend).as_secs_f64() * 1e6);
@@ -220,7 +221,7 @@ pub fn section(runs: &[FlagsResult], signals: u64) -> Result<Section, LabError> 
         g(FlagPath::Bitmap),
         g(FlagPath::Epoll),
         g(FlagPath::Poll),
-        spread(runs, FlagPath::Bitmap).map_or("-".into(), |x| format!("{x:.3}x")),
+        bitmap.map_or("-".into(), |(x, _)| format!("{x:.3}x")),
         sp(FlagPath::Poll)
     );
     let (id, heading, html) = if kvm {

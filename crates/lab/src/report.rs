@@ -902,11 +902,7 @@ pub fn build(a: &ReportOptions, progress: &dyn Progress) -> Result<Report, LabEr
     let study = crate::control::control_study(&spec, progress)?;
     // Each part with targets of its own, judged: (anchor, what, verdict).
     let mut glance: Vec<(&str, &str, Verdict)> = Vec::new();
-    let held = study
-        .points
-        .iter()
-        .filter(|p| p.failures.is_empty())
-        .count();
+    let held = study.held();
     glance.push((
         "control",
         "kicklab's controller against polling and the anchors (simulated)",
@@ -1135,9 +1131,9 @@ impl Verdict {
     /// The bit vector's wake-up cost, largest over smallest across the
     /// sources, against [`crate::flags::BITMAP_SPREAD_TARGET`].
     fn spread(runs: &[kicklab_testbed::flags::FlagsResult]) -> Verdict {
-        match crate::flags::spread(runs, kicklab_testbed::flags::FlagPath::Bitmap) {
-            Some(x) if x <= crate::flags::BITMAP_SPREAD_TARGET => Verdict::Met,
-            Some(x) => Verdict::Missed(format!(
+        match crate::flags::bitmap_within_target(runs) {
+            Some((_, true)) => Verdict::Met,
+            Some((x, false)) => Verdict::Missed(format!(
                 "{x:.3}x against {}x",
                 crate::flags::BITMAP_SPREAD_TARGET
             )),

@@ -76,11 +76,6 @@ pub fn simulate(
     })
 }
 
-/// Runs every count with both idle strategies, `seconds` each (measured or
-/// simulated; simulated with the default costs).
-///
-/// # Errors
-///
 /// What idle-with-timeout must carry over spinning at 8 guests (issue
 /// 17's target; Denali measured more than 2x).
 pub const TARGET_AT_8: f64 = 1.5;
@@ -92,6 +87,11 @@ pub fn ratio_at(runs: &[ScaleResult], vms: usize) -> Option<f64> {
     Some(at(ScaleIdle::Timeout)?.throughput_per_s / at(ScaleIdle::Spin)?.throughput_per_s)
 }
 
+/// Runs every count with both idle strategies, `seconds` each (measured or
+/// simulated; simulated with the default costs).
+///
+/// # Errors
+///
 /// A run that fails.
 pub fn sweep(
     backend: ScaleBackend,
@@ -236,11 +236,7 @@ pub fn section(
             }
         }
     }
-    let at = |n: usize, idle| runs.iter().find(|r| r.vms == n && r.idle == idle);
-    let ratio = |n| match (at(n, ScaleIdle::Timeout), at(n, ScaleIdle::Spin)) {
-        (Some(t), Some(s)) => format!("{:.1}x", t.throughput_per_s / s.throughput_per_s),
-        _ => "-".into(),
-    };
+    let ratio = |n| ratio_at(runs, n).map_or("-".into(), |x| format!("{x:.1}x"));
     let cpus = runs.first().map_or(1, |r| r.cpus);
     let (r2, r4, r8, r16) = (ratio(2), ratio(4), ratio(8), ratio(16));
     let (id, heading, html) = match backend {
@@ -253,7 +249,7 @@ pub fn section(
                  runs its 1 ms timer; idling by spinning it holds its vCPU thread runnable until the host scheduler takes \
                  the CPU away, idling with a timeout it exits to its VMM with \"wake me on a request or at my timer\" and \
                  its vCPU thread sleeps. {cpus} CPUs; more vCPU threads than CPUs time-share them. Idle-with-timeout over \
-                 spinning: {r2} at 2 guests, {r4} at 4, {r8} at 8 (target 1.5x; Denali: more than 2x), {r16} at 16 \
+                 spinning: {r2} at 2 guests, {r4} at 4, {r8} at 8 (target {TARGET_AT_8}x; Denali: more than 2x), {r16} at 16 \
                  ({seconds} s per run).</p>\
                  <p>Reproduce: <code>kicklab scale --backend kvm --vms 1,2,4,8,16</code>.</p>"
             ),
@@ -278,7 +274,7 @@ pub fn section(
                  preempted one a switch of {switch}, the client {client} per request it hands back. A spinning guest \
                  holds its CPU to the end of its slice, so the client waits for a CPU behind every spinner before it \
                  can hand a request back. Idle-with-timeout over spinning: {r2} at 2 guests, {r4} at 4, {r8} at 8 \
-                 (target 1.5x; Denali: more than 2x), {r16} at 16 ({seconds} simulated s per run). Linux's scheduler, which \
+                 (target {TARGET_AT_8}x; Denali: more than 2x), {r16} at 16 ({seconds} simulated s per run). Linux's scheduler, which \
                  the measured runs use, has wake-up preemption: a woken client may get a CPU sooner than here.</p>\
                  <p>Reproduce: <code>kicklab scale --backend sim --vms 1,2,4,8,16</code>.</p>"
                 )
@@ -310,11 +306,7 @@ pub fn section(
          above.</p>",
     );
     if let Some(o) = simulated {
-        let sim_at = |n: usize, idle| o.runs.iter().find(|r| r.vms == n && r.idle == idle);
-        let sim8 = match (sim_at(8, ScaleIdle::Timeout), sim_at(8, ScaleIdle::Spin)) {
-            (Some(t), Some(sp)) => format!("{:.1}x", t.throughput_per_s / sp.throughput_per_s),
-            _ => "-".into(),
-        };
+        let sim8 = ratio_at(&o.runs, 8).map_or("-".into(), |x| format!("{x:.1}x"));
         let _ = write!(
             s.html,
             "<p>Dashed: the simulator on the same load and {cpus} CPUs, with the CPU a kick costs its sender ({}) and a \
