@@ -54,20 +54,23 @@ pub fn run(a: &AdviseArgs) -> anyhow::Result<()> {
     if a.json {
         return crate::print_json(&serde_json::to_value(&advice)?);
     }
-    println!("use            --mode {}", advice.strategy);
-    println!(
+    outln!("use            --mode {}", advice.strategy);
+    outln!(
         "predicted      T {}, E {}, p99 latency {}",
         fmt_ns(advice.predicted.t_ns),
         fmt_ns(advice.predicted.e_ns),
         fmt_ns(advice.predicted.latency_p99_ns)
     );
-    println!("why            {}", advice.reason);
-    println!(
+    outln!("why            {}", advice.reason);
+    outln!(
         "\n{:<48} {:>10} {:>10} {:>12}",
-        "alternatives (best first)", "T", "E", "p99 latency"
+        "alternatives (best first)",
+        "T",
+        "E",
+        "p99 latency"
     );
     for c in &advice.alternatives {
-        println!(
+        outln!(
             "{:<48} {:>10} {:>10} {:>12}",
             c.strategy,
             fmt_ns(c.t_ns),

@@ -139,10 +139,39 @@ pub fn number(s: &str) -> Result<f64, String> {
 pub fn backend(s: &str) -> Result<kicklab_testbed::Backend, String> {
     let be: kicklab_testbed::Backend = s.parse()?;
     if let kicklab_testbed::Backend::Kvm(_) = be {
-        kicklab_testbed::kvm::available()
-            .map_err(|why| format!("kvm is not usable here: {why}"))?;
+        kvm_usable().map_err(|why| why.to_string())?;
     }
     Ok(be)
+}
+
+/// Whether this machine's KVM can run kicklab's guests; the refusal is
+/// the same line in every command (`--backend`, why), whether clap's
+/// parser or the command's own check finds it.
+///
+/// # Errors
+///
+/// The reason, as one line.
+pub fn kvm_usable() -> Result<(), KvmUnusable> {
+    kicklab_testbed::kvm::available().map_err(KvmUnusable)
+}
+
+/// `--backend kvm` where KVM cannot run kicklab's guests.
+#[derive(Debug)]
+pub struct KvmUnusable(String);
+
+impl std::fmt::Display for KvmUnusable {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "kvm is not usable here: {}", self.0)
+    }
+}
+
+impl From<KvmUnusable> for anyhow::Error {
+    fn from(k: KvmUnusable) -> anyhow::Error {
+        Usage(format!(
+            "invalid value 'kvm' for '--backend <BACKEND>': {k}"
+        ))
+        .into()
+    }
 }
 
 /// Parses a latency bound to nanoseconds: a duration > 0 (`100us`).

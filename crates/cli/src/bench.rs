@@ -20,16 +20,16 @@ pub fn run(as_json: bool) -> anyhow::Result<()> {
         s.sweep_speedup,
         s.cores,
     );
-    println!("simulated messages per second, one core (median of {REPS}):");
-    println!("  constant costs      {const_lat:7.1} M/s with latency percentiles, {const_nolat:7.1} M/s without");
-    println!("  exponential costs   {exp_lat:7.1} M/s with latency percentiles, {exp_nolat:7.1} M/s without");
-    println!(
+    outln!("simulated messages per second, one core (median of {REPS}):");
+    outln!("  constant costs      {const_lat:7.1} M/s with latency percentiles, {const_nolat:7.1} M/s without");
+    outln!("  exponential costs   {exp_lat:7.1} M/s with latency percentiles, {exp_nolat:7.1} M/s without");
+    outln!(
         "  a generic priority-queue simulator of the same rules: {const_ref:.1} M/s constant, {exp_ref:.1} M/s exponential \
          (kicklab is {:.1}x and {:.1}x faster)",
         const_lat / const_ref,
         exp_lat / exp_ref
     );
-    println!("sweep of 48 points (exponential costs, model + simulator, notify + poll):");
-    println!("  1 thread {serial:.2} s, {cores} threads {parallel:.2} s: speed-up {speedup:.2} on {cores} cores");
+    outln!("sweep of 48 points (exponential costs, model + simulator, notify + poll):");
+    outln!("  1 thread {serial:.2} s, {cores} threads {parallel:.2} s: speed-up {speedup:.2} on {cores} cores");
     Ok(())
 }

@@ -93,7 +93,7 @@ pub fn run(a: &CalibrateArgs) -> anyhow::Result<()> {
         .into());
     }
     if let Some(path) = &a.save {
-        crate::check_out_file(path, "--save")?;
+        crate::files::check_out_file(path, "--save")?;
     }
     let c = Calibration {
         gaps: a.gaps.0.clone(),
@@ -102,7 +102,7 @@ pub fn run(a: &CalibrateArgs) -> anyhow::Result<()> {
     };
     // Before it says what it is about to measure.
     c.check()?;
-    eprintln!(
+    errln!(
         "calibrating {} ({} notifications per direction per round, {} idle before each; then {} more idle gaps, \
          one round each; then {} runs of a polling pair with no work; then {} runs of two reference pairs \
          with notifications) ...",
@@ -113,10 +113,15 @@ pub fn run(a: &CalibrateArgs) -> anyhow::Result<()> {
         c.overhead_runs,
         c.reference_runs
     );
-    let p = calibrate_backend(a.be.get(), &c)?;
+    let p = kicklab_lab::with_heartbeat(
+        &crate::Bars::default(),
+        &format!("calibrating {}", a.be.get().name()),
+        std::time::Duration::from_secs(10),
+        || calibrate_backend(a.be.get(), &c),
+    )?;
     if let Some(path) = &a.save {
-        std::fs::write(path, serde_json::to_string_pretty(&p)?)?;
-        eprintln!("saved {}", path.display());
+        crate::files::save(path, "--save", serde_json::to_string_pretty(&p)?.as_bytes())?;
+        errln!("saved {}", path.display());
     }
     if a.json {
         return crate::print_json(&kicklab_lab::real::profile_json(&p));
@@ -133,7 +138,7 @@ pub fn run(a: &CalibrateArgs) -> anyhow::Result<()> {
 /// for the line that says what wakes it (profiles do not record it).
 pub fn print_profile(p: &Profile, guest_mode: Option<kicklab_testbed::kvm::guest::GuestMode>) {
     let row = |name: &str, s: &Stat, what: &str| {
-        println!(
+        outln!(
             "{name:<9} mean {:>9}  median {:>9}  p10 {:>9}  p90 {:>9}  ({what})",
             fmt_ns(s.mean_ns),
             fmt_ns(s.median_ns),
@@ -141,7 +146,7 @@ pub fn print_profile(p: &Profile, guest_mode: Option<kicklab_testbed::kvm::guest
             fmt_ns(s.p90_ns)
         );
     };
-    println!(
+    outln!(
         "backend {}  ({} CPUs, TSC {:.3} GHz, {} idle before each notification)",
         p.backend,
         p.cpus,
@@ -159,7 +164,7 @@ pub fn print_profile(p: &Profile, guest_mode: Option<kicklab_testbed::kvm::guest
         } else {
             "doorbell eventfd its halted vCPU thread sleeps on"
         };
-        println!(
+        outln!(
             "direction {}: {guest} is the guest (kicks: `out` to an ioeventfd port), {host} a host thread \
              (wakes the guest: {wakes})",
             d.name()
@@ -331,14 +336,14 @@ pub fn print_profile(p: &Profile, guest_mode: Option<kicklab_testbed::kvm::guest
         }
     }
     if let (Some(sync), Some(drift)) = (p.clock_sync_ns, p.clock_drift_ns) {
-        println!(
+        outln!(
             "guest and host clocks related to within {} (half the best ping round trip); offset moved {} during a round",
             fmt_ns(sync),
             fmt_ns(drift)
         );
     }
     if let Some(v) = &p.kick_visible {
-        println!(
+        outln!(
             "a polling host sees a guest kick {} after the kick starts (median; p10 {}, p90 {}), while the kick costs the guest {}",
             fmt_ns(v.median_ns),
             fmt_ns(v.p10_ns),
@@ -349,7 +354,7 @@ pub fn print_profile(p: &Profile, guest_mode: Option<kicklab_testbed::kvm::guest
     if p.direction == Some(kicklab_model::Direction::Tx) {
         let d = kicklab_model::Params::default();
         let [np, nc, sp, sc] = p.means_over_paper();
-        println!(
+        outln!(
             "paper (Rizzo et al., guest P in QEMU/KVM, host C): N_P {}, S_P {}, N_C {}, S_C {}; \
              measured/paper: N_P {np:.1}x, S_P {sp:.1}x, N_C {nc:.1}x, S_C {sc:.1}x (means)",
             fmt_ns(d.n_p.mean_ns()),
@@ -359,14 +364,18 @@ pub fn print_profile(p: &Profile, guest_mode: Option<kicklab_testbed::kvm::guest
         );
     }
     if !p.idle_curve.is_empty() {
-        println!("after other idle gaps (one round each; S as the model takes it; mean, median in parentheses):");
-        println!(
+        outln!("after other idle gaps (one round each; S as the model takes it; mean, median in parentheses):");
+        outln!(
             "  {:>8}  {:>21}  {:>21}  {:>21}  {:>21}",
-            "gap", "N_P", "N_C", "S_P", "S_C"
+            "gap",
+            "N_P",
+            "N_C",
+            "S_P",
+            "S_C"
         );
         let cell = |s: &Stat| format!("{} ({})", fmt_ns(s.mean_ns), fmt_ns(s.median_ns));
         for q in &p.idle_curve {
-            println!(
+            outln!(
                 "  {:>8}  {:>21}  {:>21}  {:>21}  {:>21}",
                 fmt_ns(q.gap_ns),
                 cell(&q.np),
@@ -377,11 +386,11 @@ pub fn print_profile(p: &Profile, guest_mode: Option<kicklab_testbed::kvm::guest
         }
     }
     if let Some(o) = p.others_cpu {
-        println!(
+        outln!(
             "others    {o:.3} CPU  (other processes on the pair's CPUs while calibrating, from /proc/stat less this process)"
         );
     }
-    println!(
+    outln!(
         "{} samples per cost in {} round(s); medians {}",
         p.np.n,
         p.rounds,
@@ -397,7 +406,7 @@ pub fn print_profile(p: &Profile, guest_mode: Option<kicklab_testbed::kvm::guest
             kicklab_lab::disturbance::Warning::UnsteadyRingCost { .. }
                 | kicklab_lab::disturbance::Warning::BusyCalibration { .. }
         ) {
-            println!("warning: {w}");
+            outln!("warning: {w}");
         }
     }
 }

@@ -40,6 +40,10 @@ pub struct ControlArgs {
     /// Output directory: control.csv, one SVG per chart, index.html.
     #[arg(long, default_value = "control-out", allow_hyphen_values = true)]
     out: PathBuf,
+    /// Replace the files an earlier kicklab run left in --out (a folder
+    /// holding other files is never replaced).
+    #[arg(long)]
+    force: bool,
     /// Print the whole study as one JSON object.
     #[arg(long)]
     json: bool,
@@ -63,7 +67,7 @@ fn sim_or_backend(s: &str) -> Result<RunsOn, String> {
     if s == "sim" {
         return Ok(RunsOn(None));
     }
-    s.parse::<kicklab_testbed::Backend>()
+    crate::args::backend(s)
         .map(|b| RunsOn(Some(b)))
         .map_err(|e| e.replace("(use ", "(use sim, "))
 }
@@ -83,7 +87,7 @@ fn range(s: &str) -> Result<(f64, f64), String> {
 
 pub fn run(a: &ControlArgs) -> anyhow::Result<()> {
     let params = a.params.params()?;
-    crate::check_out_dir(&a.out, "--out")?;
+    let dir = crate::files::out_dir(&a.out, "--out", "kicklab control", a.force)?;
     // As `sweep`: one point is one value (the study would take FROM).
     if a.points == 1 && a.range.0 != a.range.1 {
         return Err(Usage(format!(
@@ -129,7 +133,7 @@ pub fn run(a: &ControlArgs) -> anyhow::Result<()> {
         && workloads == [Workload::Const, Workload::Exp, Workload::Phases]
     {
         workloads.retain(|w| *w != Workload::Phases);
-        eprintln!("note: the default workloads without phases, which a kvm guest cannot run");
+        errln!("note: the default workloads without phases, which a kvm guest cannot run");
     }
     let spec = ControlSpec {
         params,
@@ -176,12 +180,13 @@ pub fn run(a: &ControlArgs) -> anyhow::Result<()> {
             figures,
         }],
     };
-    page.write(&a.out)?;
-    kicklab_report::write_atomic(&a.out.join("control.csv"), csv(&study))?;
+    page.write(dir.path())?;
+    kicklab_report::write_atomic(&dir.path().join("control.csv"), csv(&study))?;
     if a.json {
-        return crate::print_json(&serde_json::to_value(&study)?);
+        crate::print_json(&serde_json::to_value(&study)?)?;
+        return crate::files::commit(dir);
     }
-    println!(
+    outln!(
         "{:<7} {:>8} {:>9} {:>9} {:>8} {:>8} {:>9}  {:<24} {:<12} verdict",
         "work",
         "W_P",
@@ -211,7 +216,7 @@ pub fn run(a: &ControlArgs) -> anyhow::Result<()> {
                     fmt_ns(r.e_ns)
                 )
             });
-        println!(
+        outln!(
             "{:<7} {:>8} {:>9} {:>9} {:>8.3} {:>8} {:>9}  {:<24} {:<12} {}",
             p.workload.name(),
             fmt_ns(p.w_p_ns),
@@ -229,13 +234,13 @@ pub fn run(a: &ControlArgs) -> anyhow::Result<()> {
             }
         );
     }
-    println!(
+    outln!(
         "{}: adaptive against polling, the anchors and the best fixed sleep at every point (T ratio: adaptive/poll; excess: (E - W_P - W_C), adaptive/poll where poll's is >= 0.2us)",
         if study.passed() { "all targets hold" } else { "some targets missed" }
     );
-    eprintln!(
+    errln!(
         "wrote control.csv, the charts and index.html in {}",
         a.out.display()
     );
-    Ok(())
+    crate::files::commit(dir)
 }

@@ -71,9 +71,7 @@ pub fn run(a: &FlagsArgs) -> anyhow::Result<()> {
         if a.signals >= 1 << 30 {
             return Err(Usage("--signals: at most 2^30 - 1 with kvm".into()).into());
         }
-        kicklab_testbed::kvm::available().map_err(|why| {
-            kicklab_testbed::TestbedError::Kvm(format!("kvm is not usable here: {why}"))
-        })?;
+        crate::args::kvm_usable()?;
     }
     let gap = a
         .gap
@@ -83,7 +81,7 @@ pub fn run(a: &FlagsArgs) -> anyhow::Result<()> {
     }
     let mut runs = Vec::new();
     if !a.json {
-        println!(
+        outln!(
             "{:>8} {:<8} {:>16} {:>16} {:>9} {:>9} {:>22}",
             "sources",
             "path",
@@ -105,7 +103,7 @@ pub fn run(a: &FlagsArgs) -> anyhow::Result<()> {
             };
             let r = kicklab_lab::flags::median_run(&cfg, a.repeat, &|| {})?;
             if !a.json {
-                println!(
+                outln!(
                     "{:>8} {:<8} {:>16} {:>16} {:>9} {:>9} {:>22}",
                     r.sources,
                     format!("{:?}", r.path).to_lowercase(),

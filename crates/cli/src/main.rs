@@ -1,11 +1,22 @@
 //! `kicklab`: the command-line front end. Thin: parsing, printing and
 //! progress bars; the work is in the `kicklab-*` library crates.
+//!
+//! The process starts at a C `main` of its own rather than Rust's: Rust's
+//! start-up points a closed descriptor 0-2 at `/dev/null` before any of
+//! kicklab runs, and a command whose standard output was closed (`exec
+//! 1>&-`) then exited 0 with its result lost. Here the descriptors are
+//! looked at first ([`out::guard_std_fds`]).
+#![cfg_attr(not(test), no_main)]
+
+#[macro_use]
+mod out;
 
 mod advise_cmd;
 mod args;
 mod bench;
 mod calibrate_cmd;
 mod control_cmd;
+mod files;
 mod flags_cmd;
 mod map_cmd;
 mod model_cmd;
@@ -17,9 +28,6 @@ mod scale_cmd;
 mod sim_cmd;
 mod sweep_cmd;
 mod validate_cmd;
-
-use std::io::IsTerminal as _;
-use std::process::ExitCode;
 
 use clap::{CommandFactory, FromArgMatches, Parser, Subcommand};
 
@@ -85,8 +93,34 @@ enum Cmd {
     Report(report_cmd::ReportArgs),
 }
 
-fn main() -> ExitCode {
-    restore_sigpipe();
+/// The process's entry point (see the crate doc): the exit code of
+/// [`kicklab`].
+#[cfg(not(test))]
+#[no_mangle]
+pub extern "C" fn main(_argc: libc::c_int, _argv: *const *const libc::c_char) -> libc::c_int {
+    // Before anything opens a file: a closed 1 or 2 is seen, and taken.
+    out::guard_std_fds();
+    libc::c_int::from(kicklab())
+}
+
+/// The unit-test build's harness owns `main`: this keeps the command path
+/// live there, so that it is compiled and linted the same.
+#[cfg(test)]
+#[allow(dead_code)]
+fn entry_under_test() -> u8 {
+    out::guard_std_fds();
+    kicklab()
+}
+
+/// Parses, runs the command and prints; the exit code: 0 done, 1 failed
+/// (an I/O error, a write that failed, the machine), 2 bad input.
+fn kicklab() -> u8 {
+    ignore_sigpipe();
+    files::remove_temporaries_on_signals();
+    if let Some(line) = non_utf8_argument() {
+        errln!("error: {}", one_line(&line));
+        return out::finish(2);
+    }
     let parsed = Cli::command()
         .try_get_matches()
         .and_then(|m| Cli::from_arg_matches(&m).map(|c| (c, m)));
@@ -100,23 +134,37 @@ fn main() -> ExitCode {
                     | ErrorKind::DisplayVersion
                     | ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand
             ) {
-                let _ = e.print();
-                return if e.kind() == ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand {
-                    ExitCode::from(2)
+                let text = if e.use_stderr() {
+                    e.render().to_string()
+                } else if std::io::IsTerminal::is_terminal(&std::io::stdout()) {
+                    e.render().ansi().to_string()
                 } else {
-                    ExitCode::SUCCESS
+                    e.render().to_string()
                 };
+                if e.use_stderr() {
+                    errln!("{}", text.trim_end());
+                } else {
+                    outln!("{}", text.trim_end());
+                }
+                return out::finish(
+                    if e.kind() == ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand {
+                        2
+                    } else {
+                        0
+                    },
+                );
             }
-            eprintln!("{}", one_line_error(&e));
-            return ExitCode::from(2);
+            errln!("{}", one_line(&one_line_error(&e)));
+            return out::finish(2);
         }
     };
     if let Some(line) = overridden_flag(&cli.cmd, &matches).or_else(|| bench_flag(&matches)) {
-        eprintln!("error: {line}");
-        return ExitCode::from(2);
+        errln!("error: {}", one_line(&line));
+        return out::finish(2);
     }
     // Said once the command ran: bad input stays one line.
     let notes = unused_flags(&cli.cmd, &matches);
+    kicklab_testbed::cpu_lock::on_wait(say_waiting_for_cpus);
     let result = match cli.cmd {
         Cmd::Model(a) => model_cmd::run(&a),
         Cmd::Sim(a) => sim_cmd::run(&a),
@@ -136,20 +184,105 @@ fn main() -> ExitCode {
     match result {
         Ok(()) => {
             for note in notes {
-                eprintln!("note: {note}");
+                errln!("note: {}", one_line(&note));
             }
-            ExitCode::SUCCESS
+            out::finish(0)
         }
+        // A lost standard output or error: `finish` says which, once.
+        Err(e) if out::is_write_failure(&e) => out::finish(1),
         Err(e) => match usage_of(&e) {
             Some(line) => {
-                eprintln!("error: {line}");
-                ExitCode::from(2)
+                errln!("error: {}", one_line(&line));
+                out::finish(2)
             }
             None => {
-                eprintln!("error: {e:#}");
-                ExitCode::FAILURE
+                errln!("error: {}", one_line(&format!("{e:#}")));
+                out::finish(1)
             }
         },
+    }
+}
+
+/// Said when another kicklab process holds the CPUs this one's real runs
+/// pin ([`kicklab_testbed::cpu_lock`]): the run waits for it.
+fn say_waiting_for_cpus(holder: Option<u32>) {
+    errln!(
+        "note: another kicklab run{} is using this machine's CPUs for real runs; \
+         waiting for it to finish ...",
+        holder.map(|p| format!(" (pid {p})")).unwrap_or_default()
+    );
+}
+
+/// `line` on one line: control characters (a newline in a path, say)
+/// shown escaped, so that an error stays the one line it claims to be.
+fn one_line(line: &str) -> String {
+    if !line.chars().any(char::is_control) {
+        return line.to_string();
+    }
+    line.chars()
+        .map(|c| {
+            if c.is_control() {
+                c.escape_default().to_string()
+            } else {
+                c.to_string()
+            }
+        })
+        .collect()
+}
+
+/// The command line's arguments as text, with any byte that is not UTF-8
+/// replaced (for hints only: [`non_utf8_argument`] refuses such
+/// arguments before anything reads them).
+fn args_text() -> Vec<String> {
+    std::env::args_os()
+        .map(|a| a.to_string_lossy().into_owned())
+        .collect()
+}
+
+/// The refusal of an argument that is not UTF-8 text, naming its flag
+/// where there is one (`--wp: its value is not UTF-8 text: \xff`);
+/// `None` where every argument is text.
+fn non_utf8_argument() -> Option<String> {
+    use std::os::unix::ffi::OsStrExt as _;
+    let args: Vec<std::ffi::OsString> = std::env::args_os().skip(1).collect();
+    let shown = |a: &std::ffi::OsStr| {
+        let mut text = String::new();
+        for chunk in a.as_bytes().utf8_chunks() {
+            text.push_str(chunk.valid());
+            for b in chunk.invalid() {
+                text.push_str(&format!("\\x{b:02x}"));
+            }
+        }
+        kicklab_model::shown(&text)
+    };
+    let i = args.iter().position(|a| a.to_str().is_none())?;
+    let arg = &args[i];
+    let bytes = arg.as_bytes();
+    if bytes.starts_with(b"--") {
+        if let Some(eq) = bytes.iter().position(|&b| b == b'=') {
+            if let Ok(flag) = std::str::from_utf8(&bytes[..eq]) {
+                return Some(format!(
+                    "{flag}: its value is not UTF-8 text: {}",
+                    shown(arg)
+                ));
+            }
+        }
+    }
+    if bytes.starts_with(b"-") {
+        return Some(format!(
+            "{}: no such flag (it is not UTF-8 text; kicklab's flags are ASCII)",
+            shown(arg)
+        ));
+    }
+    match i.checked_sub(1).and_then(|p| args[p].to_str()) {
+        Some(flag) if flag.starts_with('-') && !flag.contains('=') => Some(format!(
+            "{flag}: its value is not UTF-8 text: {}",
+            shown(arg)
+        )),
+        _ => Some(format!(
+            "{}: an argument that is not UTF-8 text (kicklab reads its arguments as UTF-8)",
+            shown(arg)
+        )),
     }
 }
 
@@ -254,13 +387,15 @@ fn one_line_error(e: &clap::Error) -> String {
         let side = flag
             .strip_prefix("--strategy")
             .or_else(|| flag.strip_prefix("--mode"));
-        let sub = std::env::args().skip(1).find(|a| !a.starts_with('-'));
+        let args = args_text();
+        let sub = args.iter().skip(1).find(|a| !a.starts_with('-'));
         let names_strategies = matches!(
-            sub.as_deref(),
+            sub.map(String::as_str),
             Some("model" | "sim" | "sweep" | "map" | "run")
         );
         // `-wp 2us`: clap reads `-w`; the user meant a long flag.
-        if let Some(word) = std::env::args()
+        if let Some(word) = args
+            .iter()
             .skip(1)
             .find(|a| {
                 !flag.is_empty()
@@ -338,13 +473,14 @@ fn bench_flag(matches: &clap::ArgMatches) -> Option<String> {
         })
 }
 
-/// Lets a closed pipe end the process quietly, as it does any Unix tool
-/// (`kicklab sweep ... | head -1`), instead of a panic in `println!`.
-fn restore_sigpipe() {
+/// A closed pipe (`kicklab sweep ... | head -1`) becomes a failed write
+/// like any other (one line, exit 1, no folder left behind) rather than a
+/// death by SIGPIPE in the middle of writing files.
+fn ignore_sigpipe() {
     // SAFETY: called first thing in `main`, before any other thread
-    // exists; SIG_DFL is a valid disposition for SIGPIPE.
+    // exists; SIG_IGN is a valid disposition for SIGPIPE.
     unsafe {
-        libc::signal(libc::SIGPIPE, libc::SIG_DFL);
+        libc::signal(libc::SIGPIPE, libc::SIG_IGN);
     }
 }
 
@@ -495,8 +631,8 @@ impl kicklab_lab::Progress for Bars {
     }
     fn note(&self, line: &str) {
         match &*self.bar() {
-            Some(b) => b.suspend(|| eprintln!("{line}")),
-            None => eprintln!("{line}"),
+            Some(b) => b.suspend(|| errln!("{line}")),
+            None => errln!("{line}"),
         }
     }
 }
@@ -519,47 +655,9 @@ pub fn no_repeats<T: PartialEq + std::fmt::Debug>(flag: &str, items: &[T]) -> an
     }
 }
 
-/// Fails (a [`Usage`] naming `flag`) unless `dir` is a directory that exists
-/// or can be created and written; checked before any work is done, and
-/// leaves nothing behind that was not there.
-///
-/// # Errors
-///
-/// A [`Usage`] error.
-pub fn check_out_dir(dir: &std::path::Path, flag: &str) -> anyhow::Result<()> {
-    let existed = dir.exists();
-    if existed && !dir.is_dir() {
-        return Err(Usage(format!(
-            "{flag}: {} exists and is not a directory",
-            dir.display()
-        ))
-        .into());
-    }
-    std::fs::create_dir_all(dir)
-        .map_err(|e| Usage(format!("{flag}: cannot create {}: {e}", dir.display())))?;
-    let probe = dir.join(format!(".kicklab-write-test-{}", std::process::id()));
-    let written = std::fs::write(&probe, b"");
-    let _ = std::fs::remove_file(&probe);
-    if !existed {
-        let _ = std::fs::remove_dir(dir);
-    }
-    written.map_err(|e| Usage(format!("{flag}: cannot write in {}: {e}", dir.display())))?;
-    Ok(())
-}
-
-/// Fails (a [`Usage`] naming `flag`) unless `file` can be created; checked
-/// before any work is done, and leaves no file behind.
-///
-/// # Errors
-///
-/// A [`Usage`] error.
-pub fn check_out_file(file: &std::path::Path, flag: &str) -> anyhow::Result<()> {
-    kicklab_report::check_writable(file).map_err(|e| Usage(format!("{flag}: {e}")).into())
-}
-
 /// A progress bar on stderr (hidden when stderr is not a terminal).
 pub fn progress(len: u64, what: &str) -> indicatif::ProgressBar {
-    let bar = if std::io::stderr().is_terminal() {
+    let bar = if out::stderr_is_terminal() {
         indicatif::ProgressBar::new(len)
     } else {
         indicatif::ProgressBar::hidden()
@@ -597,23 +695,23 @@ impl RateLines {
         use kicklab_model::fmt_ns;
         let per = |n: u64| n as f64 / self.messages.max(1) as f64;
         let [np, nc] = self.notifications;
-        println!(
+        outln!(
             "T              {}/message  ({})",
             fmt_ns(self.t_ns),
             rate_text(self.t_ns)
         );
-        println!(
+        outln!(
             "E              {} of CPU/message  (P {}, C {})",
             fmt_ns(self.e_ns[0] + self.e_ns[1]),
             fmt_ns(self.e_ns[0]),
             fmt_ns(self.e_ns[1])
         );
-        println!(
+        outln!(
             "notifications  P->C {np} ({:.4}/message), C->P {nc} ({:.4}/message)",
             per(np),
             per(nc)
         );
-        println!("sleeps         P {}, C {}", self.sleeps[0], self.sleeps[1]);
+        outln!("sleeps         P {}, C {}", self.sleeps[0], self.sleeps[1]);
     }
 }
 
@@ -621,10 +719,10 @@ impl RateLines {
 /// (`"W_P 1us: "`, say), then one line saying the run is disturbed.
 pub fn print_warnings(context: &str, warnings: &[kicklab_lab::disturbance::Warning]) {
     for w in warnings {
-        eprintln!("warning: {context}{w}");
+        errln!("warning: {context}{w}");
     }
     if !warnings.is_empty() {
-        eprintln!(
+        errln!(
             "warning: {context}this measurement is disturbed: its numbers are not the pair's alone"
         );
     }
@@ -660,7 +758,7 @@ pub fn latency_bound_missed(
 /// `latency=D` in a strategy) was written as a bare number, without its
 /// unit.
 fn latency_written_bare() -> bool {
-    let args: Vec<String> = std::env::args().collect();
+    let args = args_text();
     let bare = |v: &str| v.trim().ends_with(|c: char| c.is_ascii_digit() || c == '.');
     args.iter().enumerate().any(|(i, a)| {
         if a == "--latency" {
@@ -677,6 +775,6 @@ fn latency_written_bare() -> bool {
 
 /// Prints `value` as one JSON object on stdout.
 pub fn print_json(value: &serde_json::Value) -> anyhow::Result<()> {
-    println!("{}", serde_json::to_string(value)?);
+    outln!("{}", serde_json::to_string(value)?);
     Ok(())
 }

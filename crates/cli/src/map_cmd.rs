@@ -35,11 +35,15 @@ pub struct MapArgs {
     /// Output directory: map.csv, the maps (SVG), index.html.
     #[arg(long, default_value = "map-out", allow_hyphen_values = true)]
     out: PathBuf,
+    /// Replace the files an earlier kicklab run left in --out (a folder
+    /// holding other files is never replaced).
+    #[arg(long)]
+    force: bool,
 }
 
 pub fn run(a: &MapArgs) -> anyhow::Result<()> {
     let base = a.params.params()?;
-    crate::check_out_dir(&a.out, "--out")?;
+    let dir = crate::files::out_dir(&a.out, "--out", "kicklab map", a.force)?;
     if a.x.param == a.y.param {
         return Err(Usage(format!(
             "--y: vary another parameter than --x ({}; --x varies wp when not given)",
@@ -55,6 +59,7 @@ pub fn run(a: &MapArgs) -> anyhow::Result<()> {
         sim_messages: (a.messages > 0).then_some(a.messages),
         seed: a.seed,
     };
+    kicklab_lab::map::check_page(&spec)?;
     let points = map(&spec, &crate::Bars::default())?;
     let cmd = format!(
         "kicklab map --x {} --y {} --mode {} --messages {}",
@@ -65,8 +70,8 @@ pub fn run(a: &MapArgs) -> anyhow::Result<()> {
         intro_html: String::new(),
         sections: vec![section(&points, &spec, &cmd)?],
     };
-    page.write(&a.out)?;
-    kicklab_report::write_atomic(&a.out.join("map.csv"), csv(&points, &spec))?;
+    page.write(dir.path())?;
+    kicklab_report::write_atomic(&dir.path().join("map.csv"), csv(&points, &spec))?;
     let mut count = std::collections::BTreeMap::new();
     for p in &points {
         *count
@@ -74,17 +79,17 @@ pub fn run(a: &MapArgs) -> anyhow::Result<()> {
             .or_insert(0u32) += 1;
     }
     if points.iter().all(|p| p.regime.is_none()) {
-        println!(
+        outln!(
             "{} points; no regimes ({} has no closed form: the maps are the simulator's T)",
             points.len(),
             a.mode
         );
     } else {
-        println!("{} points; regimes: {count:?}", points.len());
+        outln!("{} points; regimes: {count:?}", points.len());
     }
-    eprintln!(
+    errln!(
         "wrote map.csv, the maps and index.html in {}",
         a.out.display()
     );
-    Ok(())
+    crate::files::commit(dir)
 }

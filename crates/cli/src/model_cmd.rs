@@ -49,7 +49,7 @@ pub fn run(a: &ModelArgs) -> anyhow::Result<()> {
         .into());
     }
     if !params.all_const() {
-        eprintln!("note: costs are distributions; the model uses their means (simulate to see the spread's effect)");
+        errln!("note: costs are distributions; the model uses their means (simulate to see the spread's effect)");
     }
     let p = predict(&params, a.mode)?;
     // With a profile, the FC or FP point again with each wake-up's margin
@@ -80,7 +80,7 @@ fn print_race(r: &RaceExpectation, t_ns: f64) {
         Regime::FP => ("s_P (R_P - N_C)", r.spread_ns[0]),
         _ => ("s_C (R_C - N_P)", r.spread_ns[1]),
     };
-    println!(
+    outln!(
         "race        T {}, E {}, {:.2} messages per wake-up on average, with {who} drawn at each \
          wake-up (the profile's spread: sd {}){}",
         fmt_ns(r.t_ns),
@@ -98,13 +98,13 @@ fn print_race(r: &RaceExpectation, t_ns: f64) {
 
 fn print_prediction(params: &Params, mode: WaitMode, p: &Prediction) {
     let l = params.len;
-    println!("regime      {}  ({})", p.regime, p.regime.meaning());
-    println!(
+    outln!("regime      {}  ({})", p.regime, p.regime.meaning());
+    outln!(
         "T           {}/message  ({})",
         fmt_ns(p.rates.t_ns),
         crate::rate_text(p.rates.t_ns)
     );
-    println!(
+    outln!(
         "E           {} of CPU/message (P and C together)",
         fmt_ns(p.rates.e_ns)
     );
@@ -113,11 +113,11 @@ fn print_prediction(params: &Params, mode: WaitMode, p: &Prediction) {
             Regime::FC | Regime::FP | Regime::EWC | Regime::EWP => "messages per wake-up",
             _ => "messages beyond L per round (eq. 3)",
         };
-        println!("m           {m}  ({what})");
+        outln!("m           {m}  ({what})");
     }
     if let (Some(n), Some(t)) = (p.round_messages, p.round_ns) {
         let messages = if n == 1 { "message" } else { "messages" };
-        println!("round       {n} {messages} in {}", fmt_ns(t));
+        outln!("round       {n} {messages} in {}", fmt_ns(t));
     }
     if mode == WaitMode::Notify {
         let (wp, wc) = (params.w_p.mean_ns(), params.w_c.mean_ns());
@@ -131,20 +131,20 @@ fn print_prediction(params: &Params, mode: WaitMode, p: &Prediction) {
             ("S_P + W_P", "S_C + W_C")
         };
         let yes = |b: bool| if b { "yes" } else { "no " };
-        println!(
+        outln!(
             "predicates  slow consumer start-up {}  {sc_name} = {} vs (L - k_P) W_P = {}",
             yes(p.predicates.slow_consumer_startup),
             fmt_ns(sc + wc),
             fmt_ns(f64::from(l - params.k_p) * wp)
         );
-        println!(
+        outln!(
             "            slow producer start-up {}  {sp_name} = {} vs (L - k_C) W_C = {}",
             yes(p.predicates.slow_producer_startup),
             fmt_ns(sp + wp),
             fmt_ns(f64::from(l - params.k_c) * wc)
         );
         if let Some(o) = p.other {
-            println!(
+            outln!(
                 "bistable    from a full queue the pair settles in {} instead: T = {}, E = {} \
                  (kick visibility: the start or a disturbance picks the operating point)",
                 o.regime,
@@ -154,7 +154,7 @@ fn print_prediction(params: &Params, mode: WaitMode, p: &Prediction) {
         }
         let gp = predict(params, WaitMode::Poll).expect("validated");
         if gp.rates.t_ns > 0.0 && gp.rates.e_ns > 0.0 {
-            println!(
+            outln!(
                 "vs polling  T_GP = {}, E_GP = {}: notifications cost {:+.1}% time, {:+.1}% CPU",
                 fmt_ns(gp.rates.t_ns),
                 fmt_ns(gp.rates.e_ns),
@@ -162,7 +162,7 @@ fn print_prediction(params: &Params, mode: WaitMode, p: &Prediction) {
                 100.0 * (p.rates.e_ns / gp.rates.e_ns - 1.0)
             );
         } else {
-            println!(
+            outln!(
                 "vs polling  T_GP = {}, E_GP = {}: no work and no cost, nothing to compare",
                 fmt_ns(gp.rates.t_ns),
                 fmt_ns(gp.rates.e_ns)

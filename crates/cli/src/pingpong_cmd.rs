@@ -87,17 +87,17 @@ pub fn run(a: &PingPongArgs) -> anyhow::Result<()> {
             "van_riel": VAN_RIEL.iter().map(|(n, r, h)| json!({"config": n, "rate_per_s": r, "closest_here": counterpart(h)})).collect::<Vec<_>>(),
         }));
     }
-    println!(
+    outln!(
         "ping-pong: {} requests per strategy, {} of work per message on each side, the requester {}s",
         a.messages,
         fmt_ns(a.work.as_secs_f64() * 1e9),
         a.requester
     );
     if let Backend::Kvm(o) = be {
-        println!("{}", guest_line(o.guest));
+        outln!("{}", guest_line(o.guest));
     }
     for l in table(be, &runs, true) {
-        println!("{l}");
+        outln!("{l}");
     }
     Ok(())
 }

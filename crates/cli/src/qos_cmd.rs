@@ -90,6 +90,10 @@ pub struct QosArgs {
     /// futex or kvm), the charts, index.html.
     #[arg(long, default_value = "qos-out", allow_hyphen_values = true)]
     out: PathBuf,
+    /// Replace the files an earlier kicklab run left in --out (a folder
+    /// holding other files is never replaced).
+    #[arg(long)]
+    force: bool,
     /// Print one JSON object.
     #[arg(long)]
     json: bool,
@@ -235,9 +239,7 @@ pub fn run(a: &QosArgs) -> anyhow::Result<()> {
             ))
             .into());
         }
-        kicklab_testbed::kvm::available().map_err(|why| {
-            kicklab_testbed::TestbedError::Kvm(format!("kvm is not usable here: {why}"))
-        })?;
+        crate::args::kvm_usable()?;
     }
     // The model measures no window; a simulated or real run does.
     let windowed = a.backend != "model" || a.figures;
@@ -268,11 +270,12 @@ pub fn run(a: &QosArgs) -> anyhow::Result<()> {
         .into());
     }
     if a.figures && real_backend {
-        crate::check_out_dir(&a.out, "--out")?;
-        return real_figures(a);
+        let dir = crate::files::out_dir(&a.out, "--out", "kicklab qos", a.force)?;
+        real_figures(a, dir.path())?;
+        return crate::files::commit(dir);
     }
     if a.figures {
-        crate::check_out_dir(&a.out, "--out")?;
+        let dir = crate::files::out_dir(&a.out, "--out", "kicklab qos", a.force)?;
         let f = figures(a.seconds, a.seed)?;
         let section = kicklab_lab::qos::section(&f, a.seconds, a.seed)?;
         let page = Page {
@@ -280,12 +283,13 @@ pub fn run(a: &QosArgs) -> anyhow::Result<()> {
             intro_html: String::new(),
             sections: vec![Section { ..section }],
         };
-        page.write(&a.out)?;
-        kicklab_report::write_atomic(&a.out.join("qos.csv"), kicklab_lab::qos::csv(&f))?;
+        page.write(dir.path())?;
+        kicklab_report::write_atomic(&dir.path().join("qos.csv"), kicklab_lab::qos::csv(&f))?;
         if a.json {
-            return crate::print_json(&serde_json::to_value(&f)?);
+            crate::print_json(&serde_json::to_value(&f)?)?;
+            return crate::files::commit(dir);
         }
-        println!(
+        outln!(
             "lossless per VM: shared {:.0}/s (model {:.0}, paper 950), direct {:.0}/s (model {:.0}, paper 1500): {:.2}x (paper 1.58x)",
             f.lossless_sim.0,
             f.lossless_model.0,
@@ -293,12 +297,16 @@ pub fn run(a: &QosArgs) -> anyhow::Result<()> {
             f.lossless_model.1,
             f.lossless_sim.1 / f.lossless_sim.0
         );
-        println!(
+        outln!(
             "{:>10} {:>14} {:>14} {:>14} {:>14}",
-            "VM2 limit", "VM1 ingress", "VM2 ingress", "VM1 post", "VM2 post"
+            "VM2 limit",
+            "VM1 ingress",
+            "VM2 ingress",
+            "VM1 post",
+            "VM2 post"
         );
         for (r, i, p) in &f.limit {
-            println!(
+            outln!(
                 "{r:>10.0} {:>14.1} {:>14.1} {:>14.1} {:>14.1}",
                 i.sim.vms[0].throughput_per_s,
                 i.sim.vms[1].throughput_per_s,
@@ -307,15 +315,15 @@ pub fn run(a: &QosArgs) -> anyhow::Result<()> {
             );
         }
         if f.failures.is_empty() {
-            println!("all targets hold");
+            outln!("all targets hold");
         } else {
-            println!("targets missed: {}", f.failures.join("; "));
+            outln!("targets missed: {}", f.failures.join("; "));
         }
-        eprintln!(
+        errln!(
             "wrote qos.csv, the charts and index.html in {}",
             a.out.display()
         );
-        return Ok(());
+        return crate::files::commit(dir);
     }
     let path = if a.path == "direct" {
         Path::Direct
@@ -440,19 +448,25 @@ pub fn run(a: &QosArgs) -> anyhow::Result<()> {
         });
         return crate::print_json(&v);
     }
-    println!(
+    outln!(
         "path {}, limits policed at {}, {} VMs",
         a.path,
         a.police,
         sys.vms.len()
     );
     if let Some(sim) = &sim {
-        println!(
+        outln!(
             "{:<6} {:>12} {:>14} {:>12} {:>14} {:>12} {:>12}",
-            "vm", "offered/s", "completed/s", "dropped/s", "model/s", "p50", "p99"
+            "vm",
+            "offered/s",
+            "completed/s",
+            "dropped/s",
+            "model/s",
+            "p50",
+            "p99"
         );
         for (i, v) in sim.vms.iter().enumerate() {
-            println!(
+            outln!(
                 "{:<6} {:>12.1} {:>14.1} {:>12.1} {:>14.1} {:>12} {:>12}",
                 format!("vm{}", i + 1),
                 sys.vms[i].offered_per_s,
@@ -464,19 +478,23 @@ pub fn run(a: &QosArgs) -> anyhow::Result<()> {
             );
         }
         for (i, n) in names.iter().enumerate() {
-            println!(
+            outln!(
                 "stage {n:<10} utilization {:.3}  model {:.3}",
-                sim.utilization[i], model.utilization[i]
+                sim.utilization[i],
+                model.utilization[i]
             );
         }
     } else {
         // The model alone: its rates, no latency (it has no queueing delay).
-        println!(
+        outln!(
             "{:<6} {:>12} {:>14} {:>12}   (the model's rates; it gives no latency)",
-            "vm", "offered/s", "completed/s", "dropped/s"
+            "vm",
+            "offered/s",
+            "completed/s",
+            "dropped/s"
         );
         for (i, vm) in sys.vms.iter().enumerate() {
-            println!(
+            outln!(
                 "{:<6} {:>12.1} {:>14.1} {:>12.1}",
                 format!("vm{}", i + 1),
                 vm.offered_per_s,
@@ -485,12 +503,13 @@ pub fn run(a: &QosArgs) -> anyhow::Result<()> {
             );
         }
         for (n, u) in names.iter().zip(&model.utilization) {
-            println!("stage {n:<10} utilization {u:.3}");
+            outln!("stage {n:<10} utilization {u:.3}");
         }
     }
-    println!(
+    outln!(
         "model: at most {:.1} requests/s per VM without loss (equal load); bottleneck {}",
-        model.max_lossless_per_s, model.bottleneck
+        model.max_lossless_per_s,
+        model.bottleneck
     );
     Ok(())
 }
@@ -657,7 +676,7 @@ fn real(a: &QosArgs, sys: &QosSystem) -> anyhow::Result<()> {
         });
         return crate::print_json(&v);
     }
-    println!(
+    outln!(
         "backend {}: {}, the paper's times x {s} ({} {}, {} per VM), rates x {}; rates in the paper's time, [measured]",
         a.backend,
         if run.vm_core == kicklab_testbed::qos::VmCore::Guest {
@@ -673,7 +692,7 @@ fn real(a: &QosArgs, sys: &QosSystem) -> anyhow::Result<()> {
     let others = run.others_cpu.unwrap_or(0.0);
     let vm_threads: f64 = run.stages[1..].iter().map(|st| st.cpu).sum();
     match run.vm_core {
-        kicklab_testbed::qos::VmCore::Timed => println!(
+        kicklab_testbed::qos::VmCore::Timed => outln!(
             "threads     device, {}: {} CPUs, fewer than a thread per stage needs: the VMs run on timed cores of their own (sleeping while they serve; {:.2} CPUs to wake up), {} is the busy thread; the model gives it {:.2} CPUs, sharing them with the device ({:.2}), the VMs' threads and other processes ({:.2})",
             names.join(", "),
             run.cpus,
@@ -683,7 +702,7 @@ fn real(a: &QosArgs, sys: &QosSystem) -> anyhow::Result<()> {
             run.device.cpu,
             others
         ),
-        kicklab_testbed::qos::VmCore::Busy | kicklab_testbed::qos::VmCore::Guest => println!(
+        kicklab_testbed::qos::VmCore::Busy | kicklab_testbed::qos::VmCore::Guest => outln!(
             "threads     device, {}{}: {} busy stage threads on {} CPUs{}; the model gives them {:.2} CPUs, sharing them max-min fair with the device ({:.2}) and other processes ({:.2})",
             names.join(", "),
             if run.vm_core == kicklab_testbed::qos::VmCore::Guest {
@@ -717,7 +736,7 @@ fn real(a: &QosArgs, sys: &QosSystem) -> anyhow::Result<()> {
             fmt_ns(real_sys.vms[0].service_ns)
         ),
     };
-    println!(
+    outln!(
         "calibrated  {} {} of CPU per request (nominal {}), {vm_cost}; rings {} a request; kick {}, sleep and wake-up {}{}",
         names[0],
         fmt_ns(p.costs.shared_ns),
@@ -731,12 +750,18 @@ fn real(a: &QosArgs, sys: &QosSystem) -> anyhow::Result<()> {
             fmt_ns(w)
         ))
     );
-    println!(
+    outln!(
         "{:<6} {:>10} {:>12} {:>10} {:>10} {:>10} {:>10}   [measured: completed/s, p50]",
-        "vm", "offered/s", "completed/s", "dropped/s", "model/s", "p50", "p99"
+        "vm",
+        "offered/s",
+        "completed/s",
+        "dropped/s",
+        "model/s",
+        "p50",
+        "p99"
     );
     for (i, v) in run.vms.iter().enumerate() {
-        println!(
+        outln!(
             "{:<6} {:>10.1} {:>12.1} {:>10.1} {:>10.1} {:>10} {:>10}   [{:.0}/s, {}]",
             format!("vm{}", i + 1),
             paper(v.offered_per_s, s),
@@ -750,7 +775,7 @@ fn real(a: &QosArgs, sys: &QosSystem) -> anyhow::Result<()> {
         );
     }
     for (i, st) in run.stages.iter().enumerate() {
-        println!(
+        outln!(
             "stage {:<10} busy {:.3}, CPU {:.3} ({}/request in the run, {} sleeps, {} kicks sent), model busy {:.3}",
             st.name,
             st.busy,
@@ -761,9 +786,11 @@ fn real(a: &QosArgs, sys: &QosSystem) -> anyhow::Result<()> {
             m.solution.utilization[i]
         );
     }
-    println!(
+    outln!(
         "device       CPU {:.3} ({} requests, {} kicks sent)",
-        run.device.cpu, run.device.requests, run.device.kicks
+        run.device.cpu,
+        run.device.requests,
+        run.device.kicks
     );
     let (gen, lost, dup, drop): (u64, u64, u64, u64) = run.vms.iter().fold((0, 0, 0, 0), |t, v| {
         (
@@ -773,7 +800,7 @@ fn real(a: &QosArgs, sys: &QosSystem) -> anyhow::Result<()> {
             t.3 + v.dropped,
         )
     });
-    println!("checked     {gen} requests: {lost} lost, {dup} duplicated or reordered ({drop} dropped, each counted where it was)");
+    outln!("checked     {gen} requests: {lost} lost, {dup} duplicated or reordered ({drop} dropped, each counted where it was)");
     let drift = run
         .vms
         .iter()
@@ -781,18 +808,18 @@ fn real(a: &QosArgs, sys: &QosSystem) -> anyhow::Result<()> {
         .reduce(f64::max);
     if let Some(drift) = drift {
         let bad: u64 = run.vms.iter().map(|v| v.bad_stamps).sum();
-        println!(
+        outln!(
             "clocks      the guests' clocks moved up to {} against the host's over the run (their stamps placed between the clock exchanges before and after it); {bad} stamps made no sense",
             fmt_ns(drift)
         );
     }
-    println!(
+    outln!(
         "model       {:.1}% off the measured throughput (worst VM); at most {:.1} requests/s per VM without loss (equal load, these CPUs); bottleneck {}",
         p.model_error() * 100.0,
         paper(m.solution.max_lossless_per_s, s),
         m.solution.bottleneck
     );
-    println!(
+    outln!(
         "at CPU      {:.1}% off given the CPU the stages had: {} requests/s per VM",
         p.model_at_cpu_error() * 100.0,
         (0..sys.vms.len())
@@ -806,14 +833,14 @@ fn real(a: &QosArgs, sys: &QosSystem) -> anyhow::Result<()> {
         * kicklab_testbed::qos::DEVICE_PERIOD_NS
         / 1e9;
     if f64::from(sys.buffer) < 2.0 * batch {
-        println!(
+        outln!(
             "note        the device hands requests over every {} ({batch:.1} at this load): a buffer of {} drops bursts the model does not see",
             fmt_ns(kicklab_testbed::qos::DEVICE_PERIOD_NS),
             sys.buffer
         );
     }
     if p.disturbed {
-        eprintln!(
+        errln!(
             "warning: other processes used {others:.2} CPUs during the run (after {} tries): it is disturbed",
             p.tries
         );
@@ -831,7 +858,7 @@ fn lat(ns: f64) -> String {
 }
 
 /// The real figures: both shapes measured, the targets checked.
-fn real_figures(a: &QosArgs) -> anyhow::Result<()> {
+fn real_figures(a: &QosArgs, dir: &std::path::Path) -> anyhow::Result<()> {
     use kicklab_lab::qos_real;
     let o = qos_real::RealOptions {
         scale: a.scale,
@@ -848,14 +875,14 @@ fn real_figures(a: &QosArgs) -> anyhow::Result<()> {
         intro_html: String::new(),
         sections: vec![section],
     };
-    page.write(&a.out)?;
+    page.write(dir)?;
     let table = qos_real::table(&f);
-    kicklab_report::write_atomic(&a.out.join("qos-real.csv"), table.to_csv())?;
+    kicklab_report::write_atomic(&dir.join("qos-real.csv"), table.to_csv())?;
     if a.json {
         return crate::print_json(&serde_json::to_value(&f)?);
     }
     let c = &f.capacity.0;
-    println!(
+    outln!(
         "backend {}, the paper's times x {} ({}); rates in the paper's time",
         a.backend,
         f.scale,
@@ -883,7 +910,7 @@ fn real_figures(a: &QosArgs) -> anyhow::Result<()> {
             "none found".into()
         }
     };
-    println!(
+    outln!(
         "lossless per VM: shared {}, direct {}: {} (target >= 1.5; paper 950, 1500: 1.58x)",
         lossless(f.lossless.0 .0),
         lossless(f.lossless.1 .0),
@@ -893,12 +920,21 @@ fn real_figures(a: &QosArgs) -> anyhow::Result<()> {
             "no ratio".into()
         }
     );
-    println!(
+    outln!(
         "{:<38} {:>6} {:>6} {:>6} {:>6} {:>6} {:>6} {:>6} {:>6} {:>6}",
-        "run", "VM1/s", "model", "@CPU", "VM2/s", "model", "@CPU", "CPU", "others", "error"
+        "run",
+        "VM1/s",
+        "model",
+        "@CPU",
+        "VM2/s",
+        "model",
+        "@CPU",
+        "CPU",
+        "others",
+        "error"
     );
     for (label, p) in f.runs() {
-        println!(
+        outln!(
             "{label:<38} {:>6.0} {:>6.0} {:>6.0} {:>6.0} {:>6.0} {:>6.0} {:>6.2} {:>6.2} {:>5.1}%{}",
             p.throughput(0),
             p.model_throughput(0),
@@ -912,18 +948,18 @@ fn real_figures(a: &QosArgs) -> anyhow::Result<()> {
             if p.disturbed { "  DISTURBED" } else { "" }
         );
     }
-    println!(
+    outln!(
         "(model: on this machine's CPUs shared with the run's other threads and other processes; @CPU: given the CPU the shared stage had; CPU: the shared stage's; others: other processes'; error: the model's, @CPU's where DISTURBED)"
     );
     if f.failures.is_empty() {
-        println!(
+        outln!(
             "all targets hold (worst model error {:.1}%)",
             f.worst_model_error * 100.0
         );
     } else {
-        println!("targets missed: {}", f.failures.join("; "));
+        outln!("targets missed: {}", f.failures.join("; "));
     }
-    eprintln!(
+    errln!(
         "wrote qos-real.csv, the chart and index.html in {}",
         a.out.display()
     );

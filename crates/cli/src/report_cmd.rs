@@ -12,6 +12,10 @@ pub struct ReportArgs {
     /// Output directory (index.html, one SVG per figure, CSV data).
     #[arg(long, default_value = "report", allow_hyphen_values = true)]
     out: PathBuf,
+    /// Replace the files an earlier kicklab run left in --out (a folder
+    /// holding other files is never replaced).
+    #[arg(long)]
+    force: bool,
     /// Points per swept curve (2 to 100000).
     #[arg(long, value_parser = crate::args::whole::<u32>, default_value_t = 120, allow_hyphen_values = true)]
     points: u32,
@@ -50,9 +54,9 @@ pub fn run(a: &ReportArgs) -> anyhow::Result<()> {
     };
     // Bad options and a bad --out fail before anything runs.
     opts.check()?;
-    crate::check_out_dir(&a.out, "--out")?;
+    let dir = crate::files::out_dir(&a.out, "--out", "kicklab report", a.force)?;
     let report = build(&opts, &crate::Bars::default())?;
-    report.write(&a.out)?;
-    println!("{}", a.out.join("index.html").display());
-    Ok(())
+    report.write(dir.path())?;
+    outln!("{}", a.out.join("index.html").display());
+    crate::files::commit(dir)
 }

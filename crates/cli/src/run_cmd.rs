@@ -103,7 +103,7 @@ pub fn run(a: &RunArgs) -> anyhow::Result<()> {
     crate::print_warnings("", &warnings);
     let [shown_p, shown_c] = spec.modes();
     if let Some(w) = crate::latency_bound_missed(spec.modes(), r.rates.latency_ns.as_ref()) {
-        eprintln!("warning: {w}");
+        errln!("warning: {w}");
     }
     if a.json {
         let mut v = serde_json::to_value(r)?;
@@ -165,7 +165,7 @@ pub fn run(a: &RunArgs) -> anyhow::Result<()> {
     };
     match a.be.get() {
         kicklab_testbed::Backend::Kvm(o) => {
-            println!(
+            outln!(
             "backend        kvm ({}), direction {}: {} in the guest, {} in a host thread, {pinned}",
             strategy,
             o.direction.name(),
@@ -173,7 +173,7 @@ pub fn run(a: &RunArgs) -> anyhow::Result<()> {
             if o.direction == kicklab_testbed::kvm::Direction::Tx { "C" } else { "P" },
         )
         }
-        be => println!(
+        be => outln!(
             "backend        {} ({}), both threads {pinned}",
             be.name(),
             strategy
@@ -188,15 +188,16 @@ pub fn run(a: &RunArgs) -> anyhow::Result<()> {
     }
     .print();
     if r.naps_p + r.naps_c > 0 {
-        println!(
+        outln!(
             "of the sleeps  timed (never kicked): P {}, C {}",
-            r.naps_p, r.naps_c
+            r.naps_p,
+            r.naps_c
         );
     }
     if spec.combine().is_on() {
         #[allow(clippy::cast_precision_loss)]
         let per = r.rates.notifications_p as f64 / r.rates.messages.max(1) as f64;
-        println!(
+        outln!(
             "combining      batch {}, flush {}: {per:.4} kicks per message by P (1/{:.1})",
             a.batch,
             a.flush,
@@ -204,25 +205,27 @@ pub fn run(a: &RunArgs) -> anyhow::Result<()> {
         );
     }
     match r.rates.latency_ns {
-        Some(l) => println!(
+        Some(l) => outln!(
             "latency        p50 {}  p99 {}  max {}  (write to release)",
             fmt_ns(l.p50),
             fmt_ns(l.p99),
             fmt_ns(l.max)
         ),
-        None => println!("latency        not measured (the emulated guest keeps no stamps)"),
+        None => outln!("latency        not measured (the emulated guest keeps no stamps)"),
     }
-    println!(
+    outln!(
         "checked        {} messages: {} lost, {} duplicated or reordered",
-        r.rates.messages, r.lost, r.duplicated_or_reordered
+        r.rates.messages,
+        r.lost,
+        r.duplicated_or_reordered
     );
     if let Some(d) = r.clock_drift_ns {
-        println!(
+        outln!(
             "clocks         the guest's clock moved {} against the host's during the run (its kick, wake-up and latency timings across the boundary are off by up to that)",
             fmt_ns(d)
         );
     }
-    println!(
+    outln!(
         "calibrated     N_P {}, N_C {}, S_P {}, S_C {}",
         fmt_ns(profile.np.mean_ns),
         fmt_ns(profile.nc.mean_ns),
@@ -230,7 +233,7 @@ pub fn run(a: &RunArgs) -> anyhow::Result<()> {
         fmt_ns(profile.sc.mean_ns)
     );
     match expected {
-        Expected::Model(p) => println!(
+        Expected::Model(p) => outln!(
             "model          {}: T {} (measured/model {:.3}), E {} (measured/model {:.3})",
             p.regime,
             fmt_ns(p.rates.t_ns),
@@ -238,7 +241,7 @@ pub fn run(a: &RunArgs) -> anyhow::Result<()> {
             fmt_ns(p.rates.e_ns),
             r.rates.e_ns / p.rates.e_ns
         ),
-        Expected::Sim(s) => println!(
+        Expected::Sim(s) => outln!(
             "simulated      T {} (measured/sim {:.3}), E {} (measured/sim {:.3}){}",
             fmt_ns(s.t_ns),
             r.rates.t_ns / s.t_ns,

@@ -5,7 +5,6 @@
 use clap::Args;
 use kicklab_sim::scale::{simulate_scale, ScaleSim};
 use kicklab_testbed::scale::{scale, ScaleConfig, ScaleIdle, ScaleResult};
-use kicklab_testbed::TestbedError;
 use serde_json::json;
 
 use crate::Usage;
@@ -166,8 +165,7 @@ pub fn run(a: &ScaleArgs) -> anyhow::Result<()> {
             ))
             .into());
         }
-        kicklab_testbed::kvm::available()
-            .map_err(|why| TestbedError::Kvm(format!("kvm is not usable here: {why}")))?;
+        crate::args::kvm_usable()?;
     }
     let sim = a.backend == "sim";
     if !sim && a.sim.given() {
@@ -238,7 +236,7 @@ pub fn run(a: &ScaleArgs) -> anyhow::Result<()> {
                 let r = simulate_scale(&a.sim.config(&cfg, profile.as_ref())?)
                     .map_err(|e| Usage(format!("--backend sim: {e}")))?;
                 if !a.json {
-                    println!(
+                    outln!(
                         "{:>4} guests  idle {:<8} {:>10.0} requests/s  CPU {:>5.1}% (spinning {:>5.1}%)  client waits {} per request{}",
                         r.vms,
                         format!("{:?}", r.idle).to_lowercase(),
@@ -262,7 +260,7 @@ pub fn run(a: &ScaleArgs) -> anyhow::Result<()> {
                 scale(&cfg)?
             };
             if !a.json {
-                println!(
+                outln!(
                     "{:>4} guests  idle {:<8} {:>10.0} requests/s  CPU {:>5.1}%{}",
                     r.vms,
                     format!("{:?}", r.idle).to_lowercase(),
@@ -305,7 +303,7 @@ pub fn run(a: &ScaleArgs) -> anyhow::Result<()> {
                 .and_then(|r| r["throughput_per_s"].as_f64())
         };
         if let (Some(s), Some(t)) = (get(ScaleIdle::Spin), get(ScaleIdle::Timeout)) {
-            println!(
+            outln!(
                 "{vms:>4} guests: idle-with-timeout {:.2}x spinning's throughput (Denali: more than 2x as the load spreads over more VMs)",
                 t / s
             );

@@ -124,7 +124,19 @@ pub fn run(a: &SimArgs) -> anyhow::Result<()> {
         idle_scale,
         nap_ns,
     };
-    let r = simulate(&cfg)?;
+    // A run too long because of its warm-up names --warmup, not --messages.
+    let r = simulate(&cfg).map_err(|e| match (e, a.warmup) {
+        (
+            kicklab_sim::SimError::TooManyMessages(_) | kicklab_sim::SimError::TimeOverflow,
+            Some(w),
+        ) if w > a.messages => anyhow::Error::new(crate::Usage(format!(
+            "--warmup: {w} messages of warm-up with --messages {} pass what one run may \
+             simulate ({} messages in all, or the simulator's clock); warm up with fewer",
+            a.messages,
+            kicklab_sim::MAX_MESSAGES
+        ))),
+        (e, _) => e.into(),
+    })?;
     // The closed form, where one exists for these modes.
     // (Send combining has its closed form in docs/model.md for the fast
     // consumer only; none is printed.)
@@ -132,10 +144,10 @@ pub fn run(a: &SimArgs) -> anyhow::Result<()> {
         .then(|| predict(&params, mode_p).ok())
         .flatten();
     for w in r.window_warnings(&params, predicted.and_then(|p| p.round_messages)) {
-        eprintln!("warning: {w}");
+        errln!("warning: {w}");
     }
     if let Some(w) = crate::latency_bound_missed([mode_p, mode_c], r.rates.latency_ns.as_ref()) {
-        eprintln!("warning: {w}");
+        errln!("warning: {w}");
     }
     if a.json {
         let mut v = result_json(&r);
@@ -160,9 +172,10 @@ pub fn run(a: &SimArgs) -> anyhow::Result<()> {
     });
     print_result(&r, point, mode_p, mode_c);
     if cfg.combine.is_on() {
-        println!(
+        outln!(
             "combining      batch {}, flush {} (latency from the write)",
-            a.batch, a.flush
+            a.batch,
+            a.flush
         );
     }
     Ok(())
@@ -181,7 +194,7 @@ fn print_result(
     mode_p: WaitMode,
     mode_c: WaitMode,
 ) {
-    println!("modes          P {mode_p}, C {mode_c}");
+    outln!("modes          P {mode_p}, C {mode_c}");
     crate::RateLines {
         t_ns: r.rates.t_ns,
         e_ns: [r.rates.e_p_ns, r.rates.e_c_ns],
@@ -191,7 +204,7 @@ fn print_result(
     }
     .print();
     if let Some(l) = r.rates.latency_ns {
-        println!(
+        outln!(
             "latency        p50 {}  p99 {}  max {}  mean {}",
             fmt_ns(l.p50),
             fmt_ns(l.p99),
@@ -207,9 +220,9 @@ fn print_result(
     };
     let n = r.rates.messages;
     let noun = if n == 1 { "message" } else { "messages" };
-    println!("measured       {n} {noun} over {window}");
+    outln!("measured       {n} {noun} over {window}");
     if let Some((regime, t_ns, e_ns)) = predicted {
-        println!(
+        outln!(
             "model          {regime}: T {} (sim/model {:.6}), E {} (sim/model {:.6})",
             fmt_ns(t_ns),
             r.rates.t_ns / t_ns,

@@ -33,6 +33,10 @@ pub struct SweepArgs {
     /// Output directory: sweep.csv, T.svg, E.svg, index.html.
     #[arg(long, default_value = "sweep-out", allow_hyphen_values = true)]
     out: PathBuf,
+    /// Replace the files an earlier kicklab run left in --out (a folder
+    /// holding other files is never replaced).
+    #[arg(long)]
+    force: bool,
 }
 
 /// Runs a sweep with a progress bar.
@@ -52,7 +56,7 @@ pub fn run_sweep(
 
 pub fn run(a: &SweepArgs) -> anyhow::Result<()> {
     let params = a.params.params()?;
-    crate::check_out_dir(&a.out, "--out")?;
+    let dir = crate::files::out_dir(&a.out, "--out", "kicklab sweep", a.force)?;
     if a.messages == 0 {
         return Err(Usage("--messages: need at least 1 message per point".into()).into());
     }
@@ -83,13 +87,13 @@ pub fn run(a: &SweepArgs) -> anyhow::Result<()> {
         }],
     };
     // Everything computed: only now touch the file system.
-    page.write(&a.out)?;
-    let csv = a.out.join("sweep.csv");
+    page.write(dir.path())?;
+    let csv = dir.path().join("sweep.csv");
     kicklab_report::write_atomic(&csv, sweep_csv(&points, &a.vary))?;
 
     let count = a.vary.param.is_count();
     let show_x = |x: f64| if count { format!("{x}") } else { fmt_ns(x) };
-    println!(
+    outln!(
         "{:>10}  {:<8} {:>12} {:>12} {:>12} {:>12} {:>12}",
         a.vary.param.name(),
         "regime",
@@ -108,7 +112,7 @@ pub fn run(a: &SweepArgs) -> anyhow::Result<()> {
                 fmt_ns(m.rates.e_ns),
             )
         });
-        println!(
+        outln!(
             "{x:>10}  {r:<8} {tm:>12} {:>12} {em:>12} {:>12} {:>12}",
             fmt_ns(p.sim.rates.t_ns),
             fmt_ns(p.sim.rates.e_ns),
@@ -127,7 +131,7 @@ pub fn run(a: &SweepArgs) -> anyhow::Result<()> {
         })
         .collect();
     if !warned.is_empty() {
-        eprintln!(
+        errln!(
             "warning: at {} of {} points ({}) the simulator measured a transient or a partial \
              round, not the steady state (as `kicklab sim` would warn there): raise --messages",
             warned.len(),
@@ -135,10 +139,10 @@ pub fn run(a: &SweepArgs) -> anyhow::Result<()> {
             warned.join(", ")
         );
     }
-    eprintln!(
+    errln!(
         "wrote {}, T.svg, E.svg, index.html in {}",
-        csv.display(),
+        a.out.join("sweep.csv").display(),
         a.out.display()
     );
-    Ok(())
+    crate::files::commit(dir)
 }

@@ -34,6 +34,10 @@ pub struct ValidateArgs {
     /// with --json, no files unless given]
     #[arg(long, allow_hyphen_values = true)]
     out: Option<PathBuf>,
+    /// Replace the files an earlier kicklab run left in --out (a folder
+    /// holding other files is never replaced).
+    #[arg(long)]
+    force: bool,
     /// Seed.
     #[arg(long, value_parser = crate::args::whole::<u64>, default_value_t = 1, allow_hyphen_values = true)]
     seed: u64,
@@ -56,20 +60,26 @@ pub fn run(a: &ValidateArgs) -> anyhow::Result<()> {
         (None, false) => Some(PathBuf::from("validate-out")),
         (None, true) => None,
     };
-    if let Some(dir) = &out {
-        crate::check_out_dir(dir, "--out")?;
-    }
+    let out = match &out {
+        Some(dir) => Some(crate::files::out_dir(
+            dir,
+            "--out",
+            "kicklab validate",
+            a.force,
+        )?),
+        None => None,
+    };
     let bars = crate::Bars::default();
     let profile = kicklab_lab::real::profile_for(a.be.get(), a.params.load_profile()?, &bars)?;
     let doubtful = kicklab_lab::disturbance::check_profile(&profile);
     for w in &doubtful {
-        eprintln!("warning: {w}: every point will be marked disturbed");
+        errln!("warning: {w}: every point will be marked disturbed");
     }
     let points = validate(&params, &profile, a.be.get(), &a.vary, &opts, &bars)?;
     // The profile's warnings were said once above.
     for p in &points {
         if let Some(line) = p.run_disturbance() {
-            eprintln!("warning: W_P {}: {line}", fmt_ns(p.x));
+            errln!("warning: W_P {}: {line}", fmt_ns(p.x));
         }
     }
     let be = a.be.get().name();
@@ -92,8 +102,8 @@ pub fn run(a: &ValidateArgs) -> anyhow::Result<()> {
             intro_html: String::new(),
             sections: vec![section(&points, &profile, be, &cmd)?],
         };
-        page.write(dir)?;
-        kicklab_report::write_atomic(&dir.join("validate.csv"), table(&points).to_csv())?;
+        page.write(dir.path())?;
+        kicklab_report::write_atomic(&dir.path().join("validate.csv"), table(&points).to_csv())?;
     }
     if a.json {
         crate::print_json(&kicklab_lab::validate::to_json(
@@ -103,12 +113,20 @@ pub fn run(a: &ValidateArgs) -> anyhow::Result<()> {
             &opts,
         ))?;
     } else {
-        println!(
+        outln!(
             "{:>8}  {:<8} {:<6} {:>10} {:>10} {:>10} {:>10} {:>10}  {:>6}",
-            "W_P", "regime", "slept", "T model", "T sim", "T real", "T poll", "poll real", "spread"
+            "W_P",
+            "regime",
+            "slept",
+            "T model",
+            "T sim",
+            "T real",
+            "T poll",
+            "poll real",
+            "spread"
         );
         for p in &points {
-            println!(
+            outln!(
                 "{:>8}  {:<8} {:<6} {:>10} {:>10} {:>10} {:>10} {:>10}  {:>6}{}",
                 fmt_ns(p.x),
                 p.regime.name(),
@@ -126,10 +144,13 @@ pub fn run(a: &ValidateArgs) -> anyhow::Result<()> {
                 if p.disturbed() { "  DISTURBED" } else { "" }
             );
         }
-        println!("{}", summary_text(&summarize(&points)));
+        outln!("{}", summary_text(&summarize(&points)));
     }
-    if let Some(dir) = out {
-        eprintln!("wrote {}", dir.join("index.html").display());
+    match out {
+        Some(dir) => {
+            errln!("wrote {}", dir.target().join("index.html").display());
+            crate::files::commit(dir)
+        }
+        None => Ok(()),
     }
-    Ok(())
 }

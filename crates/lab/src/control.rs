@@ -390,8 +390,43 @@ pub fn control_study(
     for &w in &spec.workloads {
         let pts: &[f64] = if w == Workload::Phases { &xs[..1] } else { &xs };
         for &x in pts {
-            // Refused before anything runs.
-            w.costs(x, w_c)?;
+            // Refused before anything runs: a workload's costs, and any
+            // cost past what the strategies' grids are built for (a
+            // 0.5 us sleep re-checks thousands of times a message against
+            // millisecond waits: minutes a point).
+            let (w_p, w_c_cost) = w.costs(x, w_c)?;
+            if w_p.mean_ns() > crate::advise::MAX_COST_NS {
+                return Err(LabError::input(
+                    Input::Range,
+                    format!(
+                        "W_P up to {}: the strategies' sleeps and spins (0.5-200 us) are built \
+                         for costs of at most {} (a study there would take minutes a point); \
+                         `kicklab sim --mode S` simulates one strategy at any cost",
+                        kicklab_model::fmt_ns(w_p.mean_ns()),
+                        kicklab_model::fmt_ns(crate::advise::MAX_COST_NS)
+                    ),
+                ));
+            }
+            let costs = Params {
+                w_p,
+                w_c: w_c_cost,
+                ..spec.params
+            };
+            if let Some((param, cost)) = costs
+                .costs()
+                .into_iter()
+                .find(|(_, c)| c.mean_ns() > crate::advise::MAX_COST_NS)
+            {
+                return Err(LabError::Param(kicklab_model::ParamError {
+                    param,
+                    reason: format!(
+                        "a control study's strategies are built for costs of at most {} \
+                         (a mean of {} here would take minutes a point)",
+                        kicklab_model::fmt_ns(crate::advise::MAX_COST_NS),
+                        kicklab_model::fmt_ns(cost.mean_ns())
+                    ),
+                }));
+            }
             for &m in &strategies {
                 jobs.push((w, x, m));
             }

@@ -37,6 +37,8 @@ pub enum Input {
     Latency,
     /// Simulated seconds.
     Seconds,
+    /// The W_P range of a control study.
+    Range,
 }
 
 impl Input {
@@ -57,6 +59,7 @@ impl Input {
             Input::Mode => "mode",
             Input::Latency => "latency",
             Input::Seconds => "seconds",
+            Input::Range => "range",
         }
     }
 }

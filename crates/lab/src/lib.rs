@@ -62,4 +62,4 @@ pub(crate) fn study_within_budget(
         })),
     }
 }
-pub use progress::{Progress, Silent};
+pub use progress::{with_heartbeat, Progress, Silent};

@@ -50,6 +50,33 @@ pub struct MapPoint {
 /// The most points a map takes (a 1000 x 1000 grid).
 pub const MAX_POINTS: u64 = 1_000_000;
 
+/// The most points a map's page draws (a 300 x 300 grid, about 50 MB of
+/// SVG and under a second): a page of a 1000 x 1000 grid was 270 MB and
+/// took over a gigabyte of memory to write. [`MAX_POINTS`] bounds the
+/// computation alone (a map's data, as Python's `kicklab.map` returns it).
+pub const MAX_PAGE_POINTS: u64 = 90_000;
+
+/// Fails where `spec`'s grid has more points than a page draws
+/// ([`MAX_PAGE_POINTS`]): checked before a map meant for a page runs.
+///
+/// # Errors
+///
+/// [`LabError::Input`] naming the axes.
+pub fn check_page(spec: &MapSpec) -> Result<(), LabError> {
+    let n = u64::from(spec.x.points) * u64::from(spec.y.points);
+    if n > MAX_PAGE_POINTS {
+        return Err(LabError::input(
+            Input::Axes,
+            format!(
+                "{} x {} = {n} points: a map's page draws at most {MAX_PAGE_POINTS} (300 x 300, \
+                 about 50 MB); Python's kicklab.map returns the data of up to {MAX_POINTS}",
+                spec.x.points, spec.y.points
+            ),
+        ));
+    }
+    Ok(())
+}
+
 /// Computes every point, in parallel.
 ///
 /// # Errors

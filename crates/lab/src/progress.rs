@@ -23,3 +23,32 @@ impl Progress for Silent {
     fn finish(&self) {}
     fn note(&self, _: &str) {}
 }
+
+/// Runs `work` and, while it runs, notes every `every` how long it has
+/// taken so far (`"calibrating kvm: 10 s so far ..."`): a step of a long
+/// experiment that has no steps of its own to count still shows that it
+/// moves.
+pub fn with_heartbeat<T>(
+    progress: &dyn Progress,
+    what: &str,
+    every: std::time::Duration,
+    work: impl FnOnce() -> T,
+) -> T {
+    let done = std::sync::atomic::AtomicBool::new(false);
+    std::thread::scope(|s| {
+        s.spawn(|| {
+            let start = std::time::Instant::now();
+            let mut next = every;
+            while !done.load(std::sync::atomic::Ordering::Relaxed) {
+                std::thread::sleep(std::time::Duration::from_millis(50));
+                if start.elapsed() >= next {
+                    progress.note(&format!("{what}: {} s so far ...", next.as_secs()));
+                    next += every;
+                }
+            }
+        });
+        let out = work();
+        done.store(true, std::sync::atomic::Ordering::Relaxed);
+        out
+    })
+}

@@ -523,9 +523,16 @@ pub fn profile_for(
             backend.name(),
             backend.name()
         ));
-        calibrate_backend(
-            backend,
-            &Calibration::new(200, Duration::from_micros(50), 2),
+        crate::progress::with_heartbeat(
+            progress,
+            &format!("calibrating {}", backend.name()),
+            Duration::from_secs(5),
+            || {
+                calibrate_backend(
+                    backend,
+                    &Calibration::new(200, Duration::from_micros(50), 2),
+                )
+            },
         )?
     };
     Ok(p)

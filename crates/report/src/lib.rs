@@ -3,24 +3,33 @@
 //!
 //! What lives here: turning results into files: charts ([`Chart`]), tables
 //! ([`Table`]: HTML, CSV, JSON), the page ([`Page`]), sweep results in
-//! those forms ([`sweep_table`], [`sweep_charts`]) and [`write_atomic`].
+//! those forms ([`sweep_table`], [`sweep_charts`]), and writing them:
+//! [`write_atomic`] for one file, [`OutDir`] for a run's folder.
 //! What does not: computing results (model, sim, testbeds) or deciding what
 //! a report contains (the callers).
 
 mod chart;
 mod heatmap;
+#[cfg(unix)]
+mod out_dir;
 mod page;
 mod sweep;
 mod table;
+mod temporaries;
 mod write;
 
 pub use chart::{Band, Chart, Clip, ErrorBar, Mark, Series, Style, YScale, FIG_H, FIG_W};
 pub use heatmap::{Heatmap, MapCell};
+#[cfg(unix)]
+pub use out_dir::{OutDir, OutDirError, MARKER};
 pub use page::{html_escape, Page, Section};
 pub use sweep::{
     regime_bands, regime_bands_of, regime_marks, sweep_charts, sweep_csv, sweep_table,
 };
 pub use table::{Cell, Column, Kind, Table};
+pub use temporaries::{
+    forget_temporary, is_registered, register_temporary, remove_temporaries, TemporariesRemoved,
+};
 pub use write::{check_writable, write_atomic};
 
 /// A chart or a page could not be written.

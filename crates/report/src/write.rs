@@ -51,6 +51,7 @@ pub fn check_writable(file: &Path) -> Result<(), String> {
 pub fn write_atomic(path: &Path, bytes: impl AsRef<[u8]>) -> Result<(), ReportError> {
     let err = |e| ReportError::Io(path.display().to_string(), e);
     let tmp = tmp_path(path);
+    crate::temporaries::register_temporary(&tmp);
     let result = (|| {
         let mut f = std::fs::File::create(&tmp)?;
         f.write_all(bytes.as_ref())?;
@@ -60,6 +61,7 @@ pub fn write_atomic(path: &Path, bytes: impl AsRef<[u8]>) -> Result<(), ReportEr
     if result.is_err() {
         let _ = std::fs::remove_file(&tmp);
     }
+    crate::temporaries::forget_temporary(&tmp);
     result.map_err(err)
 }
 

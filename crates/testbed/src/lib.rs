@@ -12,6 +12,7 @@
 pub mod backend;
 pub mod calibrate;
 pub mod clock;
+pub mod cpu_lock;
 mod error;
 pub mod flags;
 mod pair;
@@ -19,6 +20,7 @@ mod party;
 pub mod pingpong;
 pub mod qos;
 pub mod scale;
+mod watchdog;
 
 pub use backend::kvm;
 pub use backend::threads::calibrate;

@@ -2,7 +2,7 @@
 //! over a `kicklab-ring` endpoint, with busy work drawn from the sampler,
 //! sequence checks, window marks, a progress counter and (where both ends
 //! are host threads) each message's latency; and the pieces of a watchdog
-//! that measures progress ([`Stall`], [`join_within`], [`Stoppable`]).
+//! ([`join_within`], [`Stoppable`]; the stall judgement is `watchdog`).
 //! What does not live here: spawning the parties (each backend does), the
 //! guest's half (`backend::kvm::guest`), the strategies' decisions
 //! (`kicklab_model::Controller`, carried out by `kicklab_ring::Driven`).
@@ -707,34 +707,6 @@ impl Notifier for Stoppable<'_> {
     }
 }
 
-/// Progress watchdog: fed a snapshot of the run's counters now and then,
-/// says when they have not moved for longer than the stall limit.
-pub(crate) struct Stall<T> {
-    limit: Duration,
-    last: Option<T>,
-    since: Instant,
-}
-
-impl<T: PartialEq + Copy> Stall<T> {
-    pub(crate) fn new(limit: Duration) -> Stall<T> {
-        Stall {
-            limit,
-            last: None,
-            since: Instant::now(),
-        }
-    }
-
-    /// Whether `now` is the same as for longer than the limit.
-    pub(crate) fn stalled(&mut self, now: T) -> bool {
-        if self.last != Some(now) {
-            self.last = Some(now);
-            self.since = Instant::now();
-            return false;
-        }
-        self.since.elapsed() > self.limit
-    }
-}
-
 /// How often watchdogs look.
 pub(crate) const TICK: Duration = Duration::from_millis(20);
 
@@ -761,18 +733,6 @@ pub(crate) fn join_within<T>(
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn stall_fires_only_without_progress() {
-        let mut s = Stall::new(Duration::from_millis(30));
-        assert!(!s.stalled(1));
-        for i in 2..6 {
-            std::thread::sleep(Duration::from_millis(15));
-            assert!(!s.stalled(i), "it moved");
-        }
-        std::thread::sleep(Duration::from_millis(40));
-        assert!(s.stalled(5));
-    }
 
     #[test]
     fn a_join_is_bounded() {

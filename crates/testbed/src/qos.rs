@@ -408,6 +408,9 @@ pub(crate) struct Ctx {
     /// Each thread's CPU clock id (device, shared, vm1, ...).
     pub(crate) clocks: Vec<AtomicI64>,
     pub(crate) ready: AtomicUsize,
+    /// Steps of the threads' set-up so far (a guest's clock related, a
+    /// thread ready): the start waits while they move.
+    pub(crate) set_up: AtomicUsize,
     off_cpu: u64,
 }
 
@@ -423,6 +426,7 @@ impl Ctx {
             abort: AtomicBool::new(false),
             clocks: (0..vms + 2).map(|_| AtomicI64::new(i64::MIN)).collect(),
             ready: AtomicUsize::new(0),
+            set_up: AtomicUsize::new(0),
             off_cpu: tsc.ticks(OFF_CPU_NS),
         }
     }
@@ -1144,6 +1148,7 @@ pub fn run_qos_with(
     guest: crate::backend::kvm::guest::Misbehavior,
 ) -> Result<QosRunResult, TestbedError> {
     check_qos(cfg)?;
+    crate::cpu_lock::hold()?;
     let sys = Arc::new(cfg.system.clone());
     let n = sys.vms.len();
     let tsc = Tsc::get();
@@ -1224,12 +1229,28 @@ pub fn run_qos_with(
             let _ = nt.notify();
         }
     };
-    // Every thread up, then the clock starts.
-    let t = Instant::now();
+    // Every thread up, then the clock starts. The set-up takes longer the
+    // more guests share the CPUs (each relates its clock to the host's
+    // while the others spin): it fails only once no step has been made
+    // for the stall limit, however long the whole takes.
+    let mut t = Instant::now();
+    let mut last = (0, 0);
     while ctx.ready.load(Ordering::Acquire) < n + 2 {
+        let now = (
+            ctx.ready.load(Ordering::Acquire),
+            ctx.set_up.load(Ordering::Acquire),
+        );
+        if now != last {
+            last = now;
+            t = Instant::now();
+        }
         if t.elapsed() > Duration::from_secs(5) || ctx.abort.load(Ordering::Relaxed) {
             wake_all(&ctx);
-            return Err(TestbedError::Hang("the run's threads did not start".into()));
+            return Err(TestbedError::Hang(format!(
+                "the run's threads did not start: {} of {} ready, no step for 5 s",
+                now.0,
+                n + 2
+            )));
         }
         std::thread::sleep(Duration::from_micros(200));
     }

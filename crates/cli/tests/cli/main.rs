@@ -3,6 +3,8 @@
 use std::path::PathBuf;
 use std::process::{Command, Output};
 
+mod outputs;
+
 fn kicklab(args: &[&str]) -> Output {
     Command::new(env!("CARGO_BIN_EXE_kicklab"))
         .args(args)
@@ -345,6 +347,7 @@ fn a_distribution_for_the_swept_cost_keeps_its_shape_and_takes_each_points_mean(
             "wp=1.5us..2us:2",
             "--messages",
             "20000",
+            "--force",
             "--out",
             d,
         ];
@@ -1484,7 +1487,34 @@ fn hostile_inputs_are_refused_naming_the_flag() {
                 "--points",
                 "2",
             ],
-            "53 days",
+            "--wc",
+        ),
+        // W_P past what the strategies' grids are built for: minutes a
+        // point, refused before any runs.
+        (
+            &[
+                "control",
+                "--range",
+                "1s..3600s",
+                "--points",
+                "2",
+                "--messages",
+                "5000",
+                "--workload",
+                "const",
+            ],
+            "--range",
+        ),
+        (&["sim", "--warmup", "10000000000"], "--warmup"),
+        (
+            &[
+                "map",
+                "--x",
+                "wp=0.1us..3us:1000",
+                "--y",
+                "wc=0.1us..3us:1000",
+            ],
+            "--x, --y",
         ),
         (&["sim", "--mode", "sleep:3600s"], "53 days"),
         // A model-only map of a mode with no closed form is empty.
@@ -1653,7 +1683,7 @@ fn a_refused_save_leaves_no_file_and_a_refused_out_no_directory() {
 }
 
 #[test]
-fn a_closed_pipe_ends_the_output_quietly() {
+fn a_closed_pipe_is_a_failed_write_and_leaves_no_folder() {
     use std::io::Read as _;
     use std::process::Stdio;
     let dir = tmp("pipe");
@@ -1671,11 +1701,8 @@ fn a_closed_pipe_ends_the_output_quietly() {
         .stderr(Stdio::piped())
         .spawn()
         .unwrap();
-    // Read one line, then close the pipe as `head -1` does.
-    let mut stdout = child.stdout.take().unwrap();
-    let mut first = [0u8; 16];
-    stdout.read_exact(&mut first).unwrap();
-    drop(stdout);
+    // Close the pipe as `head -c 0` would, before the table comes.
+    drop(child.stdout.take());
     let mut err = String::new();
     child
         .stderr
@@ -1685,8 +1712,16 @@ fn a_closed_pipe_ends_the_output_quietly() {
         .unwrap();
     let status = child.wait().unwrap();
     assert!(!err.contains("panicked"), "{err}");
-    assert_ne!(status.code(), Some(101), "{err}");
-    let _ = std::fs::remove_dir_all(&dir);
+    assert_eq!(status.code(), Some(1), "{err}");
+    assert!(
+        err.trim_end()
+            .ends_with("error: cannot write to standard output: Broken pipe"),
+        "{err}"
+    );
+    assert!(
+        !dir.exists(),
+        "the folder stays out when its table was lost"
+    );
 }
 
 #[test]
@@ -2574,4 +2609,58 @@ fn a_missed_latency_bound_is_said() {
         !err.contains("bound"),
         "the default 100us bound holds: {err}"
     );
+}
+
+/// Every command that takes `--backend kvm` refuses it the same way where
+/// KVM cannot run kicklab's guests: `/dev/kvm` is replaced by `/dev/null`
+/// in a mount namespace of the test's own (root and `unshare` needed;
+/// skipped with the reason otherwise).
+#[test]
+fn an_unusable_kvm_is_one_refusal_in_every_command() {
+    let probe = Command::new("unshare")
+        .args(["-m", "--propagation", "private", "sh", "-c"])
+        .arg("mount --bind /dev/null /dev/kvm")
+        .output();
+    match probe {
+        Ok(o) if o.status.success() => {}
+        Ok(o) => {
+            eprintln!(
+                "skipped: cannot hide /dev/kvm here ({})",
+                String::from_utf8_lossy(&o.stderr).trim()
+            );
+            return;
+        }
+        Err(e) => {
+            eprintln!("skipped: no unshare here ({e})");
+            return;
+        }
+    }
+    for cmd in [
+        "run",
+        "calibrate",
+        "validate",
+        "pingpong",
+        "flags",
+        "scale",
+        "qos",
+        "control",
+    ] {
+        let out = Command::new("unshare")
+            .args(["-m", "--propagation", "private", "sh", "-c"])
+            .arg("mount --bind /dev/null /dev/kvm && exec \"$0\" \"$@\"")
+            .arg(env!("CARGO_BIN_EXE_kicklab"))
+            .args([cmd, "--backend", "kvm", "--json"])
+            .output()
+            .unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{cmd}: {err}");
+        let errors: Vec<&str> = err.lines().filter(|l| l.starts_with("error")).collect();
+        assert_eq!(errors.len(), 1, "{cmd}: {err}");
+        assert!(
+            errors[0].starts_with(
+                "error: invalid value 'kvm' for '--backend <BACKEND>': kvm is not usable here: "
+            ),
+            "{cmd}: {err}"
+        );
+    }
 }

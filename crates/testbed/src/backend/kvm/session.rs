@@ -9,7 +9,8 @@ use std::time::{Duration, Instant};
 
 use super::guest::Program;
 use super::vm::{GuestEnd, GuestWaits, VcpuThread, Vm};
-use crate::party::{join_within, Stall, TICK};
+use crate::party::{join_within, TICK};
+use crate::watchdog::Stall;
 use crate::TestbedError;
 
 /// How long the host gets to finish once the guest has ended, and how long

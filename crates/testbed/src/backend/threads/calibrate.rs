@@ -10,7 +10,8 @@ use kicklab_ring::{Notifier, NotifierKind};
 
 use crate::calibrate::{check_round, settled, Profile, Stat};
 use crate::clock::{clock_ns, own_cpu_clock, pin, rdtsc, thread_cpu_ns, Tsc};
-use crate::party::{join_within, Stall, Stoppable, TICK};
+use crate::party::{join_within, Stoppable, TICK};
+use crate::watchdog::Stall;
 use crate::TestbedError;
 
 /// The notifier's (start, end) TSC of each notify, its CPU time, and the

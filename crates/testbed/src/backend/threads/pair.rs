@@ -17,7 +17,8 @@ use kicklab_sim::Sampler;
 
 use crate::clock::{pin_cpu, Tsc};
 use crate::pair::{busy_waits, placement, RunGuard};
-use crate::party::{join_within, HostParty, Marks, Stall, Stoppable, ThreadStamps, TICK};
+use crate::party::{join_within, HostParty, Marks, Stoppable, ThreadStamps, TICK};
+use crate::watchdog::{Stall, Tids};
 use crate::{PairConfig, PairResult, Setting, TestbedError};
 
 /// The most memory a thread run's ring may take [bytes].
@@ -73,14 +74,17 @@ pub fn run_pair(cfg: &PairConfig, kind: NotifierKind) -> Result<PairResult, Test
         .latency
         .then(|| (0..cfg.params.len).map(|_| AtomicU64::new(0)).collect());
 
+    let tids = Tids::new(2);
     let spawn_side = |producer_side: bool| {
         let (to_c, to_p, stop) = (Arc::clone(&to_c), Arc::clone(&to_p), Arc::clone(&stop));
+        let tids = Arc::clone(&tids);
         let origin = Arc::clone(&origin);
         let progress = Arc::clone(&progress[usize::from(!producer_side)]);
         let stamps = Arc::clone(&stamps);
         let publish_times = publish_times.clone();
         let c = *cfg;
         move |end: Endpoint| -> Result<(Option<usize>, Marks), TestbedError> {
+            tids.set_mine(usize::from(!producer_side));
             let pinned = pin_cpu(usize::from(!producer_side));
             let (wait_on, kick_peer) = if producer_side {
                 (&to_p, &to_c)
@@ -143,7 +147,7 @@ pub fn run_pair(cfg: &PairConfig, kind: NotifierKind) -> Result<PairResult, Test
         .spawn(move || run_c(Endpoint::C(consumer)))?;
 
     // Watchdog: fail only when no message has moved for the stall limit.
-    let mut stall = Stall::new(cfg.timeout);
+    let mut stall = Stall::watching(cfg.timeout, Arc::clone(&tids), &["P", "C"]);
     let failure = loop {
         std::thread::sleep(TICK);
         if hp.is_finished() && hc.is_finished() {
@@ -167,12 +171,13 @@ pub fn run_pair(cfg: &PairConfig, kind: NotifierKind) -> Result<PairResult, Test
             };
             break Some(TestbedError::Hang(format!(
                 "no progress for {:?}: P published {} and C consumed {} of {total} messages; \
-                 P {}, C {} (a lost wake-up, a stuck notifier or very long busy work)",
+                 P {}, C {}; {} (a lost wake-up, a stuck notifier or very long busy work)",
                 cfg.timeout,
                 now.0,
                 now.1,
                 state(&hp),
                 state(&hc),
+                stall.account(),
             )));
         }
     };

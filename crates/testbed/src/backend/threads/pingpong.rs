@@ -9,8 +9,9 @@ use std::time::Duration;
 use kicklab_ring::{Notifier, NotifierKind};
 
 use crate::clock::{pin, rdtsc, thread_cpu_ns, Tsc};
-use crate::party::{join_within, Stall, TICK};
+use crate::party::{join_within, TICK};
 use crate::pingpong::{Idle, PingPongConfig, PingPongResult};
+use crate::watchdog::Stall;
 use crate::{Setting, TestbedError};
 
 /// What the two threads share.

@@ -1,0 +1,441 @@
+//! Writes that fail and outputs shared or interrupted: standard output on
+//! a full disk or closed, standard error likewise, arguments that are not
+//! UTF-8, a signal while a command writes, two runs into one folder, a
+//! file-size limit standing in for a full disk.
+
+use std::path::Path;
+use std::process::{Command, Output, Stdio};
+use std::time::Duration;
+
+use super::{kicklab, tmp};
+
+/// A cheap run of every command that needs no device (real backends where
+/// they take under a few seconds); `{out}` is replaced by a fresh folder.
+const COMMANDS: &[&[&str]] = &[
+    &["model"],
+    &["model", "--json"],
+    &["sim", "--messages", "2000"],
+    &["sim", "--messages", "2000", "--json"],
+    &[
+        "sweep",
+        "--vary",
+        "wp=0.5us..1us:3",
+        "--messages",
+        "1000",
+        "--out",
+        "{out}",
+    ],
+    &[
+        "map",
+        "--x",
+        "wp=0.5us..1us:3",
+        "--y",
+        "wc=0.5us..1us:3",
+        "--messages",
+        "500",
+        "--out",
+        "{out}",
+    ],
+    &["advise", "--messages", "2000"],
+    &["advise", "--messages", "2000", "--json"],
+    &[
+        "control",
+        "--range",
+        "0.5us..1us",
+        "--points",
+        "2",
+        "--workload",
+        "const",
+        "--messages",
+        "2000",
+        "--out",
+        "{out}",
+    ],
+    &["qos"],
+    &["qos", "--json"],
+    &["qos", "--figures", "--seconds", "2", "--out", "{out}"],
+    &["scale", "--backend", "sim"],
+    &["scale", "--backend", "sim", "--json"],
+    &["sim", "--bench", "--json"],
+    &[
+        "report",
+        "--no-testbed",
+        "--points",
+        "6",
+        "--messages",
+        "1000",
+        "--out",
+        "{out}",
+    ],
+    &["run", "--backend", "futex", "--messages", "2000", "--json"],
+    &["pingpong", "--backend", "futex", "--json"],
+    &["--help"],
+    &["model", "--help"],
+    &["--version"],
+];
+
+fn args_with(cmd: &[&str], out: &Path) -> Vec<String> {
+    cmd.iter()
+        .map(|a| {
+            if *a == "{out}" {
+                out.display().to_string()
+            } else {
+                (*a).to_string()
+            }
+        })
+        .collect()
+}
+
+/// Runs kicklab through `sh -c` with `redirect` applied (`>/dev/full`,
+/// `>&-`, ...).
+fn with_redirect(args: &[String], redirect: &str) -> Output {
+    Command::new("sh")
+        .arg("-c")
+        .arg(format!("exec \"$0\" \"$@\" {redirect}"))
+        .arg(env!("CARGO_BIN_EXE_kicklab"))
+        .args(args)
+        .stdin(Stdio::null())
+        .output()
+        .expect("run sh")
+}
+
+fn assert_failed_write(cmd: &[&str], out: &Output, stream: &str, dir: &Path) {
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{cmd:?}: {err}");
+    assert!(!err.contains("panicked"), "{cmd:?}: {err}");
+    if !stream.is_empty() {
+        // One error line, the last (a run's warnings may come before it).
+        let errors = err.lines().filter(|l| l.starts_with("error")).count();
+        assert_eq!(errors, 1, "{cmd:?}: one error line: {err}");
+        let last = err.lines().last().unwrap_or_default();
+        assert!(
+            last.starts_with("error: cannot write to ") && last.contains(stream),
+            "{cmd:?}: {err}"
+        );
+    }
+    assert!(!dir.exists(), "{cmd:?} left {}", dir.display());
+    let parent = dir.parent().unwrap();
+    let left: Vec<_> = std::fs::read_dir(parent)
+        .unwrap()
+        .filter_map(Result::ok)
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .filter(|n| n.contains(&*dir.file_name().unwrap().to_string_lossy()))
+        .collect();
+    assert!(left.is_empty(), "{cmd:?} left {left:?}");
+}
+
+#[test]
+fn a_full_or_closed_standard_output_is_one_line_exit_1_and_no_folder() {
+    let root = tmp("stdout");
+    std::fs::create_dir_all(&root).unwrap();
+    for (i, cmd) in COMMANDS.iter().enumerate() {
+        for (j, redirect) in [">/dev/full", ">&-"].iter().enumerate() {
+            let dir = root.join(format!("o{i}-{j}"));
+            let out = with_redirect(&args_with(cmd, &dir), redirect);
+            assert_failed_write(cmd, &out, "standard output", &dir);
+        }
+    }
+    let _ = std::fs::remove_dir_all(&root);
+}
+
+#[test]
+fn a_full_or_closed_standard_error_fails_only_a_command_that_writes_there() {
+    // Bad input: the refusal cannot be written, exit 1 (nothing partial).
+    for redirect in ["2>/dev/full", "2>&-"] {
+        let out = with_redirect(&["model".into(), "--len".into(), "0".into()], redirect);
+        assert_eq!(out.status.code(), Some(1), "{redirect}");
+        assert!(out.stdout.is_empty());
+    }
+    // A run that warns (a transient, not the steady state) loses its
+    // warning: exit 1, its result printed.
+    let sim: Vec<String> = ["sim", "--messages", "2000"]
+        .iter()
+        .map(ToString::to_string)
+        .collect();
+    let out = with_redirect(&sim, "2>/dev/full");
+    assert_eq!(out.status.code(), Some(1));
+    // A quiet command with standard error closed is done: nothing lost.
+    let out = with_redirect(&["model".into()], "2>&-");
+    assert_eq!(out.status.code(), Some(0));
+    assert!(!out.stdout.is_empty());
+}
+
+#[test]
+fn arguments_that_are_not_utf8_are_refused_naming_their_flag() {
+    use std::ffi::OsStr;
+    use std::os::unix::ffi::OsStrExt as _;
+    let bad = OsStr::from_bytes(b"\xff");
+    let cases: Vec<(Vec<&OsStr>, &str)> = vec![
+        (vec![OsStr::new("model"), bad], "not UTF-8"),
+        (vec![OsStr::from_bytes(b"--\xff")], "no such flag"),
+        (
+            vec![
+                OsStr::new("model"),
+                OsStr::from_bytes(b"--w\xffp"),
+                OsStr::new("1us"),
+            ],
+            "no such flag",
+        ),
+        (vec![OsStr::new("model"), OsStr::new("--wp"), bad], "--wp:"),
+        (
+            vec![OsStr::new("model"), OsStr::from_bytes(b"--wp=1\xffus")],
+            "--wp:",
+        ),
+        (
+            vec![OsStr::new("sweep"), OsStr::new("--out"), bad],
+            "--out:",
+        ),
+    ];
+    for (args, needle) in cases {
+        let out = Command::new(env!("CARGO_BIN_EXE_kicklab"))
+            .args(&args)
+            .output()
+            .unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {err}");
+        assert_eq!(err.trim_end().lines().count(), 1, "{args:?}: {err}");
+        assert!(err.contains(needle), "{args:?}: {err} lacks {needle}");
+        assert!(err.contains("\\xff"), "{args:?}: the byte shown: {err}");
+    }
+}
+
+#[test]
+fn a_path_with_a_newline_stays_one_line() {
+    let root = tmp("newline");
+    std::fs::create_dir_all(&root).unwrap();
+    let file = root.join("a\nb");
+    std::fs::write(&file, "x").unwrap();
+    let out = kicklab(&["model", "--profile", file.to_str().unwrap()]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert_eq!(err.trim_end().lines().count(), 1, "{err}");
+    assert!(err.contains("a\\nb"), "{err}");
+    let _ = std::fs::remove_dir_all(&root);
+}
+
+fn spawn(args: &[String]) -> std::process::Child {
+    Command::new(env!("CARGO_BIN_EXE_kicklab"))
+        .args(args)
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap()
+}
+
+fn leftovers(root: &Path) -> Vec<String> {
+    let mut found = Vec::new();
+    let mut stack = vec![root.to_path_buf()];
+    while let Some(d) = stack.pop() {
+        for e in std::fs::read_dir(&d).unwrap().filter_map(Result::ok) {
+            let p = e.path();
+            if p.is_dir() {
+                stack.push(p.clone());
+            }
+            found.push(p.strip_prefix(root).unwrap().display().to_string());
+        }
+    }
+    found
+}
+
+#[test]
+fn a_signal_at_any_moment_leaves_a_whole_folder_or_none() {
+    let root = tmp("signal");
+    std::fs::create_dir_all(&root).unwrap();
+    // A map large enough to be caught computing, drawing and writing.
+    let map = |out: &Path| {
+        args_with(
+            &[
+                "map",
+                "--x",
+                "wp=0.1us..3us:300",
+                "--y",
+                "wc=0.1us..3us:300",
+                "--messages",
+                "0",
+                "--out",
+                "{out}",
+            ],
+            out,
+        )
+    };
+    for (i, delay_ms) in [20u64, 60, 120, 200, 300, 400, 550, 700, 900]
+        .iter()
+        .enumerate()
+    {
+        for sig in [libc::SIGINT, libc::SIGTERM] {
+            let out = root.join(format!("m{i}-{sig}"));
+            let mut child = spawn(&map(&out));
+            std::thread::sleep(Duration::from_millis(*delay_ms));
+            // SAFETY: kill on a child we spawned and have not reaped.
+            unsafe {
+                libc::kill(child.id() as libc::pid_t, sig);
+            }
+            let status = child.wait().unwrap();
+            let left = leftovers(&root);
+            match status.code() {
+                // Done before the signal: the whole folder.
+                Some(0) => {
+                    for f in ["map.csv", "index.html", ".kicklab-output"] {
+                        assert!(out.join(f).is_file(), "{f} in {}", out.display());
+                    }
+                    std::fs::remove_dir_all(&out).unwrap();
+                }
+                Some(c) => {
+                    assert_eq!(c, 128 + sig, "{delay_ms} ms");
+                    assert!(left.is_empty(), "{delay_ms} ms, signal {sig}: {left:?}");
+                }
+                None => panic!("killed by the signal itself, no clean-up"),
+            }
+            assert!(leftovers(&root).is_empty());
+        }
+    }
+    let _ = std::fs::remove_dir_all(&root);
+}
+
+#[test]
+fn two_runs_into_one_folder_one_is_refused_and_an_earlier_run_is_replaced_only_with_force() {
+    let root = tmp("shared");
+    std::fs::create_dir_all(&root).unwrap();
+    let out = root.join("o");
+    let slow = args_with(
+        &[
+            "map",
+            "--x",
+            "wp=0.1us..3us:60",
+            "--y",
+            "wc=0.1us..3us:60",
+            "--messages",
+            "20000",
+            "--out",
+            "{out}",
+        ],
+        &out,
+    );
+    let first = spawn(&slow);
+    std::thread::sleep(Duration::from_millis(300));
+    let second = kicklab(&[
+        "sweep",
+        "--vary",
+        "wp=0.5us..1us:3",
+        "--messages",
+        "500",
+        "--out",
+        out.to_str().unwrap(),
+    ]);
+    let err = String::from_utf8_lossy(&second.stderr);
+    assert_eq!(second.status.code(), Some(2), "{err}");
+    assert!(err.contains("another kicklab run is writing"), "{err}");
+    let first = first.wait_with_output().unwrap();
+    assert!(first.status.success());
+    assert!(out.join("map.csv").is_file(), "the first run's files whole");
+
+    let sweep = |force: bool| {
+        let mut a = vec![
+            "sweep",
+            "--vary",
+            "wp=0.5us..1us:3",
+            "--messages",
+            "500",
+            "--out",
+            out.to_str().unwrap(),
+        ];
+        if force {
+            a.push("--force");
+        }
+        kicklab(&a)
+    };
+    let again = sweep(false);
+    let err = String::from_utf8_lossy(&again.stderr);
+    assert_eq!(again.status.code(), Some(2), "{err}");
+    assert!(
+        err.contains("earlier run (kicklab map)") && err.contains("--force"),
+        "{err}"
+    );
+    assert!(sweep(true).status.success());
+    assert!(out.join("sweep.csv").is_file());
+    assert!(!out.join("map.csv").exists(), "no stale file from the map");
+    assert_eq!(
+        leftovers(&root)
+            .iter()
+            .filter(|p| !p.starts_with("o"))
+            .count(),
+        0
+    );
+
+    // A folder of someone else's files: never replaced, even with --force.
+    let theirs = root.join("theirs");
+    std::fs::create_dir_all(&theirs).unwrap();
+    std::fs::write(theirs.join("notes.txt"), "mine").unwrap();
+    let out = kicklab(&[
+        "sweep",
+        "--vary",
+        "wp=0.5us..1us:3",
+        "--force",
+        "--out",
+        theirs.to_str().unwrap(),
+    ]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(err.contains("did not write"), "{err}");
+    assert_eq!(
+        std::fs::read_to_string(theirs.join("notes.txt")).unwrap(),
+        "mine"
+    );
+    let _ = std::fs::remove_dir_all(&root);
+}
+
+#[test]
+fn a_refused_out_leaves_none_of_the_parents_it_would_have_made() {
+    let root = tmp("parents");
+    std::fs::create_dir_all(&root).unwrap();
+    let long = "n".repeat(300);
+    let out = root.join("a/b").join(&long).join("c");
+    let r = kicklab(&[
+        "sweep",
+        "--vary",
+        "wp=0.5us..1us:3",
+        "--out",
+        out.to_str().unwrap(),
+    ]);
+    let err = String::from_utf8_lossy(&r.stderr);
+    assert_eq!(r.status.code(), Some(2), "{err}");
+    assert!(err.contains("--out"), "{err}");
+    assert!(leftovers(&root).is_empty(), "{:?}", leftovers(&root));
+    let _ = std::fs::remove_dir_all(&root);
+}
+
+/// A file-size limit (`ulimit -f`) makes every write past it fail as a
+/// full disk would (EFBIG, with SIGXFSZ ignored).
+fn size_limited(args: &[String], blocks: u32) -> Output {
+    Command::new("sh")
+        .arg("-c")
+        .arg(format!(
+            "trap '' XFSZ; ulimit -f {blocks}; exec \"$0\" \"$@\""
+        ))
+        .arg(env!("CARGO_BIN_EXE_kicklab"))
+        .args(args)
+        .stdin(Stdio::null())
+        .output()
+        .expect("run sh")
+}
+
+#[test]
+fn a_disk_that_fills_leaves_no_partial_folder() {
+    let root = tmp("full");
+    std::fs::create_dir_all(&root).unwrap();
+    for (i, cmd) in COMMANDS.iter().filter(|c| c.contains(&"{out}")).enumerate() {
+        let dir = root.join(format!("o{i}"));
+        let out = size_limited(&args_with(cmd, &dir), 2);
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(1), "{cmd:?}: {err}");
+        assert!(!err.contains("panicked"), "{cmd:?}: {err}");
+        let last = err.trim_end().lines().last().unwrap_or_default();
+        assert!(last.starts_with("error: "), "{cmd:?}: {err}");
+        assert!(
+            leftovers(&root).is_empty(),
+            "{cmd:?}: {:?}",
+            leftovers(&root)
+        );
+    }
+    let _ = std::fs::remove_dir_all(&root);
+}

@@ -1,0 +1,398 @@
+//! An output folder written whole or not at all: [`OutDir`] stages a run's
+//! files in a hidden folder beside the target, locked against a second
+//! run, and moves it into place only when everything was written;
+//! [`crate::remove_temporaries`] removes whatever is staged (a signal
+//! handler's job). What is not here: what goes into the files (the callers), and a
+//! single file's atomic write ([`crate::write_atomic`]).
+//!
+//! The rules, each a refusal before any work is done:
+//! - the target must be a folder or not exist (its missing parents are
+//!   made, and removed again if the run does not finish);
+//! - a target that holds an earlier run's files (the marker
+//!   [`MARKER`]) is replaced only when the caller says so (`--force`);
+//! - a target holding files that kicklab did not write is never replaced;
+//! - a second run writing the same target while the first runs is
+//!   refused (an advisory `flock` on a file in the staging folder: it
+//!   goes with the process, so a killed run leaves no stale lock).
+
+use std::fs::File;
+use std::os::unix::io::AsRawFd as _;
+use std::path::{Path, PathBuf};
+
+use crate::temporaries::{forget_temporary, register_temporary};
+
+/// The file in every output folder kicklab writes: says which command
+/// wrote it, and marks the folder as kicklab's to replace.
+pub const MARKER: &str = ".kicklab-output";
+
+/// The lock file inside a staging folder.
+const LOCK: &str = ".lock";
+
+/// Why an output folder cannot be used; each a sentence naming the path.
+#[derive(Debug, thiserror::Error)]
+pub enum OutDirError {
+    /// The target exists and is not a folder.
+    #[error("{0} exists and is not a directory")]
+    NotADirectory(String),
+    /// The target holds an earlier run's files.
+    #[error("{0} holds the files of an earlier run ({1}); add --force to replace them, or choose another folder")]
+    EarlierRun(String, String),
+    /// The target holds files kicklab did not write.
+    #[error("{0} holds files kicklab did not write; choose an empty or new folder")]
+    Foreign(String),
+    /// Another run is writing the same target.
+    #[error("another kicklab run is writing {0} now; wait for it or choose another folder")]
+    Busy(String),
+    /// A file-system call failed.
+    #[error("cannot write {0}: {1}")]
+    Io(String, std::io::Error),
+}
+
+/// A run's output folder while it is being written; see the module doc.
+/// Dropped without [`OutDir::commit`], it removes the staged files and any
+/// parent folder it made.
+#[derive(Debug)]
+pub struct OutDir {
+    target: PathBuf,
+    staging: PathBuf,
+    made_parents: Vec<PathBuf>,
+    _lock: File,
+    committed: bool,
+}
+
+impl OutDir {
+    /// Prepares `target` for a run of `command` (`"kicklab sweep"`, say),
+    /// `replace` saying whether an earlier run's files may be replaced.
+    ///
+    /// # Errors
+    ///
+    /// [`OutDirError`]: see the module doc.
+    pub fn begin(target: &Path, command: &str, replace: bool) -> Result<OutDir, OutDirError> {
+        let shown = target.display().to_string();
+        let io = |e| OutDirError::Io(shown.clone(), e);
+        if target.exists() && !target.is_dir() {
+            return Err(OutDirError::NotADirectory(shown));
+        }
+        let name = target
+            .file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .filter(|n| n != ".." && n != ".")
+            .ok_or_else(|| {
+                OutDirError::Io(
+                    shown.clone(),
+                    std::io::Error::other("name a folder, not . or .."),
+                )
+            })?;
+        let parent = match target.parent() {
+            Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
+            _ => PathBuf::from("."),
+        };
+        let made_parents = make_parents(&parent).map_err(io)?;
+        let mut made = Guard(made_parents);
+        if target.is_dir() {
+            check_replaceable(target, &shown, replace)?;
+        }
+        let staging = parent.join(format!(".{name}.kicklab-staging"));
+        let lock = claim(&staging, &shown)?;
+        register_temporary(&staging);
+        let out = OutDir {
+            target: target.to_path_buf(),
+            staging,
+            made_parents: std::mem::take(&mut made.0),
+            _lock: lock,
+            committed: false,
+        };
+        crate::write_atomic(&out.staging.join(MARKER), format!("{command}\n"))
+            .map_err(|e| OutDirError::Io(shown.clone(), std::io::Error::other(e.to_string())))?;
+        Ok(out)
+    }
+
+    /// Where the run writes its files (the staging folder).
+    #[must_use]
+    pub fn path(&self) -> &Path {
+        &self.staging
+    }
+
+    /// The folder the files will be in once committed.
+    #[must_use]
+    pub fn target(&self) -> &Path {
+        &self.target
+    }
+
+    /// Moves the staged files into place: the target is the new run's
+    /// files alone (an earlier run's folder, if any, is swapped out whole
+    /// and removed).
+    ///
+    /// # Errors
+    ///
+    /// [`OutDirError::Io`] where the move failed (the staged files are
+    /// then removed and the target is as it was).
+    pub fn commit(mut self) -> Result<(), OutDirError> {
+        let shown = self.target.display().to_string();
+        let _ = std::fs::remove_file(self.staging.join(LOCK));
+        let moved = if self.target.is_dir() {
+            exchange(&self.staging, &self.target).map(|()| {
+                // The staging path now holds the earlier run's files.
+                let _ = std::fs::remove_dir_all(&self.staging);
+            })
+        } else {
+            std::fs::rename(&self.staging, &self.target)
+        };
+        moved.map_err(|e| OutDirError::Io(shown, e))?;
+        forget_temporary(&self.staging);
+        self.committed = true;
+        Ok(())
+    }
+}
+
+impl Drop for OutDir {
+    fn drop(&mut self) {
+        if self.committed {
+            return;
+        }
+        let _ = std::fs::remove_dir_all(&self.staging);
+        forget_temporary(&self.staging);
+        remove_made(&self.made_parents);
+    }
+}
+
+/// Parent folders made for a target, removed (when still empty) unless
+/// handed over.
+struct Guard(Vec<PathBuf>);
+
+impl Drop for Guard {
+    fn drop(&mut self) {
+        remove_made(&self.0);
+    }
+}
+
+fn remove_made(made: &[PathBuf]) {
+    // Innermost first; a folder something else wrote into stays.
+    for d in made.iter().rev() {
+        let _ = std::fs::remove_dir(d);
+    }
+}
+
+/// Makes `dir` and its missing parents; returns those it made, outermost
+/// first. A failure removes what it made.
+fn make_parents(dir: &Path) -> std::io::Result<Vec<PathBuf>> {
+    let mut missing = Vec::new();
+    let mut d = Some(dir);
+    while let Some(p) = d {
+        if p.as_os_str().is_empty() || p.exists() {
+            break;
+        }
+        missing.push(p.to_path_buf());
+        d = p.parent();
+    }
+    missing.reverse();
+    let mut made = Vec::new();
+    for p in missing {
+        if let Err(e) = std::fs::create_dir(&p) {
+            remove_made(&made);
+            return Err(e);
+        }
+        made.push(p);
+    }
+    Ok(made)
+}
+
+/// Fails unless the existing folder `target` is empty, or holds an earlier
+/// run's files and `replace` is set.
+fn check_replaceable(target: &Path, shown: &str, replace: bool) -> Result<(), OutDirError> {
+    let io = |e| OutDirError::Io(shown.to_string(), e);
+    let mut entries = std::fs::read_dir(target).map_err(io)?;
+    if entries.next().is_none() {
+        return Ok(());
+    }
+    let Ok(by) = std::fs::read_to_string(target.join(MARKER)) else {
+        return Err(OutDirError::Foreign(shown.to_string()));
+    };
+    if replace {
+        Ok(())
+    } else {
+        let by = by.lines().next().unwrap_or("kicklab").trim().to_string();
+        Err(OutDirError::EarlierRun(shown.to_string(), by))
+    }
+}
+
+/// Makes the staging folder and locks it; a folder left by a run that
+/// was killed (its lock free) is cleared first, one held by a live run
+/// is [`OutDirError::Busy`].
+fn claim(staging: &Path, shown: &str) -> Result<File, OutDirError> {
+    let io = |e| OutDirError::Io(shown.to_string(), e);
+    for _ in 0..3 {
+        match std::fs::create_dir(staging) {
+            Ok(()) => {
+                let lock = File::create(staging.join(LOCK)).map_err(io)?;
+                if !try_lock(&lock) {
+                    // Another run cleared a stale folder and made its own.
+                    return Err(OutDirError::Busy(shown.to_string()));
+                }
+                return Ok(lock);
+            }
+            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {
+                match File::open(staging.join(LOCK)) {
+                    Ok(f) if !try_lock(&f) => return Err(OutDirError::Busy(shown.to_string())),
+                    // Locked by nobody: a killed run's leftovers.
+                    Ok(_) => {
+                        let _ = std::fs::remove_dir_all(staging);
+                    }
+                    // No lock file: being committed (or made) right now.
+                    Err(_) => return Err(OutDirError::Busy(shown.to_string())),
+                }
+            }
+            Err(e) => return Err(io(e)),
+        }
+    }
+    Err(OutDirError::Busy(shown.to_string()))
+}
+
+/// An exclusive, non-blocking `flock` on `f`.
+fn try_lock(f: &File) -> bool {
+    // SAFETY: flock on a descriptor this process owns; no memory involved.
+    unsafe { libc::flock(f.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) == 0 }
+}
+
+/// Swaps two folders in one step (`renameat2` with `RENAME_EXCHANGE`), or,
+/// where the file system cannot, moves the old one aside first.
+fn exchange(a: &Path, b: &Path) -> std::io::Result<()> {
+    use std::os::unix::ffi::OsStrExt as _;
+    let c = |p: &Path| {
+        std::ffi::CString::new(p.as_os_str().as_bytes())
+            .map_err(|_| std::io::Error::other("a path holds a NUL byte"))
+    };
+    let (ca, cb) = (c(a)?, c(b)?);
+    // SAFETY: two valid NUL-terminated paths relative to the working
+    // directory; renameat2 reads them and touches no other memory.
+    let r = unsafe {
+        libc::renameat2(
+            libc::AT_FDCWD,
+            ca.as_ptr(),
+            libc::AT_FDCWD,
+            cb.as_ptr(),
+            libc::RENAME_EXCHANGE,
+        )
+    };
+    if r == 0 {
+        return Ok(());
+    }
+    let e = std::io::Error::last_os_error();
+    if !matches!(e.raw_os_error(), Some(libc::EINVAL | libc::ENOSYS)) {
+        return Err(e);
+    }
+    // Aside, in, and the old one where `a` was (the caller removes it).
+    let aside = a.with_extension("old");
+    std::fs::rename(b, &aside)?;
+    if let Err(e) = std::fs::rename(a, b) {
+        let _ = std::fs::rename(&aside, b);
+        return Err(e);
+    }
+    std::fs::rename(&aside, a)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn root(name: &str) -> PathBuf {
+        let d = std::env::temp_dir().join(format!("kicklab-outdir-{}-{name}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&d);
+        std::fs::create_dir_all(&d).unwrap();
+        d
+    }
+
+    fn names(d: &Path) -> Vec<String> {
+        let mut v: Vec<String> = std::fs::read_dir(d)
+            .unwrap()
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .collect();
+        v.sort();
+        v
+    }
+
+    #[test]
+    fn a_committed_run_is_in_place_and_a_dropped_one_leaves_nothing() {
+        let r = root("commit");
+        let target = r.join("a/b/out");
+        let o = OutDir::begin(&target, "kicklab test", false).unwrap();
+        std::fs::write(o.path().join("x.csv"), "1").unwrap();
+        o.commit().unwrap();
+        assert_eq!(names(&target), [MARKER, "x.csv"]);
+        assert_eq!(names(&r.join("a/b")), ["out"], "no staging left");
+
+        let other = r.join("c/d/out");
+        let o = OutDir::begin(&other, "kicklab test", false).unwrap();
+        std::fs::write(o.path().join("x.csv"), "1").unwrap();
+        drop(o);
+        assert_eq!(names(&r), ["a"], "the parents it made are gone too");
+        let _ = std::fs::remove_dir_all(&r);
+    }
+
+    #[test]
+    fn an_earlier_run_is_replaced_whole_only_when_asked() {
+        let r = root("replace");
+        let target = r.join("out");
+        let o = OutDir::begin(&target, "kicklab first", false).unwrap();
+        std::fs::write(o.path().join("old.svg"), "old").unwrap();
+        o.commit().unwrap();
+        let e = OutDir::begin(&target, "kicklab second", false).unwrap_err();
+        assert!(e.to_string().contains("kicklab first"), "{e}");
+        assert!(e.to_string().contains("--force"), "{e}");
+        let o = OutDir::begin(&target, "kicklab second", true).unwrap();
+        std::fs::write(o.path().join("new.svg"), "new").unwrap();
+        o.commit().unwrap();
+        assert_eq!(names(&target), [MARKER, "new.svg"], "no stale chart");
+        assert_eq!(names(&r), ["out"]);
+        let _ = std::fs::remove_dir_all(&r);
+    }
+
+    #[test]
+    fn a_folder_of_someone_elses_files_is_never_replaced() {
+        let r = root("foreign");
+        std::fs::write(r.join("notes.txt"), "mine").unwrap();
+        let e = OutDir::begin(&r, "kicklab test", true).unwrap_err();
+        assert!(matches!(e, OutDirError::Foreign(_)), "{e}");
+        assert_eq!(names(&r), ["notes.txt"]);
+        let _ = std::fs::remove_dir_all(&r);
+    }
+
+    #[test]
+    fn a_second_run_on_the_same_folder_is_refused_and_a_killed_ones_leftovers_cleared() {
+        let r = root("busy");
+        let target = r.join("out");
+        let first = OutDir::begin(&target, "kicklab one", false).unwrap();
+        let e = OutDir::begin(&target, "kicklab two", false).unwrap_err();
+        assert!(matches!(e, OutDirError::Busy(_)), "{e}");
+        drop(first);
+        // A staging folder whose lock nobody holds (its run was killed).
+        let stale = r.join(".out.kicklab-staging");
+        std::fs::create_dir(&stale).unwrap();
+        std::fs::write(stale.join(LOCK), "").unwrap();
+        std::fs::write(stale.join("half.csv"), "1,").unwrap();
+        let o = OutDir::begin(&target, "kicklab three", false).unwrap();
+        assert_eq!(names(o.path()), [".kicklab-output", LOCK]);
+        o.commit().unwrap();
+        let _ = std::fs::remove_dir_all(&r);
+    }
+
+    #[test]
+    fn a_file_in_the_way_is_refused() {
+        let r = root("file");
+        std::fs::write(r.join("out"), "x").unwrap();
+        let e = OutDir::begin(&r.join("out"), "kicklab test", false).unwrap_err();
+        assert!(matches!(e, OutDirError::NotADirectory(_)), "{e}");
+        let _ = std::fs::remove_dir_all(&r);
+    }
+
+    #[test]
+    fn a_staging_folder_is_registered_until_committed() {
+        let r = root("temps");
+        let o = OutDir::begin(&r.join("out"), "kicklab test", false).unwrap();
+        let staged = o.path().to_path_buf();
+        assert!(crate::temporaries::is_registered(&staged));
+        o.commit().unwrap();
+        assert!(!crate::temporaries::is_registered(&staged));
+        let _ = std::fs::remove_dir_all(&r);
+    }
+}

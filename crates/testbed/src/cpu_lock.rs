@@ -1,0 +1,130 @@
+//! [`CpuLock`]: one kicklab process at a time runs real pairs on the CPUs
+//! they pin. Two runs started at once on the same CPUs took each other's
+//! CPU time, and a watchdog could not tell that from a hang; now the
+//! second waits for the first (saying so) and both finish. An advisory
+//! `flock` on a file in the temporary folder: it goes with the process, so
+//! a killed run leaves no stale lock. Every entry point that runs real
+//! pairs calls [`hold`] once its input is checked: the first call takes
+//! the lock for the rest of the process (threads of one process share
+//! it). What is not here: the pinning
+//! ([`crate::clock::pin`]) and the watchdogs (`party`).
+
+use std::fs::File;
+use std::io::{Read as _, Seek as _, Write as _};
+use std::os::unix::io::AsRawFd as _;
+use std::path::PathBuf;
+
+/// Held while a process runs real pairs; released when dropped (or when
+/// the process ends).
+#[derive(Debug)]
+pub struct CpuLock {
+    _file: File,
+}
+
+/// The lock file: `kicklab-cpus.lock` in the temporary folder.
+#[must_use]
+pub fn lock_path() -> PathBuf {
+    std::env::temp_dir().join("kicklab-cpus.lock")
+}
+
+impl CpuLock {
+    /// Takes the lock, waiting for the process that holds it; `waiting` is
+    /// told (with that process's id, where it wrote one) before the wait.
+    ///
+    /// # Errors
+    ///
+    /// The lock file could not be opened or locked.
+    pub fn acquire(waiting: impl FnOnce(Option<u32>)) -> std::io::Result<CpuLock> {
+        use std::os::unix::fs::OpenOptionsExt as _;
+        let mut file = std::fs::OpenOptions::new()
+            .read(true)
+            .write(true)
+            .create(true)
+            .truncate(false)
+            .mode(0o666)
+            .open(lock_path())?;
+        if !flock(&file, libc::LOCK_EX | libc::LOCK_NB)? {
+            let mut holder = String::new();
+            let _ = file.read_to_string(&mut holder);
+            waiting(holder.trim().parse().ok());
+            flock(&file, libc::LOCK_EX)?;
+        }
+        // Who holds it, for the next one's note.
+        let _ = file.set_len(0);
+        let _ = file.rewind();
+        let _ = write!(file, "{}", std::process::id());
+        Ok(CpuLock { _file: file })
+    }
+}
+
+/// The process's lock, once taken.
+static HELD: std::sync::Mutex<Option<CpuLock>> = std::sync::Mutex::new(None);
+/// Told before a wait for another process (set by the front end).
+static ON_WAIT: std::sync::OnceLock<fn(Option<u32>)> = std::sync::OnceLock::new();
+
+/// Sets what [`hold`] says before it waits for another process (the
+/// binary prints a note); once per process.
+pub fn on_wait(say: fn(Option<u32>)) {
+    let _ = ON_WAIT.set(say);
+}
+
+/// Takes the CPU lock for the rest of the process, waiting for another
+/// process that holds it; a no-op once this process has it.
+///
+/// # Errors
+///
+/// [`TestbedError::Io`](crate::TestbedError::Io): the lock file could not
+/// be opened or locked.
+pub fn hold() -> Result<(), crate::TestbedError> {
+    let mut held = HELD
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner);
+    if held.is_none() {
+        let say = ON_WAIT.get().copied();
+        *held = Some(CpuLock::acquire(|pid| {
+            if let Some(say) = say {
+                say(pid);
+            }
+        })?);
+    }
+    Ok(())
+}
+
+/// `flock(2)`: `Ok(false)` where a non-blocking lock is held elsewhere.
+fn flock(f: &File, op: libc::c_int) -> std::io::Result<bool> {
+    loop {
+        // SAFETY: flock on a descriptor this process owns; no memory
+        // is involved.
+        if unsafe { libc::flock(f.as_raw_fd(), op) } == 0 {
+            return Ok(true);
+        }
+        let e = std::io::Error::last_os_error();
+        match e.raw_os_error() {
+            Some(libc::EINTR) => {}
+            Some(libc::EWOULDBLOCK) => return Ok(false),
+            _ => return Err(e),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_second_taker_waits_for_the_first_and_learns_its_pid() {
+        let first = CpuLock::acquire(|_| {}).unwrap();
+        let (tx, rx) = std::sync::mpsc::channel();
+        let h = std::thread::spawn(move || {
+            let mut told = None;
+            let _second = CpuLock::acquire(|pid| told = Some(pid)).unwrap();
+            tx.send(told).unwrap();
+        });
+        std::thread::sleep(std::time::Duration::from_millis(100));
+        assert!(rx.try_recv().is_err(), "the second waits");
+        drop(first);
+        let told = rx.recv().unwrap();
+        h.join().unwrap();
+        assert_eq!(told, Some(Some(std::process::id())));
+    }
+}
