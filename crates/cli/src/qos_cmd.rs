@@ -232,10 +232,11 @@ pub fn run(a: &QosArgs) -> anyhow::Result<()> {
             ))
             .into());
         }
-        if a.vms > kicklab_testbed::qos::MAX_VMS {
+        if a.vms > kicklab_testbed::qos::MAX_GUEST_VMS {
             return Err(Usage(format!(
-                "--vms: 1 to {} guests with kvm",
-                kicklab_testbed::qos::MAX_VMS
+                "--vms: 1 to {} guests with kvm (their set-up grows with the square of their \
+                 number: minutes past that)",
+                kicklab_testbed::qos::MAX_GUEST_VMS
             ))
             .into());
         }

@@ -469,6 +469,23 @@ impl Profile {
                 self.tsc_ghz
             ));
         }
+        // A wall start-up may come out negative (the peer runs before the
+        // notifier's call returns: a kick seen half-way through it), never
+        // by more than the call itself: the peer cannot run before the
+        // notification began.
+        for (name, s, n, by) in [
+            ("SP", &self.sp, &self.nc, "NC"),
+            ("SC", &self.sc, &self.np, "NP"),
+        ] {
+            if s.median_ns < -n.median_ns {
+                return Err(format!(
+                    "{name}.median_ns = {:e}: a start-up may be negative by at most the \
+                     notification it follows ({by}.median_ns = {:e}): the peer cannot run before \
+                     the notification began",
+                    s.median_ns, n.median_ns
+                ));
+            }
+        }
         if let Some(o) = self.others_cpu {
             if !(o.is_finite() && (0.0..=1e4).contains(&o)) {
                 return Err(format!(
@@ -1138,6 +1155,10 @@ mod tests {
         bad(&|p| p.backend = "x".repeat(5000), "(5000 characters)");
         bad(&|p| p.backend = String::new(), "backend = ``");
         bad(&|p| p.backend = "bogus".into(), "backend = `bogus`");
+        bad(
+            &|p| p.sc = Stat::constant(-2.0 * p.np.median_ns),
+            "SC.median_ns = -2e4: a start-up may be negative by at most",
+        );
         bad(&|p| p.tsc_ghz = -1.0, "tsc_ghz");
     }
 

@@ -3,6 +3,7 @@
 use std::path::PathBuf;
 use std::process::{Command, Output};
 
+mod beside;
 mod outputs;
 
 fn kicklab(args: &[&str]) -> Output {
