@@ -1,6 +1,6 @@
 //! `kicklab control`: every strategy against polling over the Fig. 4 sweep
 //! and the workloads of `control.md`, in the simulator (the paper's Fig. 5,
-//! extended), with issue 14's targets checked.
+//! extended), with the controller's targets checked.
 
 use std::path::PathBuf;
 

@@ -22,6 +22,7 @@ mod map_cmd;
 mod model_cmd;
 mod pingpong_cmd;
 mod qos_cmd;
+mod replay_cmd;
 mod report_cmd;
 mod run_cmd;
 mod scale_cmd;
@@ -91,6 +92,8 @@ enum Cmd {
     Map(map_cmd::MapArgs),
     /// Reproduce the figures and tables as one HTML page with plots.
     Report(report_cmd::ReportArgs),
+    /// Forecast recorded validations again from their profiles and judge the forecasts (coverage, sharpness); also `validate --replay DIR`.
+    Replay(replay_cmd::ReplayArgs),
 }
 
 /// The process's entry point (see the crate doc): the exit code of
@@ -122,7 +125,7 @@ fn kicklab() -> u8 {
         return out::finish(2);
     }
     let parsed = Cli::command()
-        .try_get_matches()
+        .try_get_matches_from(replay_alias(std::env::args_os().collect()))
         .and_then(|m| Cli::from_arg_matches(&m).map(|c| (c, m)));
     let (cli, matches) = match parsed {
         Ok(c) => c,
@@ -180,6 +183,7 @@ fn kicklab() -> u8 {
         Cmd::Flags(a) => flags_cmd::run(&a),
         Cmd::Map(a) => map_cmd::run(&a),
         Cmd::Report(a) => report_cmd::run(&a),
+        Cmd::Replay(a) => replay_cmd::run(&a),
     };
     match result {
         Ok(()) => {
@@ -211,6 +215,32 @@ fn say_waiting_for_cpus(holder: Option<u32>) {
          waiting for it to finish ...",
         holder.map(|p| format!(" (pid {p})")).unwrap_or_default()
     );
+}
+
+/// `kicklab validate --replay DIR ...` as `kicklab replay DIR ...`: a
+/// replay runs nothing, so none of validate's own flags (its required
+/// `--backend`) apply.
+fn replay_alias(args: Vec<std::ffi::OsString>) -> Vec<std::ffi::OsString> {
+    if args.get(1).is_none_or(|a| a != "validate") {
+        return args;
+    }
+    let at = args
+        .iter()
+        .position(|a| a == "--replay" || a.to_str().is_some_and(|a| a.starts_with("--replay=")));
+    let Some(at) = at else {
+        return args;
+    };
+    let mut out: Vec<std::ffi::OsString> = vec![args[0].clone(), "replay".into()];
+    for (i, a) in args.iter().enumerate().skip(2) {
+        if i == at {
+            if let Some(dir) = a.to_str().and_then(|a| a.strip_prefix("--replay=")) {
+                out.push(dir.into());
+            }
+        } else {
+            out.push(a.clone());
+        }
+    }
+    out
 }
 
 /// `line` on one line: control characters (a newline in a path, say)

@@ -586,7 +586,12 @@ fn real(a: &QosArgs, sys: &QosSystem) -> anyhow::Result<()> {
     use kicklab_model::fmt_ns;
     let core = vm_core(a, sys.vms.len());
     check(sys, a.scale, a.seconds, core).map_err(|e| real_usage(e, a.scale))?;
-    let p = real_point(sys, a.scale, a.seconds, a.seed, core, qos_real::TRIES, None)?;
+    let p = kicklab_lab::with_heartbeat(
+        &crate::Bars::default(),
+        &format!("qos --backend {}", a.backend),
+        std::time::Duration::from_secs(10),
+        || real_point(sys, a.scale, a.seconds, a.seed, core, qos_real::TRIES, None),
+    )?;
     let (run, m, s) = (&p.run, &p.model, a.scale);
     let names = sys.stage_names();
     let real_sys = scaled(sys, s);

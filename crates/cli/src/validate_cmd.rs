@@ -108,6 +108,7 @@ pub fn run(a: &ValidateArgs) -> anyhow::Result<()> {
     if a.json {
         crate::print_json(&kicklab_lab::validate::to_json(
             &points,
+            &params,
             a.be.get(),
             &a.vary,
             &opts,

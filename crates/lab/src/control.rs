@@ -92,7 +92,7 @@ impl Workload {
         })
     }
 
-    /// The targets of issue 14 for this workload: (T ratio, excess ratio)
+    /// The controller's targets for this workload: (T ratio, excess ratio)
     /// at most, against polling.
     pub fn targets(self) -> (f64, f64) {
         match self {
@@ -558,7 +558,7 @@ pub fn control_study(
 /// Polling's excess under which the excess target does not apply [ns].
 const EXCESS_FLOOR_NS: f64 = 200.0;
 
-/// Issue 14's targets on real pairs: (T ratio, excess ratio) at most.
+/// The controller's targets on real pairs: (T ratio, excess ratio) at most.
 const REAL_TARGETS: (f64, f64) = (1.10, 0.35);
 
 fn judge(p: &mut Point, adaptive: &str, latency_ns: f64, (t_max, x_max): (f64, f64)) {

@@ -39,6 +39,8 @@ pub enum Input {
     Seconds,
     /// The W_P range of a control study.
     Range,
+    /// The folder of recorded validations to replay.
+    Replay,
 }
 
 impl Input {
@@ -60,6 +62,7 @@ impl Input {
             Input::Latency => "latency",
             Input::Seconds => "seconds",
             Input::Range => "range",
+            Input::Replay => "replay",
         }
     }
 }

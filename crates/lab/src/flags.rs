@@ -1,6 +1,6 @@
 //! Shared-memory notification flags against a system call over many
 //! sources (VMware's bit vector vs `select()`): the sweep over the number
-//! of sources, the check of issue 17's target, and the report's section.
+//! of sources, the check of its target, and the report's section.
 //! The runs themselves are `kicklab_testbed::flags`.
 
 use std::time::Duration;
@@ -111,7 +111,7 @@ pub fn median_run(
 }
 
 /// How far the bit vector's wake-up cost may spread across the number of
-/// sources watched, largest over smallest (issue 17's target: a shared
+/// sources watched, largest over smallest (the target: a shared
 /// flag word costs the same however many sources it carries).
 pub const BITMAP_SPREAD_TARGET: f64 = 1.2;
 

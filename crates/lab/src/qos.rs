@@ -1,6 +1,6 @@
 //! Several VMs, one device (Lakshmi and Nandy): one point run in the model
 //! and the simulator, the sweeps behind the paper's Figs. 2.10-2.12 with
-//! its published numbers beside ours, the targets of issue 15 checked, and
+//! its published numbers beside ours, its targets checked, and
 //! the report's section. What does not live here: the system and its
 //! analytic solution (`kicklab_model::qos`), the simulation
 //! (`kicklab_sim::qos`), printing.
@@ -457,7 +457,7 @@ pub fn section(f: &QosFigures, seconds: f64, seed: u64) -> Result<Section, LabEr
          (model {:.0}/s; paper 1500/s): {:.2}x (paper 1.58x). With VM2 limited to {:.0}/s and both VMs offered {:.0}/s, \
          VM1 completes {:.0}/s when the limit is applied at the device and {:.0}/s when it is applied in the driver domain \
          after receive (with no limit: VM1 {:.0}/s, VM2 {:.0}/s): the shared stage still serves what it later drops. \
-         kicklab's targets (issue 15: direct at least 1.5x shared, VM1 taking what a limit at ingress frees, a limit after \
+         kicklab's targets (direct at least 1.5x shared, VM1 taking what a limit at ingress frees, a limit after \
          receive freeing nothing, simulator = model below saturation): {}.</p>\
          <p>Where the model and the simulator part: above saturation, evenly spaced streams and drop-tail buffers lock into \
          phase, which a fluid model does not see.{lockout}{short}</p>\

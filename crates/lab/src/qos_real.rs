@@ -1,4 +1,4 @@
-//! Several VMs, one device, for real (issue 15): the paper's system scaled
+//! Several VMs, one device, for real: the paper's system scaled
 //! down in time and run as threads over kicklab rings
 //! (`kicklab_testbed::qos`), beside the model fed this machine's
 //! calibrated costs and the CPUs the run actually had; the real shapes of

@@ -892,6 +892,7 @@ fn warnings_text(w: &[Warning]) -> String {
 /// [`table`]'s rows, whose `warnings` are the [`Warning`] objects.
 pub fn to_json(
     points: &[Point],
+    base: &Params,
     be: kicklab_testbed::Backend,
     vary: &Vary,
     opts: &Options,
@@ -910,6 +911,7 @@ pub fn to_json(
         "backend": be.name(),
         "direction": direction,
         "vary": vary.to_string(),
+        "params": serde_json::to_value(base).unwrap_or_default(),
         "messages": opts.messages,
         "repeat": opts.repeat,
         "seed": opts.seed,
@@ -1469,7 +1471,7 @@ mod tests {
         ];
         let be = kicklab_testbed::Backend::Threads(kicklab_ring::NotifierKind::Futex);
         let vary = Vary::parse("wp=0.5us..1us:2").unwrap();
-        let v = to_json(&points, be, &vary, &Options::default());
+        let v = to_json(&points, &Params::default(), be, &vary, &Options::default());
         assert_eq!(v["backend"], "futex");
         assert!(v["direction"].is_null());
         assert_eq!(v["repeat"], DEFAULT_REPEAT);

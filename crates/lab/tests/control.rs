@@ -1,4 +1,4 @@
-//! Issue 14's targets as sequence checks (the simulator is deterministic:
+//! The controller's targets as sequence checks (the simulator is deterministic:
 //! no timing here): adaptive against polling, the anchors and the best
 //! fixed sleep on the Fig. 4 sweep, with constant and exponential work and
 //! rate steps; and `advise` against the simulator and an exhaustive search.

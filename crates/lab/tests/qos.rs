@@ -1,4 +1,4 @@
-//! Issue 15's targets in the model and the simulator: both published
+//! The several-VM targets in the model and the simulator: both published
 //! results' shapes with the paper-derived service times, and model against
 //! simulation below saturation.
 

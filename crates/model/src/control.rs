@@ -2,8 +2,8 @@
 //! the party cannot go on (spin, timed sleep, block), whether to pause
 //! between two messages, and what it learns when a wait ends. Pure logic
 //! over a clock in picoseconds, so the simulator runs exactly what a real
-//! party would (`../shared/design/control.md` for the rules,
-//! `docs/control.md` for kicklab's `adaptive`). What does not live here:
+//! party would (`docs/control.md` for the rules and for kicklab's
+//! `adaptive`). What does not live here:
 //! carrying the actions out (the simulator's event loop, the ring's waits).
 
 use crate::params::{Params, Party};

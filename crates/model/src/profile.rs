@@ -1254,7 +1254,7 @@ mod tests {
     /// An S timed inside the reference pairs was paid after their short
     /// idle: the idle curve scales it from there, not from the profile's
     /// gap (which would shrink it again by the curve's short-idle factor,
-    /// as the simulator did until 2026-11-26 session 22: a pipe profile's
+    /// as the simulator did until 2026-11-26: a pipe profile's
     /// in-run S_C of 3.7 us drawn as 2.5 us, T 16% over the model's).
     #[test]
     fn an_in_run_start_is_scaled_along_the_idle_curve_from_the_reference_pairs_idle() {

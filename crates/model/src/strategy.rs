@@ -1,7 +1,6 @@
 //! Wait and notification strategies as values: the one vocabulary of
 //! `--mode` shared by the model, the simulator, the ring and the testbeds
-//! (`../shared/design/control.md` for the rules, `docs/control.md` for
-//! kicklab's own). What lives here: the names, their parameters with the
+//! (`docs/control.md` for the rules and kicklab's own). What lives here: the names, their parameters with the
 //! shipped defaults, parsing and printing. What does not: running them
 //! (the per-party state machines are in `control.rs`).
 

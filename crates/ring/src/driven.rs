@@ -2,7 +2,7 @@
 //! `kicklab_model::WaitMode` (`notify`, `poll`, `spin:<B>`, `sleep:<Y>`,
 //! `halt-poll`, `haltpoll`, `hybrid`, `defer`, `adaptive`, and
 //! `coalesce:<n>,<t>` on the notifier side) on the real ring, with the
-//! semantics the simulator runs (`../shared/design/control.md`):
+//! semantics the simulator runs (`docs/control.md`):
 //!
 //! | [`Action`] | what this module does | kicked? |
 //! | --- | --- | --- |

@@ -640,7 +640,7 @@ mod tests {
         assert!((s.throughput_per_s - t.throughput_per_s).abs() <= 0.01 * t.throughput_per_s);
     }
 
-    /// Issue 17's target and Denali's shape: with 8 guests on 2 CPUs,
+    /// The scale target and Denali's shape: with 8 guests on 2 CPUs,
     /// idle-with-timeout carries at least 1.5x what spinning does, and
     /// spinning burns CPU that timeout leaves to requests.
     #[test]

@@ -1,4 +1,4 @@
-//! Several VMs sharing one device, for real (Lakshmi and Nandy; issue 15):
+//! Several VMs sharing one device, for real (Lakshmi and Nandy):
 //! the system of `kicklab_model::qos` as threads over kicklab rings with
 //! futex notifications.
 //!

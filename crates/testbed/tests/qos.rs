@@ -1,4 +1,4 @@
-//! Short real runs of several VMs sharing one device (issue 15): every
+//! Short real runs of several VMs sharing one device: every
 //! request accounted for (completed in order, or dropped where it was
 //! counted), and the figures in range.
 

@@ -1451,7 +1451,7 @@ fn hostile_inputs_are_refused_naming_the_flag() {
             &["scale", "--backend", "sim", "--slice", "3599s"],
             "1us to 1 s",
         ),
-        // Found by a hostile-input pass (session 25): what each flag wants,
+        // Found by a hostile-input pass: what each flag wants,
         // not Rust's parse error and its type's range.
         (&["model", "--kp", "-1"], "`-1` is not a whole number"),
         (&["sim", "--messages", ""], "is not a whole number"),
@@ -2555,7 +2555,7 @@ fn the_new_commands_refuse_hostile_values_in_one_line() {
 
 /// A window of one message measures that message (from the warm-up's last
 /// free to the next), not the whole run: `--messages 1` reported 1128
-/// messages and C's CPU below its work before (session 25).
+/// messages and C's CPU below its work before.
 #[test]
 fn one_message_measures_one_message() {
     let v = json(&["sim", "--messages", "1", "--json"]);

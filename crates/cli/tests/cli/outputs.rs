@@ -439,3 +439,102 @@ fn a_disk_that_fills_leaves_no_partial_folder() {
     }
     let _ = std::fs::remove_dir_all(&root);
 }
+
+#[test]
+fn a_signal_during_any_folder_writing_command_leaves_its_folder_whole_or_none() {
+    let root = tmp("signal-all");
+    std::fs::create_dir_all(&root).unwrap();
+    for (i, cmd) in COMMANDS.iter().filter(|c| c.contains(&"{out}")).enumerate() {
+        for (j, delay_ms) in [5u64, 40, 150].iter().enumerate() {
+            let out = root.join(format!("c{i}-{j}"));
+            let mut child = spawn(&args_with(cmd, &out));
+            std::thread::sleep(Duration::from_millis(*delay_ms));
+            // SAFETY: kill on a child we spawned and have not reaped.
+            unsafe {
+                libc::kill(child.id() as libc::pid_t, libc::SIGTERM);
+            }
+            let status = child.wait().unwrap();
+            if status.code() == Some(0) {
+                assert!(out.join(".kicklab-output").is_file(), "{cmd:?}");
+                std::fs::remove_dir_all(&out).unwrap();
+            } else {
+                assert_eq!(status.code(), Some(128 + libc::SIGTERM), "{cmd:?}");
+            }
+            assert!(
+                leftovers(&root).is_empty(),
+                "{cmd:?} after {delay_ms} ms: {:?}",
+                leftovers(&root)
+            );
+        }
+    }
+    let _ = std::fs::remove_dir_all(&root);
+}
+
+/// `calibrate --save` on a full disk or stopped by a signal: the profile
+/// that was there stays whole, no temporary file is left, and the error
+/// names the flag and the path.
+#[test]
+fn a_save_that_fails_keeps_the_old_profile() {
+    let root = tmp("save");
+    std::fs::create_dir_all(&root).unwrap();
+    let profile = root.join("p.json");
+    let quick = |save: &Path| -> Vec<String> {
+        [
+            "calibrate",
+            "--backend",
+            "futex",
+            "--samples",
+            "20",
+            "--rounds",
+            "1",
+            "--gaps",
+            "none",
+            "--overhead-runs",
+            "0",
+            "--save",
+        ]
+        .iter()
+        .map(ToString::to_string)
+        .chain([save.display().to_string()])
+        .collect()
+    };
+    let first = Command::new(env!("CARGO_BIN_EXE_kicklab"))
+        .args(quick(&profile))
+        .output()
+        .unwrap();
+    assert!(
+        first.status.success(),
+        "{}",
+        String::from_utf8_lossy(&first.stderr)
+    );
+    let old = std::fs::read(&profile).unwrap();
+    // Room for the calibration's output on the terminal, not for the file.
+    let out = size_limited(&quick(&profile), 1);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    let last = err.trim_end().lines().last().unwrap_or_default();
+    assert!(
+        last.starts_with("error: --save: ") && last.contains(&*profile.display().to_string()),
+        "{err}"
+    );
+    assert_eq!(
+        std::fs::read(&profile).unwrap(),
+        old,
+        "the old profile whole"
+    );
+    assert_eq!(leftovers(&root), ["p.json"]);
+
+    let mut child = spawn(&quick(&profile));
+    std::thread::sleep(Duration::from_millis(300));
+    // SAFETY: kill on a child we spawned and have not reaped.
+    unsafe {
+        libc::kill(child.id() as libc::pid_t, libc::SIGINT);
+    }
+    let _ = child.wait().unwrap();
+    assert_eq!(leftovers(&root), ["p.json"]);
+    assert!(
+        serde_json::from_slice::<serde_json::Value>(&std::fs::read(&profile).unwrap()).is_ok(),
+        "a whole profile"
+    );
+    let _ = std::fs::remove_dir_all(&root);
+}

@@ -1,5 +1,5 @@
-//! Notification flags on the VM path (`kicklab flags --backend kvm`,
-//! issue 17): the guest is the signaller (`super::guest::FlagsProgram`),
+//! Notification flags on the VM path (`kicklab flags --backend kvm`):
+//! the guest is the signaller (`super::guest::FlagsProgram`),
 //! a host thread the consumer watching every source. On the `bitmap` path
 //! the guest sets the source's bit in its memory and kicks the one kick
 //! ioeventfd only when the host asked; the host scans the vector, takes

@@ -1,5 +1,5 @@
-//! Several VMs sharing one device, with a real guest per VM (issue 15,
-//! `--vm-core guest`, `kicklab qos --backend kvm`): each VM's stage is a
+//! Several VMs sharing one device, with a real guest per VM
+//! (`--vm-core guest`, `kicklab qos --backend kvm`): each VM's stage is a
 //! tiny KVM guest of its own running `kicklab run`'s consumer program over
 //! a ring in its memory, which the shared stage (a host thread, as in
 //! `crate::qos`) fills.

@@ -1,0 +1,80 @@
+//! `kicklab replay DIR` (also `kicklab validate --replay DIR`): parses,
+//! calls `kicklab_lab::replay::replay`, prints.
+
+use std::path::PathBuf;
+
+use clap::Args;
+use kicklab_lab::replay::{replay, ReplaySet};
+use kicklab_model::fmt_ns;
+
+/// Arguments of `kicklab validate --replay`.
+#[derive(Debug, Args)]
+pub struct ReplayArgs {
+    /// A folder of recorded validations: `validate-<name>.json` (what
+    /// `kicklab validate --json` printed) beside `profile-<name>.json` (the
+    /// profile it ran with), in it or in its subfolders (the layout of
+    /// data/machines/<machine>/<set>/).
+    #[arg(value_name = "DIR")]
+    dir: PathBuf,
+    /// Print one JSON list (an object per recorded backend) instead of
+    /// the tables.
+    #[arg(long)]
+    json: bool,
+}
+
+pub fn run(a: &ReplayArgs) -> anyhow::Result<()> {
+    let sets = replay(&a.dir)?;
+    if a.json {
+        return crate::print_json(&serde_json::to_value(&sets)?);
+    }
+    for s in &sets {
+        print_set(s);
+    }
+    Ok(())
+}
+
+fn print_set(s: &ReplaySet) {
+    outln!(
+        "{} ({}{})",
+        s.file,
+        s.backend,
+        s.direction
+            .as_ref()
+            .map(|d| format!(" {d}"))
+            .unwrap_or_default()
+    );
+    outln!(
+        "{:>8}  {:<44} {:>28}  {:>7}",
+        "W_P",
+        "forecast T [band]",
+        "measured T (min-max)",
+        "covered"
+    );
+    for p in &s.points {
+        let t = &p.t_real_ns;
+        outln!(
+            "{:>8}  {:<44} {:>28}  {:>3} of {}",
+            fmt_ns(p.wp_ns),
+            p.forecast.describe(),
+            format!(
+                "{} ({}-{})",
+                fmt_ns(t[t.len() / 2]),
+                fmt_ns(t[0]),
+                fmt_ns(t[t.len() - 1])
+            ),
+            p.judged.covered,
+            p.judged.measured
+        );
+    }
+    let v = &s.summary;
+    outln!(
+        "coverage {:.0}%, sharpness {}, central T median error {:.1}%, knife-edges: {} points spread over 2x, {} of them not named",
+        v.coverage * 100.0,
+        v.sharpness
+            .map_or("- (every point a knife-edge)".into(), |x| format!("{:.1}%", x * 100.0)),
+        v.median_err_t * 100.0,
+        v.wide_points,
+        v.knife_edges_missed
+    );
+    outln!();
+}

@@ -1,0 +1,231 @@
+//! Recorded validations forecast again: [`replay`] reads a folder of
+//! `validate --json` outputs with the profiles they were run with
+//! (`validate-<name>.json` beside `profile-<name>.json`, the layout of
+//! `data/machines/<machine>/<set>/`), forecasts every recorded point from
+//! its profile alone ([`crate::forecast`]) and judges the forecast against
+//! the recorded repetitions. Nothing runs. What is not here: the forecast
+//! itself, and running a validation (`validate`).
+//!
+//! The recorded format is what `validate --json` prints: `backend`,
+//! `direction`, `vary` (`wp=FROM..TO:POINTS`), optionally `params` (the
+//! pair's other parameters as `model --json` echoes them; recordings
+//! without it ran the defaults, the paper's Fig. 4 set-up), and `points`,
+//! each with `wp_ns` and the measured `T_real_min_ns`, `T_real_ns`,
+//! `T_real_max_ns` (with 3 repetitions, all three of them).
+
+use std::path::{Path, PathBuf};
+
+use kicklab_model::{Cost, Params, Profile};
+use serde::Serialize;
+
+use crate::forecast::{forecast, Forecast, Judged, Verdict};
+use crate::{Input, LabError};
+
+/// One recorded point forecast again.
+#[derive(Debug, Clone, Serialize)]
+pub struct ReplayPoint {
+    /// W_P [ns].
+    pub wp_ns: f64,
+    /// The forecast (central value, bands, operating points).
+    #[serde(flatten)]
+    pub forecast: Forecast,
+    /// The recorded repetitions' T [ns] (min, median, max).
+    #[serde(rename = "T_real_ns")]
+    pub t_real_ns: Vec<f64>,
+    /// The recorded repetitions' E [ns] (median).
+    #[serde(rename = "E_real_ns")]
+    pub e_real_ns: Option<f64>,
+    /// How the forecast did here.
+    pub judged: Judged,
+}
+
+/// One recorded backend forecast again.
+#[derive(Debug, Clone, Serialize)]
+pub struct ReplaySet {
+    /// The recording's file.
+    pub file: String,
+    /// The backend as recorded.
+    pub backend: String,
+    /// Its direction (kvm), as recorded.
+    pub direction: Option<String>,
+    /// The points, in the recorded order.
+    pub points: Vec<ReplayPoint>,
+    /// Coverage, sharpness, the central value's error, knife-edges.
+    pub summary: Verdict,
+}
+
+/// Every `validate-*.json` under `dir` (it and its subfolders, sorted by
+/// path), each forecast again from the `profile-*.json` beside it.
+///
+/// # Errors
+///
+/// [`LabError::Input`] naming `replay`'s folder: no recording found, a file
+/// that is not a recorded validation, a missing or invalid profile.
+pub fn replay(dir: &Path) -> Result<Vec<ReplaySet>, LabError> {
+    let bad = |why: String| LabError::input(Input::Replay, why);
+    let mut files = Vec::new();
+    find(dir, &mut files, 0).map_err(|e| bad(format!("{}: {e}", dir.display())))?;
+    files.sort();
+    if files.is_empty() {
+        return Err(bad(format!(
+            "{}: no validate-*.json in it or below (recorded by `kicklab validate --json`)",
+            dir.display()
+        )));
+    }
+    files.iter().map(|f| replay_file(f)).collect()
+}
+
+/// Collects `validate-*.json` files, at most 4 folders down.
+fn find(dir: &Path, out: &mut Vec<PathBuf>, depth: u32) -> std::io::Result<()> {
+    for e in std::fs::read_dir(dir)? {
+        let p = e?.path();
+        if p.is_dir() && depth < 4 {
+            find(&p, out, depth + 1)?;
+        } else if p
+            .file_name()
+            .and_then(|n| n.to_str())
+            .is_some_and(|n| n.starts_with("validate-") && n.ends_with(".json"))
+        {
+            out.push(p);
+        }
+    }
+    Ok(())
+}
+
+/// The most a recording's file may hold (a validation of 200 points is
+/// about 400 KB).
+const MAX_FILE: u64 = 16 << 20;
+
+fn read_json(path: &Path) -> Result<serde_json::Value, String> {
+    let len = std::fs::metadata(path)
+        .map_err(|e| format!("{}: {e}", path.display()))?
+        .len();
+    if len > MAX_FILE {
+        return Err(format!(
+            "{}: {len} bytes, more than a recording holds",
+            path.display()
+        ));
+    }
+    let text = std::fs::read_to_string(path).map_err(|e| format!("{}: {e}", path.display()))?;
+    serde_json::from_str(&text).map_err(|e| format!("{}: not JSON: {e}", path.display()))
+}
+
+fn replay_file(path: &Path) -> Result<ReplaySet, LabError> {
+    let bad = |why: String| LabError::input(Input::Replay, why);
+    let v = read_json(path).map_err(bad)?;
+    let name = path
+        .file_name()
+        .and_then(|n| n.to_str())
+        .and_then(|n| n.strip_prefix("validate-"))
+        .unwrap_or_default();
+    let profile_path = path.with_file_name(format!("profile-{name}"));
+    let profile: Profile = serde_json::from_value(read_json(&profile_path).map_err(bad)?)
+        .map_err(|e| bad(format!("{}: not a profile: {e}", profile_path.display())))?;
+    profile
+        .check()
+        .map_err(|e| bad(format!("{}: {e}", profile_path.display())))?;
+    let field = |k: &str| {
+        v.get(k).ok_or_else(|| {
+            bad(format!(
+                "{}: no `{k}` (not a `validate --json` output)",
+                path.display()
+            ))
+        })
+    };
+    let backend = field("backend")?
+        .as_str()
+        .ok_or_else(|| bad(format!("{}: `backend` is not text", path.display())))?
+        .to_string();
+    if backend != profile.backend {
+        return Err(bad(format!(
+            "{}: a {backend} validation beside a {} profile",
+            path.display(),
+            profile.backend
+        )));
+    }
+    let direction = v
+        .get("direction")
+        .and_then(|d| d.as_str())
+        .map(ToString::to_string);
+    let vary = field("vary")?.as_str().unwrap_or_default();
+    if !vary.starts_with("wp=") {
+        return Err(bad(format!(
+            "{}: `vary` is {vary:?}; a validation sweeps wp",
+            path.display()
+        )));
+    }
+    let base = recorded_params(&v).map_err(|e| bad(format!("{}: {e}", path.display())))?;
+    let points = field("points")?
+        .as_array()
+        .ok_or_else(|| bad(format!("{}: `points` is not a list", path.display())))?;
+    let mut out = Vec::new();
+    for (i, p) in points.iter().enumerate() {
+        let num = |k: &str| p.get(k).and_then(serde_json::Value::as_f64);
+        let wp = num("wp_ns")
+            .filter(|w| w.is_finite() && *w >= 0.0)
+            .ok_or_else(|| bad(format!("{}: point {i} has no wp_ns", path.display())))?;
+        let mut t_real: Vec<f64> = ["T_real_min_ns", "T_real_ns", "T_real_max_ns"]
+            .iter()
+            .filter_map(|k| num(k))
+            .filter(|t| t.is_finite() && *t > 0.0)
+            .collect();
+        if t_real.is_empty() {
+            return Err(bad(format!(
+                "{}: point {i} has no measured T",
+                path.display()
+            )));
+        }
+        t_real.sort_by(f64::total_cmp);
+        let pair = Params {
+            w_p: Cost::Const(wp),
+            ..base
+        };
+        let f = forecast(&pair, &profile, 1)?;
+        let judged = Judged::of(&f, &t_real);
+        out.push(ReplayPoint {
+            wp_ns: wp,
+            forecast: f,
+            t_real_ns: t_real,
+            e_real_ns: num("E_real_ns"),
+            judged,
+        });
+    }
+    let pairs: Vec<(Forecast, Judged)> =
+        out.iter().map(|p| (p.forecast.clone(), p.judged)).collect();
+    Ok(ReplaySet {
+        file: path.display().to_string(),
+        backend,
+        direction,
+        summary: Verdict::of(&pairs),
+        points: out,
+    })
+}
+
+/// The recorded pair's parameters: `params` where the recording has it
+/// (each a value `--len`, `--wc`, ... take), else the defaults.
+fn recorded_params(v: &serde_json::Value) -> Result<Params, String> {
+    let mut p = Params::default();
+    let Some(given) = v.get("params").and_then(|g| g.as_object()) else {
+        return Ok(p);
+    };
+    for (k, val) in given {
+        let text = match val {
+            serde_json::Value::String(s) => s.clone(),
+            serde_json::Value::Number(n) => n.to_string(),
+            _ => continue,
+        };
+        // `model --json` and `validate --json` echo `w_p`; the flag is `wp`.
+        let Ok(param) = k.replace('_', "").parse::<kicklab_model::Param>() else {
+            continue;
+        };
+        if let Some(n) = param.count_mut(&mut p) {
+            *n = text
+                .parse()
+                .map_err(|_| format!("params.{k} = {text}: not a whole number"))?;
+        } else if let Some(c) = param.cost_mut(&mut p) {
+            *c = Cost::parse(&text).map_err(|e| format!("params.{k} = {text}: {e}"))?;
+        }
+    }
+    p.validate().map_err(|e| e.to_string())?;
+    Ok(p)
+}

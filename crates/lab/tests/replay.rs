@@ -1,0 +1,95 @@
+//! `replay` over every recorded machine in `data/machines/`: each recorded
+//! validation is read whole, forecast from its own profile, and judged;
+//! the judgement is recomputed here from the printed bands and the
+//! recorded repetitions. A recording made of the forecast's own central
+//! values is covered exactly, which a misread field would break.
+
+use std::path::PathBuf;
+
+use kicklab_lab::replay::replay;
+
+fn machines() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../data/machines")
+}
+
+#[test]
+fn every_recorded_validation_replays_and_its_judgement_adds_up() {
+    let sets = replay(&machines()).expect("the recorded sets replay");
+    assert!(sets.len() >= 3, "futex, kvm tx and kvm rx at least");
+    for s in &sets {
+        let recorded: serde_json::Value =
+            serde_json::from_str(&std::fs::read_to_string(&s.file).unwrap()).unwrap();
+        let points = recorded["points"].as_array().unwrap();
+        assert_eq!(s.points.len(), points.len(), "{}", s.file);
+        assert_eq!(s.backend, recorded["backend"].as_str().unwrap());
+        let (mut covered, mut measured) = (0, 0);
+        for (p, r) in s.points.iter().zip(points) {
+            assert_eq!(p.wp_ns, r["wp_ns"].as_f64().unwrap());
+            let f = &p.forecast;
+            assert!(
+                f.t_band_ns[0] <= f.t_ns && f.t_ns <= f.t_band_ns[1],
+                "{f:?}"
+            );
+            assert!(f.e_band_ns[0] <= f.e_band_ns[1], "{f:?}");
+            let shares: f64 = f.operating_points.iter().map(|o| o.share).sum();
+            assert!((shares - 1.0).abs() < 1e-9, "{f:?}");
+            if f.knife_edge {
+                assert!(f.operating_points.len() > 1, "{f:?}");
+            }
+            for k in ["T_real_min_ns", "T_real_ns", "T_real_max_ns"] {
+                let t = r[k].as_f64().unwrap();
+                measured += 1;
+                covered += usize::from(f.t_band_ns[0] <= t && t <= f.t_band_ns[1]);
+            }
+        }
+        #[allow(clippy::cast_precision_loss)]
+        let coverage = covered as f64 / measured as f64;
+        assert!((s.summary.coverage - coverage).abs() < 1e-12, "{}", s.file);
+        assert_eq!(s.summary.points, points.len());
+    }
+}
+
+#[test]
+fn a_recording_of_the_forecasts_own_values_is_covered_exactly() {
+    let sets = replay(&machines()).unwrap();
+    let s = &sets[0];
+    let dir = std::env::temp_dir().join(format!("kicklab-replay-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    let mut recorded: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&s.file).unwrap()).unwrap();
+    for (p, r) in s
+        .points
+        .iter()
+        .zip(recorded["points"].as_array_mut().unwrap())
+    {
+        for k in ["T_real_min_ns", "T_real_ns", "T_real_max_ns"] {
+            r[k] = serde_json::json!(p.forecast.t_ns);
+        }
+    }
+    let name = PathBuf::from(&s.file);
+    let name = name.file_name().unwrap().to_str().unwrap();
+    std::fs::write(dir.join(name), recorded.to_string()).unwrap();
+    std::fs::copy(
+        PathBuf::from(&s.file).with_file_name(name.replace("validate-", "profile-")),
+        dir.join(name.replace("validate-", "profile-")),
+    )
+    .unwrap();
+    let again = replay(&dir).unwrap();
+    assert_eq!(again[0].summary.coverage, 1.0);
+    assert!(again[0].summary.median_err_t < 1e-12);
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn a_folder_without_recordings_or_with_a_foreign_file_is_refused() {
+    let dir = std::env::temp_dir().join(format!("kicklab-replay-bad-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    let e = replay(&dir).unwrap_err().to_string();
+    assert!(e.contains("no validate-*.json"), "{e}");
+    std::fs::write(dir.join("validate-futex.json"), "{\"backend\": 1}").unwrap();
+    let e = replay(&dir).unwrap_err().to_string();
+    assert!(e.contains("profile-futex.json"), "{e}");
+    let _ = std::fs::remove_dir_all(&dir);
+}
