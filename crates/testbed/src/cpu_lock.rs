@@ -4,9 +4,7 @@
 //! second waits for the first (saying so) and both finish. An advisory
 //! `flock` on a file in the temporary folder: it goes with the process, so
 //! a killed run leaves no stale lock. Every entry point that runs real
-//! pairs calls [`hold`] once its input is checked: the first call takes
-//! the lock for the rest of the process (threads of one process share
-//! it). What is not here: the pinning
+//! pairs holds it ([`hold`]) from once its input is checked to its end. What is not here: the pinning
 //! ([`crate::clock::pin`]) and the watchdogs (`party`).
 
 use std::fs::File;
@@ -57,8 +55,9 @@ impl CpuLock {
     }
 }
 
-/// The process's lock, once taken.
-static HELD: std::sync::Mutex<Option<CpuLock>> = std::sync::Mutex::new(None);
+/// The process's lock while any of its threads runs real pairs, and how
+/// many do.
+static HELD: std::sync::Mutex<(usize, Option<CpuLock>)> = std::sync::Mutex::new((0, None));
 /// Told before a wait for another process (set by the front end).
 static ON_WAIT: std::sync::OnceLock<fn(Option<u32>)> = std::sync::OnceLock::new();
 
@@ -68,26 +67,49 @@ pub fn on_wait(say: fn(Option<u32>)) {
     let _ = ON_WAIT.set(say);
 }
 
-/// Takes the CPU lock for the rest of the process, waiting for another
-/// process that holds it; a no-op once this process has it.
+fn held() -> std::sync::MutexGuard<'static, (usize, Option<CpuLock>)> {
+    HELD.lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
+}
+
+/// The CPUs held for one real run of this process; dropped, the last one
+/// of the process lets another process have them.
+#[derive(Debug)]
+#[must_use = "the CPUs are held while this lives"]
+pub struct Held(());
+
+impl Drop for Held {
+    fn drop(&mut self) {
+        let mut h = held();
+        h.0 = h.0.saturating_sub(1);
+        if h.0 == 0 {
+            h.1 = None;
+        }
+    }
+}
+
+/// Holds the CPU lock for one real run, waiting for another process that
+/// holds it. Runs of one process (its threads, a run inside a calibration)
+/// share it: the lock is taken by the first and let go with the last, so
+/// that a process that spawns kicklab between its own runs (a script, a
+/// test) never waits on itself.
 ///
 /// # Errors
 ///
 /// [`TestbedError::Io`](crate::TestbedError::Io): the lock file could not
 /// be opened or locked.
-pub fn hold() -> Result<(), crate::TestbedError> {
-    let mut held = HELD
-        .lock()
-        .unwrap_or_else(std::sync::PoisonError::into_inner);
-    if held.is_none() {
+pub fn hold() -> Result<Held, crate::TestbedError> {
+    let mut h = held();
+    if h.0 == 0 {
         let say = ON_WAIT.get().copied();
-        *held = Some(CpuLock::acquire(|pid| {
+        h.1 = Some(CpuLock::acquire(|pid| {
             if let Some(say) = say {
                 say(pid);
             }
         })?);
     }
-    Ok(())
+    h.0 += 1;
+    Ok(Held(()))
 }
 
 /// `flock(2)`: `Ok(false)` where a non-blocking lock is held elsewhere.
@@ -110,6 +132,17 @@ fn flock(f: &File, op: libc::c_int) -> std::io::Result<bool> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn runs_of_one_process_share_the_lock_and_the_last_lets_it_go() {
+        let a = hold().unwrap();
+        let b = hold().unwrap();
+        assert_eq!(held().0, 2);
+        drop(a);
+        assert!(held().1.is_some(), "still held by the second");
+        drop(b);
+        assert!(held().1.is_none(), "let go with the last");
+    }
 
     #[test]
     fn a_second_taker_waits_for_the_first_and_learns_its_pid() {

@@ -156,7 +156,7 @@ struct Shared {
 /// A bad configuration, or a system call that fails.
 #[allow(clippy::cast_precision_loss, clippy::too_many_lines)]
 pub fn flags(cfg: &FlagsConfig) -> Result<FlagsResult, TestbedError> {
-    crate::cpu_lock::hold()?;
+    let _cpus = crate::cpu_lock::hold()?;
     if cfg.backend == FlagsBackend::Kvm {
         return crate::backend::kvm::flags::flags(cfg);
     }

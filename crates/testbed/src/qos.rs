@@ -1164,7 +1164,7 @@ pub fn run_qos_with(
     guest: crate::backend::kvm::guest::Misbehavior,
 ) -> Result<QosRunResult, TestbedError> {
     check_qos(cfg)?;
-    crate::cpu_lock::hold()?;
+    let _cpus = crate::cpu_lock::hold()?;
     let sys = Arc::new(cfg.system.clone());
     let n = sys.vms.len();
     let tsc = Tsc::get();

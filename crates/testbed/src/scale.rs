@@ -143,7 +143,7 @@ pub(crate) fn process_cpu_ns() -> u64 {
 #[allow(clippy::cast_precision_loss)]
 pub fn scale(cfg: &ScaleConfig) -> Result<ScaleResult, TestbedError> {
     cfg.check()?;
-    crate::cpu_lock::hold()?;
+    let _cpus = crate::cpu_lock::hold()?;
     let (done_tx, done_rx) = mpsc::channel::<usize>();
     let mut senders = Vec::with_capacity(cfg.vms);
     let mut handles = Vec::with_capacity(cfg.vms);

@@ -52,7 +52,7 @@ impl Backend {
     /// hang).
     pub fn run_pair(self, cfg: &PairConfig) -> Result<PairResult, TestbedError> {
         self.check_pair(cfg)?;
-        crate::cpu_lock::hold()?;
+        let _cpus = crate::cpu_lock::hold()?;
         let others = crate::clock::OthersLoad::mark();
         let mut r = match self {
             Backend::Threads(kind) => threads::run_pair(cfg, kind),
@@ -112,7 +112,7 @@ impl Backend {
     /// [`Backend::calibrate`] and [`Backend::run_pair`].
     pub fn calibrate_with(self, c: &Calibration) -> Result<Profile, TestbedError> {
         c.check()?;
-        crate::cpu_lock::hold()?;
+        let _cpus = crate::cpu_lock::hold()?;
         let others = crate::clock::OthersLoad::mark();
         let mut p = self.calibrate(c.samples, c.gap, c.max_rounds)?;
         let mut curve = Vec::with_capacity(c.gaps.len());
@@ -323,7 +323,7 @@ impl Backend {
     /// An idle strategy the backend lacks, parameters out of range, no
     /// usable KVM, or no answer for `cfg.timeout` (a hang).
     pub fn pingpong(self, cfg: &PingPongConfig) -> Result<PingPongResult, TestbedError> {
-        crate::cpu_lock::hold()?;
+        let _cpus = crate::cpu_lock::hold()?;
         match self {
             Backend::Threads(kind) => threads::pingpong::run(cfg, kind),
             Backend::Kvm(opts) => kvm::pingpong::run(cfg, opts),

@@ -88,7 +88,7 @@ pub fn scale(cfg: &ScaleConfig) -> Result<ScaleResult, TestbedError> {
             format!("1 to {MAX_VMS} guests with kvm (a VM and a vCPU thread each)"),
         ));
     }
-    crate::cpu_lock::hold()?;
+    let _cpus = crate::cpu_lock::hold()?;
     let tsc = Tsc::get();
     let ticks = |d: Duration| u32::try_from(tsc.ticks(d.as_secs_f64() * 1e9)).ok();
     let too_long = |what| {
