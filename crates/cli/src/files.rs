@@ -56,8 +56,7 @@ pub fn save(file: &Path, flag: &str, bytes: &[u8]) -> anyhow::Result<()> {
 }
 
 /// Starts a thread that, on SIGINT or SIGTERM, removes every staged folder
-/// and temporary file, then ends the process as the signal would (exit
-/// 128 + its number). Without it an interrupted `map` left its 4-8 MB
+/// and temporary file, then ends the process by the signal itself. Without it an interrupted `map` left its 4-8 MB
 /// temporary charts behind.
 pub fn remove_temporaries_on_signals() {
     use signal_hook::consts::{SIGINT, SIGTERM};
@@ -70,6 +69,9 @@ pub fn remove_temporaries_on_signals() {
             if let Some(sig) = signals.forever().next() {
                 // Held until the end: no write starts or ends meanwhile.
                 let _held = kicklab_report::remove_temporaries();
+                // Then die of the signal, as the caller (a shell loop,
+                // make) expects; exit 128 + sig only if that fails.
+                let _ = signal_hook::low_level::emulate_default_handler(sig);
                 std::process::exit(128 + sig);
             }
         });

@@ -103,7 +103,13 @@ enum Cmd {
 pub extern "C" fn main(_argc: libc::c_int, _argv: *const *const libc::c_char) -> libc::c_int {
     // Before anything opens a file: a closed 1 or 2 is seen, and taken.
     out::guard_std_fds();
-    libc::c_int::from(kicklab())
+    // A panic must not unwind out of a C function (that aborts, and no
+    // staged folder is removed): caught here, after the unwinding removed
+    // them, it is exit 101 as in any Rust program.
+    match std::panic::catch_unwind(kicklab) {
+        Ok(code) => libc::c_int::from(code),
+        Err(_) => 101,
+    }
 }
 
 /// The unit-test build's harness owns `main`: this keeps the command path

@@ -58,6 +58,7 @@ pub struct OutDir {
     made_parents: Vec<PathBuf>,
     _lock: File,
     committed: bool,
+    replace: bool,
 }
 
 impl OutDir {
@@ -70,6 +71,15 @@ impl OutDir {
     pub fn begin(target: &Path, command: &str, replace: bool) -> Result<OutDir, OutDirError> {
         let shown = target.display().to_string();
         let io = |e| OutDirError::Io(shown.clone(), e);
+        // A link to a folder: the folder it names is the target (the
+        // link stays as it is).
+        let resolved;
+        let target = if target.is_symlink() {
+            resolved = std::fs::canonicalize(target).map_err(io)?;
+            resolved.as_path()
+        } else {
+            target
+        };
         if target.exists() && !target.is_dir() {
             return Err(OutDirError::NotADirectory(shown));
         }
@@ -90,17 +100,22 @@ impl OutDir {
         let made_parents = make_parents(&parent).map_err(io)?;
         let mut made = Guard(made_parents);
         if target.is_dir() {
+            check_placeable(target, &parent, &shown)?;
             check_replaceable(target, &shown, replace)?;
         }
         let staging = parent.join(format!(".{name}.kicklab-staging"));
         let lock = claim(&staging, &shown)?;
         register_temporary(&staging);
+        for p in &made.0 {
+            register_temporary(p);
+        }
         let out = OutDir {
             target: target.to_path_buf(),
             staging,
             made_parents: std::mem::take(&mut made.0),
             _lock: lock,
             committed: false,
+            replace,
         };
         crate::write_atomic(&out.staging.join(MARKER), format!("{command}\n"))
             .map_err(|e| OutDirError::Io(shown.clone(), std::io::Error::other(e.to_string())))?;
@@ -129,17 +144,47 @@ impl OutDir {
     /// then removed and the target is as it was).
     pub fn commit(mut self) -> Result<(), OutDirError> {
         let shown = self.target.display().to_string();
+        // The marker lists the files, so that a later --force replaces
+        // only a folder that holds nothing else.
+        let mut names: Vec<String> = std::fs::read_dir(&self.staging)
+            .map_err(|e| OutDirError::Io(shown.clone(), e))?
+            .filter_map(Result::ok)
+            .map(|e| e.file_name().to_string_lossy().into_owned())
+            .filter(|n| n != LOCK && n != MARKER)
+            .collect();
+        names.sort();
+        let marker = self.staging.join(MARKER);
+        let command = std::fs::read_to_string(&marker).unwrap_or_default();
+        let command = command.lines().next().unwrap_or("kicklab").to_string();
+        crate::write_atomic(&marker, format!("{command}\n{}\n", names.join("\n")))
+            .map_err(|e| OutDirError::Io(shown.clone(), std::io::Error::other(e.to_string())))?;
         let _ = std::fs::remove_file(self.staging.join(LOCK));
-        let moved = if self.target.is_dir() {
-            exchange(&self.staging, &self.target).map(|()| {
-                // The staging path now holds the earlier run's files.
-                let _ = std::fs::remove_dir_all(&self.staging);
-            })
-        } else {
-            std::fs::rename(&self.staging, &self.target)
-        };
+        let staging = self.staging.clone();
+        let target = self.target.clone();
+        let replace = self.replace;
+        let moved = crate::temporaries::settle(&staging, || {
+            if !staging.is_dir() {
+                return Err(std::io::Error::other("the run was stopped"));
+            }
+            if target.is_dir() {
+                // Checked again: files may have come since the run began.
+                let empty = std::fs::read_dir(&target)?.next().is_none();
+                if !empty {
+                    check_replaceable(&target, &target.display().to_string(), replace)
+                        .map_err(|e| std::io::Error::other(e.to_string()))?;
+                }
+                exchange(&staging, &target)
+            } else {
+                std::fs::rename(&staging, &target)
+            }
+        });
         moved.map_err(|e| OutDirError::Io(shown, e))?;
-        forget_temporary(&self.staging);
+        // The staging path now holds the earlier run's files, if any.
+        let _ = std::fs::remove_dir_all(&self.staging);
+        // The parents it made now hold the run's folder: kept.
+        for p in &self.made_parents {
+            forget_temporary(p);
+        }
         self.committed = true;
         Ok(())
     }
@@ -153,6 +198,9 @@ impl Drop for OutDir {
         let _ = std::fs::remove_dir_all(&self.staging);
         forget_temporary(&self.staging);
         remove_made(&self.made_parents);
+        for p in &self.made_parents {
+            forget_temporary(p);
+        }
     }
 }
 
@@ -208,11 +256,60 @@ fn check_replaceable(target: &Path, shown: &str, replace: bool) -> Result<(), Ou
     let Ok(by) = std::fs::read_to_string(target.join(MARKER)) else {
         return Err(OutDirError::Foreign(shown.to_string()));
     };
+    // The files the earlier run wrote (listed in its marker): anything
+    // else in the folder is someone else's, and keeps it.
+    let listed: Vec<&str> = by.lines().skip(1).filter(|l| !l.is_empty()).collect();
+    if !listed.is_empty() {
+        for e in std::fs::read_dir(target)
+            .map_err(io)?
+            .filter_map(Result::ok)
+        {
+            let n = e.file_name().to_string_lossy().into_owned();
+            if n != MARKER && !listed.contains(&n.as_str()) {
+                return Err(OutDirError::Foreign(shown.to_string()));
+            }
+        }
+    }
     if replace {
         Ok(())
     } else {
         let by = by.lines().next().unwrap_or("kicklab").trim().to_string();
         Err(OutDirError::EarlierRun(shown.to_string(), by))
+    }
+}
+
+/// Fails where the staging folder beside `target` could not be moved onto
+/// it: `target` a mount point (another file system than its parent's), or
+/// a parent that cannot be written. Both known before any work.
+fn check_placeable(target: &Path, parent: &Path, shown: &str) -> Result<(), OutDirError> {
+    use std::os::unix::fs::MetadataExt as _;
+    let io = |e| OutDirError::Io(shown.to_string(), e);
+    let (t, p) = (
+        std::fs::metadata(target).map_err(io)?,
+        std::fs::metadata(parent).map_err(io)?,
+    );
+    if t.dev() != p.dev() {
+        return Err(OutDirError::Io(
+            shown.to_string(),
+            std::io::Error::other(
+                "a mount point: kicklab writes a folder beside --out and moves it into place; \
+                 name a folder inside it (e.g. OUT/run1)",
+            ),
+        ));
+    }
+    let probe = parent.join(format!(".kicklab-probe-{}", std::process::id()));
+    match std::fs::create_dir(&probe) {
+        Ok(()) => {
+            let _ = std::fs::remove_dir(&probe);
+            Ok(())
+        }
+        Err(e) => Err(OutDirError::Io(
+            shown.to_string(),
+            std::io::Error::other(format!(
+                "its parent folder cannot be written ({e}): kicklab writes a folder beside --out \
+                 and moves it into place; name a folder inside it (e.g. OUT/run1)"
+            )),
+        )),
     }
 }
 

@@ -26,6 +26,17 @@ pub fn forget_temporary(path: &Path) {
     temporaries().retain(|p| p != path);
 }
 
+/// Runs `step` (a move into place) with the registry locked, then
+/// unregisters `path`: a signal's clean-up runs wholly before (and the
+/// step finds nothing to move) or wholly after (and finds nothing to
+/// remove), never in the middle of the move.
+pub fn settle<T>(path: &Path, step: impl FnOnce() -> T) -> T {
+    let mut held = temporaries();
+    let out = step();
+    held.retain(|p| p != path);
+    out
+}
+
 /// Whether `path` is registered.
 #[must_use]
 pub fn is_registered(path: &Path) -> bool {

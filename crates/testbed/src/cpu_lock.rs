@@ -34,23 +34,28 @@ impl CpuLock {
     /// The lock file could not be opened or locked.
     pub fn acquire(waiting: impl FnOnce(Option<u32>)) -> std::io::Result<CpuLock> {
         use std::os::unix::fs::OpenOptionsExt as _;
+        // Never through a link; readable and writable by every user (the
+        // umask would leave a second user's runs locked out).
         let mut file = std::fs::OpenOptions::new()
             .read(true)
             .write(true)
             .create(true)
             .truncate(false)
             .mode(0o666)
+            .custom_flags(libc::O_NOFOLLOW)
             .open(lock_path())?;
+        // SAFETY: fchmod on a descriptor this process owns.
+        let _ = unsafe { libc::fchmod(file.as_raw_fd(), 0o666) };
         if !flock(&file, libc::LOCK_EX | libc::LOCK_NB)? {
             let mut holder = String::new();
             let _ = file.read_to_string(&mut holder);
             waiting(holder.trim().parse().ok());
             flock(&file, libc::LOCK_EX)?;
         }
-        // Who holds it, for the next one's note.
-        let _ = file.set_len(0);
+        // Who holds it, for the next one's note: a fixed width written
+        // over the last (no truncation).
         let _ = file.rewind();
-        let _ = write!(file, "{}", std::process::id());
+        let _ = write!(file, "{:<12}", std::process::id());
         Ok(CpuLock { _file: file })
     }
 }
@@ -96,17 +101,21 @@ impl Drop for Held {
 ///
 /// # Errors
 ///
-/// [`TestbedError::Io`](crate::TestbedError::Io): the lock file could not
-/// be opened or locked.
+/// None today: a lock file that cannot be opened or locked lets the run
+/// go on unlocked. (A `Result` so that callers need not change if that
+/// ever becomes an error.)
 pub fn hold() -> Result<Held, crate::TestbedError> {
     let mut h = held();
     if h.0 == 0 {
         let say = ON_WAIT.get().copied();
-        h.1 = Some(CpuLock::acquire(|pid| {
+        // A lock file that cannot be used (another user's, a link in its
+        // place): the run goes on unlocked rather than not at all.
+        h.1 = CpuLock::acquire(|pid| {
             if let Some(say) = say {
                 say(pid);
             }
-        })?);
+        })
+        .ok();
     }
     h.0 += 1;
     Ok(Held(()))

@@ -131,16 +131,20 @@ impl<T: PartialEq + Copy> Stall<T> {
             return false;
         }
         let stats = self.read();
-        let starved = stats
-            .iter()
-            .zip(&self.base)
-            .any(|(now, before)| match (now, before) {
-                (Some(n), Some(b)) => {
-                    let wait = Duration::from_nanos(n.waiting_ns.saturating_sub(b.waiting_ns));
-                    wait * 2 >= waited
-                }
-                _ => false,
+        // A party that had not said its id at the baseline counts from its
+        // start (the counters are cumulative). Starved: it waited for a
+        // CPU at least half the window and ran less than half of it.
+        let starved = stats.iter().enumerate().any(|(i, now)| {
+            let Some(n) = now else { return false };
+            let b = self.base.get(i).copied().flatten().unwrap_or(Sched {
+                on_cpu_ns: 0,
+                waiting_ns: 0,
+                state: '?',
             });
+            let wait = Duration::from_nanos(n.waiting_ns.saturating_sub(b.waiting_ns));
+            let ran = Duration::from_nanos(n.on_cpu_ns.saturating_sub(b.on_cpu_ns));
+            wait * 2 >= waited && ran * 2 < waited
+        });
         if starved {
             self.starved += waited;
             if self.starved < self.limit * MAX_STARVED_LIMITS {

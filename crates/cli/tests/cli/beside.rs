@@ -7,8 +7,16 @@ use std::process::{Child, Command, Stdio};
 use super::{kicklab, tmp};
 
 fn busy() -> Child {
-    Command::new("sh")
-        .args(["-c", "while :; do :; done"])
+    // On the CPUs the pair pins (0 and 1), where taskset is there.
+    let pinned = Command::new("taskset").arg("-V").output().is_ok();
+    let mut c = if pinned {
+        let mut c = Command::new("taskset");
+        c.args(["-c", "0,1", "sh"]);
+        c
+    } else {
+        Command::new("sh")
+    };
+    c.args(["-c", "while :; do :; done"])
         .stdout(Stdio::null())
         .stderr(Stdio::null())
         .spawn()

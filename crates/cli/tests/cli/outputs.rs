@@ -272,19 +272,17 @@ fn a_signal_at_any_moment_leaves_a_whole_folder_or_none() {
             }
             let status = child.wait().unwrap();
             let left = leftovers(&root);
-            match status.code() {
+            if status.code() == Some(0) {
                 // Done before the signal: the whole folder.
-                Some(0) => {
-                    for f in ["map.csv", "index.html", ".kicklab-output"] {
-                        assert!(out.join(f).is_file(), "{f} in {}", out.display());
-                    }
-                    std::fs::remove_dir_all(&out).unwrap();
+                for f in ["map.csv", "index.html", ".kicklab-output"] {
+                    assert!(out.join(f).is_file(), "{f} in {}", out.display());
                 }
-                Some(c) => {
-                    assert_eq!(c, 128 + sig, "{delay_ms} ms");
-                    assert!(left.is_empty(), "{delay_ms} ms, signal {sig}: {left:?}");
-                }
-                None => panic!("killed by the signal itself, no clean-up"),
+                std::fs::remove_dir_all(&out).unwrap();
+            } else {
+                // Ended by the signal itself, after its clean-up.
+                use std::os::unix::process::ExitStatusExt as _;
+                assert_eq!(status.signal(), Some(sig), "{delay_ms} ms: {status:?}");
+                assert!(left.is_empty(), "{delay_ms} ms, signal {sig}: {left:?}");
             }
             assert!(leftovers(&root).is_empty());
         }
@@ -458,7 +456,8 @@ fn a_signal_during_any_folder_writing_command_leaves_its_folder_whole_or_none() 
                 assert!(out.join(".kicklab-output").is_file(), "{cmd:?}");
                 std::fs::remove_dir_all(&out).unwrap();
             } else {
-                assert_eq!(status.code(), Some(128 + libc::SIGTERM), "{cmd:?}");
+                use std::os::unix::process::ExitStatusExt as _;
+                assert_eq!(status.signal(), Some(libc::SIGTERM), "{cmd:?}: {status:?}");
             }
             assert!(
                 leftovers(&root).is_empty(),
@@ -536,5 +535,54 @@ fn a_save_that_fails_keeps_the_old_profile() {
         serde_json::from_slice::<serde_json::Value>(&std::fs::read(&profile).unwrap()).is_ok(),
         "a whole profile"
     );
+    let _ = std::fs::remove_dir_all(&root);
+}
+
+#[test]
+fn force_replaces_only_the_files_an_earlier_run_wrote_and_a_linked_out_keeps_its_link() {
+    let root = tmp("force-mine");
+    std::fs::create_dir_all(&root).unwrap();
+    let out = root.join("o");
+    let sweep = |dir: &Path, force: bool| {
+        let mut a = vec![
+            "sweep".to_string(),
+            "--vary".into(),
+            "wp=0.5us..1us:3".into(),
+            "--messages".into(),
+            "500".into(),
+            "--out".into(),
+            dir.display().to_string(),
+        ];
+        if force {
+            a.push("--force".into());
+        }
+        Command::new(env!("CARGO_BIN_EXE_kicklab"))
+            .args(&a)
+            .output()
+            .unwrap()
+    };
+    assert!(sweep(&out, false).status.success());
+    std::fs::write(out.join("my-notes.txt"), "mine").unwrap();
+    let r = sweep(&out, true);
+    let err = String::from_utf8_lossy(&r.stderr);
+    assert_eq!(r.status.code(), Some(2), "{err}");
+    assert!(err.contains("did not write"), "{err}");
+    assert_eq!(
+        std::fs::read_to_string(out.join("my-notes.txt")).unwrap(),
+        "mine"
+    );
+    std::fs::remove_file(out.join("my-notes.txt")).unwrap();
+    assert!(sweep(&out, true).status.success());
+
+    // --out a link to a folder: the folder it names is written, the link
+    // stays a link.
+    let real = root.join("real");
+    std::fs::create_dir_all(&real).unwrap();
+    let link = root.join("link");
+    std::os::unix::fs::symlink(&real, &link).unwrap();
+    let r = sweep(&link, false);
+    assert!(r.status.success(), "{}", String::from_utf8_lossy(&r.stderr));
+    assert!(link.is_symlink());
+    assert!(real.join("sweep.csv").is_file());
     let _ = std::fs::remove_dir_all(&root);
 }
