@@ -324,7 +324,11 @@ mod tests {
                 })
                 .unwrap();
                 assert_eq!(r.received, 300, "{path:?} {sources}");
-                assert!(r.wakeups >= 1 && r.wakeups <= 300 + 1, "{r:?}");
+                // poll and epoll count every return; the bitmap counts
+                // only its sleeps, and a consumer that starts after the
+                // producer has flagged everything never sleeps at all.
+                let least = u64::from(path != FlagPath::Bitmap);
+                assert!(r.wakeups >= least && r.wakeups <= 300 + 1, "{r:?}");
             }
         }
     }
