@@ -393,7 +393,15 @@ impl WaitFlags<'_> {
     pub fn unused(&self, given: &dyn Fn(&str) -> bool) -> Vec<String> {
         let mut notes = Vec::new();
         let modes = [self.p.unwrap_or(self.both), self.c.unwrap_or(self.both)];
-        let takes_bound = |m: &WaitMode| *m == WaitMode::Adaptive { latency_ns: None };
+        let takes_bound = |m: &WaitMode| {
+            matches!(
+                m,
+                WaitMode::Adaptive {
+                    latency_ns: None,
+                    ..
+                }
+            )
+        };
         if given("latency") && !modes.iter().any(takes_bound) {
             let why = if modes.iter().any(|m| matches!(m, WaitMode::Adaptive { .. })) {
                 "adaptive's own latency= is its bound"

@@ -17,7 +17,7 @@ pub struct RunArgs {
     /// How both parties wait: notify (block), poll (spin), spin:<B> (spin,
     /// then block), sleep:<Y> (timed sleeps), halt-poll[:...] (KVM),
     /// haltpoll[:...] (guest governor), hybrid[:mean|min], defer[:...]
-    /// (NAPI), coalesce:<n>,<t> (held kicks), adaptive[:latency=<D>]
+    /// (NAPI), coalesce:<n>,<t> (held kicks), adaptive[:latency=<D>,check=on|off]
     /// (kicklab's controller). A kvm guest waits by notify, poll and
     /// spin:<B> itself and by the others through its VMM (an exit per
     /// wait); its side takes any but coalesce.

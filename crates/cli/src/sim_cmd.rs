@@ -16,7 +16,7 @@ pub struct SimArgs {
     /// sleep:<Y> (timed sleeps), halt-poll[:max=..,grow=..,start=..,shrink=..]
     /// (KVM), haltpoll[:...] (guest governor), hybrid[:mean|min] (block
     /// layer / io_uring), defer[:timeout=..,count=..] (NAPI),
-    /// coalesce:<n>,<t> (held kicks), adaptive[:latency=<D>] (kicklab's
+    /// coalesce:<n>,<t> (held kicks), adaptive[:latency=<D>,check=on|off] (kicklab's
     /// controller). See docs/control.md.
     #[arg(long, default_value = "notify", value_parser = mode, allow_hyphen_values = true)]
     mode: WaitMode,

@@ -120,6 +120,7 @@ pub fn candidates(latency_ns: f64, exhaustive: bool) -> Vec<WaitMode> {
     }
     out.push(WaitMode::Adaptive {
         latency_ns: Some(latency_ns),
+        check: true,
     });
     out
 }

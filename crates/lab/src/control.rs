@@ -370,6 +370,7 @@ pub fn control_study(
     let latency = Some(spec.latency_ns);
     let adaptive = WaitMode::Adaptive {
         latency_ns: Some(spec.latency_ns),
+        check: true,
     };
     let mut strategies = vec![WaitMode::Poll, WaitMode::Notify];
     strategies.extend(anchors());

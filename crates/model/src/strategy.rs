@@ -62,11 +62,16 @@ pub enum WaitMode {
         /// Longest hold [ns].
         t_ns: f64,
     },
-    /// `adaptive[:latency=<D>]`: kicklab's controller (`docs/control.md`).
+    /// `adaptive[:latency=<D>,check=on|off]`: kicklab's controller
+    /// (`docs/control.md`).
     Adaptive {
         /// Bound on the p99 message latency [ns]; `None`: the command's
         /// `--latency`, else [`DEFAULT_LATENCY_NS`].
         latency_ns: Option<f64>,
+        /// Whether it checks what its own decisions cost against a
+        /// fallback (deferral at its defaults) and takes whichever pays
+        /// (`check=on`, the default); `check=off` is its planner alone.
+        check: bool,
     },
 }
 
@@ -122,7 +127,7 @@ impl WaitMode {
     /// control sweep compare, and what `--help` lists.
     pub const FAMILIES: &'static str = "notify, poll, spin:<B>, sleep:<Y>, \
 halt-poll[:max=200us,grow=2,start=10us,shrink=2], haltpoll[:max=200us,grow=2,start=50us,shrink=2], \
-hybrid[:mean|min], defer[:timeout=20us,count=10], coalesce:<n>,<t>, adaptive[:latency=100us]";
+hybrid[:mean|min], defer[:timeout=20us,count=10], coalesce:<n>,<t>, adaptive[:latency=100us,check=on]";
 
     /// Parses a strategy: `notify`, `poll`, `spin:5us`, `sleep:20us`,
     /// `halt-poll`, `halt-poll:max=100us,shrink=0`, `haltpoll`,
@@ -253,7 +258,8 @@ hybrid[:mean|min], defer[:timeout=20us,count=10], coalesce:<n>,<t>, adaptive[:la
             }
             "adaptive" => {
                 let mut latency_ns = None;
-                for (k, v) in keys(name, args, &["latency"])? {
+                let mut check = true;
+                for (k, v) in keys(name, args, &["latency", "check"])? {
                     match k {
                         "latency" => {
                             let l = dur("latency", v)?;
@@ -262,10 +268,19 @@ hybrid[:mean|min], defer[:timeout=20us,count=10], coalesce:<n>,<t>, adaptive[:la
                             }
                             latency_ns = Some(l);
                         }
-                        _ => return Err(unknown_key(name, k, "latency")),
+                        "check" => {
+                            check = match v {
+                                "on" => true,
+                                "off" => false,
+                                _ => {
+                                    return Err(format!("adaptive: check is on or off, not `{v}`"))
+                                }
+                            }
+                        }
+                        _ => return Err(unknown_key(name, k, "latency, check")),
                     }
                 }
-                WaitMode::Adaptive { latency_ns }
+                WaitMode::Adaptive { latency_ns, check }
             }
             other => {
                 return Err(format!(
@@ -286,6 +301,7 @@ hybrid[:mean|min], defer[:timeout=20us,count=10], coalesce:<n>,<t>, adaptive[:la
             .filter_map(|m| match m {
                 WaitMode::Adaptive {
                     latency_ns: Some(l),
+                    ..
                 } => Some(*l),
                 _ => None,
             })
@@ -297,7 +313,10 @@ hybrid[:mean|min], defer[:timeout=20us,count=10], coalesce:<n>,<t>, adaptive[:la
     #[must_use]
     pub fn with_latency(self, latency_ns: Option<f64>) -> WaitMode {
         match self {
-            WaitMode::Adaptive { latency_ns: None } => WaitMode::Adaptive { latency_ns },
+            WaitMode::Adaptive {
+                latency_ns: None,
+                check,
+            } => WaitMode::Adaptive { latency_ns, check },
             m => m,
         }
     }
@@ -343,7 +362,9 @@ hybrid[:mean|min], defer[:timeout=20us,count=10], coalesce:<n>,<t>, adaptive[:la
             }
             WaitMode::Defer { timeout_ns, .. } => ok("timeout", timeout_ns),
             WaitMode::Coalesce { t_ns, .. } => ok("coalesce time", t_ns),
-            WaitMode::Adaptive { latency_ns } => latency_ns.map_or(Ok(()), |l| ok("latency", l)),
+            WaitMode::Adaptive { latency_ns, .. } => {
+                latency_ns.map_or(Ok(()), |l| ok("latency", l))
+            }
         }
     }
 }
@@ -451,10 +472,15 @@ impl fmt::Display for WaitMode {
                 write!(f, "defer:timeout={},count={count}", fmt_ns(*timeout_ns))
             }
             WaitMode::Coalesce { n, t_ns } => write!(f, "coalesce:{n},{}", fmt_ns(*t_ns)),
-            WaitMode::Adaptive { latency_ns: None } => f.write_str("adaptive"),
-            WaitMode::Adaptive {
-                latency_ns: Some(l),
-            } => write!(f, "adaptive:latency={}", fmt_ns(*l)),
+            WaitMode::Adaptive { latency_ns, check } => {
+                f.write_str("adaptive")?;
+                match (latency_ns, check) {
+                    (None, true) => Ok(()),
+                    (None, false) => f.write_str(":check=off"),
+                    (Some(l), true) => write!(f, ":latency={}", fmt_ns(*l)),
+                    (Some(l), false) => write!(f, ":latency={},check=off", fmt_ns(*l)),
+                }
+            }
         }
     }
 }
@@ -511,13 +537,17 @@ mod tests {
     fn the_pairs_latency_bound_is_its_tightest_adaptive_partys() {
         let a = |l: f64| WaitMode::Adaptive {
             latency_ns: Some(l),
+            check: true,
         };
         assert_eq!(WaitMode::latency_bound([a(5e4), a(2e4)]), Some(2e4));
         assert_eq!(
             WaitMode::latency_bound([WaitMode::Notify, a(5e4)]),
             Some(5e4)
         );
-        let unbound = WaitMode::Adaptive { latency_ns: None };
+        let unbound = WaitMode::Adaptive {
+            latency_ns: None,
+            check: true,
+        };
         assert_eq!(WaitMode::latency_bound([WaitMode::Poll, unbound]), None);
     }
 
@@ -538,6 +568,8 @@ mod tests {
             "coalesce:8,20us",
             "adaptive",
             "adaptive:latency=50us",
+            "adaptive:check=off",
+            "adaptive:latency=50us,check=off",
         ] {
             let m = WaitMode::parse(s).unwrap();
             let again = WaitMode::parse(&m.to_string()).unwrap();
@@ -587,6 +619,7 @@ mod tests {
             ("coalesce:0,1us", "n must be >= 1"),
             ("defer:count=x", "whole number"),
             ("adaptive:latency=0", "must be > 0"),
+            ("adaptive:check=maybe", "check is on or off"),
             ("notify:1", "takes no argument"),
             ("busy", "unknown strategy"),
         ] {

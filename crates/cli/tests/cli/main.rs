@@ -485,7 +485,7 @@ fn help_teaches() {
         "--wp",
         "exp:1us",
         "spin:<B>",
-        "adaptive[:latency=<D>]",
+        "adaptive[:latency=<D>,check=on|off]",
         "--latency",
         "phases:",
         "mix:",

@@ -233,6 +233,11 @@ impl Adaptive {
         }
     }
 
+    /// Its latency bound [ps] (it plans for 80% of it).
+    pub(super) fn bound(&self) -> f64 {
+        self.budget / 0.8
+    }
+
     /// What a nap's wake-up costs [ps]: as its naps showed, else the
     /// model's S.
     pub(super) fn nap_cost(&self) -> f64 {

@@ -7,11 +7,13 @@
 //! carrying the actions out (the simulator's event loop, the ring's waits).
 
 mod adaptive;
+mod check;
 
 use crate::params::{Params, Party};
 use crate::strategy::{Estimator, WaitMode, Window, DEFAULT_LATENCY_NS};
 use crate::time::to_ps;
 use adaptive::Adaptive;
+use check::{Check, Pick};
 
 /// What a party can see when it decides: its clock and the ring's indices.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -110,7 +112,21 @@ enum State {
         left: u32,
     },
     Adaptive(Box<Adaptive>),
+    /// `adaptive` with its self-check: the planner or the fallback, as
+    /// the check says.
+    Checked(Box<Checked>),
 }
+
+#[derive(Debug, Clone)]
+struct Checked {
+    planner: Adaptive,
+    fallback: Controller,
+    check: Check,
+}
+
+/// What `adaptive`'s self-check falls back to: NAPI-style deferral at
+/// its defaults (`docs/control.md`).
+pub const FALLBACK: &str = "defer";
 
 /// Episodes `hybrid:mean` averages over.
 const HYBRID_WINDOW: usize = 16;
@@ -194,11 +210,27 @@ impl Controller {
                 count,
                 left: count,
             },
-            WaitMode::Adaptive { latency_ns: own } => State::Adaptive(Box::new(Adaptive::new(
-                party,
-                params,
-                own.or(latency_ns).unwrap_or(DEFAULT_LATENCY_NS),
-            ))),
+            WaitMode::Adaptive {
+                latency_ns: own,
+                check,
+            } => {
+                let planner = Adaptive::new(
+                    party,
+                    params,
+                    own.or(latency_ns).unwrap_or(DEFAULT_LATENCY_NS),
+                );
+                if check {
+                    let fallback = WaitMode::parse(FALLBACK).expect("the fallback parses");
+                    let bound = planner.bound();
+                    State::Checked(Box::new(Checked {
+                        planner,
+                        fallback: Controller::new(fallback, party, params, None),
+                        check: Check::new(party, bound),
+                    }))
+                } else {
+                    State::Adaptive(Box::new(planner))
+                }
+            }
         };
         Controller { state }
     }
@@ -208,8 +240,10 @@ impl Controller {
     /// never asks for an [`Action::TimedBlock`].
     #[must_use]
     pub fn without_timed_blocks(mut self) -> Controller {
-        if let State::Adaptive(a) = &mut self.state {
-            a.timed_blocks = false;
+        match &mut self.state {
+            State::Adaptive(a) => a.timed_blocks = false,
+            State::Checked(c) => c.planner.timed_blocks = false,
+            _ => {}
         }
         self
     }
@@ -286,6 +320,7 @@ impl Controller {
                 }
             }
             State::Adaptive(a) => a.wait(v, start, first),
+            State::Checked(c) => c.wait(v, start, first),
         }
     }
 
@@ -325,6 +360,7 @@ impl Controller {
             }
             State::Defer { count, left, .. } => *left = *count,
             State::Adaptive(a) => a.done(v, e),
+            State::Checked(c) => c.done(v, e),
             State::Notify | State::Poll | State::Spin { .. } | State::Sleep { .. } => {}
         }
     }
@@ -345,6 +381,7 @@ impl Controller {
     pub fn needs_fresh(&mut self, cached: &View) -> bool {
         match &mut self.state {
             State::Adaptive(a) => a.needs_fresh(cached),
+            State::Checked(c) => c.needs_fresh(cached),
             _ => false,
         }
     }
@@ -353,8 +390,10 @@ impl Controller {
     /// [`Controller::needs_fresh`] said no: its own pace is all there is to
     /// learn.
     pub fn own_work(&mut self, work: u64) {
-        if let State::Adaptive(a) = &mut self.state {
-            a.own_work(work);
+        match &mut self.state {
+            State::Adaptive(a) => a.own_work(work),
+            State::Checked(c) => c.planner.own_work(work),
+            _ => {}
         }
     }
 
@@ -364,6 +403,7 @@ impl Controller {
     pub fn after_work(&mut self, v: &View, work: u64) -> Option<Action> {
         match &mut self.state {
             State::Adaptive(a) => a.after_work(v, Some(work)),
+            State::Checked(c) => c.after_work(v, Some(work)),
             _ => None,
         }
     }
@@ -374,6 +414,7 @@ impl Controller {
     pub fn after_untimed(&mut self, v: &View) -> Option<Action> {
         match &mut self.state {
             State::Adaptive(a) => a.after_work(v, None),
+            State::Checked(c) => c.after_work(v, None),
             _ => None,
         }
     }
@@ -383,8 +424,10 @@ impl Controller {
     /// what a timed sleep really costs it (the model's S of a nap), which
     /// `adaptive` learns.
     pub fn woke(&mut self, planned: u64, now: u64) {
-        if let State::Adaptive(a) = &mut self.state {
-            a.woke(planned, now);
+        match &mut self.state {
+            State::Adaptive(a) => a.woke(planned, now),
+            State::Checked(c) => c.woke(planned, now),
+            _ => {}
         }
     }
 
@@ -407,6 +450,7 @@ impl Controller {
                 a.observe(v);
                 a.pause_action(v, true, kick)
             }
+            State::Checked(c) => c.at_pause_mark(v, work, kick),
             _ => None,
         }
     }
@@ -420,9 +464,17 @@ impl Controller {
     /// be entered), so `adaptive` learns it only where it exceeds its
     /// estimate.
     pub fn resumed(&mut self, v: &View) {
-        if let State::Adaptive(a) = &mut self.state {
-            a.observe(v);
-            a.learn_kick_wake_at_least(v);
+        match &mut self.state {
+            State::Adaptive(a) => {
+                a.observe(v);
+                a.learn_kick_wake_at_least(v);
+            }
+            State::Checked(c) => {
+                c.check.settle_pause(v, c.planner.nap_cost());
+                c.planner.observe(v);
+                c.planner.learn_kick_wake_at_least(v);
+            }
+            _ => {}
         }
     }
 
@@ -433,6 +485,10 @@ impl Controller {
     pub fn pause_mark(&self, v: &View) -> Option<u64> {
         match &self.state {
             State::Adaptive(a) => a.pause_mark(v),
+            State::Checked(c) => match c.check.running() {
+                Pick::Planner => c.planner.pause_mark(v),
+                Pick::Fallback => None,
+            },
             _ => None,
         }
     }
@@ -440,8 +496,99 @@ impl Controller {
     /// Observes the ring at a point where the party is not deciding
     /// anything (adaptive estimators only).
     pub fn observe(&mut self, v: &View) {
-        if let State::Adaptive(a) = &mut self.state {
-            a.observe(v);
+        match &mut self.state {
+            State::Adaptive(a) => a.observe(v),
+            State::Checked(c) => {
+                c.planner.observe(v);
+                c.consult(v);
+            }
+            _ => {}
+        }
+    }
+}
+
+/// Each call routed to what the check says runs; the planner watches the
+/// ring and its own pace all the while, so that a trial after the
+/// fallback starts from what is true now.
+impl Checked {
+    fn consult(&mut self, v: &View) -> Pick {
+        self.check.consult(v, self.planner.nap_cost())
+    }
+
+    fn wait(&mut self, v: &View, start: u64, first: bool) -> Action {
+        // What runs changes only between waits.
+        let pick = if first {
+            self.consult(v)
+        } else {
+            self.check.running()
+        };
+        let a = match pick {
+            Pick::Planner => self.planner.wait(v, start, first),
+            Pick::Fallback => {
+                self.planner.observe(v);
+                self.fallback.wait(v, start, first)
+            }
+        };
+        self.check.issued(v.now, Some(a));
+        a
+    }
+
+    fn done(&mut self, v: &View, e: Episode) {
+        match self.check.running() {
+            Pick::Planner => self.planner.done(v, e),
+            Pick::Fallback => self.fallback.done(v, e),
+        }
+        self.check.done(e);
+        self.consult(v);
+    }
+
+    fn needs_fresh(&mut self, cached: &View) -> bool {
+        if self.check.due(cached) {
+            return true;
+        }
+        match self.check.running() {
+            Pick::Planner => self.planner.needs_fresh(cached),
+            Pick::Fallback => false,
+        }
+    }
+
+    fn after_work(&mut self, v: &View, work: Option<u64>) -> Option<Action> {
+        match self.consult(v) {
+            Pick::Planner => {
+                let a = self.planner.after_work(v, work);
+                self.check.issued(v.now, a);
+                a
+            }
+            Pick::Fallback => {
+                if let Some(w) = work {
+                    self.planner.own_work(w);
+                }
+                self.planner.observe(v);
+                None
+            }
+        }
+    }
+
+    fn woke(&mut self, planned: u64, now: u64) {
+        match self.check.running() {
+            Pick::Planner => self.planner.woke(planned, now),
+            Pick::Fallback => self.fallback.woke(planned, now),
+        }
+        self.check.woke(planned);
+    }
+
+    fn at_pause_mark(&mut self, v: &View, work: Option<u64>, kick: bool) -> Option<Action> {
+        if let Some(w) = work {
+            self.planner.own_work(w);
+        }
+        self.planner.observe(v);
+        match self.consult(v) {
+            Pick::Planner => {
+                let a = self.planner.pause_action(v, true, kick);
+                self.check.issued(v.now, a);
+                a
+            }
+            Pick::Fallback => None,
         }
     }
 }

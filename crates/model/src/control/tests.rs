@@ -2,6 +2,12 @@ use super::adaptive::*;
 use super::*;
 use crate::Cost;
 
+/// `adaptive`'s planner alone, without its self-check (the tests of the
+/// check are in `check_tests.rs`).
+fn planner() -> Result<WaitMode, String> {
+    WaitMode::parse("adaptive:check=off")
+}
+
 fn view(now: u64) -> View {
     View {
         now,
@@ -15,7 +21,7 @@ fn view(now: u64) -> View {
 /// (16 publishes a window, the consumer 2 us a message, its own work
 /// 1 us), with the ring at `occupancy`; returns it and the time.
 fn fast_producer(p: &Params, occupancy: u64) -> (Controller, u64) {
-    let mut c = Controller::new(WaitMode::parse("adaptive").unwrap(), Party::P, p, None);
+    let mut c = Controller::new(planner().unwrap(), Party::P, p, None);
     let us = 1_000_000;
     let mut t = 0;
     for round in 0..8u64 {
@@ -188,7 +194,7 @@ fn a_consumer_plans_its_naps_with_the_wake_ups_they_showed() {
         ..Params::default()
     };
     let us = 1_000_000;
-    let mut c = Controller::new(WaitMode::parse("adaptive").unwrap(), Party::C, &p, None);
+    let mut c = Controller::new(planner().unwrap(), Party::C, &p, None);
     // The producer publishes one message every 3 us; the consumer
     // takes 1 us for each and finds the ring empty after it.
     let empty = |now: u64| View {
@@ -261,7 +267,7 @@ fn a_consumer_plans_its_naps_with_the_wake_ups_they_showed() {
 fn a_consumer_waits_for_the_kick_where_naps_cost_more_than_kicked_wake_ups() {
     let p = Params::default(); // S_C 0.2 us, N_P 2.4 us
     let us = 1_000_000;
-    let mut c = Controller::new(WaitMode::parse("adaptive").unwrap(), Party::C, &p, None);
+    let mut c = Controller::new(planner().unwrap(), Party::C, &p, None);
     // The producer publishes one message every 3 us; the consumer
     // takes 1 us for each.
     let ring = |now: u64, queued: u64| View {
@@ -331,8 +337,7 @@ fn a_consumer_waits_for_the_kick_where_naps_cost_more_than_kicked_wake_ups() {
         assert_eq!(matches!(a, Action::Nap(_)), round == 2, "{round}: {a:?}");
     }
     // A waiter that cannot block with a timeout naps.
-    let mut guest = Controller::new(WaitMode::parse("adaptive").unwrap(), Party::C, &p, None)
-        .without_timed_blocks();
+    let mut guest = Controller::new(planner().unwrap(), Party::C, &p, None).without_timed_blocks();
     for _ in 0..=NAP_SAMPLES {
         let Action::Nap(until) = run(&mut guest, &mut now) else {
             panic!("no timed blocks for it");
@@ -345,7 +350,7 @@ fn a_consumer_waits_for_the_kick_where_naps_cost_more_than_kicked_wake_ups() {
         n_p: Cost::Const(10_000.0),
         ..Params::default()
     };
-    let mut c = Controller::new(WaitMode::parse("adaptive").unwrap(), Party::C, &dear, None);
+    let mut c = Controller::new(planner().unwrap(), Party::C, &dear, None);
     for _ in 0..=NAP_SAMPLES {
         let Action::Nap(until) = run(&mut c, &mut now) else {
             panic!("kicks too dear for the producer");
@@ -384,7 +389,7 @@ fn a_consumer_goes_into_kicked_waits_past_a_margin_and_out_at_the_line() {
     let mut now = 0;
     // Naps 3.5 us late: later than a kick's 2.6 us, within 1.5 times
     // it (3.9 us): it naps on.
-    let mut c = Controller::new(WaitMode::parse("adaptive").unwrap(), Party::C, &p, None);
+    let mut c = Controller::new(planner().unwrap(), Party::C, &p, None);
     naps(&mut c, &mut now, 3_500_000);
     for _ in 0..8 {
         let Action::Nap(until) = run(&mut c, &mut now) else {
@@ -393,7 +398,7 @@ fn a_consumer_goes_into_kicked_waits_past_a_margin_and_out_at_the_line() {
         c.woke(until, until + 3_500_000);
     }
     // Naps 4.5 us late: past it, so kicked waits.
-    let mut c = Controller::new(WaitMode::parse("adaptive").unwrap(), Party::C, &p, None);
+    let mut c = Controller::new(planner().unwrap(), Party::C, &p, None);
     naps(&mut c, &mut now, 4_500_000);
     let kicked = |c: &mut Controller, now: &mut u64, gathered: u64| {
         let Action::TimedBlock(at, _) = run(c, now) else {
@@ -516,7 +521,7 @@ fn a_party_in_kicked_pauses_probes_naps_and_naps_again_once_they_are_cheap() {
     now = until + 250 * us;
     assert_eq!(probe_at(&mut c, &mut now), 2 * us);
     // A consumer in kicked waits: every 32nd wait is its nap.
-    let mut c = Controller::new(WaitMode::parse("adaptive").unwrap(), Party::C, &p, None);
+    let mut c = Controller::new(planner().unwrap(), Party::C, &p, None);
     let ring = |now: u64| View {
         now,
         len: 256,
@@ -683,7 +688,7 @@ fn paced(k: u64, occupancy: u64) -> View {
 /// 0.5 us: the faster party. Returns what its first decision was.
 fn watching_producer(queued: u64) -> (Controller, Option<Action>) {
     let p = Params::default();
-    let mode = WaitMode::parse("adaptive:latency=100us").unwrap();
+    let mode = WaitMode::parse("adaptive:latency=100us,check=off").unwrap();
     let mut c = Controller::new(mode, Party::P, &p, None);
     for k in 0..100 {
         c.observe(&paced(k, queued));
@@ -728,7 +733,7 @@ fn a_pause_mark_reached_before_an_exit_still_naps() {
 #[test]
 fn a_party_rereads_the_peers_index_only_where_a_decision_needs_it() {
     let p = Params::default();
-    let mode = WaitMode::parse("adaptive:latency=100us").unwrap();
+    let mode = WaitMode::parse("adaptive:latency=100us,check=off").unwrap();
     let at = paced;
     let (mut c, _) = watching_producer(30);
     let mark = c.pause_mark(&at(100, 30)).expect("the faster party pauses");
