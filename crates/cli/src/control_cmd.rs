@@ -235,7 +235,7 @@ pub fn run(a: &ControlArgs) -> anyhow::Result<()> {
         );
     }
     outln!(
-        "{}: adaptive against polling, the anchors and the best fixed sleep at every point (T ratio: adaptive/poll; excess: (E - W_P - W_C), adaptive/poll where poll's is >= 0.2us)",
+        "{}: adaptive against polling, notify, the anchors and the best fixed sleep at every point (docs/control.md, \"The targets\"; T ratio: adaptive/poll; excess: (E - W_P - W_C), adaptive/poll where poll's is >= 0.2us)",
         if study.passed() { "all targets hold" } else { "some targets missed" }
     );
     errln!(

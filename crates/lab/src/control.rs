@@ -1,8 +1,9 @@
 //! The control study: every strategy of `control.md` against polling over
 //! the paper's Fig. 4 sweep and the workloads that separate them, in the
-//! simulator or for real (threads, a KVM guest on either side), with issue
-//! 14's targets checked on the spot (the paper's Fig. 5, reproduced and
-//! extended). What does not live here: the strategies themselves
+//! simulator or for real (threads, a KVM guest on either side), with the
+//! controller's targets checked on the spot (the paper's Fig. 5,
+//! reproduced and extended). What does not live here: the targets
+//! (`control_targets`), the strategies themselves
 //! (`kicklab_model::control`), the loops that run them
 //! (`kicklab_sim::simulate_control`, the testbed), printing.
 
@@ -13,6 +14,7 @@ use kicklab_testbed::Backend;
 use rayon::prelude::*;
 use serde::Serialize;
 
+use crate::control_targets as targets;
 use crate::real::RunSpec;
 use crate::{Input, LabError, Progress};
 
@@ -278,7 +280,9 @@ pub struct Point {
     /// The fixed sleep with the least E among those within 5% of polling's
     /// T, if any.
     pub best_sleep: Option<String>,
-    /// The anchor with the least E within 5% of polling's T, if any.
+    /// The anchor adaptive is judged against, if any ran at polling's
+    /// pace: simulated, the least E (notify too) within 5% of polling's
+    /// T; real, the least excess within 10% (`control_targets`).
     pub best_anchor: Option<String>,
     /// Targets that failed here, in words (empty: all hold).
     pub failures: Vec<String>,
@@ -534,13 +538,10 @@ pub fn control_study(
             // The mean W_P of the workload.
             p.w_p_ns = p.workload.costs(p.w_p_ns, w_c)?.0.mean_ns();
         }
-        // Real runs: the issue's targets for real pairs, whatever the
-        // workload.
-        let targets = match spec.backend {
-            None => p.workload.targets(),
-            Some(_) => REAL_TARGETS,
-        };
-        judge(p, &adaptive_name, spec.latency_ns, targets);
+        match spec.backend {
+            None => targets::judge_simulated(p, &adaptive_name, spec.latency_ns),
+            Some(_) => targets::judge_real(p, &adaptive_name, spec.latency_ns),
+        }
     }
     Ok(ControlStudy {
         backend: spec.backend.map_or_else(
@@ -554,73 +555,6 @@ pub fn control_study(
         latency_ns: spec.latency_ns,
         messages: spec.messages,
     })
-}
-
-/// Polling's excess under which the excess target does not apply [ns].
-const EXCESS_FLOOR_NS: f64 = 200.0;
-
-/// The controller's targets on real pairs: (T ratio, excess ratio) at most.
-const REAL_TARGETS: (f64, f64) = (1.10, 0.35);
-
-fn judge(p: &mut Point, adaptive: &str, latency_ns: f64, (t_max, x_max): (f64, f64)) {
-    let poll = p.run("poll").expect("poll runs at every point").clone();
-    let a = p
-        .run(adaptive)
-        .expect("adaptive runs at every point")
-        .clone();
-    p.t_ratio = a.t_ns / poll.t_ns;
-    p.excess_ratio = (poll.excess_ns >= EXCESS_FLOOR_NS).then(|| a.excess_ns / poll.excess_ns);
-    let at_poll_speed = |r: &&Run| r.t_ns <= 1.05 * poll.t_ns;
-    let least_e = |it: &mut dyn Iterator<Item = &Run>| {
-        it.filter(at_poll_speed)
-            .min_by(|a, b| a.e_ns.total_cmp(&b.e_ns))
-            .cloned()
-    };
-    let sleep = least_e(&mut p.runs.iter().filter(|r| r.strategy.starts_with("sleep:")));
-    let anchor_names: Vec<String> = anchors().iter().map(ToString::to_string).collect();
-    let anchor = least_e(
-        &mut p
-            .runs
-            .iter()
-            .filter(|r| anchor_names.contains(&r.strategy) || r.strategy == "notify"),
-    );
-    p.best_sleep = sleep.as_ref().map(|r| r.strategy.clone());
-    p.best_anchor = anchor.as_ref().map(|r| r.strategy.clone());
-    let mut fail = Vec::new();
-    if p.t_ratio > t_max {
-        fail.push(format!("T {:.3}x polling's (target <= {t_max})", p.t_ratio));
-    }
-    if let Some(x) = p.excess_ratio {
-        if x > x_max {
-            fail.push(format!("excess {x:.3}x polling's (target <= {x_max})"));
-        }
-    }
-    if p.workload == Workload::Const && a.latency_ns[1] > latency_ns {
-        fail.push(format!(
-            "p99 latency {} over the bound {}",
-            kicklab_model::fmt_ns(a.latency_ns[1]),
-            kicklab_model::fmt_ns(latency_ns)
-        ));
-    }
-    if a.t_ns <= 1.05 * poll.t_ns {
-        if let Some(b) = &anchor {
-            if a.e_ns > b.e_ns {
-                fail.push(format!(
-                    "E {:.1} ns above {}'s {:.1} ns at polling's speed",
-                    a.e_ns, b.strategy, b.e_ns
-                ));
-            }
-        }
-        if let Some(s) = &sleep {
-            if a.e_ns > 1.25 * s.e_ns {
-                fail.push(format!(
-                    "E {:.1} ns above 1.25x the best fixed sleep ({} at {:.1} ns)",
-                    a.e_ns, s.strategy, s.e_ns
-                ));
-            }
-        }
-    }
-    p.failures = fail;
 }
 
 /// The strategies drawn in the charts (the best fixed sleep is added per
