@@ -135,6 +135,13 @@ pub fn run(a: &ControlArgs) -> anyhow::Result<()> {
         workloads.retain(|w| *w != Workload::Phases);
         errln!("note: the default workloads without phases, which a kvm guest cannot run");
     }
+    // Simulated with a profile: each start-up scales with the sleeper's
+    // idle time on the profile's idle curve, and each nap wakes as the
+    // profile's did (as `sim` does).
+    let (idle_scale, nap_ns) = match (backend, a.params.load_profile()?) {
+        (None, Some(p)) => p.sim_costs(),
+        _ => ([None, None], [None, None]),
+    };
     let spec = ControlSpec {
         params,
         w_p_range: a.range,
@@ -144,6 +151,8 @@ pub fn run(a: &ControlArgs) -> anyhow::Result<()> {
         latency_ns: a.latency,
         seed: a.seed,
         backend,
+        idle_scale,
+        nap_ns,
     };
     let study = control_study(&spec, &crate::Bars::default())?;
     let mut figures = Vec::new();

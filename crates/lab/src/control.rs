@@ -7,12 +7,12 @@
 //! (`kicklab_model::control`), the loops that run them
 //! (`kicklab_sim::simulate_control`, the testbed), printing.
 
-use kicklab_model::{Cost, Direction, Params, Rates, WaitMode};
+use kicklab_model::{Cost, Direction, IdleScale, Params, Rates, WaitMode};
 use kicklab_report::{Chart, Series, Style};
 use kicklab_sim::{default_warmup, simulate_control, simulate_trace, SimConfig, SimResult};
 use kicklab_testbed::Backend;
 use rayon::prelude::*;
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use crate::control_targets as targets;
 use crate::real::RunSpec;
@@ -169,6 +169,12 @@ pub struct ControlSpec {
     /// after another (N, S from `params`: a calibration's, for the
     /// strategies that plan with them).
     pub backend: Option<Backend>,
+    /// Simulated, a calibration's costs beside `params`: how each party's
+    /// S grows with how long it slept, and what a nap's wake-up costs, P's
+    /// then C's (`Profile::sim_costs`); `None`: the model's rules.
+    pub idle_scale: [Option<IdleScale>; 2],
+    /// See `idle_scale`.
+    pub nap_ns: [Option<f64>; 2],
 }
 
 impl Default for ControlSpec {
@@ -182,6 +188,8 @@ impl Default for ControlSpec {
             latency_ns: 100_000.0,
             seed: 1,
             backend: None,
+            idle_scale: [None, None],
+            nap_ns: [None, None],
         }
     }
 }
@@ -209,7 +217,7 @@ pub const SLEEPS_NS: [f64; 9] = [
 ];
 
 /// One strategy at one point.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct Run {
     /// The strategy (`--mode` form).
     pub strategy: String,
@@ -492,6 +500,8 @@ pub fn control_study(
                     mode_c: mode.with_latency(latency),
                     warmup: default_warmup(spec.messages, params.len).max(20_000),
                     seed: spec.seed,
+                    idle_scale: spec.idle_scale,
+                    nap_ns: spec.nap_ns,
                     ..SimConfig::new(params, mode, spec.messages)
                 };
                 // The loop for every strategy (equal to the fast one on poll,
