@@ -1,9 +1,11 @@
 //! `kicklab replay DIR` (also `kicklab validate --replay DIR`): parses,
-//! calls `kicklab_lab::replay::replay`, prints.
+//! calls `kicklab_lab::replay::replay` (or, with `--control`,
+//! `kicklab_lab::control_replay::replay_control`), prints.
 
 use std::path::PathBuf;
 
 use clap::Args;
+use kicklab_lab::control_replay::{replay_control, PickReplay, E_SPREAD};
 use kicklab_lab::replay::{replay, ReplaySet};
 use kicklab_model::fmt_ns;
 
@@ -16,13 +18,28 @@ pub struct ReplayArgs {
     /// data/machines/<machine>/<set>/).
     #[arg(value_name = "DIR")]
     dir: PathBuf,
-    /// Print one JSON list (an object per recorded backend) instead of
-    /// the tables.
+    /// Print one JSON list (an object per recorded backend; with
+    /// --control, per recorded point) instead of the tables.
     #[arg(long)]
     json: bool,
+    /// Replay the recorded control studies instead (`control-<name>.json`,
+    /// what `kicklab control --backend B --json` printed, beside its
+    /// profile): per point, the strategy cheapest within the bounds as
+    /// measured and as the simulator finds it from the profile alone
+    /// (adaptive left out; docs/control.md, "Recorded studies").
+    #[arg(long)]
+    control: bool,
 }
 
 pub fn run(a: &ReplayArgs) -> anyhow::Result<()> {
+    if a.control {
+        let picks = replay_control(&a.dir)?;
+        if a.json {
+            return crate::print_json(&serde_json::to_value(&picks)?);
+        }
+        print_picks(&picks);
+        return Ok(());
+    }
     let sets = replay(&a.dir)?;
     if a.json {
         return crate::print_json(&serde_json::to_value(&sets)?);
@@ -77,4 +94,41 @@ fn print_set(s: &ReplaySet) {
         v.knife_edges_missed
     );
     outln!();
+}
+
+fn print_picks(picks: &[PickReplay]) {
+    outln!(
+        "{:<58} {:>8}  {:<30} {:<30} {:>9}  holds",
+        "recording",
+        "W_P",
+        "measured cheapest (E)",
+        "simulated cheapest",
+        "its E"
+    );
+    for p in picks {
+        outln!(
+            "{:<58} {:>8}  {:<30} {:<30} {:>9}  {}",
+            p.file,
+            fmt_ns(p.w_p_ns),
+            format!("{} ({})", short(&p.measured), fmt_ns(p.measured_e_ns)),
+            short(&p.simulated),
+            p.simulated_measured_e_ns.map_or("-".into(), fmt_ns),
+            match (p.holds, p.simulated_kept_bounds) {
+                (true, _) => "yes",
+                (false, false) => "no (out of bounds as measured)",
+                (false, true) => "no (dearer)",
+            }
+        );
+    }
+    let held = picks.iter().filter(|p| p.holds).count();
+    outln!(
+        "{held} of {} points: the simulator's pick, as measured, within the bounds and within {:.0}% of the measured cheapest's E",
+        picks.len(),
+        E_SPREAD * 100.0
+    );
+}
+
+/// A strategy's family with its first parameter, short enough for a column.
+fn short(s: &str) -> String {
+    s.split(',').next().unwrap_or(s).to_string()
 }

@@ -15,6 +15,7 @@
 pub mod advise;
 pub mod bench;
 pub mod control;
+pub mod control_replay;
 pub mod control_targets;
 pub mod disturbance;
 pub mod explorer;

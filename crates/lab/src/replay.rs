@@ -64,7 +64,7 @@ pub struct ReplaySet {
 pub fn replay(dir: &Path) -> Result<Vec<ReplaySet>, LabError> {
     let bad = |why: String| LabError::input(Input::Replay, why);
     let mut files = Vec::new();
-    find(dir, &mut files, 0).map_err(|e| bad(format!("{}: {e}", dir.display())))?;
+    find(dir, "validate-", &mut files, 0).map_err(|e| bad(format!("{}: {e}", dir.display())))?;
     files.sort();
     if files.is_empty() {
         return Err(bad(format!(
@@ -75,16 +75,21 @@ pub fn replay(dir: &Path) -> Result<Vec<ReplaySet>, LabError> {
     files.iter().map(|f| replay_file(f)).collect()
 }
 
-/// Collects `validate-*.json` files, at most 4 folders down.
-fn find(dir: &Path, out: &mut Vec<PathBuf>, depth: u32) -> std::io::Result<()> {
+/// Collects `<prefix>*.json` files, at most 4 folders down.
+pub(crate) fn find(
+    dir: &Path,
+    prefix: &str,
+    out: &mut Vec<PathBuf>,
+    depth: u32,
+) -> std::io::Result<()> {
     for e in std::fs::read_dir(dir)? {
         let p = e?.path();
         if p.is_dir() && depth < 4 {
-            find(&p, out, depth + 1)?;
+            find(&p, prefix, out, depth + 1)?;
         } else if p
             .file_name()
             .and_then(|n| n.to_str())
-            .is_some_and(|n| n.starts_with("validate-") && n.ends_with(".json"))
+            .is_some_and(|n| n.starts_with(prefix) && n.ends_with(".json"))
         {
             out.push(p);
         }
@@ -96,7 +101,7 @@ fn find(dir: &Path, out: &mut Vec<PathBuf>, depth: u32) -> std::io::Result<()> {
 /// about 400 KB).
 const MAX_FILE: u64 = 16 << 20;
 
-fn read_json(path: &Path) -> Result<serde_json::Value, String> {
+pub(crate) fn read_json(path: &Path) -> Result<serde_json::Value, String> {
     let len = std::fs::metadata(path)
         .map_err(|e| format!("{}: {e}", path.display()))?
         .len();

@@ -2665,3 +2665,35 @@ fn an_unusable_kvm_is_one_refusal_in_every_command() {
         );
     }
 }
+
+/// `replay --control` reads the recorded control studies: one JSON object
+/// per recorded point of the constant workload, and a folder without any
+/// refused in one line naming the flag, exit 2.
+#[test]
+fn replay_control_reads_the_recorded_studies() {
+    let machines =
+        PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../data/machines/xeon-2c-nested");
+    let v = json(&["replay", "--control", machines.to_str().unwrap(), "--json"]);
+    let picks = v.as_array().unwrap();
+    assert_eq!(picks.len(), 4, "{v}");
+    for p in picks {
+        assert!(p["measured_e_ns"].as_f64().unwrap() > 0.0, "{p}");
+        assert!(p["file"].as_str().unwrap().ends_with(".json"), "{p}");
+        let holds = p["holds"].as_bool().unwrap();
+        assert!(
+            !holds || p["simulated_kept_bounds"].as_bool().unwrap(),
+            "{p}"
+        );
+    }
+    let empty = std::env::temp_dir().join(format!("kicklab-replay-control-{}", std::process::id()));
+    std::fs::create_dir_all(&empty).unwrap();
+    let out = kicklab(&["replay", "--control", empty.to_str().unwrap()]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(
+        err.contains("--replay") && err.contains("no control-*.json"),
+        "{err}"
+    );
+    assert_eq!(err.trim().lines().count(), 1, "{err}");
+    std::fs::remove_dir_all(&empty).unwrap();
+}

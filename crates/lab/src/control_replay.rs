@@ -1,0 +1,212 @@
+//! Recorded control studies predicted again: [`replay_control`] reads
+//! `control-<name>.json` (what `kicklab control --backend B --json`
+//! printed) beside the `profile-<name>.json` it ran with, simulates each
+//! recorded point of the constant workload from the profile alone, and
+//! asks whether the strategy the simulator finds cheapest within the
+//! bounds is, as measured, within them too and within [`E_SPREAD`] of the
+//! measured cheapest's E. Nothing real runs.
+//!
+//! The bounds: T within [`REAL_T_RATIO`] of polling's, p99 within the
+//! study's latency bound where any strategy kept it (else T alone).
+//! `adaptive` takes part in neither pick: what it does is judged by the
+//! study's own targets (`control_targets`), and a recording made by an
+//! earlier controller would judge the simulator on a strategy it no longer
+//! runs. What is not here: running a study (`control`), replaying
+//! validations (`replay`).
+
+use std::path::Path;
+
+use kicklab_model::{Cost, Params, Profile};
+use serde::Serialize;
+
+use crate::control::{control_study, ControlSpec, Run, Workload};
+use crate::control_targets::REAL_T_RATIO;
+use crate::replay::{find, read_json};
+use crate::{Input, LabError, Silent};
+
+/// How far above the measured cheapest's E the simulator's pick may
+/// measure and still count: the run-to-run spread of one strategy's E
+/// over three rounds on the development machine (futex and KVM tx at
+/// W_P 0.5 and 3 us: 1.6-2.7%, `data/machines/dev-xeon-2c-nested`).
+pub const E_SPREAD: f64 = 0.03;
+
+/// One recorded point: the cheapest within the bounds, measured and
+/// simulated.
+#[derive(Debug, Clone, Serialize)]
+pub struct PickReplay {
+    /// The recording.
+    pub file: String,
+    /// Its backend as recorded (`futex`, `kvm tx`).
+    pub backend: String,
+    /// W_P [ns].
+    pub w_p_ns: f64,
+    /// The measured cheapest within the bounds.
+    pub measured: String,
+    /// Its E [ns].
+    pub measured_e_ns: f64,
+    /// The simulator's cheapest within the bounds.
+    pub simulated: String,
+    /// The simulator's pick as measured: its E [ns] (`None`: it was not
+    /// among the recorded runs).
+    pub simulated_measured_e_ns: Option<f64>,
+    /// Whether, as measured, it kept the bounds.
+    pub simulated_kept_bounds: bool,
+    /// Whether the simulator's pick counts: measured within the bounds
+    /// and within [`E_SPREAD`] of the measured cheapest.
+    pub holds: bool,
+}
+
+/// The cheapest run by E among those within the bounds, `adaptive` left
+/// out: T within [`REAL_T_RATIO`] of polling's, and p99 within
+/// `latency_ns` where any such run kept it.
+pub fn cheapest(runs: &[Run], latency_ns: f64) -> Option<&Run> {
+    let poll = runs.iter().find(|r| r.strategy == "poll")?;
+    let paced: Vec<&Run> = runs
+        .iter()
+        .filter(|r| !r.strategy.starts_with("adaptive") && r.t_ns <= REAL_T_RATIO * poll.t_ns)
+        .collect();
+    let kept: Vec<&Run> = paced
+        .iter()
+        .copied()
+        .filter(|r| r.latency_ns[1] <= latency_ns)
+        .collect();
+    let pool = if kept.is_empty() { paced } else { kept };
+    pool.into_iter().min_by(|a, b| a.e_ns.total_cmp(&b.e_ns))
+}
+
+/// Every recorded control study under `dir`, point by point.
+///
+/// # Errors
+///
+/// [`LabError::Input`] naming `replay`'s folder: no recording found, a
+/// file that is not a recorded study, a missing or invalid profile; what
+/// the simulator refuses.
+pub fn replay_control(dir: &Path) -> Result<Vec<PickReplay>, LabError> {
+    let bad = |why: String| LabError::input(Input::Replay, why);
+    let mut files = Vec::new();
+    find(dir, "control-", &mut files, 0).map_err(|e| bad(format!("{}: {e}", dir.display())))?;
+    files.sort();
+    if files.is_empty() {
+        return Err(bad(format!(
+            "{}: no control-*.json in it or below (recorded by `kicklab control --backend B --json`)",
+            dir.display()
+        )));
+    }
+    let mut out = Vec::new();
+    for f in &files {
+        out.extend(replay_file(f)?);
+    }
+    Ok(out)
+}
+
+fn replay_file(path: &Path) -> Result<Vec<PickReplay>, LabError> {
+    let bad = |why: String| LabError::input(Input::Replay, format!("{}: {why}", path.display()));
+    let v = read_json(path).map_err(|e| LabError::input(Input::Replay, e))?;
+    let name = path
+        .file_name()
+        .and_then(|n| n.to_str())
+        .and_then(|n| n.strip_prefix("control-"))
+        .unwrap_or_default();
+    let profile_path = path.with_file_name(format!("profile-{name}"));
+    let profile: Profile = serde_json::from_value(
+        read_json(&profile_path).map_err(|e| LabError::input(Input::Replay, e))?,
+    )
+    .map_err(|e| bad(format!("{}: not a profile: {e}", profile_path.display())))?;
+    profile
+        .check()
+        .map_err(|e| bad(format!("{}: {e}", profile_path.display())))?;
+    let backend = v
+        .get("backend")
+        .and_then(|b| b.as_str())
+        .ok_or_else(|| bad("no `backend` (not a `control --json` output)".into()))?
+        .to_string();
+    if backend.split(' ').next() != Some(profile.backend.as_str()) {
+        return Err(bad(format!(
+            "a {backend} study beside a {} profile",
+            profile.backend
+        )));
+    }
+    let num = |k: &str| v.get(k).and_then(serde_json::Value::as_f64);
+    let latency_ns = num("latency_ns")
+        .filter(|l| l.is_finite() && *l > 0.0)
+        .ok_or_else(|| bad("no `latency_ns`".into()))?;
+    let messages = v
+        .get("messages")
+        .and_then(serde_json::Value::as_u64)
+        .filter(|m| *m > 0)
+        .ok_or_else(|| bad("no `messages`".into()))?;
+    let points = v
+        .get("points")
+        .and_then(|p| p.as_array())
+        .ok_or_else(|| bad("`points` is not a list".into()))?;
+    let mut out = Vec::new();
+    for (i, p) in points.iter().enumerate() {
+        if p.get("workload").and_then(|w| w.as_str()) != Some("const") {
+            continue;
+        }
+        let field = |k: &str| {
+            p.get(k)
+                .and_then(serde_json::Value::as_f64)
+                .filter(|x| x.is_finite() && *x >= 0.0)
+                .ok_or_else(|| bad(format!("point {i} has no {k}")))
+        };
+        let (w_p, w_c) = (field("w_p_ns")?, field("w_c_ns")?);
+        let runs: Vec<Run> = serde_json::from_value(p.get("runs").cloned().unwrap_or_default())
+            .map_err(|e| bad(format!("point {i}: runs: {e}")))?;
+        let Some(measured) = cheapest(&runs, latency_ns) else {
+            return Err(bad(format!("point {i}: no `poll` run")));
+        };
+        let mut params = Params {
+            w_c: Cost::Const(w_c),
+            ..Params::default()
+        };
+        profile.apply_costs(&mut params, false);
+        let (idle_scale, nap_ns) = profile.sim_costs();
+        let spec = ControlSpec {
+            params,
+            w_p_range: (w_p, w_p),
+            points: 1,
+            workloads: vec![Workload::Const],
+            messages,
+            latency_ns,
+            seed: 1,
+            backend: None,
+            idle_scale,
+            nap_ns,
+        };
+        let study = control_study(&spec, &Silent)?;
+        let simulated = study
+            .points
+            .first()
+            .and_then(|s| cheapest(&s.runs, latency_ns))
+            .map(|r| r.strategy.clone())
+            .ok_or_else(|| bad(format!("point {i}: the simulator ran no poll")))?;
+        let as_measured = runs.iter().find(|r| r.strategy == simulated);
+        let kept = as_measured.is_some_and(|r| within_bounds(&runs, r, latency_ns));
+        let e = as_measured.map(|r| r.e_ns);
+        out.push(PickReplay {
+            file: path.display().to_string(),
+            backend: backend.clone(),
+            w_p_ns: w_p,
+            measured: measured.strategy.clone(),
+            measured_e_ns: measured.e_ns,
+            simulated,
+            simulated_measured_e_ns: e,
+            simulated_kept_bounds: kept,
+            holds: kept && e.is_some_and(|e| e <= (1.0 + E_SPREAD) * measured.e_ns),
+        });
+    }
+    Ok(out)
+}
+
+/// Whether `r` is within the bounds [`cheapest`] picks from among `runs`.
+fn within_bounds(runs: &[Run], r: &Run, latency_ns: f64) -> bool {
+    let Some(poll) = runs.iter().find(|x| x.strategy == "poll") else {
+        return false;
+    };
+    let paced = |x: &Run| x.t_ns <= REAL_T_RATIO * poll.t_ns;
+    let any_kept = runs
+        .iter()
+        .any(|x| !x.strategy.starts_with("adaptive") && paced(x) && x.latency_ns[1] <= latency_ns);
+    paced(r) && (!any_kept || r.latency_ns[1] <= latency_ns)
+}

@@ -1,0 +1,94 @@
+//! `replay --control` over every recorded control study in
+//! `data/machines/`: the simulator, given the machine's profile alone,
+//! must pick the strategy that measured cheapest within the bounds (or one
+//! within the run-to-run spread of it) at 3 of every 4 recorded points of
+//! a set. A set that misses is named below with the reason; the test fails
+//! if a set misses unnamed, or if a named one has come to meet it (the
+//! list stays true).
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+
+use kicklab_lab::control::Run;
+use kicklab_lab::control_replay::{cheapest, replay_control};
+
+fn machines() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../data/machines")
+}
+
+/// Sets where the simulator's pick, as measured, left the bounds at more
+/// than one point in four.
+const KNOWN_MISSES: &[(&str, &str)] = &[(
+    "xeon-2c-nested/2026-11-28a-control",
+    "the fixed sleeps the simulator picks there (with the profile's nap \
+     cost and idle curve: at polling's T) measured out of bounds: \
+     sleep:200us at futex 0.5 us 1.93x polling's T, sleep:50us at kvm \
+     3 us 1.43x; at futex 3 us polling's own run was disturbed (T 5.7 us \
+     for 3 us of work) and sleep:50us held messages 1.2 ms",
+)];
+
+#[test]
+fn the_simulator_picks_the_measured_cheapest_at_three_points_in_four() {
+    let picks = replay_control(&machines()).expect("the recorded studies replay");
+    let mut sets: BTreeMap<String, (usize, usize)> = BTreeMap::new();
+    for p in &picks {
+        let set = PathBuf::from(&p.file);
+        let set = set.parent().unwrap();
+        let name = format!(
+            "{}/{}",
+            set.parent().unwrap().file_name().unwrap().to_string_lossy(),
+            set.file_name().unwrap().to_string_lossy()
+        );
+        let e = sets.entry(name).or_default();
+        e.0 += usize::from(p.holds);
+        e.1 += 1;
+        if p.measured == p.simulated {
+            assert!(p.holds, "{p:?}");
+        }
+        assert!(p.measured_e_ns > 0.0, "{p:?}");
+    }
+    assert!(sets.len() >= 4, "{sets:?}");
+    for (name, (held, of)) in &sets {
+        let known = KNOWN_MISSES.iter().find(|(n, _)| n == name);
+        let meets = 4 * held >= 3 * of;
+        match known {
+            None => assert!(meets, "{name}: {held} of {of} points"),
+            Some((_, why)) => assert!(
+                !meets,
+                "{name} now meets it ({held} of {of}): drop it from KNOWN_MISSES ({why})"
+            ),
+        }
+    }
+}
+
+fn run(strategy: &str, t_ns: f64, e_ns: f64, p99_ns: f64) -> Run {
+    Run {
+        strategy: strategy.into(),
+        t_ns,
+        e_ns,
+        excess_ns: e_ns - 1600.0,
+        latency_ns: [p99_ns / 2.0, p99_ns, p99_ns],
+        kicks_per_message: 0.0,
+        wakeups_per_message: 0.0,
+        settle_messages: None,
+    }
+}
+
+#[test]
+fn the_cheapest_keeps_the_pace_and_the_bound_where_any_does() {
+    let runs = [
+        run("poll", 1200.0, 2500.0, 300_000.0),
+        run("notify", 1500.0, 2000.0, 50_000.0),
+        run("sleep:200us", 1210.0, 1800.0, 280_000.0),
+        run("defer:timeout=20us,count=10", 1250.0, 2200.0, 60_000.0),
+        run("adaptive:latency=100us", 1200.0, 1700.0, 80_000.0),
+    ];
+    // notify is too slow; adaptive is left out; the sleep holds messages
+    // past the bound where defer keeps it.
+    assert_eq!(
+        cheapest(&runs, 100_000.0).unwrap().strategy,
+        "defer:timeout=20us,count=10"
+    );
+    // Where none keeps the bound, the pace alone.
+    assert_eq!(cheapest(&runs, 10_000.0).unwrap().strategy, "sleep:200us");
+}
