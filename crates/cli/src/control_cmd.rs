@@ -135,13 +135,14 @@ pub fn run(a: &ControlArgs) -> anyhow::Result<()> {
         workloads.retain(|w| *w != Workload::Phases);
         errln!("note: the default workloads without phases, which a kvm guest cannot run");
     }
-    // Simulated with a profile: each start-up scales with the sleeper's
-    // idle time on the profile's idle curve, and each nap wakes as the
+    // Simulated with a profile (the study, or a real study's check of
+    // the simulator's pick): each start-up scales with the sleeper's idle
+    // time on the profile's idle curve, and each nap wakes as the
     // profile's did (as `sim` does).
-    let (idle_scale, nap_ns) = match (backend, a.params.load_profile()?) {
-        (None, Some(p)) => p.sim_costs(),
-        _ => ([None, None], [None, None]),
-    };
+    let (idle_scale, nap_ns) = a
+        .params
+        .load_profile()?
+        .map_or(([None, None], [None, None]), |p| p.sim_costs());
     let spec = ControlSpec {
         params,
         w_p_range: a.range,
@@ -247,9 +248,44 @@ pub fn run(a: &ControlArgs) -> anyhow::Result<()> {
         "{}: adaptive against polling, notify, the anchors and the best fixed sleep at every point (docs/control.md, \"The targets\"; T ratio: adaptive/poll; excess: (E - W_P - W_C), adaptive/poll where poll's is >= 0.2us)",
         if study.passed() { "all targets hold" } else { "some targets missed" }
     );
+    print_picks(&study);
     errln!(
         "wrote control.csv, the charts and index.html in {}",
         a.out.display()
     );
     crate::files::commit(dir)
+}
+
+/// A real study: where the simulator, from the profile, picks another
+/// strategy than the machine showed cheapest within the bounds, one line
+/// each, and how many held.
+fn print_picks(study: &kicklab_lab::control::ControlStudy) {
+    let picks: Vec<_> = study
+        .points
+        .iter()
+        .filter_map(|p| p.pick.as_ref().map(|k| (p, k)))
+        .collect();
+    if picks.is_empty() {
+        return;
+    }
+    for (p, k) in picks.iter().filter(|(_, k)| !k.holds) {
+        outln!(
+            "at W_P {} the simulator, from the profile, picks {}; measured, the cheapest within the bounds is {} ({}) and {} {}",
+            fmt_ns(p.w_p_ns),
+            k.simulated,
+            k.measured,
+            fmt_ns(k.measured_e_ns),
+            k.simulated,
+            match (k.simulated_kept_bounds, k.simulated_measured_e_ns) {
+                (false, _) | (_, None) => "left the bounds".to_string(),
+                (true, Some(e)) => format!("cost {}", fmt_ns(e)),
+            }
+        );
+    }
+    outln!(
+        "the simulator's pick from the profile held at {} of {} points (measured within the bounds and within {:.0}% of the cheapest's E; docs/control.md, \"Recorded studies\")",
+        picks.iter().filter(|(_, k)| k.holds).count(),
+        picks.len(),
+        kicklab_lab::control::targets::E_SPREAD * 100.0
+    );
 }

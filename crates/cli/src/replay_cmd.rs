@@ -1,11 +1,12 @@
 //! `kicklab replay DIR` (also `kicklab validate --replay DIR`): parses,
 //! calls `kicklab_lab::replay::replay` (or, with `--control`,
-//! `kicklab_lab::control_replay::replay_control`), prints.
+//! `kicklab_lab::control::replay::replay_control`), prints.
 
 use std::path::PathBuf;
 
 use clap::Args;
-use kicklab_lab::control_replay::{replay_control, PickReplay, E_SPREAD};
+use kicklab_lab::control::replay::{replay_control, PickReplay};
+use kicklab_lab::control::targets::E_SPREAD;
 use kicklab_lab::replay::{replay, ReplaySet};
 use kicklab_model::fmt_ns;
 
@@ -105,11 +106,12 @@ fn print_picks(picks: &[PickReplay]) {
         "simulated cheapest",
         "its E"
     );
-    for p in picks {
+    for r in picks {
+        let p = &r.pick;
         outln!(
             "{:<58} {:>8}  {:<30} {:<30} {:>9}  {}",
-            p.file,
-            fmt_ns(p.w_p_ns),
+            r.file,
+            fmt_ns(r.w_p_ns),
             format!("{} ({})", short(&p.measured), fmt_ns(p.measured_e_ns)),
             short(&p.simulated),
             p.simulated_measured_e_ns.map_or("-".into(), fmt_ns),
@@ -120,7 +122,7 @@ fn print_picks(picks: &[PickReplay]) {
             }
         );
     }
-    let held = picks.iter().filter(|p| p.holds).count();
+    let held = picks.iter().filter(|p| p.pick.holds).count();
     outln!(
         "{held} of {} points: the simulator's pick, as measured, within the bounds and within {:.0}% of the measured cheapest's E",
         picks.len(),

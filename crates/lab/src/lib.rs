@@ -15,8 +15,6 @@
 pub mod advise;
 pub mod bench;
 pub mod control;
-pub mod control_replay;
-pub mod control_targets;
 pub mod disturbance;
 pub mod explorer;
 pub mod flags;

@@ -135,6 +135,15 @@ fn the_study_runs_every_strategy_for_real() {
         // poll, notify, 7 anchors, 9 fixed sleeps, adaptive.
         assert_eq!(p.runs.len(), 19, "{}", study.backend);
         assert!(p.runs.iter().all(|r| r.t_ns > 0.0 && r.e_ns > 0.0));
+        // The simulator's pick from the same costs, checked against the
+        // measurement: one of the strategies run, measured or not.
+        let pick = p
+            .pick
+            .as_ref()
+            .expect("a real constant point checks the simulator's pick");
+        assert!(p.run(&pick.measured).is_some(), "{pick:?}");
+        assert!(p.run(&pick.simulated).is_some(), "{pick:?}");
+        assert!(!pick.holds || pick.simulated_kept_bounds, "{pick:?}");
         let poll = p.run("poll").unwrap();
         // Polling never sleeps; a fixed sleep does.
         assert_eq!(poll.wakeups_per_message, 0.0, "{}", study.backend);

@@ -9,8 +9,9 @@
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 
+use kicklab_lab::control::replay::replay_control;
+use kicklab_lab::control::targets::cheapest;
 use kicklab_lab::control::Run;
-use kicklab_lab::control_replay::{cheapest, replay_control};
 
 fn machines() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../data/machines")
@@ -40,12 +41,12 @@ fn the_simulator_picks_the_measured_cheapest_at_three_points_in_four() {
             set.file_name().unwrap().to_string_lossy()
         );
         let e = sets.entry(name).or_default();
-        e.0 += usize::from(p.holds);
+        e.0 += usize::from(p.pick.holds);
         e.1 += 1;
-        if p.measured == p.simulated {
-            assert!(p.holds, "{p:?}");
+        if p.pick.measured == p.pick.simulated {
+            assert!(p.pick.holds, "{p:?}");
         }
-        assert!(p.measured_e_ns > 0.0, "{p:?}");
+        assert!(p.pick.measured_e_ns > 0.0, "{p:?}");
     }
     assert!(sets.len() >= 4, "{sets:?}");
     for (name, (held, of)) in &sets {

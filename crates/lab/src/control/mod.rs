@@ -2,110 +2,27 @@
 //! the paper's Fig. 4 sweep and the workloads that separate them, in the
 //! simulator or for real (threads, a KVM guest on either side), with the
 //! controller's targets checked on the spot (the paper's Fig. 5,
-//! reproduced and extended). What does not live here: the targets
-//! (`control_targets`), the strategies themselves
+//! reproduced and extended). What does not live here: the study's data
+//! (`data`), the targets (`targets`), replaying recorded studies
+//! (`replay`), the strategies themselves
 //! (`kicklab_model::control`), the loops that run them
 //! (`kicklab_sim::simulate_control`, the testbed), printing.
 
-use kicklab_model::{Cost, Direction, IdleScale, Params, Rates, WaitMode};
+use kicklab_model::{Direction, IdleScale, Params, WaitMode};
 use kicklab_report::{Chart, Series, Style};
-use kicklab_sim::{default_warmup, simulate_control, simulate_trace, SimConfig, SimResult};
+use kicklab_sim::{default_warmup, simulate_control, simulate_trace, SimConfig};
 use kicklab_testbed::Backend;
 use rayon::prelude::*;
-use serde::{Deserialize, Serialize};
 
-use crate::control_targets as targets;
+mod data;
+pub mod replay;
+pub mod targets;
+
+use data::PHASE;
+pub use data::{anchors, ControlStudy, Point, Run, Workload, SLEEPS_NS};
+
 use crate::real::RunSpec;
 use crate::{Input, LabError, Progress};
-
-/// A workload: how W_P and W_C are drawn at a point of the sweep.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "lowercase")]
-pub enum Workload {
-    /// Constant W_P (the sweep's x), W_C = 1.1 us: the paper's Fig. 4/5.
-    Const,
-    /// Exponential W_P and W_C with those means (Poisson-like arrivals).
-    Exp,
-    /// W_P alternating between 0.5 us and 3 us every 5000 messages (rate
-    /// steps); one point.
-    Phases,
-    /// Rare long messages: W_P at the sweep's x, one in a hundred 50 times
-    /// longer.
-    Mix,
-}
-
-impl Workload {
-    /// All, in the report's order.
-    pub const ALL: [Workload; 4] = [
-        Workload::Const,
-        Workload::Exp,
-        Workload::Phases,
-        Workload::Mix,
-    ];
-
-    /// The name used on the command line.
-    pub fn name(self) -> &'static str {
-        match self {
-            Workload::Const => "const",
-            Workload::Exp => "exp",
-            Workload::Phases => "phases",
-            Workload::Mix => "mix",
-        }
-    }
-
-    /// Parses a name.
-    ///
-    /// # Errors
-    ///
-    /// The accepted names.
-    pub fn parse(s: &str) -> Result<Workload, String> {
-        Workload::ALL
-            .into_iter()
-            .find(|w| w.name() == s)
-            .ok_or_else(|| format!("unknown workload `{s}` (use const, exp, phases or mix)"))
-    }
-
-    /// (W_P, W_C) at a sweep point `x` [ns] (ignored by `phases`).
-    ///
-    /// # Errors
-    ///
-    /// A `mix` whose long messages (50 x) are longer than a cost may be.
-    fn costs(self, x: f64, w_c: f64) -> Result<(Cost, Cost), LabError> {
-        Ok(match self {
-            Workload::Const => (Cost::Const(x), Cost::Const(w_c)),
-            Workload::Exp => (Cost::Exp { mean_ns: x }, Cost::Exp { mean_ns: w_c }),
-            Workload::Phases => (
-                Cost::parse(&format!("phases:0.5us@{PHASE}+3us@{PHASE}"))
-                    .expect("a valid phases cost"),
-                Cost::Const(w_c),
-            ),
-            Workload::Mix => (
-                Cost::parse(&format!("mix:0.01:{x}ns+{}ns", 50.0 * x)).map_err(|e| {
-                    LabError::input(
-                        Input::Workload,
-                        format!(
-                            "mix at W_P = {}: its long messages (50 x W_P): {e}",
-                            kicklab_model::fmt_ns(x)
-                        ),
-                    )
-                })?,
-                Cost::Const(w_c),
-            ),
-        })
-    }
-
-    /// The controller's targets for this workload: (T ratio, excess ratio)
-    /// at most, against polling.
-    pub fn targets(self) -> (f64, f64) {
-        match self {
-            Workload::Const => (1.05, 0.25),
-            Workload::Exp | Workload::Phases | Workload::Mix => (1.10, 0.35),
-        }
-    }
-}
-
-/// Messages per phase of the `phases` workload.
-const PHASE: usize = 5000;
 
 /// Messages per window when judging whether a rate step has settled.
 const SETTLE_WINDOW: usize = 512;
@@ -191,142 +108,6 @@ impl Default for ControlSpec {
             idle_scale: [None, None],
             nap_ns: [None, None],
         }
-    }
-}
-
-/// The anchors at their shipped defaults (`control.md`), besides poll,
-/// notify and the fixed sleeps.
-pub fn anchors() -> Vec<WaitMode> {
-    [
-        "spin:50us",
-        "halt-poll",
-        "haltpoll",
-        "hybrid",
-        "hybrid:min",
-        "defer",
-        "coalesce:8,20us",
-    ]
-    .iter()
-    .map(|s| WaitMode::parse(s).expect("a valid anchor"))
-    .collect()
-}
-
-/// The fixed timed sleeps searched for the best one in hindsight [ns].
-pub const SLEEPS_NS: [f64; 9] = [
-    500.0, 1000.0, 2000.0, 5000.0, 10_000.0, 20_000.0, 50_000.0, 100_000.0, 200_000.0,
-];
-
-/// One strategy at one point.
-#[derive(Debug, Clone, Serialize, Deserialize)]
-pub struct Run {
-    /// The strategy (`--mode` form).
-    pub strategy: String,
-    /// T [ns].
-    pub t_ns: f64,
-    /// E [ns].
-    pub e_ns: f64,
-    /// E - W_P - W_C [ns], W as drawn in the run's window.
-    pub excess_ns: f64,
-    /// Latency p50, p99, max [ns].
-    pub latency_ns: [f64; 3],
-    /// Kicks per message (both directions).
-    pub kicks_per_message: f64,
-    /// Wake-ups (blocks and timed sleeps) per message.
-    pub wakeups_per_message: f64,
-    /// Rate steps only (`phases`): messages after a step until T over
-    /// every 512-message window stays within 10% of the new phase's own
-    /// (its second half's), at the slowest step.
-    pub settle_messages: Option<f64>,
-}
-
-impl Run {
-    /// A simulated run: its excess over the work it drew.
-    fn of(strategy: WaitMode, r: &SimResult, w: f64) -> Run {
-        let mut run = Run::of_rates(strategy, &r.rates, w);
-        run.excess_ns = r.rates.e_ns - r.work_ns.unwrap_or(w);
-        run
-    }
-
-    /// A run's rates, its excess over `w` (the workload's mean W_P + W_C).
-    fn of_rates(strategy: WaitMode, r: &Rates, w: f64) -> Run {
-        #[allow(clippy::cast_precision_loss)]
-        let m = r.messages.max(1) as f64;
-        #[allow(clippy::cast_precision_loss)]
-        let per = |x: u64| x as f64 / m;
-        let l = r
-            .latency_ns
-            .map_or([f64::NAN; 3], |l| [l.p50, l.p99, l.max]);
-        Run {
-            strategy: strategy.to_string(),
-            t_ns: r.t_ns,
-            e_ns: r.e_ns,
-            excess_ns: r.e_ns - w,
-            latency_ns: l,
-            kicks_per_message: per(r.notifications_p + r.notifications_c),
-            wakeups_per_message: per(r.sleeps_p + r.sleeps_c),
-            settle_messages: None,
-        }
-    }
-}
-
-/// One point of one workload: every strategy, and the verdicts.
-#[derive(Debug, Clone, Serialize)]
-pub struct Point {
-    /// The workload.
-    pub workload: Workload,
-    /// Mean W_P [ns].
-    pub w_p_ns: f64,
-    /// Mean W_C [ns].
-    pub w_c_ns: f64,
-    /// Polling, notify, the anchors, the fixed sleeps and adaptive.
-    pub runs: Vec<Run>,
-    /// adaptive's T / polling's.
-    pub t_ratio: f64,
-    /// adaptive's excess / polling's (`None` where polling's excess is
-    /// under 0.2 us, where the target does not apply).
-    pub excess_ratio: Option<f64>,
-    /// The fixed sleep with the least E among those within 5% of polling's
-    /// T, if any.
-    pub best_sleep: Option<String>,
-    /// The anchor adaptive is judged against, if any ran at polling's
-    /// pace: simulated, the least E (notify too) within 5% of polling's
-    /// T; real, the least excess within 10% (`control_targets`).
-    pub best_anchor: Option<String>,
-    /// Targets that failed here, in words (empty: all hold).
-    pub failures: Vec<String>,
-}
-
-impl Point {
-    /// The run of `strategy` (its `--mode` form).
-    pub fn run(&self, strategy: &str) -> Option<&Run> {
-        self.runs.iter().find(|r| r.strategy == strategy)
-    }
-}
-
-/// The whole study.
-#[derive(Debug, Clone, Serialize)]
-pub struct ControlStudy {
-    /// `sim`, or the real backend (`futex`, `kvm tx`, ...).
-    pub backend: String,
-    /// Every point of every workload.
-    pub points: Vec<Point>,
-    /// The latency bound [ns].
-    pub latency_ns: f64,
-    /// Messages per run.
-    pub messages: u64,
-}
-
-impl ControlStudy {
-    /// The points that meet every target.
-    pub fn held(&self) -> usize {
-        self.points.iter().filter(|p| p.failures.is_empty()).count()
-    }
-}
-
-impl ControlStudy {
-    /// Whether every target held.
-    pub fn passed(&self) -> bool {
-        self.points.iter().all(|p| p.failures.is_empty())
     }
 }
 
@@ -539,6 +320,7 @@ pub fn control_study(
                 best_sleep: None,
                 best_anchor: None,
                 failures: Vec::new(),
+                pick: None,
             }),
         }
     }
@@ -553,6 +335,9 @@ pub fn control_study(
             Some(_) => targets::judge_real(p, &adaptive_name, spec.latency_ns),
         }
     }
+    if spec.backend.is_some() && spec.workloads.contains(&Workload::Const) {
+        check_picks(spec, &mut points)?;
+    }
     Ok(ControlStudy {
         backend: spec.backend.map_or_else(
             || "sim".to_string(),
@@ -565,6 +350,30 @@ pub fn control_study(
         latency_ns: spec.latency_ns,
         messages: spec.messages,
     })
+}
+
+/// A real study's constant points simulated from the calibration's
+/// costs (`spec.params`, `spec.idle_scale`, `spec.nap_ns`): where the
+/// simulator's cheapest within the bounds is not what the machine showed,
+/// the point's `pick` says so, and the measurement ranks.
+fn check_picks(spec: &ControlSpec, points: &mut [Point]) -> Result<(), LabError> {
+    let twin = ControlSpec {
+        workloads: vec![Workload::Const],
+        backend: None,
+        ..spec.clone()
+    };
+    let simulated = control_study(&twin, &crate::Silent)?;
+    for p in points.iter_mut().filter(|p| p.workload == Workload::Const) {
+        let Some(s) = simulated
+            .points
+            .iter()
+            .find(|s| s.w_p_ns.to_bits() == p.w_p_ns.to_bits())
+        else {
+            continue;
+        };
+        p.pick = targets::check_pick(&p.runs, &s.runs, spec.latency_ns);
+    }
+    Ok(())
 }
 
 /// The strategies drawn in the charts (the best fixed sleep is added per

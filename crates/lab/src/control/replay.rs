@@ -9,7 +9,7 @@
 //! The bounds: T within [`REAL_T_RATIO`] of polling's, p99 within the
 //! study's latency bound where any strategy kept it (else T alone).
 //! `adaptive` takes part in neither pick: what it does is judged by the
-//! study's own targets (`control_targets`), and a recording made by an
+//! study's own targets (`targets`), and a recording made by an
 //! earlier controller would judge the simulator on a strategy it no longer
 //! runs. What is not here: running a study (`control`), replaying
 //! validations (`replay`).
@@ -19,16 +19,12 @@ use std::path::Path;
 use kicklab_model::{Cost, Params, Profile};
 use serde::Serialize;
 
-use crate::control::{control_study, ControlSpec, Run, Workload};
-use crate::control_targets::REAL_T_RATIO;
+use super::data::PickCheck;
+use super::data::{Run, Workload};
+use super::targets::check_pick;
+use super::{control_study, ControlSpec};
 use crate::replay::{find, read_json};
 use crate::{Input, LabError, Silent};
-
-/// How far above the measured cheapest's E the simulator's pick may
-/// measure and still count: the run-to-run spread of one strategy's E
-/// over three rounds on the development machine (futex and KVM tx at
-/// W_P 0.5 and 3 us: 1.6-2.7%, `data/machines/dev-xeon-2c-nested`).
-pub const E_SPREAD: f64 = 0.03;
 
 /// One recorded point: the cheapest within the bounds, measured and
 /// simulated.
@@ -40,38 +36,9 @@ pub struct PickReplay {
     pub backend: String,
     /// W_P [ns].
     pub w_p_ns: f64,
-    /// The measured cheapest within the bounds.
-    pub measured: String,
-    /// Its E [ns].
-    pub measured_e_ns: f64,
-    /// The simulator's cheapest within the bounds.
-    pub simulated: String,
-    /// The simulator's pick as measured: its E [ns] (`None`: it was not
-    /// among the recorded runs).
-    pub simulated_measured_e_ns: Option<f64>,
-    /// Whether, as measured, it kept the bounds.
-    pub simulated_kept_bounds: bool,
-    /// Whether the simulator's pick counts: measured within the bounds
-    /// and within [`E_SPREAD`] of the measured cheapest.
-    pub holds: bool,
-}
-
-/// The cheapest run by E among those within the bounds, `adaptive` left
-/// out: T within [`REAL_T_RATIO`] of polling's, and p99 within
-/// `latency_ns` where any such run kept it.
-pub fn cheapest(runs: &[Run], latency_ns: f64) -> Option<&Run> {
-    let poll = runs.iter().find(|r| r.strategy == "poll")?;
-    let paced: Vec<&Run> = runs
-        .iter()
-        .filter(|r| !r.strategy.starts_with("adaptive") && r.t_ns <= REAL_T_RATIO * poll.t_ns)
-        .collect();
-    let kept: Vec<&Run> = paced
-        .iter()
-        .copied()
-        .filter(|r| r.latency_ns[1] <= latency_ns)
-        .collect();
-    let pool = if kept.is_empty() { paced } else { kept };
-    pool.into_iter().min_by(|a, b| a.e_ns.total_cmp(&b.e_ns))
+    /// The simulator's pick against the measured cheapest.
+    #[serde(flatten)]
+    pub pick: PickCheck,
 }
 
 /// Every recorded control study under `dir`, point by point.
@@ -153,9 +120,6 @@ fn replay_file(path: &Path) -> Result<Vec<PickReplay>, LabError> {
         let (w_p, w_c) = (field("w_p_ns")?, field("w_c_ns")?);
         let runs: Vec<Run> = serde_json::from_value(p.get("runs").cloned().unwrap_or_default())
             .map_err(|e| bad(format!("point {i}: runs: {e}")))?;
-        let Some(measured) = cheapest(&runs, latency_ns) else {
-            return Err(bad(format!("point {i}: no `poll` run")));
-        };
         let mut params = Params {
             w_c: Cost::Const(w_c),
             ..Params::default()
@@ -175,38 +139,18 @@ fn replay_file(path: &Path) -> Result<Vec<PickReplay>, LabError> {
             nap_ns,
         };
         let study = control_study(&spec, &Silent)?;
-        let simulated = study
-            .points
-            .first()
-            .and_then(|s| cheapest(&s.runs, latency_ns))
-            .map(|r| r.strategy.clone())
-            .ok_or_else(|| bad(format!("point {i}: the simulator ran no poll")))?;
-        let as_measured = runs.iter().find(|r| r.strategy == simulated);
-        let kept = as_measured.is_some_and(|r| within_bounds(&runs, r, latency_ns));
-        let e = as_measured.map(|r| r.e_ns);
+        let simulated = study.points.first().map_or(&[][..], |s| &s.runs[..]);
+        let Some(pick) = check_pick(&runs, simulated, latency_ns) else {
+            return Err(bad(format!(
+                "point {i}: no `poll` run, recorded or simulated"
+            )));
+        };
         out.push(PickReplay {
             file: path.display().to_string(),
             backend: backend.clone(),
             w_p_ns: w_p,
-            measured: measured.strategy.clone(),
-            measured_e_ns: measured.e_ns,
-            simulated,
-            simulated_measured_e_ns: e,
-            simulated_kept_bounds: kept,
-            holds: kept && e.is_some_and(|e| e <= (1.0 + E_SPREAD) * measured.e_ns),
+            pick,
         });
     }
     Ok(out)
-}
-
-/// Whether `r` is within the bounds [`cheapest`] picks from among `runs`.
-fn within_bounds(runs: &[Run], r: &Run, latency_ns: f64) -> bool {
-    let Some(poll) = runs.iter().find(|x| x.strategy == "poll") else {
-        return false;
-    };
-    let paced = |x: &Run| x.t_ns <= REAL_T_RATIO * poll.t_ns;
-    let any_kept = runs
-        .iter()
-        .any(|x| !x.strategy.starts_with("adaptive") && paced(x) && x.latency_ns[1] <= latency_ns);
-    paced(r) && (!any_kept || r.latency_ns[1] <= latency_ns)
 }
