@@ -82,7 +82,8 @@ enum Loss {
     Narrow,
     /// Far behind on the pace: [`FAR_BEHIND`] times the other's T.
     Far,
-    /// Cut short for filling the ring, at no better pace.
+    /// Cut short for filling the ring, at no better pace: tried again
+    /// only after [`INTERVAL_MOST`] pairs.
     Late,
 }
 
@@ -509,8 +510,14 @@ impl Check {
         }
         if pick == self.chosen {
             self.doubt = false;
-            let grow = if loss == Loss::Narrow { 2 } else { 4 };
-            self.interval = (self.interval * grow).min(INTERVAL_MOST);
+            // A loser that filled the ring past the bound the verdict
+            // keeps would do so again, and each try leaves a ring's worth
+            // of late messages behind: it waits the longest interval.
+            self.interval = match loss {
+                Loss::Narrow => (self.interval * 2).min(INTERVAL_MOST),
+                Loss::Far => (self.interval * 4).min(INTERVAL_MOST),
+                Loss::Late => INTERVAL_MOST,
+            };
         } else if loss == Loss::Far || self.doubt {
             self.doubt = false;
             self.chosen = pick;
