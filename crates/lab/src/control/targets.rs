@@ -194,8 +194,9 @@ fn above_the_sleep(a: &Run, s: &Run) -> Option<String> {
 
 /// How far above the measured cheapest's E the simulator's pick may
 /// measure and still count: the run-to-run spread of one strategy's E
-/// over three rounds on the development machine (futex and KVM tx at
-/// W_P 0.5 and 3 us: 1.6-2.7%, `data/machines/dev-xeon-2c-nested`).
+/// over three rounds on the development machine (every strategy at futex
+/// and KVM tx, W_P 0.5 and 3 us: median 1.9%, quartiles 1.2% and 3.8%;
+/// `data/machines/dev-xeon-2c-nested`).
 pub const E_SPREAD: f64 = 0.03;
 
 /// The simulator's pick against the measured cheapest within the bounds
