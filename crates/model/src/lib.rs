@@ -34,6 +34,7 @@
 mod closed_form;
 pub mod control;
 mod cost;
+mod cycle;
 mod idle;
 mod param;
 mod params;
@@ -49,6 +50,7 @@ pub use closed_form::{
     Prediction, RaceExpectation,
 };
 pub use cost::{Cost, CostParseError, Mix, Phases, SimpleCost, MAX_LOG_SIGMA, MAX_PHASES};
+pub use cycle::classify;
 pub use idle::IdleScale;
 pub use param::{Param, Unit, UnknownParam};
 pub use params::{CostOverrides, GivenParams, ParamError, Params, Party};
@@ -56,7 +58,7 @@ pub use profile::{
     split_wake_up, Direction, IdlePoint, InRunCosts, Profile, Stat, REFERENCE_PAIR_NS,
 };
 pub use rates::{Latency, Rates};
-pub use regime::{classify, Predicates, Regime};
+pub use regime::{Predicates, Regime};
 pub use strategy::{Estimator, ScaleIdle, WaitMode, Window, DEFAULT_LATENCY_NS};
 pub use time::{
     fmt_ns, parse_duration_ns, parse_whole, shown, split_range, to_ps, DurationParseError,

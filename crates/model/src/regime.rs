@@ -1,14 +1,11 @@
-//! The one regime classifier (paper Table 1, `docs/model.md`), used by
-//! the model, the simulator's reports and the testbeds alike.
+//! The regimes of paper Table 1 (`docs/model.md`) and the two predicates
+//! that separate them: the types that the model, the simulator's reports
+//! and the testbeds share. The classifier that computes them from a pair's
+//! costs lives with the exact cycle it reads them from (`cycle`).
 
 use std::fmt;
 
 use serde::{Deserialize, Serialize};
-
-use crate::closed_form::{Cycle, Ps};
-use crate::params::Params;
-use crate::strategy::WaitMode;
-use crate::time::to_ps;
 
 /// Operating regime of the pair (paper Section 2).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -127,114 +124,4 @@ pub struct Predicates {
     /// `S_P + V_C - N_C + W_P > (L - k_C) W_C`: after C wakes P, C drains
     /// the queue before P publishes its first message.
     pub slow_producer_startup: bool,
-}
-
-impl Predicates {
-    /// Evaluates both predicates on the means of the costs.
-    pub fn of(p: &Params) -> Predicates {
-        let q = Ps::of(p);
-        Predicates {
-            slow_consumer_startup: q.after_p_kick().slow_start(),
-            slow_producer_startup: q.after_c_kick().slow_start(),
-        }
-    }
-}
-
-/// The regime the pair settles in from an empty queue (the simulator's
-/// start), from the means of its costs. With kick visibility (V < N) some
-/// pairs have a second operating point, reached from a full queue
-/// ([`crate::Prediction::other`]).
-///
-/// Returns `None` for [`WaitMode::Spin`] with a budget > 0 and for the
-/// strategies beyond notify, poll and spin, which have no closed-form
-/// regime (the simulator measures them). `Spin` with budget 0 is
-/// `Notify`. `params` must be valid ([`Params::validate`]).
-///
-/// # Examples
-///
-/// ```
-/// use kicklab_model::{classify, Cost, Params, Regime, WaitMode};
-/// let p = Params { len: 4, w_p: Cost::Const(500.0), ..Params::default() };
-/// assert_eq!(classify(&p, WaitMode::Notify), Some(Regime::SPS));
-/// assert_eq!(classify(&p, WaitMode::Poll), Some(Regime::GP));
-/// ```
-pub fn classify(params: &Params, mode: WaitMode) -> Option<Regime> {
-    match mode {
-        WaitMode::Poll => return Some(Regime::GP),
-        WaitMode::Spin { budget_ns } if to_ps(budget_ns) > 0 => return None,
-        WaitMode::Notify | WaitMode::Spin { .. } => {}
-        _ => return None,
-    }
-    let q = Ps::of(params);
-    Some(Cycle::from_empty(&q).regime(&q))
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::Cost;
-
-    fn p(len: u32, w_p: f64, w_c: f64, s_p: f64, s_c: f64) -> Params {
-        Params {
-            len,
-            w_p: Cost::Const(w_p),
-            w_c: Cost::Const(w_c),
-            s_p: Cost::Const(s_p),
-            s_c: Cost::Const(s_c),
-            ..Params::default()
-        }
-    }
-
-    #[test]
-    fn table_one() {
-        let n = WaitMode::Notify;
-        assert_eq!(
-            classify(&p(256, 2000.0, 1100.0, 3900.0, 200.0), n),
-            Some(Regime::FC)
-        );
-        assert_eq!(
-            classify(&p(256, 500.0, 1100.0, 3900.0, 200.0), n),
-            Some(Regime::FP)
-        );
-        assert_eq!(
-            classify(&p(4, 2000.0, 1100.0, 100.0, 9000.0), n),
-            Some(Regime::SCS)
-        );
-        assert_eq!(
-            classify(&p(4, 500.0, 1100.0, 3900.0, 200.0), n),
-            Some(Regime::SPS)
-        );
-        assert_eq!(
-            classify(&p(2, 1000.0, 1100.0, 3900.0, 3900.0), n),
-            Some(Regime::SS)
-        );
-        assert_eq!(
-            classify(&p(256, 1100.0, 1100.0, 3900.0, 200.0), n),
-            Some(Regime::Lockstep)
-        );
-        assert_eq!(
-            classify(&p(1, 1100.0, 1100.0, 0.0, 0.0), n),
-            Some(Regime::SS)
-        );
-    }
-
-    #[test]
-    fn boundary_is_exact() {
-        // S_C + W_C == (L - k_P) W_P exactly: not slow (the free at the
-        // instant of P's reserve attempt is seen first).
-        let q = p(3, 1100.0, 1000.0, 0.0, 1200.0);
-        assert!(!Predicates::of(&q).slow_consumer_startup);
-        let q = p(3, 1100.0, 1000.0, 0.0, 1200.001);
-        assert!(Predicates::of(&q).slow_consumer_startup);
-    }
-
-    #[test]
-    fn spin_has_no_closed_form_regime_unless_zero_budget() {
-        let q = Params::default();
-        assert_eq!(classify(&q, WaitMode::Spin { budget_ns: 10.0 }), None);
-        assert_eq!(
-            classify(&q, WaitMode::Spin { budget_ns: 0.0 }),
-            classify(&q, WaitMode::Notify)
-        );
-    }
 }
