@@ -484,7 +484,7 @@ fn busy_not_on_cpu(
 
 /// `given` if it calibrates `backend`, else (none given) a quick
 /// calibration of `backend` now. What is doubtful in it (negative
-/// start-ups, no stable medians) is [`crate::disturbance::check_profile`]'s
+/// start-ups, no stable medians) is `disturbance::check_profile`'s
 /// to say.
 ///
 /// # Errors

@@ -519,6 +519,12 @@ pub const MAX_LEN: u32 = 1 << 24;
 /// simulator's 20-100 million messages per second.
 pub const MAX_MESSAGES: u64 = 10_000_000_000;
 
+/// The most messages one study simulates in all, warm-ups included (a
+/// sweep, `kicklab control`): the most one run may ([`MAX_MESSAGES`]),
+/// tens of minutes on two cores. More would take hours, and is refused
+/// before anything runs.
+pub const MAX_STUDY_MESSAGES: u64 = MAX_MESSAGES;
+
 /// Why a run could not finish.
 #[derive(Debug, Error, Clone, PartialEq, Eq)]
 pub enum SimError {
@@ -532,11 +538,11 @@ pub enum SimError {
     #[error("messages: at most {MAX_MESSAGES} with the warm-up (minutes of simulation); got {0}")]
     TooManyMessages(u128),
     /// More messages (warm-ups included) than a study of many runs may
-    /// simulate in all ([`crate::sweep::MAX_STUDY_MESSAGES`]).
+    /// simulate in all ([`MAX_STUDY_MESSAGES`]).
     #[error(
         "messages: {runs} runs of {messages} messages and their warm-ups are {total} simulated \
          messages in all, hours; at most {max} in one study",
-        max = crate::sweep::MAX_STUDY_MESSAGES
+        max = MAX_STUDY_MESSAGES
     )]
     StudyTooLarge {
         /// Runs in the study.
@@ -802,28 +808,10 @@ pub(crate) fn samplers(cfg: &SimConfig) -> ([Sampler; 8], [u64; 8], bool) {
     (samplers, consts, all_const)
 }
 
-/// Runs one simulation.
-///
-/// # Errors
-///
-/// [`SimError`] for invalid parameters, zero messages, a deadlock (a bug,
-/// reported rather than hung) or clock overflow.
-///
-/// # Examples
-///
-/// ```
-/// use kicklab_model::{predict, Params, WaitMode};
-/// use kicklab_sim::{simulate, SimConfig};
-///
-/// let p = Params::default();
-/// let sim = simulate(&SimConfig::new(p, WaitMode::Notify, 100_000)).unwrap();
-/// let model = predict(&p, WaitMode::Notify).unwrap();
-/// assert!((sim.rates.t_ns - model.rates.t_ns).abs() / model.rates.t_ns < 1e-9);
-/// ```
-pub fn simulate(cfg: &SimConfig) -> Result<SimResult, SimError> {
-    if !(cfg.mode_p.is_basic() && cfg.mode_c.is_basic()) || cfg.combine.is_on() {
-        return crate::control::simulate_control(cfg);
-    }
+/// The fast loop: one simulation of the basic strategies (notify, poll,
+/// spin) without send combining; [`crate::simulate`] sends every other
+/// configuration to the controllers' loop.
+pub(crate) fn simulate_basic(cfg: &SimConfig) -> Result<SimResult, SimError> {
     check_config(cfg)?;
     let (samplers, consts, all_const) = samplers(cfg);
     let p = &cfg.params;

@@ -33,16 +33,18 @@ mod control;
 mod engine;
 pub mod qos;
 pub mod reference;
+mod run;
 mod sampler;
 pub mod scale;
 pub mod sweep;
 
 pub use control::{simulate_control, simulate_trace};
 pub use engine::{
-    default_warmup, simulate, Combine, Flush, SimConfig, SimError, SimResult, Start, Totals,
-    Window, MAX_EVENTS_PER_MESSAGE, MAX_LEN, MAX_MESSAGES,
+    default_warmup, Combine, Flush, SimConfig, SimError, SimResult, Start, Totals, Window,
+    MAX_EVENTS_PER_MESSAGE, MAX_LEN, MAX_MESSAGES,
 };
 pub use kicklab_model::{Latency, Rates};
+pub use run::simulate;
 pub use sampler::Sampler;
 pub use sweep::{
     check_sweep_budget, over_budget, sweep, sweep_point, sweep_points, SweepPoint, Vary, VaryError,

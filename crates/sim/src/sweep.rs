@@ -11,7 +11,8 @@ use rayon::prelude::*;
 use serde::{Deserialize, Serialize};
 use thiserror::Error;
 
-use crate::engine::{simulate, SimConfig, SimError, SimResult};
+use crate::engine::{SimConfig, SimError, SimResult};
+use crate::run::simulate;
 
 /// A sweep specification (`wp=0.1us..3us:100`) was rejected.
 #[derive(Debug, Error, Clone, PartialEq, Eq)]
@@ -256,11 +257,7 @@ pub fn sweep_point(
     })
 }
 
-/// The most messages one study simulates in all, warm-ups included (a
-/// sweep, `kicklab control`): the most one run may
-/// ([`crate::engine::MAX_MESSAGES`]), tens of minutes on two cores. More
-/// would take hours, and is refused before anything runs.
-pub const MAX_STUDY_MESSAGES: u64 = crate::engine::MAX_MESSAGES;
+pub use crate::engine::MAX_STUDY_MESSAGES;
 
 /// Where `runs` runs of `messages` each, every one after a warm-up of
 /// `warmup`, exceed `max` messages in all: the total, and whether the
