@@ -13,7 +13,7 @@
 //! caught by the session's watchdog.
 //!
 //! What does not live here: the threads version and the result type
-//! (`crate::flags`).
+//! (the crate's `flags`).
 
 use std::os::fd::AsRawFd;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -27,7 +27,8 @@ use super::guest::{ctrl, map, FlagSignal, FlagsProgram, Misbehavior};
 use super::session::Session;
 use super::vm::{Vm, VmOptions};
 use crate::clock::{thread_cpu_ns, Tsc};
-use crate::flags::{FlagPath, FlagsBackend, FlagsConfig, FlagsResult};
+use crate::flags::epoll::epoll_over;
+use crate::flags::types::{FlagPath, FlagsBackend, FlagsConfig, FlagsResult};
 use crate::{Setting, TestbedError};
 
 /// The most sources on the VM path (the guest's bit vector; KVM takes
@@ -241,7 +242,7 @@ fn ports(
         .map(|f| unsafe { std::os::fd::BorrowedFd::borrow_raw(f.as_raw_fd()) })
         .collect();
     let ep = if use_epoll {
-        Some(crate::flags::epoll_over(borrowed.iter())?)
+        Some(epoll_over(borrowed.iter())?)
     } else {
         None
     };

@@ -1,18 +1,5 @@
-//! One consumer watching many notification sources (VMware's hosted VMM:
-//! a shared-memory bit vector set by the host driver and checked on every
-//! IRQ, instead of a `select()` over all devices). A producer thread
-//! signals the sources one at a time, spaced so the consumer sleeps between
-//! signals; the consumer finds which source fired either with a system
-//! call over one eventfd per source (`poll`, the `select()` family, or
-//! `epoll`) or from a shared bit vector and per-source counters, woken
-//! through one futex for all. Each signal carries a count, so lost and
-//! duplicated signals are caught. What it reports: the producer's CPU per
-//! notification and the consumer's CPU per wake-up (waiting, finding the
-//! source, consuming its count), calibrated costs the model takes as N
-//! and S.
-//!
-//! What does not live here: sweeps over the number of sources and the
-//! report (`kicklab-lab`).
+//! The flags run on two threads: a producer signalling the sources, a
+//! consumer finding them by `poll`, `epoll` or the shared bitmap.
 
 use std::os::fd::OwnedFd;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -21,120 +8,12 @@ use std::time::{Duration, Instant};
 
 use kicklab_ring::{FutexNotifier, Notifier};
 use rustix::event::{epoll, eventfd, poll, EventfdFlags, PollFd, PollFlags};
-use serde::Serialize;
 
 use crate::clock::thread_cpu_ns;
 use crate::{Setting, TestbedError};
 
-/// How the consumer learns which source fired.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "lowercase")]
-pub enum FlagPath {
-    /// `poll()` over one eventfd per source, then a `read` of each ready
-    /// one: the `select()` family, whose cost grows with the sources.
-    Poll,
-    /// `epoll_wait` over one eventfd per source, then a `read`.
-    Epoll,
-    /// A shared bit vector and per-source counters, one futex for all.
-    Bitmap,
-}
-
-impl std::str::FromStr for FlagPath {
-    type Err = String;
-    fn from_str(s: &str) -> Result<FlagPath, String> {
-        match s {
-            "poll" | "select" => Ok(FlagPath::Poll),
-            "epoll" => Ok(FlagPath::Epoll),
-            "bitmap" | "shared" => Ok(FlagPath::Bitmap),
-            _ => Err(format!("unknown path `{s}` (use poll, epoll or bitmap)")),
-        }
-    }
-}
-
-/// Who signals and who watches.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize)]
-#[serde(rename_all = "lowercase")]
-pub enum FlagsBackend {
-    /// A producer thread and a consumer thread.
-    #[default]
-    Threads,
-    /// A KVM guest signals (its bit vector and one kick ioeventfd, or a
-    /// port and an ioeventfd per source), a host thread watches
-    /// (`crate::backend::kvm::flags`).
-    Kvm,
-}
-
-impl std::str::FromStr for FlagsBackend {
-    type Err = String;
-    fn from_str(s: &str) -> Result<FlagsBackend, String> {
-        match s {
-            "threads" => Ok(FlagsBackend::Threads),
-            "kvm" => Ok(FlagsBackend::Kvm),
-            _ => Err(format!("unknown backend `{s}` (use threads or kvm)")),
-        }
-    }
-}
-
-/// One run.
-#[derive(Debug, Clone, Copy)]
-pub struct FlagsConfig {
-    /// Who signals and who watches.
-    pub backend: FlagsBackend,
-    /// Sources watched (1 to 1024).
-    pub sources: usize,
-    /// How.
-    pub path: FlagPath,
-    /// Signals sent (spread over the sources).
-    pub signals: u64,
-    /// Time between two signals: long enough for the consumer to sleep.
-    pub gap: Duration,
-}
-
-/// What a run measured.
-#[derive(Debug, Clone, Serialize)]
-pub struct FlagsResult {
-    /// Who signalled and who watched.
-    pub backend: FlagsBackend,
-    /// Sources watched.
-    pub sources: usize,
-    /// How.
-    pub path: FlagPath,
-    /// The producer's CPU per notification [ns] (setting the flag and
-    /// waking the consumer, or writing the source's eventfd).
-    pub notify_ns: f64,
-    /// The consumer's CPU per wake-up [ns] (the wait, finding the source,
-    /// consuming its count).
-    pub wake_ns: f64,
-    /// Wake-ups.
-    pub wakeups: u64,
-    /// Signals sent.
-    pub signals: u64,
-    /// Signals the consumer counted (equal to `signals` unless lost or
-    /// duplicated).
-    pub received: u64,
-}
-
-/// An epoll instance watching each of `fds` for input, its index as the
-/// event's data.
-///
-/// # Errors
-///
-/// The system calls failed.
-pub(crate) fn epoll_over<F: std::os::fd::AsFd>(
-    fds: impl Iterator<Item = F>,
-) -> Result<OwnedFd, TestbedError> {
-    let ep = epoll::create(epoll::CreateFlags::CLOEXEC).map_err(std::io::Error::from)?;
-    for (i, fd) in fds.enumerate() {
-        epoll::add(
-            &ep,
-            fd,
-            epoll::EventData::new_u64(i as u64),
-            epoll::EventFlags::IN,
-        )
-        .map_err(std::io::Error::from)?;
-    }
-    Ok(ep)
-}
+use super::epoll::epoll_over;
+use super::types::{FlagPath, FlagsBackend, FlagsConfig, FlagsResult};
 
 fn spin_until(t: Instant) {
     while Instant::now() < t {
@@ -149,17 +28,13 @@ struct Shared {
     wake: FutexNotifier,
 }
 
-/// Runs the producer and the consumer.
+/// Runs the producer and the consumer as two threads.
 ///
 /// # Errors
 ///
 /// A bad configuration, or a system call that fails.
 #[allow(clippy::cast_precision_loss, clippy::too_many_lines)]
-pub fn flags(cfg: &FlagsConfig) -> Result<FlagsResult, TestbedError> {
-    let _cpus = crate::cpu_lock::hold()?;
-    if cfg.backend == FlagsBackend::Kvm {
-        return crate::backend::kvm::flags::flags(cfg);
-    }
+pub(super) fn flags(cfg: &FlagsConfig) -> Result<FlagsResult, TestbedError> {
     if cfg.sources == 0 || cfg.sources > 1024 {
         return Err(TestbedError::invalid(Setting::Vms, "1 to 1024 sources"));
     }
@@ -305,31 +180,4 @@ pub fn flags(cfg: &FlagsConfig) -> Result<FlagsResult, TestbedError> {
         signals: total,
         received,
     })
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn every_path_counts_every_signal_once() {
-        for path in [FlagPath::Poll, FlagPath::Epoll, FlagPath::Bitmap] {
-            for sources in [1, 3, 64, 65] {
-                let r = flags(&FlagsConfig {
-                    backend: FlagsBackend::Threads,
-                    sources,
-                    path,
-                    signals: 300,
-                    gap: Duration::from_micros(20),
-                })
-                .unwrap();
-                assert_eq!(r.received, 300, "{path:?} {sources}");
-                // poll and epoll count every return; the bitmap counts
-                // only its sleeps, and a consumer that starts after the
-                // producer has flagged everything never sleeps at all.
-                let least = u64::from(path != FlagPath::Bitmap);
-                assert!(r.wakeups >= least && r.wakeups <= 300 + 1, "{r:?}");
-            }
-        }
-    }
 }
