@@ -138,7 +138,8 @@ fn replay_file(path: &Path) -> Result<Vec<PickReplay>, LabError> {
             idle_scale,
             nap_ns,
         };
-        let study = control_study(&spec, &Silent)?;
+        let study = control_study(&spec, &Silent)
+            .map_err(|e| bad(format!("point {i}: the simulator refuses it: {e}")))?;
         let simulated = study.points.first().map_or(&[][..], |s| &s.runs[..]);
         let Some(pick) = check_pick(&runs, simulated, latency_ns) else {
             return Err(bad(format!(
