@@ -945,6 +945,9 @@ fn control_csv(
     let pair = Pair::parse(&params, profile)?;
     not_given(&params, Param::Wp, "control", "range")?;
     let params = pair.params()?;
+    // As `kicklab control --profile`: each start-up scales on the
+    // profile's idle curve, and naps wake as the profile's did.
+    let (idle_scale, nap_ns) = pair.sim_costs();
     let workloads = workloads
         .iter()
         .map(|w| Workload::parse(w).map_err(|e| invalid("workloads", w, e)))
@@ -958,6 +961,8 @@ fn control_csv(
         latency_ns: latency_ns(latency)?,
         seed,
         backend: None,
+        idle_scale,
+        nap_ns,
     };
     let study = py
         .detach(|| control_study(&spec, &Silent))
