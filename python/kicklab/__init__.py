@@ -698,6 +698,7 @@ def advise(
     seed: int = 1,
     exhaustive: bool = False,
     profile: ProfileLike = None,
+    mechanisms: str = "all",
     **params: Unpack[PairParams],
 ) -> dict[str, Any]:
     """The wait strategy to use for a pair and a workload, searched with the
@@ -715,6 +716,11 @@ def advise(
         Search every family over a fine grid (slower).
     profile:
         A calibration profile (as for :func:`sim`).
+    mechanisms:
+        The real mechanisms to give settings for (``advise --for``):
+        ``kvm-host``, ``guest``, ``napi``, ``vhost``, ``qemu``,
+        ``virtio-net``, ``io-uring`` separated by commas, ``all`` or
+        ``none``.
     **params:
         The pair and its workload (W_P, W_C may be distributions).
 
@@ -723,7 +729,9 @@ def advise(
     dict
         ``strategy`` (a ``mode=`` string), ``predicted`` (its ``T_ns``,
         ``E_ns``, ``latency_p99_ns``), ``reason``, ``alternatives`` (every
-        candidate, best first).
+        candidate, best first), ``knobs`` (per mechanism: its best
+        ``settings``, ``predicted``, ``commands``, ``default`` and
+        ``alternatives``).
     """
     text = _kicklab.advise_json(
         _params("advise", params),
@@ -732,6 +740,7 @@ def advise(
         _whole("seed", seed),
         _flag("exhaustive", exhaustive),
         _profile(profile),
+        _text("mechanisms", mechanisms),
     )
     result: dict[str, Any] = json.loads(text)
     return result

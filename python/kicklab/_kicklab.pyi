@@ -101,6 +101,7 @@ def advise_json(
     seed: int,
     exhaustive: bool,
     profile: _Profile = None,
+    mechanisms: str = "all",
 ) -> str:
     """``kicklab advise --json``: the JSON object's text."""
 

@@ -871,7 +871,7 @@ fn map_len(x: &str, y: &str) -> PyResult<u64> {
 /// `kicklab advise --json`: the JSON object's text.
 #[allow(clippy::too_many_arguments)]
 #[pyfunction]
-#[pyo3(signature = (params, latency, messages, seed, exhaustive, profile=None))]
+#[pyo3(signature = (params, latency, messages, seed, exhaustive, profile=None, mechanisms="all"))]
 fn advise_json(
     py: Python<'_>,
     params: Args,
@@ -880,7 +880,11 @@ fn advise_json(
     seed: u64,
     exhaustive: bool,
     profile: ProfileText,
+    mechanisms: &str,
 ) -> PyResult<String> {
+    let mechanisms = kicklab_lab::knobs::Mechanism::parse(mechanisms)
+        .map_err(|e| invalid("mechanisms", mechanisms, e))?
+        .0;
     let pair = Pair::parse(&params, profile)?;
     let params = pair.params_with(true)?;
     if pair.profile.is_some() {
@@ -897,6 +901,7 @@ fn advise_json(
         messages,
         seed,
         exhaustive,
+        mechanisms,
     };
     let advice = py
         .detach(|| kicklab_lab::advise::advise(&spec, &Silent))

@@ -72,6 +72,11 @@ def test_advise_is_the_cli_json(cli):
     got = kicklab.advise(latency="50us", messages=20_000, wp="exp:1us")
     assert got == cli.json("advise", "--latency", "50us", "--messages", "20000", "--wp", "exp:1us")
     assert got["strategy"] == got["alternatives"][0]["strategy"]
+    assert [k["mechanism"] for k in got["knobs"]][:2] == ["kvm-host", "guest"]
+    napi = kicklab.advise(messages=20_000, wp="2us", mechanisms="napi,vhost")
+    assert napi == cli.json("advise", "--messages", "20000", "--wp", "2us", "--for", "napi,vhost")
+    assert [k["mechanism"] for k in napi["knobs"]] == ["napi", "vhost"]
+    assert "napi_defer_hard_irqs" in napi["knobs"][0]["settings"]
 
 
 def test_advise_errors():
@@ -79,6 +84,10 @@ def test_advise_errors():
         kicklab.advise(messages=0)
     with pytest.raises(ValueError, match="^latency: "):
         kicklab.advise(latency=0)
+    with pytest.raises(ValueError, match="^mechanisms: invalid value 'nap'.*kvm-host"):
+        kicklab.advise(mechanisms="nap")
+    with pytest.raises(TypeError, match="^mechanisms: expected a string"):
+        kicklab.advise(mechanisms=["napi"])
 
 
 def test_control_is_the_cli_csv(cli, tmp_path):

@@ -2,7 +2,8 @@
 //! the paper's costs or a calibration profile, searched with the simulator.
 
 use clap::Args;
-use kicklab_lab::advise::{advise, ring_past_search, AdviseSpec};
+use kicklab_lab::advise::{advise, ring_past_search, AdviseSpec, Knob};
+use kicklab_lab::knobs::{Mechanism, Mechanisms};
 use kicklab_model::fmt_ns;
 
 use crate::args::ParamArgs;
@@ -25,7 +26,14 @@ pub struct AdviseArgs {
     /// search is checked against).
     #[arg(long)]
     exhaustive: bool,
-    /// Print {"strategy", "predicted": {"strategy", "T_ns", "E_ns", "latency_p99_ns"}, "reason", "alternatives": [...]}.
+    /// The real mechanisms to give settings for, separated by commas:
+    /// kvm-host (KVM halt polling), guest (cpuidle-haltpoll), napi
+    /// (deferral), vhost (vhost-net busy loop), qemu (IOThread polling),
+    /// virtio-net (notification coalescing), io-uring (hybrid polling),
+    /// all, or none. kicklab prints the commands and applies none of them.
+    #[arg(long = "for", value_name = "MECHANISMS", default_value = "all", value_parser = Mechanism::parse)]
+    mechanisms: Mechanisms,
+    /// Print {"strategy", "predicted": {"strategy", "T_ns", "E_ns", "latency_p99_ns"}, "reason", "alternatives": [...], "knobs": [{"mechanism", "strategy", "settings": {name: value}, "predicted", "commands", "implements_pick", "note", "default", "alternatives"}]}.
     #[arg(long)]
     json: bool,
 }
@@ -49,12 +57,13 @@ pub fn run(a: &AdviseArgs) -> anyhow::Result<()> {
         messages: a.messages,
         seed: a.seed,
         exhaustive: a.exhaustive,
+        mechanisms: a.mechanisms.0.clone(),
     };
     let advice = advise(&spec, &crate::Bars::default())?;
     if a.json {
         return crate::print_json(&serde_json::to_value(&advice)?);
     }
-    outln!("use            --mode {}", advice.strategy);
+    outln!("use            --strategy {}", advice.strategy);
     outln!(
         "predicted      T {}, E {}, p99 latency {}",
         fmt_ns(advice.predicted.t_ns),
@@ -78,5 +87,55 @@ pub fn run(a: &AdviseArgs) -> anyhow::Result<()> {
             fmt_ns(c.latency_p99_ns)
         );
     }
+    if !advice.knobs.is_empty() {
+        outln!("\nin the knobs you have (simulated with both parties waiting by the mechanism's rule; kicklab changes none of them):");
+        for k in &advice.knobs {
+            print_knob(k);
+        }
+    }
     Ok(())
+}
+
+fn print_knob(k: &Knob) {
+    let figures = |c: &kicklab_lab::advise::Candidate| {
+        format!(
+            "T {}, E {}, p99 {}",
+            fmt_ns(c.t_ns),
+            fmt_ns(c.e_ns),
+            fmt_ns(c.latency_p99_ns)
+        )
+    };
+    outln!("\n{} ({})", k.mechanism, k.what);
+    let verdict = if k.implements_pick {
+        "the pick"
+    } else if k.best.strategy == k.default.strategy {
+        "keep"
+    } else {
+        "its best"
+    };
+    outln!("  {verdict:<12} {}", k.best.settings.line());
+    outln!(
+        "  {:<12} {}  (--strategy {})",
+        "",
+        figures(&k.best.predicted),
+        k.best.strategy
+    );
+    if let Some(note) = &k.note {
+        outln!("  {:<12} {note}", "");
+    }
+    if k.best.strategy != k.default.strategy {
+        outln!("  {:<12} {}", "as shipped", k.default.settings.line());
+        outln!("  {:<12} {}", "", figures(&k.default.predicted));
+    }
+    for alt in &k.alternatives {
+        outln!(
+            "  {:<12} {}: {}",
+            "next",
+            alt.settings.line(),
+            figures(&alt.predicted)
+        );
+    }
+    for c in &k.commands {
+        outln!("  $ {c}");
+    }
 }

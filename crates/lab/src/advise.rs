@@ -1,14 +1,19 @@
 //! `advise`: the strategy to use for a pair and a workload, searched with
 //! the simulator. Every family of `control.md` is tried over a grid of its
 //! parameters; the choice is the least CPU per message among those within
-//! 5% of the best throughput found and within the latency bound. What does
-//! not live here: the strategies (`kicklab_model::control`), printing.
+//! 5% of the best throughput found and within the latency bound. For each
+//! real mechanism asked for (`knobs`), the search takes in its grid of
+//! settings and names its best setting, its default and its nearest
+//! alternatives with the same figures. What does not live here: the
+//! strategies (`kicklab_model::control`), the mechanisms' settings
+//! (`knobs`), printing.
 
 use kicklab_model::{fmt_ns, IdleScale, Params, WaitMode};
 use kicklab_sim::{default_warmup, simulate, SimConfig};
 use rayon::prelude::*;
 use serde::Serialize;
 
+use crate::knobs::{Mechanism, Settings};
 use crate::{Input, LabError, Progress};
 
 /// What to advise on.
@@ -29,6 +34,8 @@ pub struct AdviseSpec {
     pub seed: u64,
     /// Search finer grids (what `advise` is checked against).
     pub exhaustive: bool,
+    /// The real mechanisms to give settings for (`--for`).
+    pub mechanisms: Vec<Mechanism>,
 }
 
 /// One candidate's simulated figures.
@@ -44,6 +51,43 @@ pub struct Candidate {
     pub e_ns: f64,
     /// p99 message latency [ns].
     pub latency_p99_ns: f64,
+    /// The strategy as run.
+    #[serde(skip)]
+    pub mode: WaitMode,
+}
+
+/// One setting of a real mechanism, with what the simulator predicts of
+/// it.
+#[derive(Debug, Clone, Serialize)]
+pub struct KnobSetting {
+    /// The strategy it runs (`--strategy` form).
+    pub strategy: String,
+    /// The mechanism's parameters.
+    pub settings: Settings,
+    /// Its simulated T, E and p99 latency.
+    pub predicted: Candidate,
+}
+
+/// A real mechanism's best setting for the pair.
+#[derive(Debug, Clone, Serialize)]
+pub struct Knob {
+    /// Its name (`kvm-host`, `napi`, ...).
+    pub mechanism: &'static str,
+    /// What it is.
+    pub what: &'static str,
+    /// Its best setting, by advise's rule among those it can express.
+    #[serde(flatten)]
+    pub best: KnobSetting,
+    /// The commands that would apply it (kicklab applies none).
+    pub commands: Vec<String>,
+    /// Whether that setting is advise's pick itself.
+    pub implements_pick: bool,
+    /// Where it is not: why the mechanism cannot run the pick.
+    pub note: Option<String>,
+    /// Its setting as shipped.
+    pub default: KnobSetting,
+    /// Its next settings by the same rule.
+    pub alternatives: Vec<KnobSetting>,
 }
 
 /// The advice.
@@ -57,6 +101,8 @@ pub struct Advice {
     pub reason: String,
     /// Every candidate compared, best first by the same rule.
     pub alternatives: Vec<Candidate>,
+    /// The settings of each real mechanism asked for.
+    pub knobs: Vec<Knob>,
 }
 
 /// The longest mean cost (W, N, S) advise takes [ns]: its grid of sleeps
@@ -74,8 +120,9 @@ pub const MIN_MESSAGES: u64 = 1000;
 /// the exhaustive one 20 million.
 pub const MAX_SEARCH_MESSAGES: u64 = 500_000_000;
 
-/// The candidates: every family over a grid of its parameters.
-pub fn candidates(latency_ns: f64, exhaustive: bool) -> Vec<WaitMode> {
+/// The candidates: every family over a grid of its parameters, and each
+/// mechanism's grid of settings.
+pub fn candidates(latency_ns: f64, exhaustive: bool, mechanisms: &[Mechanism]) -> Vec<WaitMode> {
     let us = |v: f64| v * 1000.0;
     let grid: Vec<f64> = if exhaustive {
         (0..=24)
@@ -122,6 +169,13 @@ pub fn candidates(latency_ns: f64, exhaustive: bool) -> Vec<WaitMode> {
         latency_ns: Some(latency_ns),
         check: true,
     });
+    for m in mechanisms {
+        for mode in m.grid() {
+            if !out.contains(&mode) {
+                out.push(mode);
+            }
+        }
+    }
     out
 }
 
@@ -187,7 +241,7 @@ pub fn advise(spec: &AdviseSpec, progress: &dyn Progress) -> Result<Advice, LabE
             }));
         }
     }
-    let modes = candidates(spec.latency_ns, spec.exhaustive);
+    let modes = candidates(spec.latency_ns, spec.exhaustive, &spec.mechanisms);
     let warmup = default_warmup(spec.messages, spec.params.len).max(20_000);
     let runs = modes.len() as u64;
     let len = spec.params.len;
@@ -229,6 +283,7 @@ pub fn advise(spec: &AdviseSpec, progress: &dyn Progress) -> Result<Advice, LabE
                 t_ns: r.rates.t_ns,
                 e_ns: r.rates.e_ns,
                 latency_p99_ns: r.rates.latency_ns.map_or(f64::NAN, |l| l.p99),
+                mode,
             })
         })
         .collect();
@@ -261,10 +316,82 @@ pub fn advise(spec: &AdviseSpec, progress: &dyn Progress) -> Result<Advice, LabE
             fmt_ns(spec.latency_ns)
         ),
     };
+    let knobs = spec
+        .mechanisms
+        .iter()
+        .filter_map(|&m| knob(m, &best.mode, &all, |c| rank(c).0))
+        .collect();
     Ok(Advice {
         strategy: best.strategy.clone(),
         predicted: best,
         reason,
         alternatives: all,
+        knobs,
+    })
+}
+
+/// The settings `m` can express among `ranked` (best first, `rank` the
+/// order's key), its best, its default and its next two; `None` where none
+/// was searched. Where the default is as good as the best (the same rank,
+/// T and E within 1%), the default is the best: no change to make.
+fn knob(
+    m: Mechanism,
+    pick: &WaitMode,
+    ranked: &[Candidate],
+    rank: impl Fn(&Candidate) -> i32,
+) -> Option<Knob> {
+    let setting = |c: &Candidate| {
+        m.settings(&c.mode).map(|settings| KnobSetting {
+            strategy: c.strategy.clone(),
+            settings,
+            predicted: c.clone(),
+        })
+    };
+    let default_mode = m.default_mode();
+    let default = ranked
+        .iter()
+        .find(|c| c.mode == default_mode)
+        .and_then(setting)?;
+    let mut own: Vec<KnobSetting> = ranked.iter().filter_map(setting).collect();
+    let (b, d) = (&own[0].predicted, &default.predicted);
+    let close = |x: f64, y: f64| x <= 1.01 * y;
+    if rank(d) == rank(b) && close(d.t_ns, b.t_ns) && close(d.e_ns, b.e_ns) {
+        own.retain(|k| k.predicted.mode != default_mode);
+        own.insert(0, default.clone());
+    }
+    let best = own.remove(0);
+    let alternatives: Vec<KnobSetting> = own
+        .into_iter()
+        .filter(|k| k.predicted.mode != default_mode)
+        .take(2)
+        .collect();
+    let implements_pick = best.predicted.mode == *pick;
+    let missed = match rank(&best.predicted) {
+        0 => None,
+        1 => Some("none of its settings keeps the p99 latency bound: this one comes closest"),
+        _ => Some("none of its settings keeps T within 5% of the best: this one comes closest"),
+    };
+    let note = if implements_pick {
+        None
+    } else if m.settings(pick).is_some() {
+        Some(format!(
+            "the pick ({pick}) does within 1% of its setting as shipped here: no change to make"
+        ))
+    } else {
+        Some(m.cannot(pick))
+    };
+    let note = match (note, missed) {
+        (Some(n), Some(m)) => Some(format!("{m}; {n}")),
+        (n, m) => n.or(m.map(str::to_string)),
+    };
+    Some(Knob {
+        mechanism: m.name(),
+        what: m.what(),
+        commands: m.commands(&best.settings),
+        best,
+        implements_pick,
+        note,
+        default,
+        alternatives,
     })
 }

@@ -19,6 +19,7 @@ pub mod disturbance;
 pub mod explorer;
 pub mod flags;
 pub mod forecast;
+pub mod knobs;
 pub mod map;
 pub mod pingpong;
 pub mod qos;

@@ -54,6 +54,7 @@ fn spec(w_p: &str, w_c: &str, latency_ns: f64, exhaustive: bool) -> AdviseSpec {
         messages: 100_000,
         seed: 1,
         exhaustive,
+        mechanisms: Vec::new(),
     }
 }
 

@@ -1956,6 +1956,96 @@ fn advise_json_contract() {
 }
 
 #[test]
+fn advise_gives_each_mechanisms_settings_with_the_simulators_figures() {
+    // A fast producer with dear kicks: deferral and coalescing can batch.
+    let v = json(&[
+        "advise",
+        "--wp",
+        "2us",
+        "--for",
+        "napi,kvm-host,virtio-net",
+        "--messages",
+        "20000",
+        "--json",
+    ]);
+    let knobs = v["knobs"].as_array().unwrap();
+    let names: Vec<&str> = knobs
+        .iter()
+        .map(|k| k["mechanism"].as_str().unwrap())
+        .collect();
+    assert_eq!(names, ["napi", "kvm-host", "virtio-net"]);
+    let alts = v["alternatives"].as_array().unwrap();
+    let pick = v["strategy"].as_str().unwrap();
+    for k in knobs {
+        // Each setting shown is a candidate of the search, with its figures.
+        for s in std::iter::once(k)
+            .chain([&k["default"]])
+            .chain(k["alternatives"].as_array().unwrap())
+        {
+            let strategy = s["strategy"].as_str().unwrap();
+            let c = alts.iter().find(|a| a["strategy"] == strategy).unwrap();
+            assert_eq!(c, &s["predicted"], "{strategy}");
+            assert!(s["settings"].as_object().is_some_and(|o| !o.is_empty()));
+        }
+        assert!(!k["commands"].as_array().unwrap().is_empty());
+        assert_eq!(
+            k["implements_pick"].as_bool().unwrap(),
+            k["strategy"] == pick
+        );
+        // Its best is the best of its own settings by advise's order.
+        let first = alts
+            .iter()
+            .position(|a| a["strategy"] == k["strategy"])
+            .unwrap();
+        for other in k["alternatives"].as_array().unwrap() {
+            let at = alts
+                .iter()
+                .position(|a| a["strategy"] == other["strategy"])
+                .unwrap();
+            assert!(
+                first < at || k["strategy"] == k["default"]["strategy"],
+                "{k}"
+            );
+        }
+    }
+    let napi = &knobs[0];
+    assert!(
+        napi["strategy"].as_str().unwrap().starts_with("defer") || napi["strategy"] == "notify"
+    );
+    assert_eq!(napi["default"]["settings"]["napi_defer_hard_irqs"], 0);
+    let host = &knobs[1];
+    assert_eq!(host["default"]["settings"]["halt_poll_ns"], 200_000);
+    // Text: the settings and the commands, kicklab applying none.
+    let out = kicklab(&[
+        "advise",
+        "--wp",
+        "2us",
+        "--for",
+        "napi",
+        "--messages",
+        "20000",
+    ]);
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success());
+    assert!(text.contains("napi_defer_hard_irqs="), "{text}");
+    assert!(
+        text.contains("sudo tee /sys/class/net/IFACE/gro_flush_timeout"),
+        "{text}"
+    );
+    let none = json(&[
+        "advise",
+        "--wp",
+        "2us",
+        "--for",
+        "none",
+        "--messages",
+        "20000",
+        "--json",
+    ]);
+    assert_eq!(none["knobs"].as_array().unwrap().len(), 0);
+}
+
+#[test]
 fn control_writes_its_study() {
     let dir = tmp("control");
     let v = json(&[
@@ -2450,6 +2540,7 @@ fn the_new_commands_refuse_hostile_values_in_one_line() {
         (vec!["advise", "--latency", "1e30s"], "--latency"),
         (vec!["advise", "--messages", "0"], "--messages"),
         (vec!["advise", "--profile", "/nonexistent"], "--profile"),
+        (vec!["advise", "--for", "napi,nap"], "--for"),
         (
             vec!["sim", "--mode", "adaptive", "--latency", "0"],
             "--latency",
