@@ -128,6 +128,49 @@ def test_the_page_loads_from_file_with_no_console_errors(browser: Browser, page:
     assert browser.errors == []
 
 
+def test_the_findings_open_the_page_and_say_what_findings_json_says(
+    cli: Cli, report: Path, browser: Browser
+) -> None:
+    """The box is on the first screen at 1200 px, its lines are the JSON's,
+    each answers from the page's data, and kicklab's own targets sit
+    collapsed at the end."""
+    import json
+
+    page = browser.open(width=1200, height=900)
+    data = json.loads((report.parent / "findings.json").read_text())
+    box = page.query_selector("#findings")
+    assert box is not None
+    top = box.bounding_box()
+    assert top is not None and top["y"] < 900, top
+    items = page.query_selector_all("#findings li")
+    assert 1 <= len(items) <= 10
+    shown = [(li.get_attribute("data-topic"), (li.text_content() or "").removesuffix(" more")) for li in items]
+    assert shown == [(f["topic"], f["text"]) for f in data["lines"]]
+    # Each line points at a section of the page.
+    for li in items:
+        href = li.query_selector("a").get_attribute("href")
+        assert page.query_selector(href) is not None, href
+    # The paper line says what paper.reproduced says, with its figures.
+    paper = next(t for k, t in shown if k == "paper")
+    assert ("reproduces" in paper) == data["paper"]["reproduced"] and data["paper"]["reproduced"]
+    assert "FP T 1.11us, E 2.2us; FC T 4.4us, E 5.7us" in paper
+    # What to run: advise's pick for the same pair, as the CLI gives it.
+    advice = [t for k, t in shown if k == "advice"]
+    assert len(advice) == len(data["advice"]) == 2
+    for text, a in zip(advice, data["advice"]):
+        assert a["pick"][0] in text
+        wp = f"{a['w_p_ns'] / 1000:g}us"
+        got = cli.json("advise", "--wp", wp, "--messages", "100000", "--for", "napi")
+        assert got["strategy"] == a["pick"][0]
+        settings = {k: str(v) for k, v in got["knobs"][0]["settings"].items()}
+        assert settings == dict(kv.split("=") for kv in a["napi"][0].split())
+        assert a["napi"][0] in text
+    # kicklab's own targets: collapsed, at the end.
+    details = page.query_selector("#targets details")
+    assert details is not None and details.get_attribute("open") is None
+    assert page.evaluate("document.querySelector('section:last-of-type').id") == "targets"
+
+
 def test_moving_the_slider_shows_the_clis_t(cli: Cli, browser: Browser, page: Any) -> None:
     page.click("#kl-ex-defaults")
     slider = page.locator("#kl-ex-wp-r")

@@ -17,6 +17,7 @@ pub mod bench;
 pub mod control;
 pub mod disturbance;
 pub mod explorer;
+pub mod findings;
 pub mod flags;
 pub mod forecast;
 pub mod knobs;

@@ -231,7 +231,7 @@ fn idle_table(p: &Profile, be: &str) -> Table {
 fn testbed_sections(
     a: &ReportOptions,
     progress: &dyn Progress,
-) -> Result<(Vec<Section>, Profile), LabError> {
+) -> Result<(Vec<Section>, Profile, Vec<crate::validate::Point>), LabError> {
     use kicklab_ring::NotifierKind;
     let mut h = String::from(
         "<p>Measured by <code>kicklab calibrate --backend futex|eventfd|pipe</code> (and <code>kvm</code> below; method: <code>docs/calibration.md</code>): N is the \
@@ -337,22 +337,32 @@ fn testbed_sections(
         a.real_messages, a.repeat
     );
     let val = crate::validate::section(&points, &profile, be.name(), &cmd)?;
-    Ok((vec![calib, val], profile))
+    Ok((vec![calib, val], profile, points))
 }
+
+/// What the KVM sections measured, for the findings: per direction
+/// (`kvm tx`, `kvm rx`), its profile and its validation's points.
+type KvmValidations = Vec<(String, Profile, Vec<crate::validate::Point>)>;
 
 /// The KVM sections: calibration against the paper's numbers, Fig. 4 with
 /// the producer in a guest, and the message-passing table (van Riel).
-fn kvm_sections(a: &ReportOptions, progress: &dyn Progress) -> Result<Vec<Section>, LabError> {
+fn kvm_sections(
+    a: &ReportOptions,
+    progress: &dyn Progress,
+) -> Result<(Vec<Section>, KvmValidations), LabError> {
     use kicklab_testbed::kvm::{Direction, KvmOptions};
     use kicklab_testbed::Backend;
     if let Err(why) = kicklab_testbed::kvm::available() {
         progress.note(&format!("report: skipping the KVM sections: {why}"));
-        return Ok(vec![Section {
-            id: "kvm".into(),
-            heading: "KVM guest (skipped)".into(),
-            html: format!("<p>Skipped on this machine: {}.</p>", html_escape(&why)),
-            figures: vec![],
-        }]);
+        return Ok((
+            vec![Section {
+                id: "kvm".into(),
+                heading: "KVM guest (skipped)".into(),
+                html: format!("<p>Skipped on this machine: {}.</p>", html_escape(&why)),
+                figures: vec![],
+            }],
+            Vec::new(),
+        ));
     }
     let be = Backend::Kvm(KvmOptions {
         direction: Direction::Tx,
@@ -423,6 +433,7 @@ fn kvm_sections(a: &ReportOptions, progress: &dyn Progress) -> Result<Vec<Sectio
     // Fig. 4 in both directions: the guest produces (tx, the paper's
     // set-up, with the calibration above) and the guest consumes (rx).
     let mut vals = Vec::new();
+    let mut measured = Vec::new();
     for direction in [Direction::Tx, Direction::Rx] {
         let dbe = Backend::Kvm(KvmOptions {
             direction,
@@ -461,6 +472,7 @@ fn kvm_sections(a: &ReportOptions, progress: &dyn Progress) -> Result<Vec<Sectio
             &format!("kvm {d}"),
             &cmd,
         )?);
+        measured.push((format!("kvm {d}"), profile, points));
     }
     let work = std::time::Duration::from_micros(2);
     let mut pp = String::from(
@@ -520,7 +532,7 @@ fn kvm_sections(a: &ReportOptions, progress: &dyn Progress) -> Result<Vec<Sectio
     let mut out = vec![calib];
     out.extend(vals);
     out.push(ping);
-    Ok(out)
+    Ok((out, measured))
 }
 
 /// One representative parameter set per regime, from the Fig. 4 set-up.
@@ -997,9 +1009,12 @@ pub fn build(a: &ReportOptions, progress: &dyn Progress) -> Result<Report, LabEr
             )),
         }
     }
+    // What the findings summarise: (backend, profile, validation points).
+    let mut validated: Vec<(String, Profile, Vec<crate::validate::Point>)> = Vec::new();
     if a.testbed {
-        let (testbed, futex) = testbed_sections(a, progress)?;
+        let (testbed, futex, futex_points) = testbed_sections(a, progress)?;
         sections.extend(testbed);
+        validated.push(("futex".into(), futex.clone(), futex_points));
         let runs = crate::scale::sweep(ScaleBackend::Threads, SCALE_SECONDS, progress)?;
         let overlay = crate::scale::Overlay {
             runs: crate::scale::sweep_with(
@@ -1066,29 +1081,92 @@ pub fn build(a: &ReportOptions, progress: &dyn Progress) -> Result<Report, LabEr
             }
             Err(why) => progress.note(&format!("report: no flags from a KVM guest ({why})")),
         }
-        sections.extend(kvm_sections(a, progress)?);
+        let (kvm, measured) = kvm_sections(a, progress)?;
+        sections.extend(kvm);
+        validated.extend(measured);
     } else {
         progress.note("report: no real runs (testbed off)");
     }
     sections.push(closed_forms_section());
+    let findings = findings(&validated, a.seed)?;
+    // What to run, right after the regimes and the explorer.
+    sections.insert(
+        2.min(sections.len()),
+        crate::findings::knobs_section(&findings.advice),
+    );
+    csvs.push((
+        "findings.json".into(),
+        serde_json::to_string_pretty(&findings)
+            .expect("findings hold no map with keys other than strings")
+            + "\n",
+    ));
+    let targets = glance_html(&glance);
+    if !targets.is_empty() {
+        sections.push(Section {
+            id: "targets".into(),
+            heading: "kicklab's own targets".into(),
+            html: format!("<details><summary>Each part's targets, met or what missed</summary>{targets}</details>"),
+            figures: vec![],
+        });
+    }
     let cores = std::thread::available_parallelism().map_or(1, std::num::NonZeroUsize::get);
     let page = Page {
         title: "kicklab report".into(),
         intro_html: format!(
             "<p>Producer/consumer synchronization after Rizzo et al., \"A Study of Speed Mismatches Between Communicating \
              Virtual Machines\" (ANCS 2016). Generated by <code>kicklab report --points {} --messages {} --seed {}</code> \
-             (kicklab {}) on a {cores}-core machine in {:.1} s, {}.</p>{}",
+             (kicklab {}) on a {cores}-core machine in {:.1} s, {}.</p>\n{}",
             a.points,
             a.messages,
             a.seed,
             env!("CARGO_PKG_VERSION"),
             started.elapsed().as_secs_f64(),
             html_escape(&machine()),
-            glance_html(&glance)
+            findings.html()
         ),
         sections,
     };
     Ok(Report { page, csvs })
+}
+
+/// The findings box from the page's own data: the paper's figures, each
+/// validated backend's costs and forecast, and advise for this machine's
+/// pair (the KVM guest's costs where measured, else futex's, else the
+/// paper's) at W_P 0.5 us and 3 us.
+fn findings(
+    validated: &[(String, Profile, Vec<crate::validate::Point>)],
+    seed: u64,
+) -> Result<crate::findings::Findings, LabError> {
+    use crate::findings::{advice_check, forecast_check, paper_check, Findings};
+    let mut costs = Vec::new();
+    let mut forecasts = Vec::new();
+    for (backend, profile, points) in validated {
+        if backend != "kvm rx" {
+            // S as the model takes it (after V, a negative one as 0).
+            costs.push((
+                backend.clone(),
+                [
+                    profile.np.mean_ns,
+                    profile.nc.mean_ns,
+                    profile.start(Party::P).mean_ns.max(0.0),
+                    profile.start(Party::C).mean_ns.max(0.0),
+                ],
+            ));
+        }
+        forecasts.push(forecast_check(backend, points, profile)?);
+    }
+    let pair = validated
+        .iter()
+        .find(|(b, _, _)| b == "kvm tx")
+        .or_else(|| validated.first());
+    let mut advice = Vec::new();
+    for w_p in [500.0, 3000.0] {
+        advice.push(match pair {
+            Some((b, p, _)) => advice_check(b, Some(p), w_p, seed)?,
+            None => advice_check("the paper's", None, w_p, seed)?,
+        });
+    }
+    Ok(Findings::new(paper_check()?, costs, forecasts, advice))
 }
 
 /// A part's targets, judged.
@@ -1162,8 +1240,8 @@ fn glance_html(parts: &[(&str, &str, Verdict)]) -> String {
         })
         .collect();
     format!(
-        "<p>Targets at a glance (kicklab's own, from its issues; each section says what they are and which \
-         missed; the Fig. 4 validations give their errors in their own summary lines):</p><ul>{items}</ul>"
+        "<p>The targets kicklab sets itself, per part (each section says what they are and which missed; the \
+         Fig. 4 validations give their errors in their own summary lines):</p><ul>{items}</ul>"
     )
 }
 
@@ -1346,6 +1424,7 @@ mod tests {
             [
                 "regimes",
                 "explorer",
+                "knobs",
                 "fig2",
                 "fig2-short",
                 "fig3",
@@ -1355,12 +1434,13 @@ mod tests {
                 "map",
                 "qos",
                 "scale-sim",
-                "closed-forms"
+                "closed-forms",
+                "targets"
             ]
         );
-        assert_eq!(r.csvs.len(), 8);
+        assert_eq!(r.csvs.len(), 9);
         for (name, csv) in &r.csvs {
-            if name == "control.csv" || name == "qos.csv" || name == "map.csv" {
+            if ["control.csv", "qos.csv", "map.csv", "findings.json"].contains(&name.as_str()) {
                 continue;
             }
             assert_eq!(
@@ -1377,5 +1457,10 @@ mod tests {
         assert_eq!(map.lines().count(), 1 + 3 * 3);
         let qos = &r.csvs.iter().find(|(n, _)| n == "qos.csv").unwrap().1;
         assert_eq!(qos.lines().count(), 1 + 2 * 2 * (25 + 9));
+        // The findings open the page; kicklab's own targets close it, collapsed.
+        assert!(r.page.intro_html.contains("<div id=\"findings\""));
+        assert!(!r.page.intro_html.contains("targets kicklab sets itself"));
+        let last = r.page.sections.last().unwrap();
+        assert!(last.html.starts_with("<details><summary>"), "{}", last.html);
     }
 }
