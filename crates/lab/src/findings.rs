@@ -10,7 +10,7 @@
 
 use std::fmt::Write as _;
 
-use kicklab_model::{fmt_ns_sig, predict, sig, Cost, Params, Profile};
+use kicklab_model::{fmt_ns_sig, predict, sig, Cost, Params, Party, Profile};
 use kicklab_report::html_escape;
 use serde::Serialize;
 
@@ -299,6 +299,50 @@ pub fn advice_check(
         napi,
         knobs: a.knobs,
     })
+}
+
+/// The findings from the report's runs (`validated`: each validated
+/// backend's name, profile and points): the paper's figures, each
+/// backend's costs and forecast, and advise for this machine's pair (the
+/// KVM guest's costs where measured, else futex's, else the paper's) at
+/// W_P 0.5 us and 3 us.
+///
+/// # Errors
+///
+/// What the forecast or advise refuses.
+pub fn of_runs(
+    validated: &[(String, Profile, Vec<crate::validate::Point>)],
+    seed: u64,
+) -> Result<Findings, LabError> {
+    let mut costs = Vec::new();
+    let mut forecasts = Vec::new();
+    for (backend, profile, points) in validated {
+        if backend != "kvm rx" {
+            // S as the model takes it (after V, a negative one as 0).
+            costs.push((
+                backend.clone(),
+                [
+                    profile.np.mean_ns,
+                    profile.nc.mean_ns,
+                    profile.start(Party::P).mean_ns.max(0.0),
+                    profile.start(Party::C).mean_ns.max(0.0),
+                ],
+            ));
+        }
+        forecasts.push(forecast_check(backend, points, profile)?);
+    }
+    let pair = validated
+        .iter()
+        .find(|(b, _, _)| b == "kvm tx")
+        .or_else(|| validated.first());
+    let mut advice = Vec::new();
+    for w_p in [500.0, 3000.0] {
+        advice.push(match pair {
+            Some((b, p, _)) => advice_check(b, Some(p), w_p, seed)?,
+            None => advice_check("the paper's", None, w_p, seed)?,
+        });
+    }
+    Ok(Findings::new(paper_check()?, costs, forecasts, advice))
 }
 
 fn ns(v: f64) -> String {

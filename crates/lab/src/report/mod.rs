@@ -1,0 +1,656 @@
+//! The report: every figure and table, assembled as one [`Page`] with its
+//! CSV data. Rendering and writing files is `kicklab-report`'s.
+//!
+//! Sections: the regimes (model vs simulator), the explorer (the model and
+//! simulator live in the page, as WebAssembly), the paper's Fig. 2 (T vs
+//! W_P, long and short queue), Fig. 3 (E vs W_C), random costs, the
+//! calibrated costs and the Fig. 4 validation on threads and on a KVM
+//! guest, the message-passing (ping-pong) table, and the closed forms.
+
+use kicklab_model::Profile;
+use kicklab_model::{Cost, Params, WaitMode};
+use kicklab_report::{html_escape, sweep_charts, sweep_csv, Page, Section};
+use kicklab_sim::{sweep, Vary};
+
+use crate::scale::ScaleBackend;
+use crate::{Input, LabError, Progress};
+
+mod glance;
+mod measured;
+mod paper;
+
+pub use measured::idle_chart;
+
+use glance::{glance_html, Verdict};
+use measured::{kvm_sections, testbed_sections};
+use paper::{closed_forms_section, regimes_section, Figure};
+
+/// What the report runs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ReportOptions {
+    /// Points per swept curve (>= 2).
+    pub points: u32,
+    /// Messages simulated per point (>= 1).
+    pub messages: u64,
+    /// Seed of the random cost streams.
+    pub seed: u64,
+    /// Run the real sections (calibration, validation, ping-pong).
+    pub testbed: bool,
+    /// Messages per real run in the validation (>= 1).
+    pub real_messages: u64,
+    /// Repetitions of each real run in the validation
+    /// (1..=[`crate::validate::MAX_REPEAT`]).
+    pub repeat: u32,
+}
+
+impl Default for ReportOptions {
+    fn default() -> Self {
+        ReportOptions {
+            points: 120,
+            messages: 50_000,
+            seed: 1,
+            testbed: true,
+            real_messages: 60_000,
+            repeat: crate::validate::DEFAULT_REPEAT,
+        }
+    }
+}
+
+impl ReportOptions {
+    /// The validation's real runs.
+    fn validate_options(&self) -> crate::validate::Options {
+        crate::validate::Options {
+            messages: self.real_messages,
+            seed: self.seed,
+            repeat: self.repeat,
+        }
+    }
+
+    /// Checks the options before anything runs.
+    ///
+    /// # Errors
+    ///
+    /// The first input out of range.
+    pub fn check(&self) -> Result<(), LabError> {
+        if self.points < 2 {
+            return Err(LabError::input(
+                Input::Points,
+                "need at least 2 points per curve",
+            ));
+        }
+        if self.points > Vary::MAX_POINTS {
+            return Err(LabError::input(
+                Input::Points,
+                format!("at most {} points per curve", Vary::MAX_POINTS),
+            ));
+        }
+        if self.messages == 0 {
+            return Err(LabError::input(
+                Input::Messages,
+                "need at least 1 message per point",
+            ));
+        }
+        if self.testbed && self.real_messages == 0 {
+            return Err(LabError::input(
+                Input::RealMessages,
+                "need at least 1 message per real run",
+            ));
+        }
+        if self.testbed && !(1..=crate::validate::MAX_REPEAT).contains(&self.repeat) {
+            return Err(LabError::input(
+                Input::Repeat,
+                format!(
+                    "between 1 and {} repetitions per point ({} asked)",
+                    crate::validate::MAX_REPEAT,
+                    self.repeat
+                ),
+            ));
+        }
+        Ok(())
+    }
+}
+
+/// The assembled report: the page and the CSV files it links to.
+#[derive(Debug, Clone)]
+pub struct Report {
+    /// The page (sections, figures, tables).
+    pub page: Page,
+    /// `(file name, CSV text)` of the data behind the figures.
+    pub csvs: Vec<(String, String)>,
+}
+
+impl Report {
+    /// Writes the page and its data into `dir`.
+    ///
+    /// # Errors
+    ///
+    /// A file that cannot be written.
+    pub fn write(&self, dir: &std::path::Path) -> Result<(), LabError> {
+        self.page.write_with(dir, &self.csvs)?;
+        Ok(())
+    }
+}
+
+/// A table of calibrated costs: a first text column, then N_P, N_C, S_P,
+/// S_C as text cells, then `extra`.
+/// Simulated seconds per point of the multi-VM figures.
+const QOS_SECONDS: f64 = 5.0;
+/// The paper's seconds per real qos run (times 1/10: 0.5 s real).
+const QOS_REAL_SECONDS: f64 = 5.0;
+
+/// Seconds per run of the idle-with-timeout sweep (10 runs).
+const SCALE_SECONDS: f64 = 0.5;
+/// Simulated seconds per point of the simulated scale sweep.
+const SCALE_SIM_SECONDS: f64 = 1.0;
+
+/// Signals per run of the notification-flags sweep (63 runs of about
+/// 0.2 s).
+const FLAG_SIGNALS: u64 = 10_000;
+/// Signals per run of the sweep with a KVM guest (63 runs of about 0.5 s:
+/// 100 us apart; fewer left the bit vector's spread across the sources
+/// to the noise of a few slow wake-ups: 1.34x with 2000).
+const FLAG_SIGNALS_KVM: u64 = 5_000;
+
+/// Runs everything the report shows and assembles the page.
+///
+/// # Errors
+///
+/// Bad options ([`ReportOptions::check`]), or a part that fails.
+pub fn build(a: &ReportOptions, progress: &dyn Progress) -> Result<Report, LabError> {
+    a.check()?;
+    let started = std::time::Instant::now();
+    let d = Params::default();
+    let n = a.points;
+    let figures = [
+        Figure {
+            id: "fig2",
+            heading: "Fig. 2: time per message vs W_P (L = 256)",
+            text: "The paper's Fig. 2 gives no parameters; here it is drawn with those of its Fig. 4 experiment: W_C = 1.1 us \
+                   and the N and S it measured (section 3.3), with L = 256 and k_P = k_C = 1 (kicklab's choice: the paper \
+                   does not give L or k for that experiment). Left of W_P = W_C the producer is fast (FP, P sleeps); right \
+                   of it the consumer is fast (FC, C sleeps). The staircase is m changing in whole messages. Left of \
+                   W_P = W_C, slowing the fast producer down (raising W_P towards W_C) raises throughput: T_FP falls as W_P \
+                   grows (the paper's point, section 3.1: W_P in FP, W_C in FC). The jump at W_P ≈ 1.3 us is m reaching \
+                   k_P = 1: one kick (N_P = 2.4 us) per message. From there on T_FC = W_P + N_P lies above the SS best case, \
+                   where the paper has SS above FC and FP: with these costs a kick (2.4 us) outlasts C's work (1.1 us), and \
+                   SS's best case spreads its kicks over a full queue.",
+            params: d,
+            vary: format!("wp=0.1us..3us:{n}"),
+            flags: "",
+        },
+        Figure {
+            id: "fig2-short",
+            heading: "Fig. 2, short queue: time per message vs W_P (L = 4)",
+            text: "The same costs with a 4-slot queue: the queue cannot absorb P's 3.9 us start-up, so the fast-producer \
+                   side falls into SPS and SS, far above T_GP.",
+            params: Params { len: 4, ..d },
+            vary: format!("wp=0.1us..3us:{n}"),
+            flags: "--len 4",
+        },
+        Figure {
+            id: "fig3",
+            heading: "Fig. 3: CPU cost per message vs W_C",
+            text: "W_P = 1 us. Polling costs 2 max(W_P, W_C): its slope is twice the others', so past some |W_P - W_C| \
+                   notifications are cheaper in CPU even where they are slower.",
+            params: d,
+            vary: format!("wc=0.1us..3us:{n}"),
+            flags: "",
+        },
+        Figure {
+            id: "visibility",
+            heading: "Kick visibility: time per message vs W_P, the kick seen half-way (V_P = N_P / 2)",
+            text: "The Fig. 2 set-up with C woken 1.2 us into P's 2.4 us kick (a KVM guest's ioeventfd kick is seen by the \
+                   host about half-way through it). Where C is not faster than P, the V = N model says FP (P fills the queue \
+                   and sleeps, T close to W_C); here C is woken inside the kick, takes the one message and sleeps again before \
+                   P's next one (EWC), so every message costs a kick: T = W_P + N_P, three times more. From a full queue the \
+                   same pairs stay in FP (they are bistable; sim --start full).",
+            params: Params {
+                v_p: Some(Cost::Const(1200.0)),
+                ..d
+            },
+            vary: format!("wp=0.1us..3us:{n}"),
+            flags: "--vp 1.2us",
+        },
+        Figure {
+            id: "random",
+            heading: "Random costs: time per message vs W_P, every cost exponential",
+            text: "Every cost exponential with the Fig. 4 means. The closed form (of the means) keeps its staircase; the \
+                   simulator shows how variable costs smooth it, and where the mean-value model is off.",
+            params: d.with_exponential_costs(),
+            vary: format!("wp=0.1us..3us:{n}"),
+            flags: "--wp exp:1us --wc exp:1.1us --np exp:2.4us --nc exp:0.2us --sp exp:3.9us --sc exp:0.2us",
+        },
+    ];
+    let mut sections = vec![
+        regimes_section(a.messages, a.seed)?,
+        crate::explorer::section(),
+    ];
+    let mut csvs = Vec::new();
+    for f in &figures {
+        let vary = Vary::parse(&f.vary).map_err(|e| LabError::input(Input::Vary, e.to_string()))?;
+        progress.start(f.id, u64::from(vary.points));
+        let pts = sweep(
+            &f.params,
+            &vary,
+            WaitMode::Notify,
+            a.messages,
+            a.seed,
+            &|| progress.step(),
+        )?;
+        progress.finish();
+        let (t, e) = sweep_charts(&pts, &vary, f.heading.split(':').next().unwrap_or(f.id));
+        let cmd = format!(
+            "kicklab sweep --vary {} {} --messages {}",
+            f.vary, f.flags, a.messages
+        );
+        let html = format!(
+            "<p>{}</p><p>Reproduce: <code>{}</code>. Data: <a href=\"{id}.csv\">{id}.csv</a>.</p>",
+            html_escape(f.text),
+            html_escape(cmd.trim()),
+            id = f.id
+        );
+        sections.push(Section {
+            id: f.id.into(),
+            heading: f.heading.into(),
+            html,
+            figures: vec![
+                (
+                    format!("{}-T", f.id),
+                    t.to_svg(kicklab_report::FIG_W, kicklab_report::FIG_H)?,
+                    t.caption(),
+                ),
+                (
+                    format!("{}-E", f.id),
+                    e.to_svg(kicklab_report::FIG_W, kicklab_report::FIG_H)?,
+                    e.caption(),
+                ),
+            ],
+        });
+        csvs.push((format!("{}.csv", f.id), sweep_csv(&pts, &vary)));
+    }
+    // The paper's Fig. 5, extended: every strategy against polling.
+    let spec = crate::control::ControlSpec {
+        points: a.points.min(15),
+        messages: a.messages,
+        workloads: crate::control::Workload::ALL.to_vec(),
+        seed: a.seed,
+        ..crate::control::ControlSpec::default()
+    };
+    let study = crate::control::control_study(&spec, progress)?;
+    // Each part with targets of its own, judged: (anchor, what, verdict).
+    let mut glance: Vec<(&str, &str, Verdict)> = Vec::new();
+    let held = study.held();
+    glance.push((
+        "control",
+        "kicklab's controller against polling and the anchors (simulated)",
+        Verdict::count(held, study.points.len(), "points"),
+    ));
+    sections.push(crate::control::section(&study, &spec)?);
+    csvs.push(("control.csv".into(), crate::control::csv(&study)));
+    // The regime map: W_P x W_C, model and simulator.
+    let map_points = a.points.clamp(2, 40);
+    let map_spec = crate::map::MapSpec {
+        base: d,
+        x: Vary::parse(&format!("wp=0.1us..3us:{map_points}"))
+            .map_err(|e| LabError::input(Input::Vary, e.to_string()))?,
+        y: Vary::parse(&format!("wc=0.1us..3us:{map_points}"))
+            .map_err(|e| LabError::input(Input::Vary, e.to_string()))?,
+        mode: WaitMode::Notify,
+        sim_messages: Some(a.messages),
+        seed: a.seed,
+    };
+    let map = crate::map::map(&map_spec, progress)?;
+    let cmd = format!(
+        "kicklab map --x wp=0.1us..3us:{map_points} --y wc=0.1us..3us:{map_points} --messages {}",
+        a.messages
+    );
+    sections.push(crate::map::section(&map, &map_spec, &cmd)?);
+    csvs.push(("map.csv".into(), crate::map::csv(&map, &map_spec)));
+    // Several VMs, one device (Lakshmi and Nandy), simulated and solved.
+    progress.note("report: several VMs, one device");
+    let qos = crate::qos::figures(QOS_SECONDS, a.seed)?;
+    glance.push((
+        "qos",
+        "several VMs, one device (simulated)",
+        Verdict::of(&qos.failures),
+    ));
+    sections.push(crate::qos::section(&qos, QOS_SECONDS, a.seed)?);
+    csvs.push(("qos.csv".into(), crate::qos::csv(&qos)));
+    // Idle-with-timeout at scale (Denali), simulated (well under a second).
+    let runs = crate::scale::sweep(ScaleBackend::Sim, SCALE_SIM_SECONDS, progress)?;
+    glance.push((
+        "scale-sim",
+        "idle-with-timeout at 8 guests (simulated)",
+        Verdict::scale(&runs),
+    ));
+    sections.push(crate::scale::section(
+        &runs,
+        SCALE_SIM_SECONDS,
+        ScaleBackend::Sim,
+        None,
+    )?);
+    if a.testbed {
+        // The same system for real (about 10 s): threads over kicklab
+        // rings, the paper's times x 1/10, 0.5 s per run, no retries.
+        progress.note("report: several VMs, one device, real threads");
+        let o = crate::qos_real::RealOptions {
+            seconds: QOS_REAL_SECONDS,
+            tries: 1,
+            ..crate::qos_real::RealOptions::new()
+        };
+        let real = crate::qos_real::real_figures(&o, progress)?;
+        glance.push((
+            "qos-real",
+            "several VMs, one device, real threads",
+            Verdict::of(&real.failures),
+        ));
+        sections.push(crate::qos_real::section(&real, "qos-real.csv")?);
+        csvs.push((
+            "qos-real.csv".into(),
+            crate::qos_real::table(&real).to_csv(),
+        ));
+        // And with a KVM guest per VM (about 15 s), where KVM is usable.
+        match kicklab_testbed::kvm::available() {
+            Ok(()) => {
+                progress.note("report: several VMs, one device, a KVM guest per VM");
+                let o = crate::qos_real::RealOptions {
+                    core: kicklab_testbed::qos::VmCore::Guest,
+                    ..o
+                };
+                let real = crate::qos_real::real_figures(&o, progress)?;
+                glance.push((
+                    "qos-real-kvm",
+                    "several VMs, one device, real KVM guests",
+                    Verdict::of(&real.failures),
+                ));
+                sections.push(crate::qos_real::section(&real, "qos-real-kvm.csv")?);
+                csvs.push((
+                    "qos-real-kvm.csv".into(),
+                    crate::qos_real::table(&real).to_csv(),
+                ));
+            }
+            Err(why) => progress.note(&format!(
+                "report: no KVM guests for several VMs, one device ({why})"
+            )),
+        }
+    }
+    // What the findings summarise: (backend, profile, validation points).
+    let mut validated: Vec<(String, Profile, Vec<crate::validate::Point>)> = Vec::new();
+    if a.testbed {
+        let (testbed, futex, futex_points) = testbed_sections(a, progress)?;
+        sections.extend(testbed);
+        validated.push(("futex".into(), futex.clone(), futex_points));
+        let runs = crate::scale::sweep(ScaleBackend::Threads, SCALE_SECONDS, progress)?;
+        let overlay = crate::scale::Overlay {
+            runs: crate::scale::sweep_with(
+                ScaleBackend::Sim,
+                SCALE_SIM_SECONDS,
+                Some(&futex),
+                progress,
+            )?,
+            kick_ns: futex.np_cpu.median_ns,
+            wake_ns: futex.sc_cpu.median_ns,
+        };
+        glance.push((
+            "scale",
+            "idle-with-timeout at 8 guests (threads)",
+            Verdict::scale(&runs),
+        ));
+        sections.push(crate::scale::section(
+            &runs,
+            SCALE_SECONDS,
+            ScaleBackend::Threads,
+            Some(&overlay),
+        )?);
+        match kicklab_testbed::kvm::available() {
+            Ok(()) => {
+                let runs = crate::scale::sweep(ScaleBackend::Kvm, SCALE_SECONDS, progress)?;
+                glance.push((
+                    "scale-kvm",
+                    "idle-with-timeout at 8 guests (KVM guests)",
+                    Verdict::scale(&runs),
+                ));
+                sections.push(crate::scale::section(
+                    &runs,
+                    SCALE_SECONDS,
+                    ScaleBackend::Kvm,
+                    None,
+                )?);
+            }
+            Err(why) => progress.note(&format!("report: no KVM guests at scale ({why})")),
+        }
+        let flags = crate::flags::sweep(
+            kicklab_testbed::flags::FlagsBackend::Threads,
+            FLAG_SIGNALS,
+            progress,
+        )?;
+        glance.push((
+            "flags",
+            "notification flags: the bit vector's wake-up flat across sources (threads)",
+            Verdict::spread(&flags),
+        ));
+        sections.push(crate::flags::section(&flags, FLAG_SIGNALS)?);
+        match kicklab_testbed::kvm::available() {
+            Ok(()) => {
+                let flags = crate::flags::sweep(
+                    kicklab_testbed::flags::FlagsBackend::Kvm,
+                    FLAG_SIGNALS_KVM,
+                    progress,
+                )?;
+                glance.push((
+                    "flags-kvm",
+                    "notification flags: the bit vector's wake-up flat across sources (KVM guest)",
+                    Verdict::spread(&flags),
+                ));
+                sections.push(crate::flags::section(&flags, FLAG_SIGNALS_KVM)?);
+            }
+            Err(why) => progress.note(&format!("report: no flags from a KVM guest ({why})")),
+        }
+        let (kvm, measured) = kvm_sections(a, progress)?;
+        sections.extend(kvm);
+        validated.extend(measured);
+    } else {
+        progress.note("report: no real runs (testbed off)");
+    }
+    sections.push(closed_forms_section());
+    let findings = crate::findings::of_runs(&validated, a.seed)?;
+    // What to run, right after the regimes and the explorer.
+    sections.insert(
+        2.min(sections.len()),
+        crate::findings::knobs_section(&findings.advice),
+    );
+    csvs.push((
+        "findings.json".into(),
+        serde_json::to_string_pretty(&findings)
+            .expect("findings hold no map with keys other than strings")
+            + "\n",
+    ));
+    let targets = glance_html(&glance);
+    if !targets.is_empty() {
+        sections.push(Section {
+            id: "targets".into(),
+            heading: "kicklab's own targets".into(),
+            html: format!("<details><summary>Each part's targets, met or what missed</summary>{targets}</details>"),
+            figures: vec![],
+        });
+    }
+    let cores = std::thread::available_parallelism().map_or(1, std::num::NonZeroUsize::get);
+    let page = Page {
+        title: "kicklab report".into(),
+        intro_html: format!(
+            "<p>Producer/consumer synchronization after Rizzo et al., \"A Study of Speed Mismatches Between Communicating \
+             Virtual Machines\" (ANCS 2016). Generated by <code>kicklab report --points {} --messages {} --seed {}</code> \
+             (kicklab {}) on a {cores}-core machine in {:.1} s, {}.</p>\n{}",
+            a.points,
+            a.messages,
+            a.seed,
+            env!("CARGO_PKG_VERSION"),
+            started.elapsed().as_secs_f64(),
+            html_escape(&machine()),
+            findings.html()
+        ),
+        sections,
+    };
+    Ok(Report { page, csvs })
+}
+
+/// Where and when the page's measurements ran, in words: the time (UTC),
+/// the CPU model, whether the machine is itself a virtual machine (every
+/// measured cost depends on it), and the kernel.
+fn machine() -> String {
+    let cpuinfo = std::fs::read_to_string("/proc/cpuinfo").unwrap_or_default();
+    let field = |name: &str| {
+        cpuinfo
+            .lines()
+            .find(|l| l.split(':').next().is_some_and(|k| k.trim() == name))
+            .and_then(|l| l.split_once(':'))
+            .map(|(_, v)| v.trim().to_string())
+    };
+    let cpu = field("model name").unwrap_or_else(|| "an unknown CPU".into());
+    let guest = field("flags").is_some_and(|f| f.split_whitespace().any(|x| x == "hypervisor"));
+    let kernel = std::fs::read_to_string("/proc/sys/kernel/osrelease")
+        .map_or_else(|_| "unknown".into(), |k| k.trim().to_string());
+    format!(
+        "{}: {cpu}{}, Linux {kernel}",
+        humantime::format_rfc3339_seconds(std::time::SystemTime::now()),
+        if guest {
+            " (a virtual machine itself: KVM, where used here, runs nested, and exits and wake-ups cost more than on \
+             bare metal)"
+        } else {
+            ""
+        }
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_machine_line_says_when_and_on_what() {
+        let m = machine();
+        // An RFC 3339 time in UTC first, the kernel last.
+        assert!(
+            m.as_bytes().get(4) == Some(&b'-') && m.contains("Z: "),
+            "{m}"
+        );
+        assert!(m.contains(", Linux "), "{m}");
+    }
+
+    #[test]
+    fn options_are_checked_before_running() {
+        let ok = ReportOptions::default();
+        ok.check().unwrap();
+        for (bad, input) in [
+            (ReportOptions { points: 1, ..ok }, Input::Points),
+            (
+                ReportOptions {
+                    points: u32::MAX,
+                    ..ok
+                },
+                Input::Points,
+            ),
+            (ReportOptions { messages: 0, ..ok }, Input::Messages),
+            (ReportOptions { repeat: 0, ..ok }, Input::Repeat),
+            (
+                ReportOptions {
+                    repeat: crate::validate::MAX_REPEAT + 1,
+                    ..ok
+                },
+                Input::Repeat,
+            ),
+            (
+                ReportOptions {
+                    real_messages: 0,
+                    ..ok
+                },
+                Input::RealMessages,
+            ),
+        ] {
+            match bad.check() {
+                Err(LabError::Input { input: i, .. }) => assert_eq!(i, input),
+                other => panic!("{bad:?}: {other:?}"),
+            }
+        }
+    }
+
+    /// The page at the default number of points is one self-contained
+    /// file under 3 MB: the explorer's module, the scripts and every
+    /// figure inline, nothing loaded from elsewhere.
+
+    #[test]
+    fn the_page_is_one_file_under_3_mb() {
+        let opts = ReportOptions {
+            messages: 500,
+            testbed: false,
+            ..ReportOptions::default()
+        };
+        let html = build(&opts, &crate::Silent).unwrap().page.to_html();
+        assert!(html.len() < 3_000_000, "{} bytes", html.len());
+        for external in [" src=", "<link", "url(http", "@import", "fetch("] {
+            assert!(!html.contains(external), "{external}");
+        }
+        assert!(html.contains("id=\"kl-wasm\""));
+        assert!(html.contains("window.kicklabCharts"));
+        eprintln!(
+            "page: {} bytes, of which the explorer's module {} (base64)",
+            html.len(),
+            crate::explorer::WASM.len().div_ceil(3) * 4
+        );
+    }
+
+    #[test]
+    fn the_model_only_report_has_every_figure_and_its_data() {
+        let opts = ReportOptions {
+            points: 3,
+            messages: 2_000,
+            testbed: false,
+            ..ReportOptions::default()
+        };
+        let r = build(&opts, &crate::Silent).unwrap();
+        let ids: Vec<&str> = r.page.sections.iter().map(|s| s.id.as_str()).collect();
+        assert_eq!(
+            ids,
+            [
+                "regimes",
+                "explorer",
+                "knobs",
+                "fig2",
+                "fig2-short",
+                "fig3",
+                "visibility",
+                "random",
+                "control",
+                "map",
+                "qos",
+                "scale-sim",
+                "closed-forms",
+                "targets"
+            ]
+        );
+        assert_eq!(r.csvs.len(), 9);
+        for (name, csv) in &r.csvs {
+            if ["control.csv", "qos.csv", "map.csv", "findings.json"].contains(&name.as_str()) {
+                continue;
+            }
+            assert_eq!(
+                csv.lines().count(),
+                1 + 3,
+                "{name}: a header and a row per point"
+            );
+        }
+        // The control study: 3 points of const, exp and mix, one of phases,
+        // every strategy at each.
+        let control = &r.csvs.iter().find(|(n, _)| n == "control.csv").unwrap().1;
+        assert_eq!(control.lines().count(), 1 + 10 * (2 + 7 + 9 + 1));
+        let map = &r.csvs.iter().find(|(n, _)| n == "map.csv").unwrap().1;
+        assert_eq!(map.lines().count(), 1 + 3 * 3);
+        let qos = &r.csvs.iter().find(|(n, _)| n == "qos.csv").unwrap().1;
+        assert_eq!(qos.lines().count(), 1 + 2 * 2 * (25 + 9));
+        // The findings open the page; kicklab's own targets close it, collapsed.
+        assert!(r.page.intro_html.contains("<div id=\"findings\""));
+        assert!(!r.page.intro_html.contains("targets kicklab sets itself"));
+        let last = r.page.sections.last().unwrap();
+        assert!(last.html.starts_with("<details><summary>"), "{}", last.html);
+    }
+}
