@@ -45,7 +45,7 @@ use super::guest::{
 };
 use super::vm::{GuestMemory, VcpuThread, Vm, VmOptions, UNPINNED};
 use crate::clock::rdtsc;
-use crate::qos::{aborted, Ctx, Outlets, VmOut};
+use crate::qos::stages::{aborted, Ctx, Outlets, VmOut};
 use crate::{Setting, TestbedError};
 
 /// The guests of a run; dropping them stops them.
