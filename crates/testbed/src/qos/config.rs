@@ -64,7 +64,7 @@ pub enum VmCore {
     /// consuming over a ring in its memory, halting when it is empty and
     /// woken by the shared stage's kick): its work is busy work by its
     /// TSC, so a guest the host preempts still ends a request on time but
-    /// sees it only when it runs again (`crate::backend::kvm::qos`).
+    /// sees it only when it runs again (the KVM backend's `qos.rs`).
     Guest,
 }
 

@@ -30,7 +30,7 @@
 //! What lives here: the shared types of the guest programs ([`GuestMode`],
 //! [`GuestWait`], [`Misbehavior`], [`Program`]); the map in [`map`], the
 //! assembler helpers in `asm`, one file per program (pair, calibration,
-//! ping-pong). What does not: running the VM (`super::vm`).
+//! ping-pong). What does not: running the VM (the backend's `vm.rs`).
 
 mod asm;
 mod calibration;
@@ -57,7 +57,7 @@ pub enum GuestWait {
     /// Spin this many TSC ticks, then as `Halt`.
     SpinThenHalt(u32),
     /// Exit to [`port::WAIT`] and let the VMM wait by the strategy it runs
-    /// for the guest (`super::vm::GuestWaits`), then re-check, then as
+    /// for the guest (the VM's `GuestWaits`), then re-check, then as
     /// `Halt`; with `pauses`, a producer also exits to [`port::PAUSE`]
     /// after a publish that leaves [`ctrl::PAUSE_AT`] or more in the ring.
     Delegated {
