@@ -22,10 +22,10 @@ use hdrhistogram::Histogram;
 use kicklab_model::control::{coalescing, Action, Controller, Episode, View};
 use kicklab_model::{to_ps, Party, Rates};
 
-use crate::engine::{
-    check_config, samplers, Costs, SimConfig, SimError, SimResult, Start, Totals, Window,
-    MAX_EVENTS_PER_MESSAGE, MAX_TIME_PS,
+use crate::config::{
+    SimConfig, SimError, SimResult, Start, Totals, Window, MAX_EVENTS_PER_MESSAGE, MAX_TIME_PS,
 };
+use crate::engine::{check_config, samplers, Costs};
 use crate::engine::{N_C, N_P, S_C, S_P, V_C, V_P, W_C, W_P};
 
 const NEVER: u64 = u64::MAX;

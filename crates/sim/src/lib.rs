@@ -29,6 +29,7 @@
 //! publish and free happens before any reserve or claim attempt at the same
 //! instant" is decided exactly, never by floating-point luck.
 
+mod config;
 mod control;
 mod engine;
 pub mod qos;
@@ -38,11 +39,11 @@ mod sampler;
 pub mod scale;
 pub mod sweep;
 
-pub use control::{simulate_control, simulate_trace};
-pub use engine::{
+pub use config::{
     default_warmup, Combine, Flush, SimConfig, SimError, SimResult, Start, Totals, Window,
     MAX_EVENTS_PER_MESSAGE, MAX_LEN, MAX_MESSAGES,
 };
+pub use control::{simulate_control, simulate_trace};
 pub use kicklab_model::{Latency, Rates};
 pub use run::simulate;
 pub use sampler::Sampler;

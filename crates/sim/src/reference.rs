@@ -18,7 +18,7 @@ use std::collections::{BinaryHeap, VecDeque};
 
 use kicklab_model::{to_ps, WaitMode};
 
-use crate::engine::{SimConfig, SimError, Start, Totals};
+use crate::config::{SimConfig, SimError, Start, Totals};
 use crate::sampler::Sampler;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]

@@ -2,8 +2,9 @@
 //! ones (`engine`) or the controllers' loop (`control`). What does not
 //! live here: either loop.
 
+use crate::config::{SimConfig, SimError, SimResult};
 use crate::control::simulate_control;
-use crate::engine::{simulate_basic, SimConfig, SimError, SimResult};
+use crate::engine::simulate_basic;
 
 /// Runs one simulation.
 ///

@@ -11,7 +11,7 @@ use rayon::prelude::*;
 use serde::{Deserialize, Serialize};
 use thiserror::Error;
 
-use crate::engine::{SimConfig, SimError, SimResult};
+use crate::config::{SimConfig, SimError, SimResult};
 use crate::run::simulate;
 
 /// A sweep specification (`wp=0.1us..3us:100`) was rejected.
@@ -257,7 +257,7 @@ pub fn sweep_point(
     })
 }
 
-pub use crate::engine::MAX_STUDY_MESSAGES;
+pub use crate::config::MAX_STUDY_MESSAGES;
 
 /// Where `runs` runs of `messages` each, every one after a warm-up of
 /// `warmup`, exceed `max` messages in all: the total, and whether the
@@ -299,7 +299,7 @@ pub fn check_sweep_budget(base: &Params, vary: &Vary, messages: u64) -> Result<(
             } else {
                 base.len
             };
-            u128::from(crate::engine::default_warmup(messages, l))
+            u128::from(crate::config::default_warmup(messages, l))
         })
         .sum();
     let warmup =
