@@ -128,9 +128,13 @@ pub fn knobs_section(advice: &[AdviceCheck]) -> kicklab_report::Section {
         }
         let _ = write!(
             h,
-            "{}<p>Reproduce: <code>kicklab advise --wp {} --for all{}</code>.</p>",
+            "{}<p>Reproduce: <code>kicklab advise {} --for all{}</code>.</p>",
             t.to_html(),
-            ns(a.w_p_ns),
+            Params {
+                w_p: Cost::Const(a.w_p_ns),
+                ..Params::default()
+            }
+            .flags(&[]),
             if a.costs == "the paper's" {
                 String::new()
             } else {

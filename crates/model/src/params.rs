@@ -95,6 +95,38 @@ pub struct ParamError {
 }
 
 impl Params {
+    /// The command-line flags that make `self` from the defaults (the
+    /// paper's Fig. 4 set-up), in the order L, k_P, k_C, W_P, ..., V_C:
+    /// `--len 4 --vp 1.2us`; empty for the defaults. `skip`: parameters
+    /// left out (a sweep's varied one, which `--vary` gives). Every command
+    /// line kicklab prints for a pair is made here.
+    pub fn flags(&self, skip: &[Param]) -> String {
+        let d = Params::default();
+        let mut out = Vec::new();
+        for param in Param::ALL {
+            let unset_v = match param {
+                Param::Vp => self.v_p.is_none(),
+                Param::Vc => self.v_c.is_none(),
+                _ => false,
+            };
+            if skip.contains(&param) || unset_v {
+                continue;
+            }
+            let (mut mine, mut theirs) = (*self, d);
+            let value = match (param.count_mut(&mut mine), param.count_mut(&mut theirs)) {
+                (Some(a), Some(b)) => (*a != *b).then(|| a.to_string()),
+                _ => match (param.cost_mut(&mut mine), param.cost_mut(&mut theirs)) {
+                    (Some(a), Some(b)) => (*a != *b).then(|| a.to_string()),
+                    _ => None,
+                },
+            };
+            if let Some(v) = value {
+                out.push(format!("--{} {v}", param.name()));
+            }
+        }
+        out.join(" ")
+    }
+
     /// Checks `L >= 1`, `1 <= k_P <= L`, `1 <= k_C <= L` and that every cost
     /// is a distribution of finite values >= 0.
     ///
@@ -328,6 +360,35 @@ impl GivenParams {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn flags_name_what_differs_from_the_defaults_and_parse_back() {
+        let d = Params::default();
+        assert_eq!(d.flags(&[]), "");
+        let p = Params {
+            len: 4,
+            v_p: Some(Cost::Const(1200.0)),
+            w_p: Cost::Exp { mean_ns: 2000.0 },
+            ..d
+        };
+        assert_eq!(p.flags(&[]), "--len 4 --wp exp:2us --vp 1.2us");
+        assert_eq!(p.flags(&[Param::Wp]), "--len 4 --vp 1.2us");
+        // An N changed with V unset: V follows N, no --vp of its own.
+        let n = Params {
+            n_p: Cost::Const(5000.0),
+            ..d
+        };
+        assert_eq!(n.flags(&[]), "--np 5us");
+        // Each value parses back to the same cost.
+        for part in p.flags(&[]).split("--").filter(|s| !s.is_empty()) {
+            let (name, value) = part.trim().split_once(' ').unwrap();
+            let param: Param = name.parse().unwrap();
+            let mut q = p;
+            if let Some(c) = param.cost_mut(&mut q) {
+                assert_eq!(Cost::parse(value).unwrap(), *c, "{part}");
+            }
+        }
+    }
 
     #[test]
     fn default_is_valid_and_is_fig4() {

@@ -176,7 +176,6 @@ pub fn build(a: &ReportOptions, progress: &dyn Progress) -> Result<Report, LabEr
                    SS's best case spreads its kicks over a full queue.",
             params: d,
             vary: format!("wp=0.1us..3us:{n}"),
-            flags: "",
         },
         Figure {
             id: "fig2-short",
@@ -185,7 +184,6 @@ pub fn build(a: &ReportOptions, progress: &dyn Progress) -> Result<Report, LabEr
                    side falls into SPS and SS, far above T_GP.",
             params: Params { len: 4, ..d },
             vary: format!("wp=0.1us..3us:{n}"),
-            flags: "--len 4",
         },
         Figure {
             id: "fig3",
@@ -194,7 +192,6 @@ pub fn build(a: &ReportOptions, progress: &dyn Progress) -> Result<Report, LabEr
                    notifications are cheaper in CPU even where they are slower.",
             params: d,
             vary: format!("wc=0.1us..3us:{n}"),
-            flags: "",
         },
         Figure {
             id: "visibility",
@@ -209,7 +206,6 @@ pub fn build(a: &ReportOptions, progress: &dyn Progress) -> Result<Report, LabEr
                 ..d
             },
             vary: format!("wp=0.1us..3us:{n}"),
-            flags: "--vp 1.2us",
         },
         Figure {
             id: "random",
@@ -218,7 +214,6 @@ pub fn build(a: &ReportOptions, progress: &dyn Progress) -> Result<Report, LabEr
                    simulator shows how variable costs smooth it, and where the mean-value model is off.",
             params: d.with_exponential_costs(),
             vary: format!("wp=0.1us..3us:{n}"),
-            flags: "--wp exp:1us --wc exp:1.1us --np exp:2.4us --nc exp:0.2us --sp exp:3.9us --sc exp:0.2us",
         },
     ];
     let mut sections = vec![
@@ -239,10 +234,18 @@ pub fn build(a: &ReportOptions, progress: &dyn Progress) -> Result<Report, LabEr
         )?;
         progress.finish();
         let (t, e) = sweep_charts(&pts, &vary, f.heading.split(':').next().unwrap_or(f.id));
-        let cmd = format!(
-            "kicklab sweep --vary {} {} --messages {}",
-            f.vary, f.flags, a.messages
-        );
+        // The pair's flags, the varied one too: a distribution's shape
+        // stays when the sweep sets its mean.
+        let cmd = [
+            format!("kicklab sweep --vary {}", f.vary),
+            f.params.flags(&[]),
+            format!("--messages {}", a.messages),
+        ]
+        .iter()
+        .filter(|s| !s.is_empty())
+        .cloned()
+        .collect::<Vec<_>>()
+        .join(" ");
         let html = format!(
             "<p>{}</p><p>Reproduce: <code>{}</code>. Data: <a href=\"{id}.csv\">{id}.csv</a>.</p>",
             html_escape(f.text),

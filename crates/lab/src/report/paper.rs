@@ -170,8 +170,6 @@ pub(super) struct Figure {
     pub(super) params: Params,
     /// The sweep (`--vary`).
     pub(super) vary: String,
-    /// The flags that reproduce `params` beside the sweep.
-    pub(super) flags: &'static str,
 }
 
 /// The closed forms, as the model states them.
