@@ -10,22 +10,20 @@ use kicklab_sim::{simulate, SimConfig};
 use crate::LabError;
 
 /// One representative parameter set per regime, from the Fig. 4 set-up.
-fn regime_examples() -> Vec<(Regime, &'static str, Params)> {
+fn regime_examples() -> Vec<(Regime, Params)> {
     let d = Params::default();
     let c = Cost::Const;
     vec![
         (
             Regime::FC,
-            "--wp 2us",
             Params {
                 w_p: c(2000.0),
                 ..d
             },
         ),
-        (Regime::FP, "(defaults)", d),
+        (Regime::FP, d),
         (
             Regime::SCS,
-            "--len 8 --wp 2us --wc 1us --sc 20us --sp 0.5us",
             Params {
                 len: 8,
                 w_p: c(2000.0),
@@ -37,7 +35,6 @@ fn regime_examples() -> Vec<(Regime, &'static str, Params)> {
         ),
         (
             Regime::SPS,
-            "--len 4 --wp 0.5us",
             Params {
                 len: 4,
                 w_p: c(500.0),
@@ -46,7 +43,6 @@ fn regime_examples() -> Vec<(Regime, &'static str, Params)> {
         ),
         (
             Regime::SS,
-            "--len 2 --sc 5us",
             Params {
                 len: 2,
                 s_c: c(5000.0),
@@ -55,7 +51,6 @@ fn regime_examples() -> Vec<(Regime, &'static str, Params)> {
         ),
         (
             Regime::EWC,
-            "--vp 1us",
             Params {
                 v_p: Some(c(1000.0)),
                 ..d
@@ -63,7 +58,6 @@ fn regime_examples() -> Vec<(Regime, &'static str, Params)> {
         ),
         (
             Regime::EWP,
-            "--len 4 --wp 1.2us --sc 20us --nc 8us --vc 1us --sp 0.2us",
             Params {
                 len: 4,
                 w_p: c(1200.0),
@@ -76,7 +70,6 @@ fn regime_examples() -> Vec<(Regime, &'static str, Params)> {
         ),
         (
             Regime::Lockstep,
-            "--wp 1.1us",
             Params {
                 w_p: c(1100.0),
                 ..d
@@ -112,7 +105,11 @@ pub(super) fn regimes_section(messages: u64, seed: u64) -> Result<Section, LabEr
             Column::ns("E_poll", "E poll"),
         ],
     );
-    for (want, flags, p) in regime_examples() {
+    for (want, p) in regime_examples() {
+        let flags = match p.flags(&[]) {
+            f if f.is_empty() => "(defaults)".to_string(),
+            f => f,
+        };
         let m = predict(&p, WaitMode::Notify)?;
         debug_assert_eq!(
             m.regime, want,
@@ -256,11 +253,12 @@ mod tests {
 
     #[test]
     fn every_regime_example_is_in_its_regime() {
-        for (want, flags, p) in regime_examples() {
+        for (want, p) in regime_examples() {
             assert_eq!(
                 predict(&p, WaitMode::Notify).unwrap().regime,
                 want,
-                "{flags}"
+                "{}",
+                p.flags(&[])
             );
         }
     }
