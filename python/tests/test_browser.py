@@ -171,6 +171,17 @@ def test_the_findings_open_the_page_and_say_what_findings_json_says(
     assert page.evaluate("document.querySelector('section:last-of-type').id") == "targets"
 
 
+def test_no_paragraph_is_a_wall_of_text(browser: Browser) -> None:
+    """Every paragraph of the page holds at most 100 words (the page cuts
+    longer ones at sentence ends into pieces of at most about 80)."""
+    page = browser.open(width=1200, height=900)
+    counts = page.evaluate(
+        "Array.from(document.querySelectorAll('p')).map(p => p.innerText.split(/\\s+/).filter(w => w).length)"
+    )
+    assert len(counts) > 20
+    assert max(counts) <= 100, sorted(counts)[-5:]
+
+
 def test_moving_the_slider_shows_the_clis_t(cli: Cli, browser: Browser, page: Any) -> None:
     page.click("#kl-ex-defaults")
     slider = page.locator("#kl-ex-wp-r")

@@ -13,6 +13,7 @@ mod heatmap;
 #[cfg(unix)]
 mod out_dir;
 mod page;
+mod paragraphs;
 mod sweep;
 mod table;
 mod temporaries;

@@ -115,7 +115,7 @@ impl Page {
                 "<section id=\"{}\"><h2>{}</h2>\n{}\n",
                 s.id,
                 html_escape(&s.heading),
-                s.html
+                crate::paragraphs::cut_long_paragraphs(&s.html)
             );
             for (stem, svg, caption) in &s.figures {
                 let _ = writeln!(
