@@ -71,8 +71,9 @@ fn strip_tags(s: &str) -> String {
 }
 
 /// `body` split into sentences (each ends after ". " outside tags and
-/// `<code>`, before an upper-case letter, `kicklab` or an opening tag), then
-/// joined greedily into parts of at most [`MAX_WORDS`] words.
+/// `<code>`, before an upper-case letter, a digit, `kicklab` or an opening
+/// tag; not after `Fig.`, `e.g.` and the like), then joined greedily into
+/// parts of at most [`MAX_WORDS`] words.
 fn cut(body: &str) -> Vec<String> {
     if words(body) <= MAX_WORDS {
         return vec![body.to_string()];
@@ -94,7 +95,8 @@ fn cut(body: &str) -> Vec<String> {
             b'.' if !depth_tag && in_code == 0 && bytes.get(i + 1) == Some(&b' ') => {
                 let next = body[i + 2..].chars().next();
                 // kicklab's own name starts sentences in lower case.
-                let starts = next.is_some_and(|c| c.is_uppercase() || c == '<')
+                let starts = next
+                    .is_some_and(|c| c.is_uppercase() || c.is_ascii_digit() || c == '<')
                     || body[i + 2..].starts_with("kicklab");
                 // "e.g. X", "Fig. 2", "i.e. X": no sentence ends there.
                 let before = &body[last..i];
