@@ -60,11 +60,13 @@ def test_errors_name_the_parameter_as_the_cli_names_the_flag(cli, kwargs, flags)
         kicklab.model(**kwargs)
     line = cli.error("model", *flags)
     name = next(iter(kwargs))
+    # The keyword `mode` is the command line's --strategy (--mode its alias).
+    flag = {"mode": "strategy"}.get(name, name)
     msg = str(e.value)
     assert msg.startswith(f"{name}: ") or msg.startswith(f"{name} ("), msg
     # The same words: the CLI's line less "error: " and the flag syntax.
-    words = line.removeprefix("error: ").replace(f" for '--{name} <{name.upper()}>'", "")
-    words = words.replace(f"--{name} ", f"{name} ").replace(f"--{name}: ", f"{name}: ")
+    words = line.removeprefix("error: ").replace(f" for '--{flag} <{flag.upper()}>'", "")
+    words = words.replace(f"--{flag} ", f"{name} ").replace(f"--{flag}: ", f"{name}: ")
     if words.startswith("invalid value"):
         words = f"{name}: {words}"
     assert msg.replace("kicklab.sim()", "`kicklab sim`") == words

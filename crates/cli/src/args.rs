@@ -360,8 +360,9 @@ pub fn mode(s: &str) -> Result<WaitMode, String> {
 /// `adaptive` keeps and send combining. Only for saying which of these
 /// flags go unused ([`WaitFlags::unused`]).
 pub struct WaitFlags<'a> {
-    /// The both-party flag's name: `mode` (`sim`) or `strategy` (`run`).
-    pub flag: &'a str,
+    /// The both-party flag's argument id: `mode` (`sim`'s field) or
+    /// `strategy` (`run`'s); its flag is `--strategy` in both.
+    pub id: &'a str,
     /// Its value.
     pub both: WaitMode,
     /// P's own flag's value (`--mode-p`, `--strategy-p`).
@@ -417,11 +418,10 @@ impl WaitFlags<'_> {
             );
         }
         notes.extend(unused_when_polling(modes, given));
-        let flag = self.flag;
-        if given(flag) && self.p.is_some() && self.c.is_some() {
-            notes.push(format!(
-                "--{flag} was ignored: --{flag}-p and --{flag}-c set both parties"
-            ));
+        if given(self.id) && self.p.is_some() && self.c.is_some() {
+            notes.push(
+                "--strategy was ignored: --strategy-p and --strategy-c set both parties".into(),
+            );
         }
         notes
     }

@@ -412,8 +412,9 @@ fn one_line_error(e: &clap::Error) -> String {
             .collect();
         out = format!("{out} {}", missing.join(", "));
     }
-    // `sim --strategy` and `run --mode`: the two names of one thing, where
-    // clap's nearest flag (`--start`) would mislead.
+    // `--strategy-p` where only `--strategy` is (model, sweep, map): say
+    // where the per-party flags are, where clap's nearest flag (`--start`)
+    // would mislead.
     if e.kind() == clap::error::ErrorKind::UnknownArgument {
         let arg = e
             .get(clap::error::ContextKind::InvalidArg)
@@ -444,14 +445,9 @@ fn one_line_error(e: &clap::Error) -> String {
         {
             return format!("{out} (a long flag takes two dashes: -{word})");
         }
-        if let (true, Some(side @ ("" | "-p" | "-c"))) = (names_strategies, side) {
-            let modes = if side.is_empty() {
-                "model, sim, sweep and map"
-            } else {
-                "sim"
-            };
+        if let (true, Some(side @ ("-p" | "-c"))) = (names_strategies, side) {
             return format!(
-                "{out} (a strategy is --mode{side} in {modes}, --strategy{side} in run)"
+                "{out} (--strategy{side} is sim's and run's; here --strategy sets both parties)"
             );
         }
     }
@@ -575,7 +571,7 @@ fn usage_of(e: &anyhow::Error) -> Option<String> {
     if let Some(m) = e.downcast_ref::<ModelError>() {
         return Some(match m {
             ModelError::Params(p) => param(p),
-            ModelError::NoClosedForm => format!("--mode: {m}: use `kicklab sim`"),
+            ModelError::NoClosedForm => format!("--strategy: {m}: use `kicklab sim`"),
         });
     }
     if let Some(t) = e.downcast_ref::<kicklab_testbed::TestbedError>() {
@@ -607,7 +603,9 @@ fn usage_of(e: &anyhow::Error) -> Option<String> {
             SimError::NoMessages
             | SimError::TooManyMessages(_)
             | SimError::StudyTooLarge { .. } => Some(format!("--{s}")),
-            SimError::Mode { .. } | SimError::TooManyEvents { .. } => Some(format!("--mode: {s}")),
+            SimError::Mode { .. } | SimError::TooManyEvents { .. } => {
+                Some(format!("--strategy: {s}"))
+            }
             SimError::SweepPoint { .. } => Some(format!("--vary: {s}")),
             SimError::TimeOverflow => Some(format!("--messages: {s}: simulate fewer")),
             // "batch: ..." / "flush: ..." name their flags.

@@ -24,7 +24,7 @@ pub struct MapArgs {
     #[arg(long, default_value = "wc=0.1us..3us:60", value_parser = vary, allow_hyphen_values = true)]
     pub(crate) y: Vary,
     /// How both parties wait.
-    #[arg(long, default_value = "notify", value_parser = mode, allow_hyphen_values = true)]
+    #[arg(long = "strategy", visible_alias = "mode", value_name = "STRATEGY", default_value = "notify", value_parser = mode, allow_hyphen_values = true)]
     mode: WaitMode,
     /// Messages simulated per point (0: the model only).
     #[arg(long, value_parser = crate::args::whole::<u64>, default_value_t = 20_000, allow_hyphen_values = true)]
@@ -62,7 +62,7 @@ pub fn run(a: &MapArgs) -> anyhow::Result<()> {
     kicklab_lab::map::check_page(&spec)?;
     let points = map(&spec, &crate::Bars::default())?;
     let cmd = format!(
-        "kicklab map --x {} --y {} --mode {} --messages {}",
+        "kicklab map --x {} --y {} --strategy {} --messages {}",
         a.x, a.y, a.mode, a.messages
     );
     let page = Page {

@@ -13,7 +13,7 @@ pub struct ModelArgs {
     #[command(flatten)]
     params: ParamArgs,
     /// notify (sleep and be woken) or poll (spin: regime GP).
-    #[arg(long, default_value = "notify", value_parser = mode, allow_hyphen_values = true)]
+    #[arg(long = "strategy", visible_alias = "mode", value_name = "STRATEGY", default_value = "notify", value_parser = mode, allow_hyphen_values = true)]
     mode: WaitMode,
     /// Print one JSON object: {"regime", "T_ns", "E_ns", "m", ...}.
     #[arg(long)]
@@ -43,7 +43,7 @@ pub fn run(a: &ModelArgs) -> anyhow::Result<()> {
             .params_for_profile(profile.as_ref(), false, a.mode == WaitMode::Notify)?;
     if let WaitMode::Spin { .. } = a.mode {
         return Err(Usage(
-            "--mode: the model covers notify and poll; simulate spin:<budget> with `kicklab sim`"
+            "--strategy: the model covers notify and poll; simulate spin:<budget> with `kicklab sim`"
                 .into(),
         )
         .into());

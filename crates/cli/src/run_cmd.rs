@@ -21,13 +21,13 @@ pub struct RunArgs {
     /// (kicklab's controller). A kvm guest waits by notify, poll and
     /// spin:<B> itself and by the others through its VMM (an exit per
     /// wait); its side takes any but coalesce.
-    #[arg(long, default_value = "notify", value_parser = mode, allow_hyphen_values = true)]
+    #[arg(long, visible_alias = "mode", default_value = "notify", value_parser = mode, allow_hyphen_values = true)]
     strategy: WaitMode,
     /// How P waits (overrides --strategy for the producer).
-    #[arg(long, value_parser = mode, allow_hyphen_values = true)]
+    #[arg(long, visible_alias = "mode-p", value_parser = mode, allow_hyphen_values = true)]
     strategy_p: Option<WaitMode>,
     /// How C waits (overrides --strategy for the consumer).
-    #[arg(long, value_parser = mode, allow_hyphen_values = true)]
+    #[arg(long, visible_alias = "mode-c", value_parser = mode, allow_hyphen_values = true)]
     strategy_c: Option<WaitMode>,
     /// Bound on the p99 message latency that `adaptive` keeps (unless its
     /// strategy gives one) [default: 100us].
@@ -60,7 +60,7 @@ impl RunArgs {
     /// with the reason ([`crate::args::WaitFlags::unused`]).
     pub fn unused(&self, given: &dyn Fn(&str) -> bool) -> Vec<String> {
         crate::args::WaitFlags {
-            flag: "strategy",
+            id: "strategy",
             both: self.strategy,
             p: self.strategy_p,
             c: self.strategy_c,

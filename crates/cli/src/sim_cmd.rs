@@ -18,13 +18,13 @@ pub struct SimArgs {
     /// layer / io_uring), defer[:timeout=..,count=..] (NAPI),
     /// coalesce:<n>,<t> (held kicks), adaptive[:latency=<D>,check=on|off] (kicklab's
     /// controller). See docs/control.md.
-    #[arg(long, default_value = "notify", value_parser = mode, allow_hyphen_values = true)]
+    #[arg(long = "strategy", visible_alias = "mode", value_name = "STRATEGY", default_value = "notify", value_parser = mode, allow_hyphen_values = true)]
     mode: WaitMode,
-    /// How P waits (overrides --mode for the producer).
-    #[arg(long, value_parser = mode, allow_hyphen_values = true)]
+    /// How P waits (overrides --strategy for the producer).
+    #[arg(long = "strategy-p", visible_alias = "mode-p", value_name = "STRATEGY", value_parser = mode, allow_hyphen_values = true)]
     mode_p: Option<WaitMode>,
-    /// How C waits (overrides --mode for the consumer).
-    #[arg(long, value_parser = mode, allow_hyphen_values = true)]
+    /// How C waits (overrides --strategy for the consumer).
+    #[arg(long = "strategy-c", visible_alias = "mode-c", value_name = "STRATEGY", value_parser = mode, allow_hyphen_values = true)]
     mode_c: Option<WaitMode>,
     /// Bound on the p99 message latency that `adaptive` keeps (unless its
     /// mode gives one) [default: 100us].
@@ -72,7 +72,7 @@ impl SimArgs {
     /// with the reason ([`crate::args::WaitFlags::unused`]).
     pub fn unused(&self, given: &dyn Fn(&str) -> bool) -> Vec<String> {
         crate::args::WaitFlags {
-            flag: "mode",
+            id: "mode",
             both: self.mode,
             p: self.mode_p,
             c: self.mode_c,

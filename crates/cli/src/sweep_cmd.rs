@@ -22,7 +22,7 @@ pub struct SweepArgs {
     #[arg(long, value_parser = vary, allow_hyphen_values = true)]
     pub(crate) vary: Vary,
     /// How both parties wait (polling is always run alongside).
-    #[arg(long, default_value = "notify", value_parser = mode, allow_hyphen_values = true)]
+    #[arg(long = "strategy", visible_alias = "mode", value_name = "STRATEGY", default_value = "notify", value_parser = mode, allow_hyphen_values = true)]
     mode: WaitMode,
     /// Messages simulated per point (after the warm-up).
     #[arg(long, value_parser = crate::args::whole::<u64>, default_value_t = 50_000, allow_hyphen_values = true)]

@@ -41,7 +41,7 @@ pub struct AdviseSpec {
 /// One candidate's simulated figures.
 #[derive(Debug, Clone, Serialize)]
 pub struct Candidate {
-    /// The strategy, as `--mode` takes it (both parties).
+    /// The strategy, as `--strategy` takes it (both parties).
     pub strategy: String,
     /// T [ns].
     #[serde(rename = "T_ns")]
@@ -93,7 +93,7 @@ pub struct Knob {
 /// The advice.
 #[derive(Debug, Clone, Serialize)]
 pub struct Advice {
-    /// The strategy to use (`--mode` form).
+    /// The strategy to use (`--strategy` form).
     pub strategy: String,
     /// Its simulated T, E and p99 latency.
     pub predicted: Candidate,
@@ -234,7 +234,7 @@ pub fn advise(spec: &AdviseSpec, progress: &dyn Progress) -> Result<Advice, LabE
                 reason: format!(
                     "advise searches sleeps and spins of 0.5-200 us, for costs of at most {} \
                      (a mean of {} here would take it minutes, and its grid says nothing there); \
-                     `kicklab sim --mode S` simulates any strategy at any cost",
+                     `kicklab sim --strategy S` simulates any strategy at any cost",
                     fmt_ns(MAX_COST_NS),
                     fmt_ns(mean)
                 ),
@@ -251,7 +251,7 @@ pub fn advise(spec: &AdviseSpec, progress: &dyn Progress) -> Result<Advice, LabE
         let why = format!(
             "{} candidates of {} messages and a warm-up of {warmup} (a tenth of them and 4 L) \
              are {total} simulated messages, minutes of search; advise takes at most \
-             {MAX_SEARCH_MESSAGES} (`kicklab sim --mode S` simulates any one strategy)",
+             {MAX_SEARCH_MESSAGES} (`kicklab sim --strategy S` simulates any one strategy)",
             modes.len(),
             spec.messages,
         );

@@ -278,7 +278,7 @@ pub fn explore(text: &str) -> String {
     }
     let mut cmd = req.command("model");
     if req.mode == WaitMode::Poll {
-        cmd.push_str(" --mode poll");
+        cmd.push_str(" --strategy poll");
     }
     v["command"] = json!(cmd);
     let (t, e) = curves(&req, &p);
@@ -472,7 +472,7 @@ pub fn simulate(text: &str) -> String {
     }
     let mut cmd = flags.command("sim");
     if req.strategy != WaitMode::Notify {
-        cmd.push_str(&format!(" --mode {}", shell(&req.strategy.to_string())));
+        cmd.push_str(&format!(" --strategy {}", shell(&req.strategy.to_string())));
     }
     cmd.push_str(&format!(" --messages {} --seed {}", req.messages, req.seed));
     v["command"] = json!(cmd);
@@ -612,7 +612,10 @@ mod tests {
         );
         let s = parse(&simulate("wp=2us\nmessages=5000\nstrategy=spin:1us"));
         assert!(s["model"].is_null());
-        assert!(s["command"].as_str().unwrap().contains("--mode spin:1us"));
+        assert!(s["command"]
+            .as_str()
+            .unwrap()
+            .contains("--strategy spin:1us"));
     }
 
     #[test]

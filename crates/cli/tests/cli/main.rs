@@ -186,7 +186,7 @@ fn flags_a_combination_leaves_unused_are_noted_and_the_command_runs() {
             &[
                 "sim", "--mode", "poll", "--mode-p", "notify", "--mode-c", "notify",
             ],
-            &["--mode "],
+            &["--strategy "],
         ),
         (&["sim", "--mode", "poll", "--mode-p", "notify"], &[]),
         (
@@ -322,9 +322,9 @@ fn bad_input_is_one_line_naming_the_flag_and_exit_2() {
         (&["sim", "--wp", "phases:mix:0.5:1us+2us@1+1us@1"], "--wp"),
         (&["sim", "--wc", "mix:1.5:1us+2us"], "--wc"),
         (&["sim", "--wc", "mix:0.5:1us"], "--wc"),
-        (&["sim", "--mode", "sometimes"], "--mode"),
+        (&["sim", "--mode", "sometimes"], "--strategy"),
         (&["sim", "--messages", "0"], "--messages"),
-        (&["model", "--mode", "spin:1us"], "--mode"),
+        (&["model", "--mode", "spin:1us"], "--strategy"),
         (&["sweep", "--vary", "wp=1us..3us:0"], "--vary"),
         (&["sweep", "--vary", "zz=1us..3us:4"], "--vary"),
         (&["sweep", "--vary", "kp=1..300:3"], "--vary"),
@@ -1289,7 +1289,7 @@ fn hostile_inputs_are_refused_naming_the_flag() {
                 "--wp",
                 "100ms",
             ],
-            "--mode",
+            "--strategy",
         ),
         (
             &[
@@ -1301,7 +1301,7 @@ fn hostile_inputs_are_refused_naming_the_flag() {
                 "--messages",
                 "10",
             ],
-            "--mode",
+            "--strategy",
         ),
         (&["advise", "--wp", "100ms"], "--wp"),
         (&["advise", "--sc", "1ms"], "--sc"),
@@ -1357,7 +1357,10 @@ fn hostile_inputs_are_refused_naming_the_flag() {
             &["control", "--points", "1", "--range", "1us..2us"],
             "--range",
         ),
-        (&["sim", "--mode", "halt-poll:max=1us,max=2us"], "--mode"),
+        (
+            &["sim", "--mode", "halt-poll:max=1us,max=2us"],
+            "--strategy",
+        ),
         (&["qos", "--scale", "NaN"], "--scale"),
         // A parameter that the subcommand sets itself, given anyway.
         (&["sweep", "--vary", "wp=1us..2us:3", "--wp", "5us"], "--wp"),
@@ -1555,10 +1558,9 @@ fn a_refusal_keeps_the_hint_that_fixes_it() {
         ),
         (&["sim", "--start", "half"], "possible values: empty, full"),
         (&["run"], "futex, eventfd, pipe or kvm"),
-        (&["sim", "--strategy", "adaptive"], "--mode in model, sim"),
         (
-            &["run", "--backend", "futex", "--mode-p", "poll"],
-            "--strategy-p in run",
+            &["model", "--strategy-p", "poll"],
+            "--strategy-p is sim's and run's; here --strategy sets both parties",
         ),
         (
             &["sim", "--mode", "adaptive:latency=1,5us"],
@@ -1570,9 +1572,16 @@ fn a_refusal_keeps_the_hint_that_fixes_it() {
     for (args, hint) in cases {
         refused(args, hint);
     }
-    // A command that names no strategy gets no hint about the two names.
-    let err = refused(&["qos", "--mode", "poll"], "--mode");
-    assert!(!err.contains("a strategy is"), "{err}");
+    // A command that names no strategy gets no hint about where they are.
+    let err = refused(&["qos", "--strategy-p", "poll"], "--strategy-p");
+    assert!(!err.contains("sim's and run's"), "{err}");
+    // --mode is --strategy's other name, in every command that takes one.
+    for cmd in ["model", "sim", "sweep", "map", "run"] {
+        let out = kicklab(&[cmd, "--help"]);
+        let help = String::from_utf8_lossy(&out.stdout);
+        assert!(help.contains("--strategy <STRATEGY>"), "{cmd}: {help}");
+        assert!(help.contains("[alias: --mode]"), "{cmd}: {help}");
+    }
 }
 
 #[test]
@@ -1915,7 +1924,7 @@ fn a_bad_strategy_is_one_line_naming_the_flag() {
         let err = String::from_utf8(out.stderr).unwrap();
         assert_eq!(err.trim().lines().count(), 1, "{err}");
         assert!(
-            err.contains("--mode") && err.contains(want),
+            err.contains("--strategy") && err.contains(want),
             "{mode}: {err}"
         );
     }

@@ -122,7 +122,7 @@ pub const SLEEPS_NS: [f64; 9] = [
 /// One strategy at one point.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct Run {
-    /// The strategy (`--mode` form).
+    /// The strategy (`--strategy` form).
     pub strategy: String,
     /// T [ns].
     pub t_ns: f64,
@@ -204,7 +204,7 @@ pub struct Point {
 }
 
 impl Point {
-    /// The run of `strategy` (its `--mode` form).
+    /// The run of `strategy` (its `--strategy` form).
     pub fn run(&self, strategy: &str) -> Option<&Run> {
         self.runs.iter().find(|r| r.strategy == strategy)
     }

@@ -195,7 +195,7 @@ pub fn control_study(
                     format!(
                         "W_P up to {}: the strategies' sleeps and spins (0.5-200 us) are built \
                          for costs of at most {} (a study there would take minutes a point); \
-                         `kicklab sim --mode S` simulates one strategy at any cost",
+                         `kicklab sim --strategy S` simulates one strategy at any cost",
                         kicklab_model::fmt_ns(w_p.mean_ns()),
                         kicklab_model::fmt_ns(crate::advise::MAX_COST_NS)
                     ),
