@@ -867,10 +867,10 @@ pub fn html(f: &RealFigures) -> String {
     };
     let disturbed = f.runs().iter().filter(|(_, p)| p.disturbed).count();
     format!(
-        "<h3>{heading}</h3><p>The same system as {what}: a device thread makes \
-         both VMs' arrivals (coalesced every 200 us), a shared-stage thread (backend or hypervisor) spends its service \
-         time as busy work of its own CPU time, the paper's times x {} (rates x {}); rates below are in the paper's \
-         time. {cores}Costs calibrated on this machine before the runs: the backend {} and the hypervisor {} of CPU per \
+        "<h3>{heading}</h3><p>The same system as {what}. A device thread makes \
+         both VMs' arrivals (coalesced every 200 us); a shared-stage thread (backend or hypervisor) spends its service \
+         time as busy work of its own CPU time. The paper's times are scaled x {} (rates x {}); rates below are in \
+         the paper's time. {cores}Costs calibrated on this machine before the runs: the backend {} and the hypervisor {} of CPU per \
          request, {vm_cost}, a kick {}, a sleep and wake-up {}. Largest load per VM without loss (drops at most {}%): \
          shared {}, direct {}: {ratio} (target >= 1.5; paper 950, 1500: 1.58x). Worst model error over the \
          runs {:.1}% (target 15%; {disturbed} run(s) disturbed by other processes, judged with the model given the \
