@@ -31,7 +31,7 @@ pub struct AdviseArgs {
     /// (deferral), vhost (vhost-net busy loop), qemu (IOThread polling),
     /// virtio-net (notification coalescing), io-uring (hybrid polling),
     /// all, or none. kicklab prints the commands and applies none of them.
-    #[arg(long = "for", value_name = "MECHANISMS", default_value = "all", value_parser = Mechanism::parse)]
+    #[arg(long = "for", value_name = "MECHANISMS", default_value = "all", value_parser = Mechanism::parse, allow_hyphen_values = true)]
     mechanisms: Mechanisms,
     /// Print {"strategy", "predicted": {"strategy", "T_ns", "E_ns", "latency_p99_ns"}, "reason", "alternatives": [...], "knobs": [{"mechanism", "strategy", "settings": {name: value}, "predicted", "commands", "implements_pick", "note", "default", "alternatives"}]}.
     #[arg(long)]

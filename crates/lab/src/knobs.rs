@@ -155,7 +155,11 @@ impl Mechanism {
                 "none" => Vec::new(),
                 _ => vec![*ALL.iter().find(|m| m.name() == name).ok_or_else(|| {
                     let names: Vec<&str> = ALL.iter().map(|m| m.name()).collect();
-                    format!("no mechanism '{name}': {}, all or none", names.join(", "))
+                    format!(
+                        "no mechanism '{}': {}, all or none",
+                        kicklab_model::shown(name),
+                        names.join(", ")
+                    )
                 })?],
             };
             for m in found {

@@ -2550,6 +2550,8 @@ fn the_new_commands_refuse_hostile_values_in_one_line() {
         (vec!["advise", "--messages", "0"], "--messages"),
         (vec!["advise", "--profile", "/nonexistent"], "--profile"),
         (vec!["advise", "--for", "napi,nap"], "--for"),
+        (vec!["advise", "--for", "-1"], "--for"),
+        (vec!["advise", "--for", ""], "--for"),
         (
             vec!["sim", "--mode", "adaptive", "--latency", "0"],
             "--latency",
