@@ -500,8 +500,19 @@ fn a_signal_during_any_folder_writing_command_leaves_its_folder_whole_or_none() 
                 assert!(out.join(".kicklab-output").is_file(), "{cmd:?}");
                 std::fs::remove_dir_all(&out).unwrap();
             } else {
+                // Ended by the signal: no folder, or (the signal came after
+                // the folder was committed, before the exit) the whole
+                // folder, marked, and nothing beside it.
                 use std::os::unix::process::ExitStatusExt as _;
                 assert_eq!(status.signal(), Some(libc::SIGTERM), "{cmd:?}: {status:?}");
+                if out.exists() {
+                    assert!(
+                        out.join(".kicklab-output").is_file(),
+                        "{cmd:?} after {delay_ms} ms: unmarked {:?}",
+                        leftovers(&root)
+                    );
+                    std::fs::remove_dir_all(&out).unwrap();
+                }
             }
             assert!(
                 leftovers(&root).is_empty(),
