@@ -57,6 +57,10 @@ fn build(root: &Path) -> Result<Vec<u8>, String> {
         .output()
         .map_err(|e| format!("cannot run rustc: {e}"))?;
     let libdir = PathBuf::from(String::from_utf8_lossy(&libdir.stdout).trim());
+    // A target installed after this build runs the script again (a path
+    // that does not exist yet reruns it on every build, which costs one
+    // `rustc --print`).
+    println!("cargo:rerun-if-changed={}", libdir.display());
     let installed = fs::read_dir(&libdir).is_ok_and(|mut d| {
         d.any(|e| {
             e.is_ok_and(|e| {

@@ -5,9 +5,7 @@
 use std::path::PathBuf;
 
 use clap::Args;
-use kicklab_lab::control::{charts, control_study, csv, ControlSpec, Workload};
-use kicklab_model::fmt_ns;
-use kicklab_report::{Page, Section};
+use kicklab_lab::control::{control_study, csv, ControlSpec, Workload};
 
 use crate::args::ParamArgs;
 use crate::Usage;
@@ -147,7 +145,7 @@ pub fn run(a: &ControlArgs) -> anyhow::Result<()> {
         params,
         w_p_range: a.range,
         points: a.points,
-        workloads: workloads.clone(),
+        workloads,
         messages: a.messages,
         latency_ns: a.latency,
         seed: a.seed,
@@ -156,136 +154,19 @@ pub fn run(a: &ControlArgs) -> anyhow::Result<()> {
         nap_ns,
     };
     let study = control_study(&spec, &crate::Bars::default())?;
-    let mut figures = Vec::new();
-    for w in &workloads {
-        let (excess, t) = charts(&study, *w);
-        figures.push((
-            format!("excess-{}", w.name()),
-            excess.to_svg(kicklab_report::FIG_W, kicklab_report::FIG_H)?,
-            format!("Excess CPU per message, {} workload", w.name()),
-        ));
-        figures.push((
-            format!("T-{}", w.name()),
-            t.to_svg(kicklab_report::FIG_W, kicklab_report::FIG_H)?,
-            format!("Time per message, {} workload", w.name()),
-        ));
-    }
-    let page = Page {
-        title: "kicklab control".into(),
-        intro_html: format!(
-            "<p>Every strategy against polling, {} ({} messages per run, seed {}, latency bound {}). Data: <a href=\"control.csv\">control.csv</a>.</p>",
-            if study.backend == "sim" {
-                "simulated".to_string()
-            } else {
-                format!("measured on {}", study.backend)
-            },
-            a.messages,
-            a.seed,
-            fmt_ns(a.latency)
-        ),
-        sections: vec![Section {
-            id: "control".into(),
-            heading: "Strategies".into(),
-            html: String::new(),
-            figures,
-        }],
-    };
+    let page = kicklab_lab::control::render::page(&study, &spec)?;
     page.write(dir.path())?;
     kicklab_report::write_atomic(&dir.path().join("control.csv"), csv(&study))?;
     if a.json {
         crate::print_json(&serde_json::to_value(&study)?)?;
         return crate::files::commit(dir);
     }
-    outln!(
-        "{:<7} {:>8} {:>9} {:>9} {:>8} {:>8} {:>9}  {:<24} {:<12} verdict",
-        "work",
-        "W_P",
-        "T poll",
-        "excess",
-        "T ratio",
-        "excess",
-        "p99",
-        "best anchor (E)",
-        "best sleep"
-    );
-    for p in &study.points {
-        let poll = p.run("poll").expect("poll ran");
-        let adaptive = p
-            .runs
-            .iter()
-            .find(|r| r.strategy.starts_with("adaptive"))
-            .expect("adaptive ran");
-        let anchor = p
-            .best_anchor
-            .as_ref()
-            .and_then(|s| p.run(s))
-            .map_or("-".into(), |r| {
-                format!(
-                    "{} ({})",
-                    r.strategy.split(':').next().unwrap_or(""),
-                    fmt_ns(r.e_ns)
-                )
-            });
-        outln!(
-            "{:<7} {:>8} {:>9} {:>9} {:>8.3} {:>8} {:>9}  {:<24} {:<12} {}",
-            p.workload.name(),
-            fmt_ns(p.w_p_ns),
-            fmt_ns(poll.t_ns),
-            fmt_ns(poll.excess_ns),
-            p.t_ratio,
-            p.excess_ratio.map_or("-".into(), |x| format!("{x:.3}")),
-            fmt_ns(adaptive.latency_ns[1]),
-            anchor,
-            p.best_sleep.clone().unwrap_or_else(|| "-".into()),
-            if p.failures.is_empty() {
-                "ok".to_string()
-            } else {
-                p.failures.join("; ")
-            }
-        );
+    for line in kicklab_lab::control::render::lines(&study) {
+        outln!("{line}");
     }
-    outln!(
-        "{}: adaptive against polling, notify, the anchors and the best fixed sleep at every point (docs/control.md, \"The targets\"; T ratio: adaptive/poll; excess: (E - W_P - W_C), adaptive/poll where poll's is >= 0.2us)",
-        if study.passed() { "all targets hold" } else { "some targets missed" }
-    );
-    print_picks(&study);
     errln!(
         "wrote control.csv, the charts and index.html in {}",
         a.out.display()
     );
     crate::files::commit(dir)
-}
-
-/// A real study: where the simulator, from the profile, picks another
-/// strategy than the machine showed cheapest within the bounds, one line
-/// each, and how many held.
-fn print_picks(study: &kicklab_lab::control::ControlStudy) {
-    let picks: Vec<_> = study
-        .points
-        .iter()
-        .filter_map(|p| p.pick.as_ref().map(|k| (p, k)))
-        .collect();
-    if picks.is_empty() {
-        return;
-    }
-    for (p, k) in picks.iter().filter(|(_, k)| !k.holds) {
-        outln!(
-            "at W_P {} the simulator, from the profile, picks {}; measured, the cheapest within the bounds is {} ({}) and {} {}",
-            fmt_ns(p.w_p_ns),
-            k.simulated,
-            k.measured,
-            fmt_ns(k.measured_e_ns),
-            k.simulated,
-            match (k.simulated_kept_bounds, k.simulated_measured_e_ns) {
-                (false, _) | (_, None) => "left the bounds".to_string(),
-                (true, Some(e)) => format!("cost {}", fmt_ns(e)),
-            }
-        );
-    }
-    outln!(
-        "the simulator's pick from the profile held at {} of {} points (measured within the bounds and within {:.0}% of the cheapest's E; docs/control.md, \"Recorded studies\")",
-        picks.iter().filter(|(_, k)| k.holds).count(),
-        picks.len(),
-        kicklab_lab::control::targets::E_SPREAD * 100.0
-    );
 }

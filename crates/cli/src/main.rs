@@ -585,6 +585,10 @@ fn usage_of(e: &anyhow::Error) -> Option<String> {
                 input: kicklab_lab::Input::Axes,
                 reason,
             } => Some(format!("--x, --y: {reason}")),
+            LabError::Input {
+                input: kicklab_lab::Input::StageWork,
+                reason,
+            } => Some(format!("--shared/--vm-service: {reason}")),
             LabError::Input { input, reason } => {
                 Some(format!("--{}: {reason}", input.name().replace('_', "-")))
             }

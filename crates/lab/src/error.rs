@@ -41,6 +41,25 @@ pub enum Input {
     Range,
     /// The folder of recorded validations to replay.
     Replay,
+    /// VMs sharing a device.
+    Vms,
+    /// Requests offered per second to every VM.
+    Offered,
+    /// One VM's offered rate.
+    Rate,
+    /// A VM's rate limit.
+    Limit,
+    /// Requests a stage can hold waiting.
+    Buffer,
+    /// A VM's own work per request.
+    VmService,
+    /// The shared stage's work per request.
+    Shared,
+    /// The work per request of every stage (the shared stage's and the
+    /// VMs').
+    StageWork,
+    /// A real run's time over the paper's.
+    Scale,
 }
 
 impl Input {
@@ -63,6 +82,15 @@ impl Input {
             Input::Seconds => "seconds",
             Input::Range => "range",
             Input::Replay => "replay",
+            Input::Vms => "vms",
+            Input::Offered => "offered",
+            Input::Rate => "rate",
+            Input::Limit => "limit",
+            Input::Buffer => "buffer",
+            Input::VmService => "vm_service",
+            Input::Shared => "shared",
+            Input::StageWork => "shared and vm_service",
+            Input::Scale => "scale",
         }
     }
 }
@@ -93,6 +121,9 @@ pub enum LabError {
     /// Rendering failed.
     #[error(transparent)]
     Report(#[from] kicklab_report::ReportError),
+    /// A result could not be put in JSON.
+    #[error("encoding JSON: {0}")]
+    Json(#[from] serde_json::Error),
     /// A real run lost, duplicated or reordered messages.
     #[error("message check failed: {lost} lost, {bad} duplicated or reordered")]
     MessageCheck {

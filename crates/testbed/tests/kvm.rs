@@ -489,6 +489,7 @@ fn broken_guests_are_stopped_with_a_clear_error_and_nothing_leaks() {
 }
 
 #[test]
+#[ignore = "measures: a full calibration with a guest, 14 s (CI runs it after the test command)"]
 fn calibration_measures_all_four_costs() {
     let _one = serial();
     if !kvm_here() {
@@ -624,6 +625,7 @@ impl Rng {
 /// in order, and no run hangs (a lost wake-up would trip the 5 s watchdog).
 /// `KICKLAB_KVM_STRESS_SECS` (default 20) sets the length.
 #[test]
+#[ignore = "stress: randomized guest pairs, 20 s (CI runs it after the test command)"]
 fn randomized_guest_pairs_lose_nothing_and_never_hang() {
     let _one = serial();
     if !kvm_here() {
@@ -834,6 +836,7 @@ fn the_emulated_guest_is_woken_by_irqfd_interrupts() {
 /// N VMs time-sharing the CPUs, answer requests and stop cleanly (no vCPU
 /// thread, eventfd or mapping left behind).
 #[test]
+#[ignore = "measures: guests spinning and idling for real, 20 s (CI runs it after the test command)"]
 fn scale_runs_guests_that_spin_or_idle_with_a_timeout() {
     use kicklab_testbed::scale::{ScaleConfig, ScaleIdle};
     let _one = serial();

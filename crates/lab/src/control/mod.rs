@@ -15,6 +15,7 @@ use kicklab_testbed::Backend;
 use rayon::prelude::*;
 
 mod data;
+pub mod render;
 pub mod replay;
 pub mod targets;
 

@@ -5,9 +5,9 @@
 //! duplicated and reordered ones, and a watchdog turns a lost wake-up into
 //! a failure instead of a hang.
 //!
-//! - `cargo test -p kicklab-testbed --test stress --release`: about 20 s
+//! - `cargo test -p kicklab-testbed --test testbed --release stress::`: about 20 s
 //!   (`KICKLAB_STRESS_SECS`, 10 by default, for the randomized part).
-//! - `cargo test -p kicklab-testbed --test stress --release -- --ignored`:
+//! - `cargo test -p kicklab-testbed --test testbed --release stress:: -- --ignored`:
 //!   10^8 messages (`KICKLAB_STRESS_MESSAGES` to change).
 
 use std::time::{Duration, Instant};
