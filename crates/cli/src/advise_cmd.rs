@@ -43,7 +43,7 @@ pub fn run(a: &AdviseArgs) -> anyhow::Result<()> {
     let params = a.params.params_for_profile(profile.as_ref(), true, false)?;
     if let Some(profile) = &profile {
         if let Some(why) = ring_past_search(&a.params.params_from(profile)?, &params) {
-            return Err(crate::Usage(format!("--profile: {why}")).into());
+            return Err(crate::errors::Usage(format!("--profile: {why}")).into());
         }
     }
     let (idle_scale, nap_ns) = profile
@@ -59,9 +59,9 @@ pub fn run(a: &AdviseArgs) -> anyhow::Result<()> {
         exhaustive: a.exhaustive,
         mechanisms: a.mechanisms.0.clone(),
     };
-    let advice = advise(&spec, &crate::Bars::default())?;
+    let advice = advise(&spec, &crate::show::Bars::default())?;
     if a.json {
-        return crate::print_json(&serde_json::to_value(&advice)?);
+        return crate::show::print_json(&serde_json::to_value(&advice)?);
     }
     outln!("use            --strategy {}", advice.strategy);
     outln!(

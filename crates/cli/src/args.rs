@@ -4,7 +4,7 @@
 use clap::Args;
 use kicklab_model::{parse_duration_ns, Cost, Params, WaitMode};
 
-use crate::Usage;
+use crate::errors::Usage;
 
 /// The pair's parameters. Defaults: the paper's Fig. 4 set-up.
 #[derive(Debug, Clone, Args)]
@@ -513,7 +513,7 @@ impl ParamArgs {
             .build(profile, apply)
             .map_err(|e| match profile.and(given.profile_at_fault(&e)) {
                 Some(why) => Usage(format!("--profile: {why}")),
-                None => Usage(crate::param_usage(&e)),
+                None => Usage(crate::errors::param_usage(&e)),
             })
     }
 

@@ -3,9 +3,9 @@
 use kicklab_lab::bench::{measure, REPS};
 
 pub fn run(as_json: bool) -> anyhow::Result<()> {
-    let s = measure(&crate::Bars::default())?;
+    let s = measure(&crate::show::Bars::default())?;
     if as_json {
-        return crate::print_json(&serde_json::to_value(s)?);
+        return crate::show::print_json(&serde_json::to_value(s)?);
     }
     let m = |v: f64| v / 1e6;
     let (const_lat, const_nolat) = (m(s.const_msgs_per_s), m(s.const_no_latency_msgs_per_s));

@@ -80,13 +80,15 @@ const MAX_SAMPLES: usize = 1_000_000;
 pub fn run(a: &CalibrateArgs) -> anyhow::Result<()> {
     a.be.check()?;
     if !(10..=MAX_SAMPLES).contains(&a.samples) {
-        return Err(crate::Usage(format!("--samples: between 10 and {MAX_SAMPLES}")).into());
+        return Err(
+            crate::errors::Usage(format!("--samples: between 10 and {MAX_SAMPLES}")).into(),
+        );
     }
     if !(1..=100).contains(&a.rounds) {
-        return Err(crate::Usage("--rounds: between 1 and 100".into()).into());
+        return Err(crate::errors::Usage("--rounds: between 1 and 100".into()).into());
     }
     if a.overhead_runs > kicklab_testbed::calibrate::MAX_OVERHEAD_RUNS {
-        return Err(crate::Usage(format!(
+        return Err(crate::errors::Usage(format!(
             "--overhead-runs: at most {}",
             kicklab_testbed::calibrate::MAX_OVERHEAD_RUNS
         ))
@@ -114,7 +116,7 @@ pub fn run(a: &CalibrateArgs) -> anyhow::Result<()> {
         c.reference_runs
     );
     let p = kicklab_lab::with_heartbeat(
-        &crate::Bars::default(),
+        &crate::show::Bars::default(),
         &format!("calibrating {}", a.be.get().name()),
         std::time::Duration::from_secs(10),
         || calibrate_backend(a.be.get(), &c),
@@ -124,7 +126,7 @@ pub fn run(a: &CalibrateArgs) -> anyhow::Result<()> {
         errln!("saved {}", path.display());
     }
     if a.json {
-        return crate::print_json(&kicklab_lab::real::profile_json(&p));
+        return crate::show::print_json(&kicklab_lab::real::profile_json(&p));
     }
     let guest = match a.be.get() {
         kicklab_testbed::Backend::Kvm(o) => Some(o.guest),

@@ -8,7 +8,7 @@ use clap::Args;
 use kicklab_lab::control::{control_study, csv, ControlSpec, Workload};
 
 use crate::args::ParamArgs;
-use crate::Usage;
+use crate::errors::Usage;
 
 /// Arguments of `kicklab control`.
 #[derive(Debug, Args)]
@@ -153,12 +153,12 @@ pub fn run(a: &ControlArgs) -> anyhow::Result<()> {
         idle_scale,
         nap_ns,
     };
-    let study = control_study(&spec, &crate::Bars::default())?;
+    let study = control_study(&spec, &crate::show::Bars::default())?;
     let page = kicklab_lab::control::render::page(&study, &spec)?;
     page.write(dir.path())?;
     kicklab_report::write_atomic(&dir.path().join("control.csv"), csv(&study))?;
     if a.json {
-        crate::print_json(&serde_json::to_value(&study)?)?;
+        crate::show::print_json(&serde_json::to_value(&study)?)?;
         return crate::files::commit(dir);
     }
     for line in kicklab_lab::control::render::lines(&study) {

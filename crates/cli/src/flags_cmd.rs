@@ -6,7 +6,7 @@ use clap::Args;
 use kicklab_testbed::flags::{FlagPath, FlagsBackend, FlagsConfig};
 use serde_json::json;
 
-use crate::Usage;
+use crate::errors::Usage;
 
 /// Arguments of `kicklab flags`.
 #[derive(Debug, Args)]
@@ -52,8 +52,8 @@ pub fn run(a: &FlagsArgs) -> anyhow::Result<()> {
     if a.signals == 0 || a.signals > 10_000_000 {
         return Err(Usage("--signals: 1 to 10000000 per run".into()).into());
     }
-    crate::no_repeats("--sources", &a.sources)?;
-    crate::no_repeats("--path", &a.path)?;
+    crate::show::no_repeats("--sources", &a.sources)?;
+    crate::show::no_repeats("--path", &a.path)?;
     if a.repeat == 0 || a.repeat > 25 {
         return Err(Usage("--repeat: 1 to 25".into()).into());
     }
@@ -137,7 +137,7 @@ pub fn run(a: &FlagsArgs) -> anyhow::Result<()> {
                 Ok(v)
             })
             .collect::<Result<_, serde_json::Error>>()?;
-        return crate::print_json(&json!({ "runs": runs }));
+        return crate::show::print_json(&json!({ "runs": runs }));
     }
     Ok(())
 }

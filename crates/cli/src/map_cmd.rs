@@ -10,7 +10,7 @@ use kicklab_report::Page;
 use kicklab_sim::Vary;
 
 use crate::args::{mode, vary, ParamArgs};
-use crate::Usage;
+use crate::errors::Usage;
 
 /// Arguments of `kicklab map`.
 #[derive(Debug, Args)]
@@ -60,7 +60,7 @@ pub fn run(a: &MapArgs) -> anyhow::Result<()> {
         seed: a.seed,
     };
     kicklab_lab::map::check_page(&spec)?;
-    let points = map(&spec, &crate::Bars::default())?;
+    let points = map(&spec, &crate::show::Bars::default())?;
     let cmd = format!(
         "kicklab map --x {} --y {} --strategy {} --messages {}",
         a.x, a.y, a.mode, a.messages

@@ -5,7 +5,7 @@ use kicklab_model::{fmt_ns, predict, Params, Prediction, RaceExpectation, Regime
 use serde_json::json;
 
 use crate::args::{mode, ParamArgs};
-use crate::Usage;
+use crate::errors::Usage;
 
 /// Arguments of `kicklab model`.
 #[derive(Debug, Args)]
@@ -66,7 +66,7 @@ pub fn run(a: &ModelArgs) -> anyhow::Result<()> {
         if let Some(r) = race {
             v["race"] = serde_json::to_value(r)?;
         }
-        return crate::print_json(&v);
+        return crate::show::print_json(&v);
     }
     print_prediction(&params, a.mode, &p);
     if let Some(r) = race {
@@ -102,7 +102,7 @@ fn print_prediction(params: &Params, mode: WaitMode, p: &Prediction) {
     outln!(
         "T           {}/message  ({})",
         fmt_ns(p.rates.t_ns),
-        crate::rate_text(p.rates.t_ns)
+        crate::show::rate_text(p.rates.t_ns)
     );
     outln!(
         "E           {} of CPU/message (P and C together)",

@@ -54,7 +54,7 @@ pub fn run(a: &PingPongArgs) -> anyhow::Result<()> {
     a.be.check()?;
     let be = a.be.get();
     let names: Vec<String> = a.idle.iter().map(ToString::to_string).collect();
-    crate::no_repeats("--idle", &names)?;
+    crate::show::no_repeats("--idle", &names)?;
     let idles = if a.idle.is_empty() {
         default_idles(be)
     } else {
@@ -67,7 +67,7 @@ pub fn run(a: &PingPongArgs) -> anyhow::Result<()> {
         a.messages,
         a.work,
         polls,
-        &crate::Bars::default(),
+        &crate::show::Bars::default(),
     )?;
     // The serialized result, with what it was run with.
     let obj = |idle: &Idle, r: &PingPongResult| {
@@ -80,9 +80,9 @@ pub fn run(a: &PingPongArgs) -> anyhow::Result<()> {
     };
     if a.json {
         if let [(idle, r)] = runs.as_slice() {
-            return crate::print_json(&obj(idle, r));
+            return crate::show::print_json(&obj(idle, r));
         }
-        return crate::print_json(&json!({
+        return crate::show::print_json(&json!({
             "runs": runs.iter().map(|(i, r)| obj(i, r)).collect::<Vec<_>>(),
             "van_riel": VAN_RIEL.iter().map(|(n, r, h)| json!({"config": n, "rate_per_s": r, "closest_here": counterpart(h)})).collect::<Vec<_>>(),
         }));

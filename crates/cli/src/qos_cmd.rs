@@ -11,7 +11,7 @@ use clap::Args;
 use kicklab_lab::qos_command::{QosBackend, QosRequest, VmCoreChoice, MIN_SECONDS};
 use kicklab_model::qos::{Arrivals, Path, Police};
 
-use crate::Usage;
+use crate::errors::Usage;
 
 /// Arguments of `kicklab qos`.
 #[derive(Debug, Args)]
@@ -296,13 +296,13 @@ pub fn run(a: &QosArgs) -> anyhow::Result<()> {
     } else {
         None
     };
-    let output = kicklab_lab::qos_command::run(&req, &crate::Bars::default())?;
+    let output = kicklab_lab::qos_command::run(&req, &crate::show::Bars::default())?;
     if let (Some(dir), Some(files)) = (&dir, &output.files) {
         files.page.write(dir.path())?;
         kicklab_report::write_atomic(&dir.path().join(files.csv_name), &files.csv)?;
     }
     if a.json {
-        crate::print_json(&output.json)?;
+        crate::show::print_json(&output.json)?;
     } else {
         for line in &output.text {
             outln!("{line}");

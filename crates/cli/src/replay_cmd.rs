@@ -36,14 +36,14 @@ pub fn run(a: &ReplayArgs) -> anyhow::Result<()> {
     if a.control {
         let picks = replay_control(&a.dir)?;
         if a.json {
-            return crate::print_json(&serde_json::to_value(&picks)?);
+            return crate::show::print_json(&serde_json::to_value(&picks)?);
         }
         print_picks(&picks);
         return Ok(());
     }
     let sets = replay(&a.dir)?;
     if a.json {
-        return crate::print_json(&serde_json::to_value(&sets)?);
+        return crate::show::print_json(&serde_json::to_value(&sets)?);
     }
     for s in &sets {
         print_set(s);

@@ -91,7 +91,7 @@ pub fn run(a: &RunArgs) -> anyhow::Result<()> {
     let profile = profile_for(
         a.be.get(),
         a.params.load_profile()?,
-        &crate::Bars::default(),
+        &crate::show::Bars::default(),
     )?;
     // A planning strategy (adaptive) estimates with this machine's costs.
     spec.params = a.params.params_from(&profile)?;
@@ -100,9 +100,9 @@ pub fn run(a: &RunArgs) -> anyhow::Result<()> {
     // simulator) with this machine's N and S.
     let expected = expected(&spec, &profile)?;
     let warnings = kicklab_lab::disturbance::check_modes(&r, &params, [mode_p, mode_c], &profile)?;
-    crate::print_warnings("", &warnings);
+    crate::show::print_warnings("", &warnings);
     let [shown_p, shown_c] = spec.modes();
-    if let Some(w) = crate::latency_bound_missed(spec.modes(), r.rates.latency_ns.as_ref()) {
+    if let Some(w) = crate::show::latency_bound_missed(spec.modes(), r.rates.latency_ns.as_ref()) {
         errln!("warning: {w}");
     }
     if a.json {
@@ -135,7 +135,7 @@ pub fn run(a: &RunArgs) -> anyhow::Result<()> {
             }
         };
         v["profile"] = kicklab_lab::real::profile_json(&profile);
-        return crate::print_json(&v);
+        return crate::show::print_json(&v);
     }
     let strategy = if shown_p == shown_c {
         shown_p.to_string()
@@ -179,7 +179,7 @@ pub fn run(a: &RunArgs) -> anyhow::Result<()> {
             strategy
         ),
     }
-    crate::RateLines {
+    crate::show::RateLines {
         t_ns: r.rates.t_ns,
         e_ns: [r.rates.e_p_ns, r.rates.e_c_ns],
         notifications: [r.rates.notifications_p, r.rates.notifications_c],

@@ -7,7 +7,7 @@ use kicklab_sim::scale::{simulate_scale, ScaleSim};
 use kicklab_testbed::scale::{scale, ScaleConfig, ScaleIdle, ScaleResult};
 use serde_json::json;
 
-use crate::Usage;
+use crate::errors::Usage;
 
 /// The shortest window a run measures.
 const MIN_WINDOW: std::time::Duration = std::time::Duration::from_millis(10);
@@ -183,8 +183,8 @@ pub fn run(a: &ScaleArgs) -> anyhow::Result<()> {
     if sim && a.work.is_zero() {
         return Err(Usage("--work: a time > 0 with --backend sim".into()).into());
     }
-    crate::no_repeats("--vms", &a.vms)?;
-    crate::no_repeats("--idle", &a.idle)?;
+    crate::show::no_repeats("--vms", &a.vms)?;
+    crate::show::no_repeats("--idle", &a.idle)?;
     let duration = std::time::Duration::try_from_secs_f64(a.seconds)
         .ok()
         .filter(|d| *d >= MIN_WINDOW && d.as_secs() <= 600)
@@ -291,7 +291,7 @@ pub fn run(a: &ScaleArgs) -> anyhow::Result<()> {
         } else {
             json!({ "runs": runs })
         };
-        return crate::print_json(&v);
+        return crate::show::print_json(&v);
     }
     // The ratio per N where both were run.
     for &vms in &a.vms {

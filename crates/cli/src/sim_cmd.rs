@@ -129,7 +129,7 @@ pub fn run(a: &SimArgs) -> anyhow::Result<()> {
         (
             kicklab_sim::SimError::TooManyMessages(_) | kicklab_sim::SimError::TimeOverflow,
             Some(w),
-        ) if w > a.messages => anyhow::Error::new(crate::Usage(format!(
+        ) if w > a.messages => anyhow::Error::new(crate::errors::Usage(format!(
             "--warmup: {w} messages of warm-up with --messages {} pass what one run may \
              simulate ({} messages in all, or the simulator's clock); warm up with fewer",
             a.messages,
@@ -146,7 +146,9 @@ pub fn run(a: &SimArgs) -> anyhow::Result<()> {
     for w in r.window_warnings(&params, predicted.and_then(|p| p.round_messages)) {
         errln!("warning: {w}");
     }
-    if let Some(w) = crate::latency_bound_missed([mode_p, mode_c], r.rates.latency_ns.as_ref()) {
+    if let Some(w) =
+        crate::show::latency_bound_missed([mode_p, mode_c], r.rates.latency_ns.as_ref())
+    {
         errln!("warning: {w}");
     }
     if a.json {
@@ -164,7 +166,7 @@ pub fn run(a: &SimArgs) -> anyhow::Result<()> {
             Some(p) => crate::model_cmd::prediction_json(&p),
             None => serde_json::Value::Null,
         };
-        return crate::print_json(&v);
+        return crate::show::print_json(&v);
     }
     let point = predicted.map(|p| match p.other {
         Some(o) if cfg.start == Start::Full => (o.regime, o.t_ns, o.e_ns),
@@ -195,7 +197,7 @@ fn print_result(
     mode_c: WaitMode,
 ) {
     outln!("modes          P {mode_p}, C {mode_c}");
-    crate::RateLines {
+    crate::show::RateLines {
         t_ns: r.rates.t_ns,
         e_ns: [r.rates.e_p_ns, r.rates.e_c_ns],
         notifications: [r.rates.notifications_p, r.rates.notifications_c],

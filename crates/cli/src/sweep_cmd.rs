@@ -8,7 +8,7 @@ use kicklab_report::{sweep_charts, sweep_csv, Page, Section};
 use kicklab_sim::{sweep, SweepPoint, Vary};
 
 use crate::args::{mode, vary, ParamArgs};
-use crate::Usage;
+use crate::errors::Usage;
 
 /// Arguments of `kicklab sweep`.
 #[derive(Debug, Args)]
@@ -48,7 +48,7 @@ pub fn run_sweep(
     seed: u64,
     what: &str,
 ) -> anyhow::Result<Vec<SweepPoint>> {
-    let bar = crate::progress(u64::from(vary.points), what);
+    let bar = crate::show::progress(u64::from(vary.points), what);
     let points = sweep(params, vary, mode, messages, seed, &|| bar.inc(1))?;
     bar.finish_and_clear();
     Ok(points)

@@ -69,7 +69,7 @@ pub fn run(a: &ValidateArgs) -> anyhow::Result<()> {
         )?),
         None => None,
     };
-    let bars = crate::Bars::default();
+    let bars = crate::show::Bars::default();
     let profile = kicklab_lab::real::profile_for(a.be.get(), a.params.load_profile()?, &bars)?;
     let doubtful = kicklab_lab::disturbance::check_profile(&profile);
     for w in &doubtful {
@@ -106,7 +106,7 @@ pub fn run(a: &ValidateArgs) -> anyhow::Result<()> {
         kicklab_report::write_atomic(&dir.path().join("validate.csv"), table(&points).to_csv())?;
     }
     if a.json {
-        crate::print_json(&kicklab_lab::validate::to_json(
+        crate::show::print_json(&kicklab_lab::validate::to_json(
             &points,
             &params,
             a.be.get(),

@@ -1,0 +1,218 @@
+//! The raw command line: `validate --replay` as `replay`, arguments that
+//! are not UTF-8, clap's errors cut to one line naming the flag, `--bench`
+//! beside flags it does not take. What does not live here: which flags a
+//! command ignores or overrides (they need the command: `main`), library
+//! errors (`errors`).
+
+/// `kicklab validate --replay DIR ...` as `kicklab replay DIR ...`: a
+/// replay runs nothing, so none of validate's own flags (its required
+/// `--backend`) apply.
+pub fn replay_alias(args: Vec<std::ffi::OsString>) -> Vec<std::ffi::OsString> {
+    if args.get(1).is_none_or(|a| a != "validate") {
+        return args;
+    }
+    let at = args
+        .iter()
+        .position(|a| a == "--replay" || a.to_str().is_some_and(|a| a.starts_with("--replay=")));
+    let Some(at) = at else {
+        return args;
+    };
+    let mut out: Vec<std::ffi::OsString> = vec![args[0].clone(), "replay".into()];
+    for (i, a) in args.iter().enumerate().skip(2) {
+        if i == at {
+            if let Some(dir) = a.to_str().and_then(|a| a.strip_prefix("--replay=")) {
+                out.push(dir.into());
+            }
+        } else {
+            out.push(a.clone());
+        }
+    }
+    out
+}
+
+/// `line` on one line: control characters (a newline in a path, say)
+/// shown escaped, so that an error stays the one line it claims to be.
+pub fn one_line(line: &str) -> String {
+    if !line.chars().any(char::is_control) {
+        return line.to_string();
+    }
+    line.chars()
+        .map(|c| {
+            if c.is_control() {
+                c.escape_default().to_string()
+            } else {
+                c.to_string()
+            }
+        })
+        .collect()
+}
+
+/// The command line's arguments as text, with any byte that is not UTF-8
+/// replaced (for hints only: [`non_utf8_argument`] refuses such
+/// arguments before anything reads them).
+pub fn args_text() -> Vec<String> {
+    std::env::args_os()
+        .map(|a| a.to_string_lossy().into_owned())
+        .collect()
+}
+
+/// The refusal of an argument that is not UTF-8 text, naming its flag
+/// where there is one (`--wp: its value is not UTF-8 text: \xff`);
+/// `None` where every argument is text.
+pub fn non_utf8_argument() -> Option<String> {
+    use std::os::unix::ffi::OsStrExt as _;
+    let args: Vec<std::ffi::OsString> = std::env::args_os().skip(1).collect();
+    let shown = |a: &std::ffi::OsStr| {
+        let mut text = String::new();
+        for chunk in a.as_bytes().utf8_chunks() {
+            text.push_str(chunk.valid());
+            for b in chunk.invalid() {
+                text.push_str(&format!("\\x{b:02x}"));
+            }
+        }
+        kicklab_model::shown(&text)
+    };
+    let i = args.iter().position(|a| a.to_str().is_none())?;
+    let arg = &args[i];
+    let bytes = arg.as_bytes();
+    if bytes.starts_with(b"--") {
+        if let Some(eq) = bytes.iter().position(|&b| b == b'=') {
+            if let Ok(flag) = std::str::from_utf8(&bytes[..eq]) {
+                return Some(format!(
+                    "{flag}: its value is not UTF-8 text: {}",
+                    shown(arg)
+                ));
+            }
+        }
+    }
+    if bytes.starts_with(b"-") {
+        return Some(format!(
+            "{}: no such flag (it is not UTF-8 text; kicklab's flags are ASCII)",
+            shown(arg)
+        ));
+    }
+    match i.checked_sub(1).and_then(|p| args[p].to_str()) {
+        Some(flag) if flag.starts_with('-') && !flag.contains('=') => Some(format!(
+            "{flag}: its value is not UTF-8 text: {}",
+            shown(arg)
+        )),
+        _ => Some(format!(
+            "{}: an argument that is not UTF-8 text (kicklab reads its arguments as UTF-8)",
+            shown(arg)
+        )),
+    }
+}
+
+/// clap's error as one line: its first line names the flag and the
+/// problem; for a missing argument the flags follow on the next lines
+/// (with the values `--backend` takes); clap's tip (a similar flag or
+/// subcommand) and the possible values, where it gives them, are kept in
+/// parentheses.
+pub fn one_line_error(e: &clap::Error) -> String {
+    let text = e.render().to_string();
+    let mut lines = text.lines().map(str::trim).filter(|l| !l.is_empty());
+    let mut out = shorten_echo(lines.next().unwrap_or("error: bad arguments"));
+    let rest: Vec<&str> = lines.collect();
+    if e.kind() == clap::error::ErrorKind::MissingRequiredArgument {
+        let missing: Vec<String> = rest
+            .iter()
+            .take_while(|l| l.starts_with("--") || l.starts_with('<'))
+            .map(|l| match l.split_whitespace().next() {
+                Some("--backend") => format!("{l} (futex, eventfd, pipe or kvm)"),
+                _ => (*l).to_string(),
+            })
+            .collect();
+        out = format!("{out} {}", missing.join(", "));
+    }
+    // `--strategy-p` where only `--strategy` is (model, sweep, map): say
+    // where the per-party flags are, where clap's nearest flag (`--start`)
+    // would mislead.
+    if e.kind() == clap::error::ErrorKind::UnknownArgument {
+        let arg = e
+            .get(clap::error::ContextKind::InvalidArg)
+            .map(ToString::to_string)
+            .unwrap_or_default();
+        let flag = arg.split('=').next().unwrap_or_default();
+        let side = flag
+            .strip_prefix("--strategy")
+            .or_else(|| flag.strip_prefix("--mode"));
+        let args = args_text();
+        let sub = args.iter().skip(1).find(|a| !a.starts_with('-'));
+        let names_strategies = matches!(
+            sub.map(String::as_str),
+            Some("model" | "sim" | "sweep" | "map" | "run")
+        );
+        // `-wp 2us`: clap reads `-w`; the user meant a long flag.
+        if let Some(word) = args
+            .iter()
+            .skip(1)
+            .find(|a| {
+                !flag.is_empty()
+                    && a.starts_with('-')
+                    && !a.starts_with("--")
+                    && a.len() > 2
+                    && a.starts_with(flag)
+            })
+            .filter(|a| a[1..].bytes().all(|b| b.is_ascii_alphabetic() || b == b'-'))
+        {
+            return format!("{out} (a long flag takes two dashes: -{word})");
+        }
+        if let (true, Some(side @ ("-p" | "-c"))) = (names_strategies, side) {
+            return format!(
+                "{out} (--strategy{side} is sim's and run's; here --strategy sets both parties)"
+            );
+        }
+    }
+    let hints: Vec<&str> = rest
+        .iter()
+        .filter_map(|l| {
+            l.strip_prefix("tip: ")
+                .or_else(|| l.strip_prefix('[').and_then(|v| v.strip_suffix(']')))
+        })
+        .filter(|h| !h.starts_with("to pass ") && !h.starts_with("to see "))
+        .collect();
+    if !hints.is_empty() {
+        out = format!("{out} ({})", hints.join("; "));
+    }
+    out
+}
+
+/// clap's line with the value it repeats (`invalid value '...' for`)
+/// cut as kicklab's own messages cut one ([`kicklab_model::shown`]): a
+/// 5000-character value is not repeated whole.
+pub fn shorten_echo(line: &str) -> String {
+    const START: &str = "invalid value '";
+    const END: &str = "' for '";
+    let Some(a) = line.find(START).map(|i| i + START.len()) else {
+        return line.to_string();
+    };
+    let Some(b) = line[a..].find(END).map(|i| a + i) else {
+        return line.to_string();
+    };
+    format!(
+        "{}{}{}",
+        &line[..a],
+        kicklab_model::shown(&line[a..b]),
+        &line[b..]
+    )
+}
+
+/// A flag beside `sim --bench` other than `--json`: the benchmark runs
+/// its own pairs and sizes, so the flag would be ignored without a word.
+pub fn bench_flag(matches: &clap::ArgMatches) -> Option<String> {
+    let sub = matches.subcommand_matches("sim")?;
+    if !sub.get_flag("bench") {
+        return None;
+    }
+    sub.ids()
+        .map(clap::Id::as_str)
+        .filter(|id| !matches!(*id, "bench" | "json"))
+        .find(|id| sub.value_source(id) == Some(clap::parser::ValueSource::CommandLine))
+        .map(|id| {
+            format!(
+                "--{}: sim --bench measures the simulator on its own pairs and sizes; \
+                 leave --{0} out (only --json goes with --bench)",
+                id.replace('_', "-")
+            )
+        })
+}

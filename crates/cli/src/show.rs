@@ -1,0 +1,203 @@
+//! What commands share for showing a run: progress bars ([`Bars`],
+//! [`progress`]), rates as text, the disturbance warnings, the latency
+//! bound's verdict, JSON on standard output. What does not live here: the
+//! write macros and their failure handling (`out`).
+
+use crate::cmdline::args_text;
+use crate::errors::Usage;
+use crate::out;
+
+/// Messages per second at `t_ns` a message, as the text output shows it
+/// (no number where T is 0: zero work and zero costs, or a window that
+/// freed a burst at one instant).
+pub fn rate_text(t_ns: f64) -> String {
+    let rate = 1e9 / t_ns;
+    if t_ns > 0.0 && rate >= 10.0 {
+        format!("{rate:.0} messages/s")
+    } else if t_ns > 0.0 && rate >= 0.001 {
+        // Three significant digits: 1.25, 0.0417.
+        let digits = usize::try_from((2 - rate.log10().floor() as i64).max(0)).unwrap_or(0);
+        format!("{rate:.digits$} messages/s")
+    } else if t_ns > 0.0 {
+        format!("{rate:.3e} messages/s")
+    } else {
+        "no rate: T is 0".into()
+    }
+}
+
+/// The binary's [`kicklab_lab::Progress`]: a bar per stage on stderr
+/// (hidden when stderr is not a terminal) and notes as lines.
+#[derive(Default)]
+pub struct Bars(std::sync::Mutex<Option<indicatif::ProgressBar>>);
+
+impl Bars {
+    fn bar(&self) -> std::sync::MutexGuard<'_, Option<indicatif::ProgressBar>> {
+        self.0
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+}
+
+impl kicklab_lab::Progress for Bars {
+    fn start(&self, what: &str, len: u64) {
+        *self.bar() = Some(progress(len, what));
+    }
+    fn step(&self) {
+        if let Some(b) = &*self.bar() {
+            b.inc(1);
+        }
+    }
+    fn finish(&self) {
+        if let Some(b) = self.bar().take() {
+            b.finish_and_clear();
+        }
+    }
+    fn note(&self, line: &str) {
+        match &*self.bar() {
+            Some(b) => b.suspend(|| errln!("{line}")),
+            None => errln!("{line}"),
+        }
+    }
+}
+
+/// Fails (a [`Usage`] naming `flag`) where a list flag names an item twice
+/// (`--vms 1,1`): it would run the same thing again, or the last would
+/// silently win.
+///
+/// # Errors
+///
+/// A [`Usage`] error naming the item.
+pub fn no_repeats<T: PartialEq + std::fmt::Debug>(flag: &str, items: &[T]) -> anyhow::Result<()> {
+    match kicklab_model::first_repeat(items) {
+        Some(x) => Err(Usage(format!(
+            "{flag}: {} is listed twice (each runs once)",
+            format!("{x:?}").to_lowercase().replace('"', "")
+        ))
+        .into()),
+        None => Ok(()),
+    }
+}
+
+/// A progress bar on stderr (hidden when stderr is not a terminal).
+pub fn progress(len: u64, what: &str) -> indicatif::ProgressBar {
+    let bar = if out::stderr_is_terminal() {
+        indicatif::ProgressBar::new(len)
+    } else {
+        indicatif::ProgressBar::hidden()
+    };
+    bar.set_style(
+        indicatif::ProgressStyle::with_template(
+            "{msg:>12} [{bar:40}] {pos}/{len} points, {elapsed} elapsed, ~{eta} left",
+        )
+        .expect("valid template")
+        .progress_chars("=> "),
+    );
+    bar.set_message(what.to_string());
+    bar
+}
+
+/// What `sim` and `run` both print: the T, E, notifications and sleeps
+/// lines (times in ns, counts over `messages`).
+pub struct RateLines {
+    /// Time per message [ns].
+    pub t_ns: f64,
+    /// CPU per message, P and C [ns].
+    pub e_ns: [f64; 2],
+    /// Notifications sent by P and C.
+    pub notifications: [u64; 2],
+    /// Sleeps of P and C.
+    pub sleeps: [u64; 2],
+    /// Messages these count over.
+    pub messages: u64,
+}
+
+impl RateLines {
+    /// Prints the four lines.
+    #[allow(clippy::cast_precision_loss)]
+    pub fn print(&self) {
+        use kicklab_model::fmt_ns;
+        let per = |n: u64| n as f64 / self.messages.max(1) as f64;
+        let [np, nc] = self.notifications;
+        outln!(
+            "T              {}/message  ({})",
+            fmt_ns(self.t_ns),
+            rate_text(self.t_ns)
+        );
+        outln!(
+            "E              {} of CPU/message  (P {}, C {})",
+            fmt_ns(self.e_ns[0] + self.e_ns[1]),
+            fmt_ns(self.e_ns[0]),
+            fmt_ns(self.e_ns[1])
+        );
+        outln!(
+            "notifications  P->C {np} ({:.4}/message), C->P {nc} ({:.4}/message)",
+            per(np),
+            per(nc)
+        );
+        outln!("sleeps         P {}, C {}", self.sleeps[0], self.sleeps[1]);
+    }
+}
+
+/// Prints each warning as a `warning: ` line on stderr, after `context`
+/// (`"W_P 1us: "`, say), then one line saying the run is disturbed.
+pub fn print_warnings(context: &str, warnings: &[kicklab_lab::disturbance::Warning]) {
+    for w in warnings {
+        errln!("warning: {context}{w}");
+    }
+    if !warnings.is_empty() {
+        errln!(
+            "warning: {context}this measurement is disturbed: its numbers are not the pair's alone"
+        );
+    }
+}
+
+/// Where a party runs `adaptive` and the run's p99 latency came out above
+/// the bound it keeps (the tightest of the two), a line saying so; a
+/// bound under a microsecond was most likely written without its unit (a
+/// bare number is nanoseconds), and the line says that too. `None` where
+/// no party adapts, latency was not measured, or the bound held.
+pub fn latency_bound_missed(
+    modes: [kicklab_model::WaitMode; 2],
+    latency: Option<&kicklab_model::Latency>,
+) -> Option<String> {
+    let bound = kicklab_model::WaitMode::latency_bound(modes)?;
+    let p99 = latency?.p99;
+    (p99 > bound).then(|| {
+        let fmt = kicklab_model::fmt_ns;
+        let unit = if bound < 1e3 && latency_written_bare() {
+            format!(" (a bare number is nanoseconds: for {bound} microseconds write {bound}us)")
+        } else {
+            String::new()
+        };
+        format!(
+            "p99 latency {} is above the bound adaptive keeps, {}{unit}",
+            fmt(p99),
+            fmt(bound)
+        )
+    })
+}
+
+/// Whether a latency bound on the command line (`--latency D` or
+/// `latency=D` in a strategy) was written as a bare number, without its
+/// unit.
+pub fn latency_written_bare() -> bool {
+    let args = args_text();
+    let bare = |v: &str| v.trim().ends_with(|c: char| c.is_ascii_digit() || c == '.');
+    args.iter().enumerate().any(|(i, a)| {
+        if a == "--latency" {
+            return args.get(i + 1).is_some_and(|v| bare(v));
+        }
+        if let Some(v) = a.strip_prefix("--latency=") {
+            return bare(v);
+        }
+        a.split("latency=")
+            .skip(1)
+            .any(|v| bare(v.split(',').next().unwrap_or_default()))
+    })
+}
+
+/// Prints `value` as one JSON object on stdout.
+pub fn print_json(value: &serde_json::Value) -> anyhow::Result<()> {
+    outln!("{}", serde_json::to_string(value)?);
+    Ok(())
+}
