@@ -3,9 +3,9 @@
 //! (threads, KVM guests) or simulated (`--backend sim`).
 
 use clap::Args;
-use kicklab_sim::scale::{simulate_scale, ScaleSim};
-use kicklab_testbed::scale::{scale, ScaleConfig, ScaleIdle, ScaleResult};
-use serde_json::json;
+use kicklab_lab::scale_command::PlannedRun;
+use kicklab_sim::scale::ScaleSim;
+use kicklab_testbed::scale::{ScaleConfig, ScaleIdle};
 
 use crate::errors::Usage;
 
@@ -222,92 +222,25 @@ pub fn run(a: &ScaleArgs) -> anyhow::Result<()> {
             }
         }
     }
-    let mut runs = Vec::new();
+    let mut planned = Vec::new();
     for &vms in &a.vms {
         for &idle in &a.idle {
-            let cfg = ScaleConfig {
-                concurrency: a.concurrency,
-                work: a.work,
-                timer: a.timer,
-                duration,
-                ..ScaleConfig::new(vms, idle)
-            };
-            if sim {
-                let r = simulate_scale(&a.sim.config(&cfg, profile.as_ref())?)
-                    .map_err(|e| Usage(format!("--backend sim: {e}")))?;
-                if !a.json {
-                    outln!(
-                        "{:>4} guests  idle {:<8} {:>10.0} requests/s  CPU {:>5.1}% (spinning {:>5.1}%)  client waits {} per request{}",
-                        r.vms,
-                        format!("{:?}", r.idle).to_lowercase(),
-                        r.throughput_per_s,
-                        100.0 * r.cpu_util,
-                        100.0 * r.spin_util,
-                        kicklab_model::fmt_ns(r.client_delay_ns),
-                        if r.vms + 1 > r.cpus {
-                            format!("  (simulated: {} guests and the client on {} CPUs)", r.vms, r.cpus)
-                        } else {
-                            String::new()
-                        }
-                    );
-                }
-                runs.push(serde_json::to_value(&r)?);
-                continue;
-            }
-            let r: ScaleResult = if kvm {
-                kicklab_testbed::kvm::scale::scale(&cfg)?
+            let cfg = config(vms, idle);
+            planned.push(if sim {
+                PlannedRun::Sim(a.sim.config(&cfg, profile.as_ref())?)
+            } else if kvm {
+                PlannedRun::Kvm(cfg)
             } else {
-                scale(&cfg)?
-            };
-            if !a.json {
-                outln!(
-                    "{:>4} guests  idle {:<8} {:>10.0} requests/s  CPU {:>5.1}%{}",
-                    r.vms,
-                    format!("{:?}", r.idle).to_lowercase(),
-                    r.throughput_per_s,
-                    100.0 * r.cpu_util,
-                    if r.oversubscribed {
-                        format!(
-                            "  ({} {} busy at times on {} CPUs: time-shared)",
-                            r.vms + 1,
-                            if kvm {
-                                "vCPU and client threads"
-                            } else {
-                                "threads"
-                            },
-                            r.cpus
-                        )
-                    } else {
-                        String::new()
-                    }
-                );
-            }
-            runs.push(serde_json::to_value(&r)?);
+                PlannedRun::Threads(cfg)
+            });
         }
     }
+    let output = kicklab_lab::scale_command::run(&planned, &crate::show::Bars::default())?;
     if a.json {
-        let v = if runs.len() == 1 {
-            runs.swap_remove(0)
-        } else {
-            json!({ "runs": runs })
-        };
-        return crate::show::print_json(&v);
+        return crate::show::print_json(&output.json);
     }
-    // The ratio per N where both were run.
-    for &vms in &a.vms {
-        let get = |idle: ScaleIdle| {
-            runs.iter()
-                .find(|r| {
-                    r["vms"] == vms && r["idle"] == serde_json::to_value(idle).unwrap_or_default()
-                })
-                .and_then(|r| r["throughput_per_s"].as_f64())
-        };
-        if let (Some(s), Some(t)) = (get(ScaleIdle::Spin), get(ScaleIdle::Timeout)) {
-            outln!(
-                "{vms:>4} guests: idle-with-timeout {:.2}x spinning's throughput (Denali: more than 2x as the load spreads over more VMs)",
-                t / s
-            );
-        }
+    for line in &output.text {
+        outln!("{line}");
     }
     Ok(())
 }

@@ -60,6 +60,8 @@ pub enum Input {
     StageWork,
     /// A real run's time over the paper's.
     Scale,
+    /// The simulated machine of a `scale` run (its CPUs, slice and costs).
+    SimMachine,
 }
 
 impl Input {
@@ -91,6 +93,7 @@ impl Input {
             Input::Shared => "shared",
             Input::StageWork => "shared and vm_service",
             Input::Scale => "scale",
+            Input::SimMachine => "simulated machine",
         }
     }
 }

@@ -31,6 +31,7 @@ pub mod real;
 pub mod replay;
 pub mod report;
 pub mod scale;
+pub mod scale_command;
 pub mod validate;
 
 mod error;
