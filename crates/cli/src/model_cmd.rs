@@ -20,15 +20,6 @@ pub struct ModelArgs {
     json: bool,
 }
 
-/// The prediction as the JSON object of the contract: the serialized
-/// [`Prediction`] (regime, T, E, per-party E, the counts over one round, m,
-/// the round, the predicates) plus the throughput.
-pub fn prediction_json(p: &Prediction) -> serde_json::Value {
-    let mut v = serde_json::to_value(p).unwrap_or_default();
-    v["throughput_per_s"] = json!(p.rates.per_second());
-    v
-}
-
 impl ModelArgs {
     /// The flags given (`given(id)`) that the model would not use.
     pub fn unused(&self, given: &dyn Fn(&str) -> bool) -> Vec<String> {
@@ -60,7 +51,7 @@ pub fn run(a: &ModelArgs) -> anyhow::Result<()> {
         None => None,
     };
     if a.json {
-        let mut v = prediction_json(&p);
+        let mut v = kicklab_lab::rates_text::prediction_json(&p);
         v["mode"] = json!(a.mode.to_string());
         v["params"] = serde_json::to_value(params)?;
         if let Some(r) = race {
@@ -102,7 +93,7 @@ fn print_prediction(params: &Params, mode: WaitMode, p: &Prediction) {
     outln!(
         "T           {}/message  ({})",
         fmt_ns(p.rates.t_ns),
-        crate::show::rate_text(p.rates.t_ns)
+        kicklab_lab::rates_text::rate_text(p.rates.t_ns)
     );
     outln!(
         "E           {} of CPU/message (P and C together)",

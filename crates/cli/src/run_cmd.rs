@@ -1,9 +1,8 @@
 //! `kicklab run`: parses, calls `kicklab_lab::real`, prints.
 
 use clap::Args;
-use kicklab_lab::real::{expected, profile_for, Expected, RunSpec};
-use kicklab_model::{fmt_ns, WaitMode};
-use serde_json::json;
+use kicklab_lab::real::{expected, profile_for, RunSpec};
+use kicklab_model::WaitMode;
 
 use crate::args::{mode, BackendArgs, ParamArgs};
 
@@ -101,156 +100,16 @@ pub fn run(a: &RunArgs) -> anyhow::Result<()> {
     let expected = expected(&spec, &profile)?;
     let warnings = kicklab_lab::disturbance::check_modes(&r, &params, [mode_p, mode_c], &profile)?;
     crate::show::print_warnings("", &warnings);
-    let [shown_p, shown_c] = spec.modes();
     if let Some(w) = crate::show::latency_bound_missed(spec.modes(), r.rates.latency_ns.as_ref()) {
         errln!("warning: {w}");
     }
     if a.json {
-        let mut v = serde_json::to_value(r)?;
-        v["warnings"] = serde_json::to_value(&warnings)?;
-        v["disturbed"] = json!(!warnings.is_empty());
-        v["backend"] = json!(a.be.get().name());
-        v["strategy"] = json!(kicklab_lab::real::strategy_both_ran(
-            a.strategy,
-            a.strategy_p,
-            a.strategy_c,
-            spec.latency_bound_ns,
-        )
-        .map(|s| s.to_string()));
-        v["strategy_p"] = json!(shown_p.to_string());
-        v["strategy_c"] = json!(shown_c.to_string());
-        v["batch"] = json!(a.batch);
-        v["flush"] = json!(a.flush.to_string());
-        v["predicted"] = match &expected {
-            Expected::Model(p) => {
-                let mut m = crate::model_cmd::prediction_json(p);
-                m["source"] = json!("model");
-                m
-            }
-            Expected::Sim(rates) => {
-                let mut m = serde_json::to_value(rates)?;
-                m["source"] = json!("sim");
-                m["throughput_per_s"] = json!(rates.per_second());
-                m
-            }
-        };
-        v["profile"] = kicklab_lab::real::profile_json(&profile);
+        let given = (a.strategy, a.strategy_p, a.strategy_c);
+        let v = kicklab_lab::run_output::json(&spec, &r, &profile, &expected, &warnings, given)?;
         return crate::show::print_json(&v);
     }
-    let strategy = if shown_p == shown_c {
-        shown_p.to_string()
-    } else {
-        format!("P {shown_p}, C {shown_c}")
-    };
-    let cpu = |c: Option<usize>| c.map_or("unpinned".to_string(), |c| format!("CPU {c}"));
-    let pinned = if r.pinned {
-        format!(
-            "pinned to their own CPU (P {}, C {})",
-            cpu(r.cpu_p),
-            cpu(r.cpu_c)
-        )
-    } else if r.concurrent_runs > 0 {
-        format!(
-            "sharing the CPUs with {} other run(s) (P {}, C {})",
-            r.concurrent_runs,
-            cpu(r.cpu_p),
-            cpu(r.cpu_c)
-        )
-    } else {
-        format!(
-            "NOT on CPUs of their own (P {}, C {})",
-            cpu(r.cpu_p),
-            cpu(r.cpu_c)
-        )
-    };
-    match a.be.get() {
-        kicklab_testbed::Backend::Kvm(o) => {
-            outln!(
-            "backend        kvm ({}), direction {}: {} in the guest, {} in a host thread, {pinned}",
-            strategy,
-            o.direction.name(),
-            if o.direction == kicklab_testbed::kvm::Direction::Tx { "P" } else { "C" },
-            if o.direction == kicklab_testbed::kvm::Direction::Tx { "C" } else { "P" },
-        )
-        }
-        be => outln!(
-            "backend        {} ({}), both threads {pinned}",
-            be.name(),
-            strategy
-        ),
-    }
-    crate::show::RateLines {
-        t_ns: r.rates.t_ns,
-        e_ns: [r.rates.e_p_ns, r.rates.e_c_ns],
-        notifications: [r.rates.notifications_p, r.rates.notifications_c],
-        sleeps: [r.rates.sleeps_p, r.rates.sleeps_c],
-        messages: r.rates.messages,
-    }
-    .print();
-    if r.naps_p + r.naps_c > 0 {
-        outln!(
-            "of the sleeps  timed (never kicked): P {}, C {}",
-            r.naps_p,
-            r.naps_c
-        );
-    }
-    if spec.combine().is_on() {
-        #[allow(clippy::cast_precision_loss)]
-        let per = r.rates.notifications_p as f64 / r.rates.messages.max(1) as f64;
-        outln!(
-            "combining      batch {}, flush {}: {per:.4} kicks per message by P (1/{:.1})",
-            a.batch,
-            a.flush,
-            if per > 0.0 { 1.0 / per } else { f64::INFINITY }
-        );
-    }
-    match r.rates.latency_ns {
-        Some(l) => outln!(
-            "latency        p50 {}  p99 {}  max {}  (write to release)",
-            fmt_ns(l.p50),
-            fmt_ns(l.p99),
-            fmt_ns(l.max)
-        ),
-        None => outln!("latency        not measured (the emulated guest keeps no stamps)"),
-    }
-    outln!(
-        "checked        {} messages: {} lost, {} duplicated or reordered",
-        r.rates.messages,
-        r.lost,
-        r.duplicated_or_reordered
-    );
-    if let Some(d) = r.clock_drift_ns {
-        outln!(
-            "clocks         the guest's clock moved {} against the host's during the run (its kick, wake-up and latency timings across the boundary are off by up to that)",
-            fmt_ns(d)
-        );
-    }
-    outln!(
-        "calibrated     N_P {}, N_C {}, S_P {}, S_C {}",
-        fmt_ns(profile.np.mean_ns),
-        fmt_ns(profile.nc.mean_ns),
-        fmt_ns(profile.sp.mean_ns),
-        fmt_ns(profile.sc.mean_ns)
-    );
-    match expected {
-        Expected::Model(p) => outln!(
-            "model          {}: T {} (measured/model {:.3}), E {} (measured/model {:.3})",
-            p.regime,
-            fmt_ns(p.rates.t_ns),
-            r.rates.t_ns / p.rates.t_ns,
-            fmt_ns(p.rates.e_ns),
-            r.rates.e_ns / p.rates.e_ns
-        ),
-        Expected::Sim(s) => outln!(
-            "simulated      T {} (measured/sim {:.3}), E {} (measured/sim {:.3}){}",
-            fmt_ns(s.t_ns),
-            r.rates.t_ns / s.t_ns,
-            fmt_ns(s.e_ns),
-            r.rates.e_ns / s.e_ns,
-            s.latency_ns
-                .map(|l| format!(", p99 latency {}", fmt_ns(l.p99)))
-                .unwrap_or_default()
-        ),
+    for line in kicklab_lab::run_output::lines(&spec, &r, &profile, &expected) {
+        outln!("{line}");
     }
     Ok(())
 }

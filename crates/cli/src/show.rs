@@ -7,24 +7,6 @@ use crate::cmdline::args_text;
 use crate::errors::Usage;
 use crate::out;
 
-/// Messages per second at `t_ns` a message, as the text output shows it
-/// (no number where T is 0: zero work and zero costs, or a window that
-/// freed a burst at one instant).
-pub fn rate_text(t_ns: f64) -> String {
-    let rate = 1e9 / t_ns;
-    if t_ns > 0.0 && rate >= 10.0 {
-        format!("{rate:.0} messages/s")
-    } else if t_ns > 0.0 && rate >= 0.001 {
-        // Three significant digits: 1.25, 0.0417.
-        let digits = usize::try_from((2 - rate.log10().floor() as i64).max(0)).unwrap_or(0);
-        format!("{rate:.digits$} messages/s")
-    } else if t_ns > 0.0 {
-        format!("{rate:.3e} messages/s")
-    } else {
-        "no rate: T is 0".into()
-    }
-}
-
 /// The binary's [`kicklab_lab::Progress`]: a bar per stage on stderr
 /// (hidden when stderr is not a terminal) and notes as lines.
 #[derive(Default)]
@@ -94,48 +76,6 @@ pub fn progress(len: u64, what: &str) -> indicatif::ProgressBar {
     );
     bar.set_message(what.to_string());
     bar
-}
-
-/// What `sim` and `run` both print: the T, E, notifications and sleeps
-/// lines (times in ns, counts over `messages`).
-pub struct RateLines {
-    /// Time per message [ns].
-    pub t_ns: f64,
-    /// CPU per message, P and C [ns].
-    pub e_ns: [f64; 2],
-    /// Notifications sent by P and C.
-    pub notifications: [u64; 2],
-    /// Sleeps of P and C.
-    pub sleeps: [u64; 2],
-    /// Messages these count over.
-    pub messages: u64,
-}
-
-impl RateLines {
-    /// Prints the four lines.
-    #[allow(clippy::cast_precision_loss)]
-    pub fn print(&self) {
-        use kicklab_model::fmt_ns;
-        let per = |n: u64| n as f64 / self.messages.max(1) as f64;
-        let [np, nc] = self.notifications;
-        outln!(
-            "T              {}/message  ({})",
-            fmt_ns(self.t_ns),
-            rate_text(self.t_ns)
-        );
-        outln!(
-            "E              {} of CPU/message  (P {}, C {})",
-            fmt_ns(self.e_ns[0] + self.e_ns[1]),
-            fmt_ns(self.e_ns[0]),
-            fmt_ns(self.e_ns[1])
-        );
-        outln!(
-            "notifications  P->C {np} ({:.4}/message), C->P {nc} ({:.4}/message)",
-            per(np),
-            per(nc)
-        );
-        outln!("sleeps         P {}, C {}", self.sleeps[0], self.sleeps[1]);
-    }
 }
 
 /// Prints each warning as a `warning: ` line on stderr, after `context`

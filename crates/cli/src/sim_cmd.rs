@@ -163,7 +163,7 @@ pub fn run(a: &SimArgs) -> anyhow::Result<()> {
             Some(p) if cfg.start == Start::Full && p.other.is_some() => {
                 serde_json::to_value(p.other).unwrap_or_default()
             }
-            Some(p) => crate::model_cmd::prediction_json(&p),
+            Some(p) => kicklab_lab::rates_text::prediction_json(&p),
             None => serde_json::Value::Null,
         };
         return crate::show::print_json(&v);
@@ -197,14 +197,17 @@ fn print_result(
     mode_c: WaitMode,
 ) {
     outln!("modes          P {mode_p}, C {mode_c}");
-    crate::show::RateLines {
+    for line in (kicklab_lab::rates_text::RateLines {
         t_ns: r.rates.t_ns,
         e_ns: [r.rates.e_p_ns, r.rates.e_c_ns],
         notifications: [r.rates.notifications_p, r.rates.notifications_c],
         sleeps: [r.rates.sleeps_p, r.rates.sleeps_c],
         messages: r.rates.messages,
+    })
+    .lines()
+    {
+        outln!("{line}");
     }
-    .print();
     if let Some(l) = r.rates.latency_ns {
         outln!(
             "latency        p50 {}  p99 {}  max {}  mean {}",

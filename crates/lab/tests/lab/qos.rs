@@ -65,6 +65,7 @@ fn kicks_and_wake_ups_are_paid_on_hand_offs_to_sleeping_stages() {
 }
 
 #[test]
+#[ignore = "measures: a real run, timed; beside this binary's simulations it is disturbed (CI runs it after the test command)"]
 fn a_short_real_run_matches_the_model_below_saturation() {
     use kicklab_lab::qos_real::{real_point, DEFAULT_SCALE};
     use kicklab_testbed::qos::VmCore;
