@@ -437,73 +437,67 @@ fn sweep_writes_csv_and_plots_and_nothing_on_bad_input() {
     assert!(!bad.exists(), "no partial output on bad input");
 }
 
-#[test]
-fn report_writes_one_page() {
-    let dir = tmp("report");
-    let out = kicklab(&[
-        "report",
-        "--no-testbed",
-        "--points",
-        "6",
-        "--messages",
-        "2000",
-        "--out",
-        dir.to_str().unwrap(),
-    ]);
+/// Runs `kicklab report` with `args` into a fresh folder and checks that
+/// its page holds every one of `needles`.
+fn report_holds(name: &str, args: &[&str], needles: &[&str]) {
+    let dir = tmp(name);
+    let mut all = vec!["report"];
+    all.extend_from_slice(args);
+    all.extend(["--out", dir.to_str().unwrap()]);
+    let out = kicklab(&all);
     assert!(
         out.status.success(),
         "{}",
         String::from_utf8_lossy(&out.stderr)
     );
     let html = std::fs::read_to_string(dir.join("index.html")).unwrap();
-    for needle in [
-        "Fig. 2",
-        "Fig. 3",
-        "The regimes",
-        "Closed forms",
-        "<svg",
-        "Explorer: the model and the simulator, live",
-        "Idle-with-timeout at scale, simulated",
-        "window.kicklabCharts",
-    ] {
+    for needle in needles {
         assert!(html.contains(needle), "report lacks {needle}");
     }
     std::fs::remove_dir_all(&dir).unwrap();
 }
 
 #[test]
+fn report_writes_one_page() {
+    report_holds(
+        "report",
+        &["--no-testbed", "--points", "6", "--messages", "2000"],
+        &[
+            "Fig. 2",
+            "Fig. 3",
+            "The regimes",
+            "Closed forms",
+            "<svg",
+            "Explorer: the model and the simulator, live",
+            "Idle-with-timeout at scale, simulated",
+            "window.kicklabCharts",
+        ],
+    );
+}
+
+#[test]
 #[ignore = "measures: about 3 minutes of real runs (CI runs it after the test command)"]
 fn report_with_the_testbed_writes_its_measured_sections() {
-    let dir = tmp("report-testbed");
-    let out = kicklab(&[
-        "report",
-        "--points",
-        "6",
-        "--messages",
-        "2000",
-        "--real-messages",
-        "6000",
-        "--repeat",
-        "2",
-        "--out",
-        dir.to_str().unwrap(),
-    ]);
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
+    report_holds(
+        "report-testbed",
+        &[
+            "--points",
+            "6",
+            "--messages",
+            "2000",
+            "--real-messages",
+            "6000",
+            "--repeat",
+            "2",
+        ],
+        &[
+            "Fig. 2",
+            "Calibrated costs of this machine",
+            "Model vs simulator vs measurement (futex)",
+            "Explorer: the model and the simulator, live",
+            "window.kicklabCharts",
+        ],
     );
-    let html = std::fs::read_to_string(dir.join("index.html")).unwrap();
-    for needle in [
-        "Fig. 2",
-        "Calibrated costs of this machine",
-        "Model vs simulator vs measurement (futex)",
-        "Explorer: the model and the simulator, live",
-        "window.kicklabCharts",
-    ] {
-        assert!(html.contains(needle), "report lacks {needle}");
-    }
-    std::fs::remove_dir_all(&dir).unwrap();
 }
 
 #[test]
