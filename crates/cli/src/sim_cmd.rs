@@ -14,7 +14,8 @@ pub struct SimArgs {
     params: ParamArgs,
     /// How both parties wait: notify, poll, spin:<B> (spin, then block),
     /// sleep:<Y> (timed sleeps), halt-poll[:max=..,grow=..,start=..,shrink=..]
-    /// (KVM), haltpoll[:...] (guest governor), hybrid[:mean|min] (block
+    /// (KVM's, also host-halt-poll), haltpoll[:...] (guest governor, also
+    /// guest-haltpoll), hybrid[:mean|min] (block
     /// layer / io_uring), defer[:timeout=..,count=..] (NAPI),
     /// coalesce:<n>,<t> (held kicks), adaptive[:latency=<D>,check=on|off] (kicklab's
     /// controller). See docs/control.md.

@@ -154,6 +154,14 @@ hybrid[:mean|min], defer[:timeout=20us,count=10], coalesce:<n>,<t>, adaptive[:la
             Some((n, a)) => (n, Some(a)),
             None => (s, None),
         };
+        // The two window rules by whose they are: KVM's on the host, the
+        // guest's cpuidle driver. `halt-poll` and `haltpoll` differ by a
+        // hyphen only; these say which is which.
+        let name = match name {
+            "host-halt-poll" => "halt-poll",
+            "guest-haltpoll" => "haltpoll",
+            other => other,
+        };
         let dur = |what: &str, v: &str| -> Result<f64, String> {
             parse_duration_ns(v).map_err(|e| format!("{name}: {what}: {e}"))
         };
@@ -577,6 +585,24 @@ mod tests {
             let json = serde_json::to_string(&m).unwrap();
             assert_eq!(serde_json::from_str::<WaitMode>(&json).unwrap(), m);
         }
+    }
+
+    #[test]
+    fn the_window_rules_are_also_named_by_whose_they_are() {
+        assert_eq!(
+            WaitMode::parse("host-halt-poll").unwrap(),
+            WaitMode::parse("halt-poll").unwrap()
+        );
+        assert_eq!(
+            WaitMode::parse("guest-haltpoll:max=1ms").unwrap(),
+            WaitMode::parse("haltpoll:max=1ms").unwrap()
+        );
+        assert_ne!(
+            WaitMode::parse("host-halt-poll").unwrap(),
+            WaitMode::parse("guest-haltpoll").unwrap()
+        );
+        let e = WaitMode::parse("host-halt-poll:bogus=1").unwrap_err();
+        assert!(e.contains("bogus"), "{e}");
     }
 
     #[test]
