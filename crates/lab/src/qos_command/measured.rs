@@ -9,7 +9,7 @@ use kicklab_testbed::qos::VmCore;
 use serde_json::json;
 
 use super::{finite, lat, real_refusal, vm_core, QosOutput, QosRequest};
-use crate::qos_real::{check, real_point, scaled, TRIES};
+use crate::qos_real::{check, real_point, scaled, RealPoint, TRIES};
 use crate::{LabError, Progress};
 
 /// Paper-time rate from a measured one.
@@ -18,7 +18,6 @@ fn paper(rate: f64, scale: f64) -> f64 {
 }
 
 /// Runs `sys` for real and models it.
-#[allow(clippy::too_many_lines)]
 pub(super) fn point(
     req: &QosRequest,
     sys: &QosSystem,
@@ -32,6 +31,18 @@ pub(super) fn point(
         std::time::Duration::from_secs(10),
         || real_point(sys, req.scale, req.seconds, req.seed, core, TRIES, None),
     )?;
+    let (json, (text, warnings)) = (json_of(req, sys, &p), text_of(req, sys, &p));
+    Ok(QosOutput {
+        json,
+        text,
+        warnings,
+        files: None,
+    })
+}
+
+/// The real point's JSON object: rates in the paper's time and as
+/// measured, every stage, the model beside, the calibrated costs.
+fn json_of(req: &QosRequest, sys: &QosSystem, p: &RealPoint) -> serde_json::Value {
     let (run, m, s) = (&p.run, &p.model, req.scale);
     let names = sys.stage_names();
     let real_sys = scaled(sys, s);
@@ -119,6 +130,15 @@ pub(super) fn point(
         "tries": p.tries,
         "disturbed": p.disturbed,
     });
+    json
+}
+
+/// The real point as text, and the warnings for standard error.
+#[allow(clippy::too_many_lines)]
+fn text_of(req: &QosRequest, sys: &QosSystem, p: &RealPoint) -> (Vec<String>, Vec<String>) {
+    let (run, m, s) = (&p.run, &p.model, req.scale);
+    let names = sys.stage_names();
+    let real_sys = scaled(sys, s);
     let mut text = Vec::new();
     let mut warnings = Vec::new();
     text.push(format!(
@@ -282,10 +302,5 @@ pub(super) fn point(
             p.tries
         ));
     }
-    Ok(QosOutput {
-        json,
-        text,
-        warnings,
-        files: None,
-    })
+    (text, warnings)
 }
