@@ -76,12 +76,16 @@ class Browser:
         self.url = url
         self.errors: list[str] = []
 
-    def open(self, width: int = 1100, height: int = 900) -> Any:
+    def open(self, width: int = 1100, height: int = 900, explorer: bool = True) -> Any:
+        """A page at this size; with `explorer`, the explorer's block
+        opened with a click on its summary, as a reader would."""
         page = self.browser.new_page(viewport={"width": width, "height": height})
         page.on("console", lambda m: self.errors.append(m.text) if m.type == "error" else None)
         page.on("pageerror", lambda e: self.errors.append(str(e)))
         page.goto(self.url)
-        page.wait_for_selector("#kl-ex[data-ready='1']", timeout=20_000)
+        page.wait_for_selector("#kl-ex[data-ready='1']", state="attached", timeout=20_000)
+        if explorer:
+            page.click("#explorer details.kl-more > summary")
         return page
 
 
@@ -180,6 +184,82 @@ def test_no_paragraph_is_a_wall_of_text(browser: Browser) -> None:
     )
     assert len(counts) > 20
     assert max(counts) <= 100, sorted(counts)[-5:]
+
+
+def _open_all(page: Any) -> None:
+    page.evaluate("document.querySelectorAll('details').forEach(d => { d.open = true; })")
+
+
+def test_the_page_is_short_and_its_details_are_one_click_away(browser: Browser) -> None:
+    """At 1200 px the default page is at most 15 000 px tall; each section
+    shows its lead and first figure, and the rest opens with one click on
+    its block's summary."""
+    page = browser.open(width=1200, height=900, explorer=False)
+    height = page.evaluate("document.documentElement.scrollHeight")
+    print(f"1200 px window: page {height} px tall")
+    assert height <= 15_000, height
+    blocks = page.query_selector_all("section > details.kl-more")
+    assert len(blocks) >= 8, len(blocks)
+    more = page.query_selector("#fig2 details.kl-more")
+    assert more is not None and not page.is_visible("#fig-fig2-E")
+    more.query_selector("summary").click()
+    assert page.is_visible("#fig-fig2-E")
+    assert page.evaluate("document.documentElement.scrollHeight") > height
+    page.close()
+
+
+def test_no_table_on_the_page_is_wider_than_it_or_has_more_than_eight_columns(browser: Browser) -> None:
+    """With every section's block opened, the tables shown have at most
+    eight columns and fit the page at 1200 px; with the wide tables'
+    blocks opened too, the page does not scroll sideways (a whole wide
+    table scrolls in its own box)."""
+    page = browser.open(width=1200, height=900, explorer=False)
+    page.evaluate("document.querySelectorAll('details.kl-more').forEach(d => { d.open = true; })")
+    shown = page.evaluate(
+        """() => Array.from(document.querySelectorAll('table')).filter(t => t.checkVisibility())
+            .map(t => ({cols: t.rows[0].cells.length, right: t.getBoundingClientRect().right,
+                        page: document.body.getBoundingClientRect().right}))"""
+    )
+    assert len(shown) >= 3
+    assert max(t["cols"] for t in shown) <= 8, shown
+    assert all(t["right"] <= t["page"] + 1 for t in shown), shown
+    _open_all(page)
+    assert page.evaluate("document.documentElement.scrollWidth") <= 1200
+    page.close()
+
+
+def _long_values(text: str) -> list[str]:
+    """Decimal values in `text` with more than three significant digits
+    (whole numbers are counts and years, and stay whole)."""
+    found = []
+    for v in re.findall(r"(?<![\w.:=/-])\d+\.\d+(?![\w.]*=)", text):
+        digits = v.replace(".", "").lstrip("0")
+        if len(digits) > 3:
+            found.append(v)
+    return found
+
+
+def test_the_page_prints_three_significant_digits(browser: Browser) -> None:
+    """Every decimal value in the page's text, tables and summaries has at
+    most three significant digits (the CSV and JSON keep every digit).
+    Commands (code spans) keep what a user would type, and the explorer
+    shows what the CLI prints for the same parameters."""
+    page = browser.open(width=1200, height=900)
+    _open_all(page)
+    text = page.evaluate(
+        """() => { let out = '';
+            const w = document.createTreeWalker(document.body, NodeFilter.SHOW_TEXT);
+            let n;
+            while ((n = w.nextNode())) {
+                const e = n.parentElement;
+                if (e.closest('script, style, svg, code, #explorer')) continue;
+                out += ' ' + n.textContent;
+            }
+            return out; }"""
+    )
+    assert len(text.split()) > 2000
+    assert _long_values("1.105 2.2 1.0 0.0123 12.34") == ["1.105", "12.34"]
+    assert _long_values(text) == []
 
 
 def test_moving_the_slider_shows_the_clis_t(cli: Cli, browser: Browser, page: Any) -> None:
@@ -373,8 +453,63 @@ def test_dragging_a_box_zooms_and_double_click_resets(browser: Browser, page: An
     assert browser.errors == []
 
 
+def _drag(page: Any, fig: str, frm: tuple[float, float], to: tuple[float, float]) -> None:
+    """Drags over `fig`'s plot from one point to another, each given as
+    fractions of the plot's width and height."""
+    at = page.evaluate(
+        """([fig, a, b]) => {
+        const svg = document.querySelector(fig + ' svg');
+        svg.scrollIntoView({block: 'center'});
+        const [x, y, w, h] = svg.getAttribute('data-plot').split(' ').map(Number);
+        const m = svg.getScreenCTM();
+        const pt = (f) => { const p = svg.createSVGPoint(); p.x = x + f[0] * w; p.y = y + f[1] * h;
+                            const q = p.matrixTransform(m); return [q.x, q.y]; };
+        return [pt(a), pt(b)];
+    }""",
+        [fig, list(frm), list(to)],
+    )
+    page.mouse.move(*at[0])
+    page.mouse.down()
+    page.mouse.move((at[0][0] + at[1][0]) / 2, (at[0][1] + at[1][1]) / 2)
+    page.mouse.move(*at[1])
+    page.mouse.up()
+
+
+def test_a_short_drag_is_a_click_and_a_flat_box_fits_y_to_its_data(browser: Browser) -> None:
+    """A drag of a few pixels leaves the chart as it was; a flat box over
+    part of W_P zooms x and fits y to the data in that range (it fills
+    most of the plot's height, never an empty chart)."""
+    page = browser.open(width=1100, height=900, explorer=False)
+    fig = "#fig-fig2-T"
+    before = _ticks(page, fig)
+    _drag(page, fig, (0.5, 0.5), (0.51, 0.51))
+    assert _ticks(page, fig) == before
+    _drag(page, fig, (0.6, 0.5), (0.9, 0.51))
+    assert _ticks(page, fig) != before
+    span = page.evaluate(
+        """(fig) => {
+        const svg = document.querySelector(fig + ' svg');
+        const [x, y, w, h] = svg.getAttribute('data-plot').split(' ').map(Number);
+        let lo = Infinity, hi = -Infinity;
+        svg.querySelectorAll('polyline').forEach(l => {
+            (l.getAttribute('points') || '').trim().split(/\\s+/).forEach(p => {
+                const [px, py] = p.split(',').map(Number);
+                if (px >= x && px <= x + w && py >= y && py <= y + h) { lo = Math.min(lo, py); hi = Math.max(hi, py); }
+            });
+        });
+        return (hi - lo) / h;
+    }""",
+        fig,
+    )
+    print(f"a flat box over W_P 60-90%: the data fill {100 * span:.0f}% of the plot's height")
+    assert span > 0.6, span
+    page.close()
+    assert browser.errors == []
+
+
 def test_nothing_overflows_700_px_and_ticks_stay_readable(browser: Browser) -> None:
     page = browser.open(width=700, height=900)
+    _open_all(page)
     width = page.evaluate("document.documentElement.scrollWidth")
     assert width <= 700, width
     smallest = page.evaluate(

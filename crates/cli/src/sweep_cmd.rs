@@ -84,6 +84,7 @@ pub fn run(a: &SweepArgs) -> anyhow::Result<()> {
                     "CPU cost per message".into(),
                 ),
             ],
+            layout: kicklab_report::Layout::Open,
         }],
     };
     // Everything computed: only now touch the file system.

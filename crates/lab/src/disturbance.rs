@@ -28,7 +28,7 @@
 //!
 //! What does not live here: running (`real`), repeating (`validate`).
 
-use kicklab_model::{fmt_ns, Params, Party, Profile, WaitMode};
+use kicklab_model::{fmt_ns_short, Params, Party, Profile, WaitMode};
 use kicklab_testbed::PairResult;
 use serde::ser::SerializeMap as _;
 use serde::{Serialize, Serializer};
@@ -182,9 +182,9 @@ impl std::fmt::Display for Warning {
                 f,
                 "polling took {}/message, {:.0}% above its floor max(W_P, W_C) = {} (margin {:.0}%): \
                  something else ran on these CPUs",
-                fmt_ns(t_ns),
+                fmt_ns_short(t_ns),
                 100.0 * (t_ns / floor_ns - 1.0),
-                fmt_ns(floor_ns),
+                fmt_ns_short(floor_ns),
                 100.0 * MARGIN
             ),
             Warning::OffCpu {
@@ -222,8 +222,8 @@ impl std::fmt::Display for Warning {
                 "the ring's cost per message varied across calibration's polling runs (median {}, \
                  90th percentile {}): something else ran while calibrating, so its N and S are in \
                  doubt too (kicklab calibrate --save FILE on a quiet machine)",
-                fmt_ns(median_ns),
-                fmt_ns(p90_ns)
+                fmt_ns_short(median_ns),
+                fmt_ns_short(p90_ns)
             ),
             Warning::BusyCalibration { cpus } => write!(
                 f,
@@ -236,7 +236,7 @@ impl std::fmt::Display for Warning {
                 f,
                 "calibrated {cost} is negative ({}: the woken party ran before the notifier's call \
                  returned); the model and simulator take it as 0 (docs/kvm.md)",
-                fmt_ns(mean_ns)
+                fmt_ns_short(mean_ns)
             ),
         }
     }

@@ -270,6 +270,7 @@ pub fn section() -> Section {
         heading: "Explorer: the model and the simulator, live".into(),
         html: h,
         figures: vec![],
+        layout: kicklab_report::Layout::Open,
     }
 }
 

@@ -20,7 +20,7 @@ use crate::knobs::Mechanism;
 use crate::{LabError, Silent};
 
 /// Significant digits of every figure in the box.
-const DIGITS: u32 = 3;
+const DIGITS: u32 = kicklab_model::SHORT_DIGITS;
 
 /// The paper's section 3.1 figures for its Fig. 4 set-up: FP at W_P = 1
 /// us, FC at W_P = 2 us (T, E in ns).
@@ -147,6 +147,7 @@ pub fn knobs_section(advice: &[AdviceCheck]) -> kicklab_report::Section {
         heading: "What to run here, in the knobs you have".into(),
         html: h,
         figures: vec![],
+        layout: kicklab_report::Layout::Open,
     }
 }
 

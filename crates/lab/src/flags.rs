@@ -221,7 +221,9 @@ pub fn section(runs: &[FlagsResult], signals: u64) -> Result<Section, LabError> 
         g(FlagPath::Bitmap),
         g(FlagPath::Epoll),
         g(FlagPath::Poll),
-        bitmap.map_or("-".into(), |(x, _)| format!("{x:.3}x")),
+        bitmap.map_or("-".into(), |(x, _)| {
+            format!("{}x", kicklab_model::sig(x, kicklab_model::SHORT_DIGITS))
+        }),
         sp(FlagPath::Poll)
     );
     let (id, heading, html) = if kvm {

@@ -4,7 +4,7 @@
 
 use std::time::Duration;
 
-use kicklab_model::fmt_ns;
+use kicklab_model::{fmt_ns_short, sig, SHORT_DIGITS};
 use kicklab_testbed::pingpong::{pingpong, Idle, PingPongConfig, PingPongResult};
 use kicklab_testbed::Backend;
 
@@ -179,12 +179,15 @@ pub fn table(be: Backend, runs: &[(Idle, PingPongResult)], van_riel: bool) -> Ve
     )];
     for (idle, r) in runs {
         lines.push(format!(
-            "{:<22} {:>12.0} {:>8.2}x {:>14} {:>11.2}",
+            "{:<22} {:>12.0} {:>8}x {:>14} {:>11}",
             idle.to_string(),
             r.rate_per_s,
-            r.rate_per_s / base,
-            fmt_ns(r.cpu_ns_per_msg),
-            r.responder_sleeps as f64 / r.messages.max(1) as f64
+            sig(r.rate_per_s / base, SHORT_DIGITS),
+            fmt_ns_short(r.cpu_ns_per_msg),
+            sig(
+                r.responder_sleeps as f64 / r.messages.max(1) as f64,
+                SHORT_DIGITS
+            )
         ));
     }
     if !van_riel {
@@ -210,13 +213,20 @@ pub fn table(be: Backend, runs: &[(Idle, PingPongResult)], van_riel: bool) -> Ve
         ) {
             _ if here.is_empty() => counterpart(here),
             _ if halt.is_none() => format!("{}: no halt run to compare with", counterpart(here)),
-            (Some(lo), Some(hi)) if hi - lo < 0.005 => format!("{}: {lo:.2}x", counterpart(here)),
-            (Some(lo), Some(hi)) => format!("{}: {lo:.2}-{hi:.2}x", counterpart(here)),
+            (Some(lo), Some(hi)) if sig(lo, SHORT_DIGITS) == sig(hi, SHORT_DIGITS) => {
+                format!("{}: {}x", counterpart(here), sig(lo, SHORT_DIGITS))
+            }
+            (Some(lo), Some(hi)) => format!(
+                "{}: {}-{}x",
+                counterpart(here),
+                sig(lo, SHORT_DIGITS),
+                sig(hi, SHORT_DIGITS)
+            ),
             _ => format!("{}: not run", counterpart(here)),
         };
         lines.push(format!(
-            "{name:<46} {rate:>10.0} {:>7.2}x  {measured}",
-            rate / VAN_RIEL[0].1
+            "{name:<46} {rate:>10.0} {:>7}x  {measured}",
+            sig(rate / VAN_RIEL[0].1, SHORT_DIGITS)
         ));
     }
     lines
@@ -276,16 +286,16 @@ mod tests {
         let lines = table(be, &runs, true);
         assert_eq!(lines.len(), 1 + runs.len() + 2 + VAN_RIEL.len());
         assert!(
-            lines[2].starts_with("halt") && lines[2].contains("1.00x"),
+            lines[2].starts_with("halt") && lines[2].contains(" 1x "),
             "{lines:?}"
         );
         // His rows carry the ratio measured here for their counterpart:
         // halt against itself, poll's over halt's, halt-poll not run.
         let his = &lines[1 + runs.len() + 2..];
-        assert!(his[0].ends_with("halt: 1.00x"), "{his:?}");
+        assert!(his[0].ends_with("halt: 1x"), "{his:?}");
         let poll = runs[0].1.rate_per_s / runs[1].1.rate_per_s;
         assert!(
-            his[4].ends_with(&format!("poll / haltpoll: {poll:.2}x")),
+            his[4].ends_with(&format!("poll / haltpoll: {}x", sig(poll, SHORT_DIGITS))),
             "{his:?}"
         );
         assert!(his[1].ends_with("halt-poll: not run"), "{his:?}");

@@ -695,18 +695,18 @@ pub fn table(f: &RealFigures) -> Table {
             f.scale
         ),
         vec![
-            Column::text("run", "run"),
-            Column::number("vm1_per_s", "VM1 /s"),
-            Column::number("vm1_model_per_s", "VM1 model"),
+            Column::text("run", "run").on_page(),
+            Column::number("vm1_per_s", "VM1 /s").on_page(),
+            Column::number("vm1_model_per_s", "VM1 model").on_page(),
             Column::number("vm1_model_at_cpu_per_s", "VM1 model at CPU"),
-            Column::number("vm2_per_s", "VM2 /s"),
-            Column::number("vm2_model_per_s", "VM2 model"),
+            Column::number("vm2_per_s", "VM2 /s").on_page(),
+            Column::number("vm2_model_per_s", "VM2 model").on_page(),
             Column::number("vm2_model_at_cpu_per_s", "VM2 model at CPU"),
-            Column::number("dropped_per_s", "dropped /s"),
+            Column::number("dropped_per_s", "dropped /s").on_page(),
             Column::number("shared_cpu", "shared stage CPU"),
             Column::number("others_cpu", "others' CPU"),
-            Column::number("error", "model error (judged: at CPU where disturbed)"),
-            Column::flag("disturbed", "disturbed"),
+            Column::number("error", "model error (judged: at CPU where disturbed)").on_page(),
+            Column::flag("disturbed", "disturbed").on_page(),
         ],
     );
     let r = |v: f64| (v * 1000.0).round() / 1000.0;
@@ -809,7 +809,7 @@ pub fn limit_chart(f: &RealFigures) -> Chart {
 
 /// The paragraph and table the qos section gets from the real runs.
 pub fn html(f: &RealFigures) -> String {
-    use kicklab_model::fmt_ns;
+    use kicklab_model::fmt_ns_short;
     let c = &f.capacity.0;
     let timed = c.run.vm_core == VmCore::Timed;
     let cores = match (timed, c.run.oversubscribed()) {
@@ -830,13 +830,13 @@ pub fn html(f: &RealFigures) -> String {
     let vm_cost = match c.run.vm_core {
         VmCore::Timed => format!(
             "a VM {} (timed)",
-            fmt_ns(c.system.vms[0].service_ns * f.scale)
+            fmt_ns_short(c.system.vms[0].service_ns * f.scale)
         ),
         VmCore::Guest => format!(
             "a VM {} of busy work by its guest's TSC",
-            fmt_ns(c.system.vms[0].service_ns * f.scale)
+            fmt_ns_short(c.system.vms[0].service_ns * f.scale)
         ),
-        VmCore::Busy => format!("a VM {} of CPU", fmt_ns(f.costs.vm_ns[0])),
+        VmCore::Busy => format!("a VM {} of CPU", fmt_ns_short(f.costs.vm_ns[0])),
     };
     let (heading, what) = if guest {
         (
@@ -877,10 +877,10 @@ pub fn html(f: &RealFigures) -> String {
          CPU the shared stage had). Targets: {}.</p>{}",
         f.scale,
         1.0 / f.scale,
-        fmt_ns(f.capacity.0.costs.shared_ns),
-        fmt_ns(f.capacity.1.costs.shared_ns),
-        fmt_ns(f.costs.kick_ns),
-        fmt_ns(f.costs.wake_ns),
+        fmt_ns_short(f.capacity.0.costs.shared_ns),
+        fmt_ns_short(f.capacity.1.costs.shared_ns),
+        fmt_ns_short(f.costs.kick_ns),
+        fmt_ns_short(f.costs.wake_ns),
         LOSS_TOLERANCE * 100.0,
         per_vm(f.lossless.0 .0),
         per_vm(f.lossless.1 .0),

@@ -6,7 +6,7 @@
 
 use std::fmt::Write as _;
 
-use kicklab_model::{fmt_ns, Profile};
+use kicklab_model::{fmt_ns_short, Profile};
 use kicklab_report::{Chart, Section, Series, Style};
 use kicklab_sim::scale::{simulate_scale, ScaleSim};
 use kicklab_testbed::scale::{scale, ScaleConfig, ScaleIdle, ScaleResult};
@@ -260,7 +260,7 @@ pub fn section(
             {
                 let d = ScaleSim::new(1, cpus, ScaleIdle::Spin);
                 #[allow(clippy::cast_precision_loss)]
-                let f = |ns: u64| fmt_ns(ns as f64);
+                let f = |ns: u64| fmt_ns_short(ns as f64);
                 let (slice, wake, kick, switch, client) =
                     (f(d.slice_ns), f(d.wake_ns), f(d.kick_ns), f(d.switch_ns), f(d.client_ns));
                 format!(
@@ -315,8 +315,8 @@ pub fn section(
              <code>docs/vm-mechanisms.md</code>, \"In the simulator\"); idle-with-timeout over spinning there: {sim8} \
              at 8 guests. Its round-robin scheduler has no wake-up preemption, so its spinning is the pessimistic \
              bound.</p>",
-            fmt_ns(o.kick_ns),
-            fmt_ns(o.wake_ns)
+            fmt_ns_short(o.kick_ns),
+            fmt_ns_short(o.wake_ns)
         );
     }
     for (name, chart) in [("throughput", &thr), ("cpu", &cpu)] {

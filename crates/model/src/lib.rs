@@ -61,8 +61,8 @@ pub use rates::{Latency, Rates};
 pub use regime::{Predicates, Regime};
 pub use strategy::{Estimator, ScaleIdle, WaitMode, Window, DEFAULT_LATENCY_NS};
 pub use time::{
-    fmt_ns, fmt_ns_sig, parse_duration_ns, parse_whole, shown, sig, split_range, to_ps,
-    DurationParseError, MAX_DURATION_NS, PS_PER_NS,
+    fmt_ns, fmt_ns_short, fmt_ns_sig, parse_duration_ns, parse_whole, shown, sig, split_range,
+    to_ps, DurationParseError, MAX_DURATION_NS, PS_PER_NS, SHORT_DIGITS,
 };
 
 /// The first item of `items` that an earlier one equals: a list flag or

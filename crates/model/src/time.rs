@@ -237,6 +237,16 @@ pub fn fmt_ns_sig(ns: f64, digits: u32) -> String {
     format!("{}{unit}", sig(v, digits))
 }
 
+/// Significant digits of a figure a reader compares at a glance (the
+/// report's text and tables, [`fmt_ns_short`]).
+pub const SHORT_DIGITS: u32 = 3;
+
+/// A time for people at a glance: [`fmt_ns_sig`] with [`SHORT_DIGITS`]
+/// (`1.11us` for 1105 ns, `53.4us`, `75.6ns`).
+pub fn fmt_ns_short(ns: f64) -> String {
+    fmt_ns_sig(ns, SHORT_DIGITS)
+}
+
 /// `v` with at most `digits` significant digits, trailing zeros dropped
 /// (a whole part longer than `digits` keeps its digits: 1234 at 3).
 pub fn sig(v: f64, digits: u32) -> String {

@@ -4,14 +4,17 @@
 //
 // Hover: the nearest point of any series (a line chart) or the cell under
 // the pointer (a map) is shown in a tooltip. Zoom: drag a box over the
-// plot (a flat box zooms x only, a narrow one y only); double-click or
-// "reset zoom" goes back. window.kicklabCharts.init(svg) sets up a chart
+// plot (a flat box zooms x only and fits y to the data in its x range, a
+// narrow one y only; a drag under MIN_BOX px both ways is a click);
+// double-click or "reset zoom" goes back. window.kicklabCharts.init(svg) sets up a chart
 // drawn later (the explorer's).
 (function () {
   "use strict";
   var NS = "http://www.w3.org/2000/svg";
   var tip = null;
   var clipId = 0;
+  // The least drag, in the chart's pixels, that zooms on an axis.
+  var MIN_BOX = 20;
 
   function tipDiv() {
     if (!tip) {
@@ -441,18 +444,47 @@
         var b = box(e);
         self.sel.remove();
         self.sel = null;
-        if (b.w < 6 && b.h < 6) return;
+        // A drag shorter than MIN_BOX both ways is a click, not a box.
+        if (b.w < MIN_BOX && b.h < MIN_BOX) return;
         var p = self.plot;
         // A flat box zooms x only, a narrow one y only.
+        var flat = b.h < MIN_BOX;
         var nb = {
-          x: b.w < 6 ? p.x : b.x,
-          w: b.w < 6 ? p.w : b.w,
-          y: b.h < 6 ? p.y : b.y,
-          h: b.h < 6 ? p.h : b.h,
+          x: b.w < MIN_BOX ? p.x : b.x,
+          w: b.w < MIN_BOX ? p.w : b.w,
+          y: flat ? p.y : b.y,
+          h: flat ? p.h : b.h,
         };
         var x0 = self.ux(nb.x);
         var y0 = self.uy(nb.y);
-        self.view = { x: x0, y: y0, w: self.ux(nb.x + nb.w) - x0, h: self.uy(nb.y + nb.h) - y0 };
+        var view = { x: x0, y: y0, w: self.ux(nb.x + nb.w) - x0, h: self.uy(nb.y + nb.h) - y0 };
+        if (self.pixels) {
+          var within = function (pt, y) {
+            return pt.px >= view.x && pt.px <= view.x + view.w && (!y || (pt.py >= view.y && pt.py <= view.y + view.h));
+          };
+          var inX = self.pixels.filter(function (pt) {
+            return within(pt, false);
+          });
+          // No data in the window at all: nothing to zoom to.
+          if (inX.length === 0) return;
+          // A flat box, or a box with no data in it, takes y from the data
+          // in its x range: the chart is never left empty.
+          var inBox = inX.filter(function (pt) {
+            return within(pt, true);
+          });
+          if (flat || inBox.length === 0) {
+            var lo = Infinity;
+            var hi = -Infinity;
+            inX.forEach(function (pt) {
+              lo = Math.min(lo, Math.max(pt.py, p.y));
+              hi = Math.max(hi, Math.min(pt.py, p.y + p.h));
+            });
+            var pad = Math.max((hi - lo) * 0.08, 4);
+            view.y = Math.max(lo - pad, p.y);
+            view.h = Math.min(hi + pad, p.y + p.h) - view.y;
+          }
+        }
+        self.view = view;
         self.apply();
       };
       window.addEventListener("mousemove", move);

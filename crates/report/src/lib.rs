@@ -23,7 +23,7 @@ pub use chart::{Band, Chart, Clip, ErrorBar, Mark, Series, Style, YScale, FIG_H,
 pub use heatmap::{Heatmap, MapCell};
 #[cfg(unix)]
 pub use out_dir::{OutDir, OutDirError, MARKER};
-pub use page::{html_escape, Page, Section};
+pub use page::{html_escape, text_html, Layout, Page, Section};
 pub use sweep::{
     regime_bands, regime_bands_of, regime_marks, sweep_charts, sweep_csv, sweep_table,
 };

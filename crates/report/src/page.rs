@@ -6,11 +6,27 @@
 use std::fmt::Write as _;
 use std::path::Path;
 
+use crate::paragraphs::{cut_long_paragraphs, fold_repeats, Printed};
 use crate::{write_atomic, Chart, ReportError, Table};
 
 /// The page's script: values on hover and zoom for every chart
 /// (`interact.js`, inlined: the page needs no network).
 pub const INTERACT_JS: &str = include_str!("interact.js");
+
+/// How much of a section the page shows before a click.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Layout {
+    /// Its first paragraph (the result) and its first figure; the rest
+    /// (method, tables, more charts) in a closed `<details>` below them.
+    #[default]
+    Summary,
+    /// Its first paragraph only; everything else, figures too, one click
+    /// away (a part of the page the reader may skip).
+    Lead,
+    /// Everything (a section that is itself the tool, such as the
+    /// explorer, or one already short).
+    Open,
+}
 
 /// One section of the page.
 #[derive(Debug, Clone, Default)]
@@ -23,6 +39,8 @@ pub struct Section {
     pub html: String,
     /// Figures: `(file stem, svg, caption)`.
     pub figures: Vec<(String, String, String)>,
+    /// What the page shows before a click.
+    pub layout: Layout,
 }
 
 impl Section {
@@ -33,6 +51,21 @@ impl Section {
             heading: heading.into(),
             ..Section::default()
         }
+    }
+
+    /// The same section, shown whole ([`Layout::Open`]).
+    #[must_use]
+    pub fn open(self) -> Self {
+        Section {
+            layout: Layout::Open,
+            ..self
+        }
+    }
+
+    /// The same section with this layout.
+    #[must_use]
+    pub fn with_layout(self, layout: Layout) -> Self {
+        Section { layout, ..self }
     }
 
     /// Appends `table` (as HTML, in its scrollable wrapper) to the body.
@@ -79,6 +112,114 @@ pub fn html_escape(s: &str) -> String {
         .replace('"', "&quot;")
 }
 
+/// A figure as the page shows it: the SVG, its caption and a link to its
+/// file.
+fn figure_html(stem: &str, svg: &str, caption: &str) -> String {
+    format!(
+        "<figure id=\"fig-{stem}\">{svg}<figcaption>{} (<a href=\"{stem}.svg\">{stem}.svg</a>)</figcaption></figure>\n",
+        html_escape(caption)
+    )
+}
+
+/// `html` split after its first paragraph, if it opens with one:
+/// `(lead, rest)`.
+fn split_lead(html: &str) -> (&str, &str) {
+    let t = html.trim_start();
+    let opens_with_p = t.starts_with("<p>") || t.starts_with("<p ");
+    match t.find("</p>") {
+        Some(end) if opens_with_p => t.split_at(end + "</p>".len()),
+        _ => ("", t),
+    }
+}
+
+/// What a closed block holds, in words: `the method, 2 tables and 3
+/// more charts`.
+fn more_summary(rest: &str, charts: usize) -> String {
+    let tables = rest.matches("<table").count() - rest.matches("kl-wide").count();
+    let mut parts = Vec::new();
+    if rest.contains("<p") || rest.contains("<ul") || rest.contains("<pre") {
+        parts.push("the method and details".to_string());
+    }
+    let plural = |n: usize, one: &str| {
+        if n == 1 {
+            format!("1 {one}")
+        } else {
+            format!("{n} {one}s")
+        }
+    };
+    if tables > 0 {
+        parts.push(plural(tables, "table"));
+    }
+    if charts > 0 {
+        parts.push(plural(charts, "more chart"));
+    }
+    match parts.len() {
+        0 => "More".into(),
+        1 => format!("More: {}", parts[0]),
+        n => format!("More: {} and {}", parts[..n - 1].join(", "), parts[n - 1]),
+    }
+}
+
+impl Section {
+    /// Writes the body after the heading: all of it ([`Layout::Open`]),
+    /// or the lead paragraph (and first figure, [`Layout::Summary`]) with
+    /// the rest in a closed `<details class="kl-more">`.
+    fn body_to(&self, h: &mut String, printed: &mut Printed) {
+        let body = cut_long_paragraphs(&fold_repeats(
+            &self.html,
+            (&self.id, &self.heading),
+            printed,
+        ));
+        let figures = self
+            .figures
+            .iter()
+            .map(|(stem, svg, c)| figure_html(stem, svg, c));
+        let (lead, rest) = match self.layout {
+            Layout::Open => (body.as_str(), ""),
+            Layout::Summary | Layout::Lead => split_lead(&body),
+        };
+        h.push_str(lead);
+        h.push('\n');
+        let (shown, more): (Vec<_>, Vec<_>) =
+            figures.enumerate().partition(|(i, _)| match self.layout {
+                Layout::Open => true,
+                Layout::Summary => *i == 0,
+                Layout::Lead => false,
+            });
+        for (_, f) in &shown {
+            h.push_str(f);
+        }
+        if rest.trim().is_empty() && more.is_empty() {
+            return;
+        }
+        let _ = write!(
+            h,
+            "<details class=\"kl-more\"><summary>{}</summary>\n{rest}\n",
+            more_summary(rest, more.len())
+        );
+        for (_, f) in &more {
+            h.push_str(f);
+        }
+        h.push_str("</details>\n");
+    }
+}
+
+/// Plain text as HTML: escaped, and each `` `span` `` a `<code>` element
+/// (texts shared with the command line write code as Markdown does).
+pub fn text_html(text: &str) -> String {
+    html_escape(text)
+        .split('`')
+        .enumerate()
+        .map(|(i, part)| {
+            if i % 2 == 1 {
+                format!("<code>{part}</code>")
+            } else {
+                part.to_string()
+            }
+        })
+        .collect()
+}
+
 impl Page {
     /// Renders `index.html`.
     pub fn to_html(&self) -> String {
@@ -98,6 +239,8 @@ impl Page {
              .kl-tip{{position:absolute;z-index:10;display:none;pointer-events:none;background:#fff;border:1px solid #888;\
              border-radius:4px;padding:.3em .55em;font-size:14px;line-height:1.35;box-shadow:0 1px 5px rgba(0,0,0,.25);max-width:24em}}\n\
              svg.kl-chart,svg.kl-map{{cursor:crosshair;user-select:none}} .kl-reset{{cursor:pointer}}\n\
+             details.kl-more,details.kl-wide{{margin:.6em 0}} details.kl-more>summary,details.kl-wide>summary{{cursor:pointer;color:#1a5fb4}}\n\
+             pre{{white-space:pre-wrap;overflow-wrap:anywhere}}\n\
              </style>\n<script>\n{js}</script></head><body>\n<h1>{t}</h1>\n{intro}\n\
              <p class=\"kl-hint\">Charts: hover for values; drag a box over a plot to zoom (a flat box zooms x only), \
              double-click to zoom back out.</p>\n<nav>",
@@ -109,21 +252,15 @@ impl Page {
             let _ = write!(h, "<a href=\"#{}\">{}</a>", s.id, html_escape(&s.heading));
         }
         h.push_str("</nav>\n");
+        let mut printed = Printed::new();
         for s in &self.sections {
-            let _ = write!(
+            let _ = writeln!(
                 h,
-                "<section id=\"{}\"><h2>{}</h2>\n{}\n",
+                "<section id=\"{}\"><h2>{}</h2>",
                 s.id,
-                html_escape(&s.heading),
-                crate::paragraphs::cut_long_paragraphs(&s.html)
+                html_escape(&s.heading)
             );
-            for (stem, svg, caption) in &s.figures {
-                let _ = writeln!(
-                    h,
-                    "<figure id=\"fig-{stem}\">{svg}<figcaption>{} (<a href=\"{stem}.svg\">{stem}.svg</a>)</figcaption></figure>",
-                    html_escape(caption)
-                );
-            }
+            s.body_to(&mut h, &mut printed);
             h.push_str("</section>\n");
         }
         h.push_str("</body></html>\n");
@@ -176,6 +313,7 @@ mod tests {
                 heading: "One & two".into(),
                 html: "<p>x</p>".into(),
                 figures: vec![("f".into(), "<svg></svg>".into(), "cap".into())],
+                layout: Layout::Summary,
             }],
         };
         let h = p.to_html();
@@ -205,6 +343,54 @@ mod tests {
         assert!(h.contains(".table-wrap{max-width:100%;overflow-x:auto}"));
         assert!(h.contains("<div class=\"table-wrap\"><table>"));
         assert!(h.contains("style=\"max-width:100%;height:auto\""));
+    }
+
+    /// A summary section shows its first paragraph and first figure; the
+    /// rest is one click away, and an open one shows everything.
+    #[test]
+    fn a_summary_shows_the_lead_and_first_figure_and_folds_the_rest() {
+        let fig = |n: &str| (n.to_string(), format!("<svg>{n}</svg>"), n.to_string());
+        let s = Section {
+            id: "s".into(),
+            heading: "S".into(),
+            html: "<p>The result.</p><p>How.</p><div class=\"table-wrap\"><table></table></div>"
+                .into(),
+            figures: vec![fig("a"), fig("b"), fig("c")],
+            layout: Layout::Summary,
+        };
+        let h = Page {
+            sections: vec![s.clone()],
+            ..Page::default()
+        }
+        .to_html();
+        let body = &h[h.find("<section").unwrap()..];
+        let (before, after) = body.split_once("<details class=\"kl-more\">").unwrap();
+        assert!(before.contains("<p>The result.</p>") && before.contains("<svg>a</svg>"));
+        assert!(!before.contains("How.") && !before.contains("<svg>b</svg>"));
+        assert!(after.starts_with(
+            "<summary>More: the method and details, 1 table and 2 more charts</summary>"
+        ));
+        assert!(
+            after.contains("How.")
+                && after.contains("<svg>b</svg>")
+                && after.contains("<svg>c</svg>")
+        );
+        let h = Page {
+            sections: vec![s.open()],
+            ..Page::default()
+        }
+        .to_html();
+        assert!(!h.contains("<details class=\"kl-more\">"));
+        assert!(h.contains("How.") && h.contains("<svg>c</svg>"));
+    }
+
+    #[test]
+    fn code_spans_in_text_become_code() {
+        assert_eq!(
+            text_html("halts with `sti; hlt` <here>"),
+            "halts with <code>sti; hlt</code> &lt;here&gt;"
+        );
+        assert_eq!(text_html("no code"), "no code");
     }
 
     /// The page carries its script (hover and zoom) inline, and loads

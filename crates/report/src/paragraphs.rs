@@ -1,4 +1,7 @@
-//! Long paragraphs cut at sentence ends: a page's texts are written per
+//! Paragraphs as the page prints them: a paragraph an earlier section
+//! already printed word for word is replaced by a link to it
+//! ([`fold_repeats`]), and long paragraphs are cut at sentence ends
+//! ([`cut_long_paragraphs`]). Long paragraphs: a page's texts are written per
 //! section, often as one paragraph of method, result and caveats; a reader
 //! takes them in pieces of at most [`MAX_WORDS`] words. Only `<p>`
 //! elements are cut, only after a sentence's full stop that is outside any
@@ -31,6 +34,59 @@ pub fn cut_long_paragraphs(html: &str) -> String {
             out.push_str("</p>");
         }
         rest = &rest[open_end + close + 4..];
+    }
+    out.push_str(rest);
+    out
+}
+
+/// Words a paragraph needs before a repeat of it is folded: shorter ones
+/// (a "Reproduce:" line) say different things in few words.
+const REPEAT_WORDS: usize = 12;
+
+/// Paragraphs the page has printed: their text, and the section (id,
+/// heading) that printed each first.
+pub type Printed = std::collections::HashMap<String, (String, String)>;
+
+/// `html` of section `here` (id, heading) with each paragraph of at least
+/// [`REPEAT_WORDS`] words that an earlier section printed (in `printed`)
+/// replaced by one line linking there; a run of them folds into one line.
+/// The paragraphs it keeps are added to `printed`.
+pub fn fold_repeats(html: &str, here: (&str, &str), printed: &mut Printed) -> String {
+    let mut out = String::with_capacity(html.len());
+    let mut rest = html;
+    let mut last_link: Option<String> = None;
+    while let Some(start) = find_p(rest) {
+        let Some(open_end) = rest[start..].find('>').map(|i| start + i + 1) else {
+            break;
+        };
+        let Some(close) = rest[open_end..].find("</p>") else {
+            break;
+        };
+        let between = &rest[..start];
+        let body = rest[open_end..open_end + close].trim();
+        let end = open_end + close + "</p>".len();
+        if !between.trim().is_empty() {
+            last_link = None;
+        }
+        out.push_str(between);
+        match printed.get(body) {
+            Some((id, heading)) if id != here.0 && words(body) >= REPEAT_WORDS => {
+                if last_link.as_deref() != Some(id) {
+                    out.push_str(&format!(
+                        "<p class=\"kl-same\">The same method as in <a href=\"#{id}\">{heading}</a>.</p>"
+                    ));
+                    last_link = Some(id.clone());
+                }
+            }
+            _ => {
+                printed
+                    .entry(body.to_string())
+                    .or_insert_with(|| (here.0.to_string(), crate::html_escape(here.1)));
+                out.push_str(&rest[start..end]);
+                last_link = None;
+            }
+        }
+        rest = &rest[end..];
     }
     out.push_str(rest);
     out
@@ -181,6 +237,25 @@ mod tests {
         let out = cut_long_paragraphs(&format!("<p>{body}</p>"));
         assert_eq!(out.matches("<p>").count(), 3, "{out}");
         assert!(out.contains("<p>W ≈ 1.3 µs here. ΣNS counts.</p>"), "{out}");
+    }
+
+    #[test]
+    fn a_paragraph_printed_before_is_a_link_and_a_run_of_them_one() {
+        let method = sentence(14, "method");
+        let other = sentence(14, "other");
+        let mut printed = Printed::new();
+        let first = format!("<p>{method}</p><p>{other}</p><p>Reproduce: x.</p>");
+        assert_eq!(fold_repeats(&first, ("a", "A & B"), &mut printed), first);
+        let second = format!("<p>Result.</p><p>{method}</p>\n<p>{other}</p><table></table><p>{other}</p><p>Reproduce: x.</p>");
+        let got = fold_repeats(&second, ("b", "B"), &mut printed);
+        let link = "<p class=\"kl-same\">The same method as in <a href=\"#a\">A &amp; B</a>.</p>";
+        assert_eq!(
+            got,
+            format!("<p>Result.</p>{link}\n<table></table>{link}<p>Reproduce: x.</p>")
+        );
+        // Within its own section a paragraph may repeat.
+        let again = format!("<p>{method}</p>");
+        assert_eq!(fold_repeats(&again, ("a", "A & B"), &mut printed), again);
     }
 
     #[test]

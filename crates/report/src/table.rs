@@ -1,12 +1,17 @@
 //! One table value rendered three ways: HTML (for the page), CSV (raw
 //! values, units in the header) and JSON (an array of objects).
 //!
+//! On the page a value has at most `SHORT_DIGITS` (3) significant digits and a
+//! table at most [`PAGE_COLUMNS`] columns; the whole table, every column
+//! and the same rounding, is one click away, and the CSV and JSON keep
+//! every digit.
+//!
 //! What lives here: the [`Table`] type and its renderings. What does not:
 //! which tables a report contains (the callers build them).
 
 use std::fmt::Write as _;
 
-use kicklab_model::fmt_ns;
+use kicklab_model::{fmt_ns_short, sig, SHORT_DIGITS as DIGITS};
 use serde_json::{Map, Value};
 
 use crate::page::html_escape;
@@ -14,7 +19,7 @@ use crate::page::html_escape;
 /// What a column holds, and so how its cells are shown.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Kind {
-    /// A time in ns: [`fmt_ns`] in HTML, the raw ns in CSV and JSON.
+    /// A time in ns: [`fmt_ns_short`] in HTML, the raw ns in CSV and JSON.
     Ns,
     /// A plain number.
     Number,
@@ -37,6 +42,10 @@ pub struct Column {
     pub label: String,
     /// How cells are shown.
     pub kind: Kind,
+    /// Shown on the page when the table has more than [`PAGE_COLUMNS`]
+    /// columns (see [`Column::on_page`]); every column is in the whole
+    /// table, the CSV and the JSON.
+    pub on_page: bool,
 }
 
 impl Column {
@@ -47,6 +56,7 @@ impl Column {
             unit: "ns".into(),
             label: label.into(),
             kind: Kind::Ns,
+            on_page: false,
         }
     }
 
@@ -57,6 +67,7 @@ impl Column {
             unit: String::new(),
             label: label.into(),
             kind: Kind::Number,
+            on_page: false,
         }
     }
 
@@ -67,6 +78,7 @@ impl Column {
             unit: String::new(),
             label: label.into(),
             kind: Kind::Flag,
+            on_page: false,
         }
     }
 
@@ -77,7 +89,17 @@ impl Column {
             unit: String::new(),
             label: label.into(),
             kind: Kind::Text,
+            on_page: false,
         }
+    }
+
+    /// This column among those a wide table shows on the page. A table
+    /// with any column so marked shows those (at most [`PAGE_COLUMNS`]),
+    /// else its first [`PAGE_COLUMNS`].
+    #[must_use]
+    pub fn on_page(mut self) -> Self {
+        self.on_page = true;
+        self
     }
 
     /// The key of CSV headers and JSON objects: `name_unit`, or `name`.
@@ -166,7 +188,14 @@ pub struct Table {
     pub rows: Vec<Vec<Cell>>,
 }
 
-/// A plain number for people: integers as such, else 4 decimals trimmed.
+/// Columns a table shows on the page; a wider one shows its first
+/// `PAGE_COLUMNS` (or those its caller marks with [`Column::on_page`]) and
+/// the whole table in a block that opens on a click.
+pub const PAGE_COLUMNS: usize = 8;
+
+/// A plain number for people: whole numbers (counts) as they are, others
+/// rounded to three significant digits, the whole part too (2301.6
+/// reads 2300).
 fn fmt_number(v: f64) -> String {
     if !v.is_finite() {
         return String::new();
@@ -174,8 +203,15 @@ fn fmt_number(v: f64) -> String {
     if v.fract() == 0.0 && v.abs() < 1e15 {
         return format!("{v}");
     }
-    let s = format!("{v:.4}");
-    s.trim_end_matches('0').trim_end_matches('.').to_string()
+    #[allow(clippy::cast_possible_truncation)]
+    let magnitude = v.abs().log10().floor() as i32;
+    #[allow(clippy::cast_possible_wrap)]
+    let whole = magnitude - (DIGITS as i32 - 1);
+    if whole > 0 {
+        let step = 10f64.powi(whole);
+        return format!("{}", (v / step).round() * step);
+    }
+    sig(v, DIGITS)
 }
 
 /// Quotes a CSV field if it needs it (RFC 4180).
@@ -210,23 +246,50 @@ impl Table {
     }
 
     /// The HTML table, in a horizontally scrollable `div.table-wrap`;
-    /// every text escaped.
+    /// every text escaped. A table of more than [`PAGE_COLUMNS`] columns
+    /// shows that many on the page and the whole table in a closed
+    /// `<details>` below them.
     pub fn to_html(&self) -> String {
+        if self.columns.len() <= PAGE_COLUMNS {
+            return self.html_of(&(0..self.columns.len()).collect::<Vec<_>>(), &self.title);
+        }
+        let marked: Vec<usize> = (0..self.columns.len())
+            .filter(|&i| self.columns[i].on_page)
+            .take(PAGE_COLUMNS)
+            .collect();
+        let shown = if marked.is_empty() {
+            (0..PAGE_COLUMNS).collect()
+        } else {
+            marked
+        };
+        let all: Vec<usize> = (0..self.columns.len()).collect();
+        format!(
+            "{}<details class=\"kl-wide\"><summary>All {} columns</summary>{}</details>\n",
+            self.html_of(&shown, &self.title),
+            self.columns.len(),
+            self.html_of(&all, "")
+        )
+    }
+
+    /// The columns `shown` (indices) as an HTML table.
+    fn html_of(&self, shown: &[usize], title: &str) -> String {
         let mut h = String::from("<div class=\"table-wrap\"><table>");
-        if !self.title.is_empty() {
-            let _ = write!(h, "<caption>{}</caption>", html_escape(&self.title));
+        if !title.is_empty() {
+            let _ = write!(h, "<caption>{}</caption>", html_escape(title));
         }
         h.push_str("<thead><tr>");
-        for c in &self.columns {
+        for c in shown.iter().map(|&i| &self.columns[i]) {
             let class = if c.kind == Kind::Text { " class=l" } else { "" };
             let _ = write!(h, "<th{class}>{}</th>", html_escape(c.heading()));
         }
         h.push_str("</tr></thead>\n<tbody>\n");
         for row in &self.rows {
             h.push_str("<tr>");
-            for (c, cell) in self.cells(row) {
+            for &i in shown {
+                let c = &self.columns[i];
+                let cell = row.get(i).unwrap_or(&Cell::Empty);
                 let text = match (cell, c.kind) {
-                    (Cell::Num(v), Kind::Ns) if v.is_finite() => fmt_ns(*v),
+                    (Cell::Num(v), Kind::Ns) if v.is_finite() => fmt_ns_short(*v),
                     (Cell::Num(v), _) => fmt_number(*v),
                     (Cell::Text(t), _) => t.clone(),
                     (Cell::Bool(b), _) => (if *b { "yes" } else { "no" }).into(),
@@ -310,6 +373,59 @@ impl Table {
 mod tests {
     use super::*;
 
+    #[test]
+    fn numbers_on_the_page_have_three_significant_digits_and_the_csv_all() {
+        let mut t = Table::new("", vec![Column::ns("t", "t"), Column::number("x", "x")]);
+        t.push(vec![53_430.2.into(), 2301.6.into()]);
+        t.push(vec![75.5979.into(), 0.012_345.into()]);
+        t.push(vec![1105.0.into(), 60_000u32.into()]);
+        let h = t.to_html();
+        for want in ["53.4us", "2300", "75.6ns", "0.0123", "1.11us", "60000"] {
+            assert!(h.contains(&format!(">{want}</td>")), "{want}: {h}");
+        }
+        assert_eq!(
+            t.to_csv(),
+            "t_ns,x\n53430.2,2301.6\n75.5979,0.012345\n1105,60000\n"
+        );
+    }
+
+    #[test]
+    fn a_wide_table_shows_eight_columns_and_the_rest_on_a_click() {
+        let columns: Vec<Column> = (0..12)
+            .map(|i| {
+                let c = Column::number(&format!("c{i}"), &format!("c{i}"));
+                if i % 3 == 0 {
+                    c.on_page()
+                } else {
+                    c
+                }
+            })
+            .collect();
+        let mut t = Table::new("wide", columns.clone());
+        t.push((0..12).map(|i| f64::from(i).into()).collect());
+        let h = t.to_html();
+        let (page, rest) = h.split_once("<details").unwrap();
+        assert_eq!(page.matches("</th>").count(), 4, "the marked ones: {page}");
+        assert!(page.contains("<th>c9</th>") && !page.contains("<th>c1</th>"));
+        assert!(rest.contains("<summary>All 12 columns</summary>"));
+        assert_eq!(rest.matches("</th>").count(), 12);
+        // Unmarked: the first eight.
+        let unmarked = Table {
+            columns: columns
+                .into_iter()
+                .map(|c| Column {
+                    on_page: false,
+                    ..c
+                })
+                .collect(),
+            ..t
+        };
+        let h = unmarked.to_html();
+        let page = h.split_once("<details").unwrap().0;
+        assert_eq!(page.matches("</th>").count(), PAGE_COLUMNS);
+        assert!(page.contains("<th>c7</th>") && !page.contains("<th>c8</th>"));
+    }
+
     fn sample() -> Table {
         let mut t = Table::new(
             "Points <&>",
@@ -336,7 +452,7 @@ mod tests {
         assert!(h.starts_with("<div class=\"table-wrap\"><table>"));
         assert!(h.contains("<caption>Points &lt;&amp;&gt;</caption>"));
         assert!(h.contains("<th>W_P</th><th class=l>regime</th><th>m</th><th>T model</th>"));
-        assert!(h.contains("<td>500ns</td><td class=l>FP</td><td>3</td><td>1.1505us</td>"));
+        assert!(h.contains("<td>500ns</td><td class=l>FP</td><td>3</td><td>1.15us</td>"));
         assert!(h.contains("a, &quot;b&quot; &lt;i&gt;"));
         assert!(!h.contains("<i>"));
     }

@@ -197,8 +197,8 @@ pub fn control_study(
                         "W_P up to {}: the strategies' sleeps and spins (0.5-200 us) are built \
                          for costs of at most {} (a study there would take minutes a point); \
                          `kicklab sim --strategy S` simulates one strategy at any cost",
-                        kicklab_model::fmt_ns(w_p.mean_ns()),
-                        kicklab_model::fmt_ns(crate::advise::MAX_COST_NS)
+                        kicklab_model::fmt_ns_short(w_p.mean_ns()),
+                        kicklab_model::fmt_ns_short(crate::advise::MAX_COST_NS)
                     ),
                 ));
             }
@@ -217,8 +217,8 @@ pub fn control_study(
                     reason: format!(
                         "a control study's strategies are built for costs of at most {} \
                          (a mean of {} here would take minutes a point)",
-                        kicklab_model::fmt_ns(crate::advise::MAX_COST_NS),
-                        kicklab_model::fmt_ns(cost.mean_ns())
+                        kicklab_model::fmt_ns_short(crate::advise::MAX_COST_NS),
+                        kicklab_model::fmt_ns_short(cost.mean_ns())
                     ),
                 }));
             }
@@ -503,7 +503,7 @@ pub fn section(
         workloads.join(","),
         spec.points,
         spec.messages,
-        kicklab_model::fmt_ns(spec.latency_ns),
+        kicklab_model::fmt_ns_short(spec.latency_ns),
         spec.seed
     );
     let held = study.held();
@@ -515,7 +515,7 @@ pub fn section(
             format!(
                 "<li>{}, W_P = {}: {}</li>",
                 p.workload.name(),
-                kicklab_model::fmt_ns(p.w_p_ns),
+                kicklab_model::fmt_ns_short(p.w_p_ns),
                 html_escape(&p.failures.join("; "))
             )
         })
@@ -550,7 +550,7 @@ pub fn section(
          0.2 us, p99 within the bound (constant W), and adaptive's E at polling's speed no more than any anchor's and within \
          1.25x of the best fixed sleep. {held} of {} points meet every target.</p>{missed}\
          <p>Reproduce: <code>{}</code>. Data: <a href=\"control.csv\">control.csv</a>.</p>",
-        kicklab_model::fmt_ns(spec.latency_ns),
+        kicklab_model::fmt_ns_short(spec.latency_ns),
         study.points.len(),
         html_escape(&cmd),
         charted = CHARTED.join(", ")
@@ -576,20 +576,20 @@ pub fn section(
     let mut table = Table::new(
         "adaptive against polling, the best anchor and the best fixed sleep, per point",
         vec![
-            Column::text("workload", "workload"),
-            Column::ns("w_p", "W_P"),
-            Column::ns("t_poll", "T poll"),
+            Column::text("workload", "workload").on_page(),
+            Column::ns("w_p", "W_P").on_page(),
+            Column::ns("t_poll", "T poll").on_page(),
             Column::ns("excess_poll", "excess poll"),
-            Column::ns("t_adaptive", "T adaptive"),
+            Column::ns("t_adaptive", "T adaptive").on_page(),
             Column::ns("excess_adaptive", "excess adaptive"),
             Column::number("t_ratio", "T ratio"),
             Column::number("excess_ratio", "excess ratio"),
-            Column::ns("p99", "p99 latency adaptive"),
-            Column::text("best_anchor", "best anchor at poll's T"),
+            Column::ns("p99", "p99 latency adaptive").on_page(),
+            Column::text("best_anchor", "best anchor at poll's T").on_page(),
             Column::ns("e_anchor", "its E"),
-            Column::ns("e_adaptive", "E adaptive"),
+            Column::ns("e_adaptive", "E adaptive").on_page(),
             Column::number("settle", "settle after a rate step [messages]"),
-            Column::text("verdict", "verdict"),
+            Column::text("verdict", "verdict").on_page(),
         ],
     );
     for p in &study.points {

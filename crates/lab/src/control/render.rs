@@ -3,7 +3,7 @@
 //! verdict and the simulator's picks. What does not live here: the study
 //! (`super`), its charts and CSV (`super::charts`, `super::csv`).
 
-use kicklab_model::fmt_ns;
+use kicklab_model::fmt_ns_short;
 use kicklab_report::{Page, Section};
 
 use super::{charts, ControlSpec, ControlStudy};
@@ -40,13 +40,14 @@ pub fn page(study: &ControlStudy, spec: &ControlSpec) -> Result<Page, LabError> 
             },
             spec.messages,
             spec.seed,
-            fmt_ns(spec.latency_ns)
+            fmt_ns_short(spec.latency_ns)
         ),
         sections: vec![Section {
             id: "control".into(),
             heading: "Strategies".into(),
             html: String::new(),
             figures,
+            layout: kicklab_report::Layout::Open,
         }],
     };
     Ok(page)
@@ -83,18 +84,18 @@ pub fn lines(study: &ControlStudy) -> Vec<String> {
                 format!(
                     "{} ({})",
                     r.strategy.split(':').next().unwrap_or(""),
-                    fmt_ns(r.e_ns)
+                    fmt_ns_short(r.e_ns)
                 )
             });
         lines.push(format!(
             "{:<7} {:>8} {:>9} {:>9} {:>8.3} {:>8} {:>9}  {:<24} {:<12} {}",
             p.workload.name(),
-            fmt_ns(p.w_p_ns),
-            fmt_ns(poll.t_ns),
-            fmt_ns(poll.excess_ns),
+            fmt_ns_short(p.w_p_ns),
+            fmt_ns_short(poll.t_ns),
+            fmt_ns_short(poll.excess_ns),
             p.t_ratio,
             p.excess_ratio.map_or("-".into(), |x| format!("{x:.3}")),
-            fmt_ns(adaptive.latency_ns[1]),
+            fmt_ns_short(adaptive.latency_ns[1]),
             anchor,
             p.best_sleep.clone().unwrap_or_else(|| "-".into()),
             if p.failures.is_empty() {
@@ -127,14 +128,14 @@ fn picks(study: &ControlStudy, lines: &mut Vec<String>) {
     for (p, k) in picks.iter().filter(|(_, k)| !k.holds) {
         lines.push(format!(
             "at W_P {} the simulator, from the profile, picks {}; measured, the cheapest within the bounds is {} ({}) and {} {}",
-            fmt_ns(p.w_p_ns),
+            fmt_ns_short(p.w_p_ns),
             k.simulated,
             k.measured,
-            fmt_ns(k.measured_e_ns),
+            fmt_ns_short(k.measured_e_ns),
             k.simulated,
             match (k.simulated_kept_bounds, k.simulated_measured_e_ns) {
                 (false, _) | (_, None) => "left the bounds".to_string(),
-                (true, Some(e)) => format!("cost {}", fmt_ns(e)),
+                (true, Some(e)) => format!("cost {}", fmt_ns_short(e)),
             }
         ));
     }

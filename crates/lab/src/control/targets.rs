@@ -5,6 +5,8 @@
 //! same study, on the same machine, that hour). What does not live here:
 //! running the study and drawing it (`control`).
 
+use kicklab_model::fmt_ns_short;
+
 use super::data::{anchors, PickCheck, Point, Run, Workload};
 
 /// Polling's excess under which the excess target does not apply [ns].
@@ -86,8 +88,10 @@ pub fn judge_simulated(p: &mut Point, adaptive: &str, latency_ns: f64) {
         if let Some(b) = &anchor {
             if a.e_ns > b.e_ns {
                 fail.push(format!(
-                    "E {:.1} ns above {}'s {:.1} ns at polling's speed",
-                    a.e_ns, b.strategy, b.e_ns
+                    "E {} above {}'s {} at polling's speed",
+                    with_excess(a.e_ns, b.e_ns),
+                    b.strategy,
+                    fmt_ns_short(b.e_ns)
                 ));
             }
         }
@@ -155,16 +159,21 @@ pub fn judge_real(p: &mut Point, adaptive: &str, latency_ns: f64) {
     if let Some(b) = &anchor {
         if a.excess_ns > ANCHOR_MARGIN * b.excess_ns {
             fail.push(format!(
-                "excess {:.1} ns above {ANCHOR_MARGIN}x {}'s {:.1} ns",
-                a.excess_ns, b.strategy, b.excess_ns
+                "excess {} above {ANCHOR_MARGIN}x {}'s {}",
+                with_excess(a.excess_ns, ANCHOR_MARGIN * b.excess_ns),
+                b.strategy,
+                fmt_ns_short(b.excess_ns)
             ));
         }
     }
     if a.t_ns > NOTIFY_MARGIN * notify.t_ns || a.excess_ns > NOTIFY_MARGIN * notify.excess_ns {
         fail.push(format!(
-            "worse than notify: T {:.1} ns and excess {:.1} ns against its {:.1} ns and {:.1} ns \
+            "worse than notify: T {} and excess {} against its {} and {} \
              (target <= {NOTIFY_MARGIN}x)",
-            a.t_ns, a.excess_ns, notify.t_ns, notify.excess_ns
+            fmt_ns_short(a.t_ns),
+            fmt_ns_short(a.excess_ns),
+            fmt_ns_short(notify.t_ns),
+            fmt_ns_short(notify.excess_ns)
         ));
     }
     if let Some(s) = &sleep {
@@ -175,19 +184,31 @@ pub fn judge_real(p: &mut Point, adaptive: &str, latency_ns: f64) {
     p.failures = fail;
 }
 
+/// `v` at a glance with how far it lies above `limit`: `2.51us (+0.4%)`,
+/// so a miss by less than the shown digits still reads as one.
+fn with_excess(v: f64, limit: f64) -> String {
+    format!(
+        "{} (+{}%)",
+        fmt_ns_short(v),
+        kicklab_model::sig(100.0 * (v / limit - 1.0), 2)
+    )
+}
+
 fn over_the_bound(a: &Run, latency_ns: f64) -> String {
     format!(
         "p99 latency {} over the bound {}",
-        kicklab_model::fmt_ns(a.latency_ns[1]),
-        kicklab_model::fmt_ns(latency_ns)
+        fmt_ns_short(a.latency_ns[1]),
+        fmt_ns_short(latency_ns)
     )
 }
 
 fn above_the_sleep(a: &Run, s: &Run) -> Option<String> {
     (a.e_ns > SLEEP_MARGIN * s.e_ns).then(|| {
         format!(
-            "E {:.1} ns above {SLEEP_MARGIN}x the best fixed sleep ({} at {:.1} ns)",
-            a.e_ns, s.strategy, s.e_ns
+            "E {} above {SLEEP_MARGIN}x the best fixed sleep ({} at {})",
+            with_excess(a.e_ns, SLEEP_MARGIN * s.e_ns),
+            s.strategy,
+            fmt_ns_short(s.e_ns)
         )
     })
 }

@@ -47,7 +47,8 @@ impl Verdict {
         match crate::flags::bitmap_within_target(runs) {
             Some((_, true)) => Verdict::Met,
             Some((x, false)) => Verdict::Missed(format!(
-                "{x:.3}x against {}x",
+                "{}x against {}x",
+                kicklab_model::sig(x, kicklab_model::SHORT_DIGITS),
                 crate::flags::BITMAP_SPREAD_TARGET
             )),
             None => Verdict::Missed("not measured".into()),

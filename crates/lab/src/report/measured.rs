@@ -7,7 +7,7 @@
 
 use std::fmt::Write as _;
 
-use kicklab_model::{fmt_ns, Params};
+use kicklab_model::{fmt_ns_short, Params};
 use kicklab_model::{Party, Profile, Stat};
 use kicklab_report::{html_escape, Cell, Chart, Column, Mark, Section, Series, Style, Table};
 use kicklab_sim::Vary;
@@ -38,7 +38,13 @@ fn costs_row(first: &str, p: &Profile, cell: impl Fn(&Stat) -> String) -> Vec<Ce
 fn mean_median(s: Option<&Stat>) -> String {
     s.map_or_else(
         || "-".into(),
-        |s| format!("{} ({})", fmt_ns(s.mean_ns), fmt_ns(s.median_ns)),
+        |s| {
+            format!(
+                "{} ({})",
+                fmt_ns_short(s.mean_ns),
+                fmt_ns_short(s.median_ns)
+            )
+        },
     )
 }
 
@@ -81,7 +87,7 @@ pub fn idle_chart(p: &Profile, be: &str) -> Chart {
             .iter()
             .map(|q| Mark {
                 x: x(q.gap_ns),
-                label: fmt_ns(q.gap_ns),
+                label: fmt_ns_short(q.gap_ns),
             })
             .collect(),
         ..Chart::default()
@@ -150,10 +156,10 @@ pub(super) fn testbed_sections(
         let cell = |s: &kicklab_testbed::Stat| {
             format!(
                 "{} ({}; {}-{})",
-                fmt_ns(s.mean_ns),
-                fmt_ns(s.median_ns),
-                fmt_ns(s.p10_ns),
-                fmt_ns(s.p90_ns)
+                fmt_ns_short(s.mean_ns),
+                fmt_ns_short(s.median_ns),
+                fmt_ns_short(s.p10_ns),
+                fmt_ns_short(s.p90_ns)
             )
         };
         table.push(vec![
@@ -201,6 +207,7 @@ pub(super) fn testbed_sections(
         heading: "Calibrated costs of this machine".into(),
         html: h,
         figures,
+        layout: kicklab_report::Layout::Summary,
     };
     let (be, profile) = profiles
         .into_iter()
@@ -248,6 +255,7 @@ pub(super) fn kvm_sections(
                 heading: "KVM guest (skipped)".into(),
                 html: format!("<p>Skipped on this machine: {}.</p>", html_escape(&why)),
                 figures: vec![],
+                layout: kicklab_report::Layout::Summary,
             }],
             Vec::new(),
         ));
@@ -269,15 +277,19 @@ pub(super) fn kvm_sections(
     let _ = write!(
         h,
         " (to within {}).</p>",
-        fmt_ns(p.clock_sync_ns.unwrap_or(f64::NAN))
+        fmt_ns_short(p.clock_sync_ns.unwrap_or(f64::NAN))
     );
     let mut table = costs_table("kvm costs vs the paper's", Column::text("what", ""), vec![]);
     table.push(costs_row("this machine", &p, |s| {
-        format!("{} ({})", fmt_ns(s.mean_ns), fmt_ns(s.median_ns))
+        format!(
+            "{} ({})",
+            fmt_ns_short(s.mean_ns),
+            fmt_ns_short(s.median_ns)
+        )
     }));
     let d = Params::default();
     let mut paper = vec![Cell::from("paper (QEMU/KVM, bare metal)")];
-    paper.extend([d.n_p, d.n_c, d.s_p, d.s_c].map(|c| Cell::from(fmt_ns(c.mean_ns()))));
+    paper.extend([d.n_p, d.n_c, d.s_p, d.s_c].map(|c| Cell::from(fmt_ns_short(c.mean_ns()))));
     table.push(paper);
     let mut ratios = vec![Cell::from("ratio (means)")];
     ratios.extend(p.means_over_paper().map(|r| Cell::from(format!("{r:.1}x"))));
@@ -316,6 +328,7 @@ pub(super) fn kvm_sections(
         heading: "KVM: calibrated costs vs the paper's".into(),
         html: h,
         figures,
+        layout: kicklab_report::Layout::Summary,
     };
     let vary = Vary::parse(crate::validate::FIG4_SWEEP).expect("valid");
     // Fig. 4 in both directions: the guest produces (tx, the paper's
@@ -402,7 +415,7 @@ pub(super) fn kvm_sections(
         "<p>The same with the guest in emulated real mode (<code>kicklab pingpong --backend kvm --guest emulated --work 20us</code>): \
          {}. Here halt polling is KVM's own (<code>KVM_CAP_HALT_POLL</code>) and <code>no-hlt-exit</code> is \
          <code>KVM_CAP_X86_DISABLE_EXITS</code>.</p><pre>{}</pre>",
-        html_escape(crate::pingpong::guest_line(kicklab_testbed::kvm::guest::GuestMode::Emulated)),
+        kicklab_report::text_html(crate::pingpong::guest_line(kicklab_testbed::kvm::guest::GuestMode::Emulated)),
         html_escape(&crate::pingpong::table(emulated, &runs, false).join("\n"))
     );
     pp.push_str(
@@ -416,6 +429,7 @@ pub(super) fn kvm_sections(
         heading: "Message passing: idle strategies (van Riel 2013, Denali)".into(),
         html: pp,
         figures: vec![],
+        layout: kicklab_report::Layout::Summary,
     };
     let mut out = vec![calib];
     out.extend(vals);

@@ -17,6 +17,7 @@ use crate::{Input, LabError, Progress};
 
 mod glance;
 mod measured;
+mod order;
 mod paper;
 
 pub use measured::idle_chart;
@@ -165,6 +166,8 @@ pub fn build(a: &ReportOptions, progress: &dyn Progress) -> Result<Report, LabEr
         Figure {
             id: "fig2",
             heading: "Fig. 2: time per message vs W_P (L = 256)",
+            result: "Below W_P = W_C (1.1 us) the producer is fast (FP) and slowing it down raises throughput, as the \
+                     paper says; from W_P of about 1.3 us every message costs a kick and T = W_P + N_P.",
             text: "The paper's Fig. 2 gives no parameters; here it is drawn with those of its Fig. 4 experiment: W_C = 1.1 us \
                    and the N and S it measured (section 3.3), with L = 256 and k_P = k_C = 1 (kicklab's choice: the paper \
                    does not give L or k for that experiment). Left of W_P = W_C the producer is fast (FP, P sleeps); right \
@@ -180,6 +183,7 @@ pub fn build(a: &ReportOptions, progress: &dyn Progress) -> Result<Report, LabEr
         Figure {
             id: "fig2-short",
             heading: "Fig. 2, short queue: time per message vs W_P (L = 4)",
+            result: "With a 4-slot queue the fast-producer side falls into SPS and SS, far above T_GP.",
             text: "The same costs with a 4-slot queue: the queue cannot absorb P's 3.9 us start-up, so the fast-producer \
                    side falls into SPS and SS, far above T_GP.",
             params: Params { len: 4, ..d },
@@ -188,6 +192,8 @@ pub fn build(a: &ReportOptions, progress: &dyn Progress) -> Result<Report, LabEr
         Figure {
             id: "fig3",
             heading: "Fig. 3: CPU cost per message vs W_C",
+            result: "Polling's CPU per message grows twice as fast as the notifying pair's, so away from W_P = W_C \
+                     notifications cost less CPU even where they are slower.",
             text: "W_P = 1 us. Polling costs 2 max(W_P, W_C): its slope is twice the others', so past some |W_P - W_C| \
                    notifications are cheaper in CPU even where they are slower.",
             params: d,
@@ -196,6 +202,8 @@ pub fn build(a: &ReportOptions, progress: &dyn Progress) -> Result<Report, LabEr
         Figure {
             id: "visibility",
             heading: "Kick visibility: time per message vs W_P, the kick seen half-way (V_P = N_P / 2)",
+            result: "A kick the consumer sees half-way through turns much of FP into EWC: every message costs a kick \
+                     and T = W_P + N_P, three times the V = N model's.",
             text: "The Fig. 2 set-up with C woken 1.2 us into P's 2.4 us kick (a KVM guest's ioeventfd kick is seen by the \
                    host about half-way through it). Where C is not faster than P, the V = N model says FP (P fills the queue \
                    and sleeps, T close to W_C); here C is woken inside the kick, takes the one message and sleeps again before \
@@ -210,6 +218,8 @@ pub fn build(a: &ReportOptions, progress: &dyn Progress) -> Result<Report, LabEr
         Figure {
             id: "random",
             heading: "Random costs: time per message vs W_P, every cost exponential",
+            result: "Variable costs smooth the closed form's staircase; where the simulator leaves the curve of the \
+                     means, the mean-value model is off.",
             text: "Every cost exponential with the Fig. 4 means. The closed form (of the means) keeps its staircase; the \
                    simulator shows how variable costs smooth it, and where the mean-value model is off.",
             params: d.with_exponential_costs(),
@@ -247,7 +257,8 @@ pub fn build(a: &ReportOptions, progress: &dyn Progress) -> Result<Report, LabEr
         .collect::<Vec<_>>()
         .join(" ");
         let html = format!(
-            "<p>{}</p><p>Reproduce: <code>{}</code>. Data: <a href=\"{id}.csv\">{id}.csv</a>.</p>",
+            "<p>{}</p><p>{}</p><p>Reproduce: <code>{}</code>. Data: <a href=\"{id}.csv\">{id}.csv</a>.</p>",
+            html_escape(f.result),
             html_escape(f.text),
             html_escape(cmd.trim()),
             id = f.id
@@ -268,6 +279,7 @@ pub fn build(a: &ReportOptions, progress: &dyn Progress) -> Result<Report, LabEr
                     e.caption(),
                 ),
             ],
+            layout: kicklab_report::Layout::Summary,
         });
         csvs.push((format!("{}.csv", f.id), sweep_csv(&pts, &vary)));
     }
@@ -457,11 +469,8 @@ pub fn build(a: &ReportOptions, progress: &dyn Progress) -> Result<Report, LabEr
     }
     sections.push(closed_forms_section());
     let findings = crate::findings::of_runs(&validated, a.seed)?;
-    // What to run, right after the regimes and the explorer.
-    sections.insert(
-        2.min(sections.len()),
-        crate::findings::knobs_section(&findings.advice),
-    );
+    sections.push(crate::findings::knobs_section(&findings.advice));
+    sections.push(order::glossary_section());
     csvs.push((
         "findings.json".into(),
         serde_json::to_string_pretty(&findings)
@@ -475,20 +484,22 @@ pub fn build(a: &ReportOptions, progress: &dyn Progress) -> Result<Report, LabEr
             heading: "kicklab's own targets".into(),
             html: format!("<details><summary>Each part's targets, met or what missed</summary>{targets}</details>"),
             figures: vec![],
+            layout: kicklab_report::Layout::Open,
         });
     }
+    let sections = order::in_reading_order(sections);
     let cores = std::thread::available_parallelism().map_or(1, std::num::NonZeroUsize::get);
     let page = Page {
         title: "kicklab report".into(),
         intro_html: format!(
             "<p>Producer/consumer synchronization after Rizzo et al., \"A Study of Speed Mismatches Between Communicating \
              Virtual Machines\" (ANCS 2016). Generated by <code>kicklab report --points {} --messages {} --seed {}</code> \
-             (kicklab {}) on a {cores}-core machine in {:.1} s, {}.</p>\n{}",
+             (kicklab {}) on a {cores}-core machine in {} s, {}.</p>\n{}",
             a.points,
             a.messages,
             a.seed,
             env!("CARGO_PKG_VERSION"),
-            started.elapsed().as_secs_f64(),
+            kicklab_model::sig(started.elapsed().as_secs_f64(), kicklab_model::SHORT_DIGITS),
             html_escape(&machine()),
             findings.html()
         ),
@@ -615,16 +626,17 @@ mod tests {
         assert_eq!(
             ids,
             [
+                "glossary",
                 "regimes",
                 "explorer",
-                "knobs",
                 "fig2",
                 "fig2-short",
                 "fig3",
                 "visibility",
                 "random",
-                "control",
                 "map",
+                "knobs",
+                "control",
                 "qos",
                 "scale-sim",
                 "closed-forms",

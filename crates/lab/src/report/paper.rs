@@ -91,17 +91,17 @@ pub(super) fn regimes_section(messages: u64, seed: u64) -> Result<Section, LabEr
     let mut table = Table::new(
         "one parameter set per regime",
         vec![
-            Column::text("regime", "regime"),
-            Column::text("meaning", "what it is"),
+            Column::text("regime", "regime").on_page(),
+            Column::text("meaning", "what it is").on_page(),
             Column::text("flags", "flags"),
-            Column::number("m", "m"),
-            Column::ns("T_model", "T model"),
-            Column::ns("T_sim", "T sim"),
-            Column::ns("E_model", "E model"),
-            Column::ns("E_sim", "E sim"),
+            Column::number("m", "m").on_page(),
+            Column::ns("T_model", "T model").on_page(),
+            Column::ns("T_sim", "T sim").on_page(),
+            Column::ns("E_model", "E model").on_page(),
+            Column::ns("E_sim", "E sim").on_page(),
             Column::ns("T_sim_exp", "T sim, exp costs"),
             Column::ns("E_sim_exp", "E sim, exp costs"),
-            Column::ns("T_poll", "T poll"),
+            Column::ns("T_poll", "T poll").on_page(),
             Column::ns("E_poll", "E poll"),
         ],
     );
@@ -152,6 +152,7 @@ pub(super) fn regimes_section(messages: u64, seed: u64) -> Result<Section, LabEr
         heading: "The regimes: model and simulator".into(),
         html: h,
         figures: vec![],
+        layout: kicklab_report::Layout::Summary,
     })
 }
 
@@ -161,7 +162,9 @@ pub(super) struct Figure {
     pub(super) id: &'static str,
     /// Heading.
     pub(super) heading: &'static str,
-    /// What it shows.
+    /// What it shows, in one or two sentences: the section's lead.
+    pub(super) result: &'static str,
+    /// How it was drawn and what else to see in it.
     pub(super) text: &'static str,
     /// The pair.
     pub(super) params: Params,
@@ -244,6 +247,7 @@ pub(super) fn closed_forms_section() -> Section {
         heading: "Closed forms".into(),
         html: h,
         figures: vec![],
+        layout: kicklab_report::Layout::Summary,
     }
 }
 

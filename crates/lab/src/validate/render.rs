@@ -3,7 +3,7 @@
 
 use std::fmt::Write as _;
 
-use kicklab_model::{fmt_ns, Params, Party};
+use kicklab_model::{fmt_ns_short, Params, Party};
 use kicklab_report::{html_escape, Chart, Column, ErrorBar, Section, Series, Style, Table};
 use kicklab_sim::Vary;
 use kicklab_testbed::Profile;
@@ -122,22 +122,22 @@ pub fn table(points: &[Point]) -> Table {
     let mut t = Table::new(
         "validation points",
         vec![
-            Column::ns("wp", "W_P"),
-            Column::text("regime", "model regime"),
-            Column::text("observed_sleeper", "who slept"),
+            Column::ns("wp", "W_P").on_page(),
+            Column::text("regime", "model regime").on_page(),
+            Column::text("observed_sleeper", "who slept").on_page(),
             Column::text("other_point", "other operating point"),
-            Column::ns("T_model", "T model"),
-            Column::ns("E_model", "E model"),
+            Column::ns("T_model", "T model").on_page(),
+            Column::ns("E_model", "E model").on_page(),
             Column::ns("T_model_medians", "T model (medians)"),
             Column::ns("T_model_idle", "T model (S at the sleepers' idle time)"),
             Column::ns("T_model_race", "T model (batch race drawn)"),
             Column::ns("E_model_race", "E model (batch race drawn)"),
             Column::ns("T_sim", "T sim"),
             Column::ns("E_sim", "E sim"),
-            Column::ns("T_real", "T measured"),
+            Column::ns("T_real", "T measured").on_page(),
             Column::ns("T_real_min", "min"),
             Column::ns("T_real_max", "max"),
-            Column::ns("E_real", "E measured"),
+            Column::ns("E_real", "E measured").on_page(),
             Column::ns("E_real_min", "min"),
             Column::ns("E_real_max", "max"),
             Column::ns("T_poll_model", "T poll model"),
@@ -156,7 +156,7 @@ pub fn table(points: &[Point]) -> Table {
             Column::ns("wake_c", "C's wake-up in the run"),
             Column::number("repetitions", "repetitions"),
             Column::number("tries", "tries"),
-            Column::flag("disturbed", "disturbed"),
+            Column::flag("disturbed", "disturbed").on_page(),
             Column::text("warnings", "warnings"),
         ],
     );
@@ -168,7 +168,9 @@ pub fn table(points: &[Point]) -> Table {
             p.regime.name().into(),
             observed(r).into(),
             p.other
-                .map_or(String::new(), |(g, t)| format!("{g} at {}", fmt_ns(t)))
+                .map_or(String::new(), |(g, t)| {
+                    format!("{g} at {}", fmt_ns_short(t))
+                })
                 .into(),
             p.model.0.into(),
             p.model.1.into(),
@@ -243,32 +245,37 @@ pub fn to_json(
     })
 }
 
+/// A share as a percentage at a glance (three significant digits).
+fn pct(share: f64) -> String {
+    kicklab_model::sig(100.0 * share, kicklab_model::SHORT_DIGITS)
+}
+
 /// The error lines of a set of points.
 fn errors_text(e: &Errors) -> String {
     format!(
-        "T, notify: median error {:.1}%, worst {:.1}% (model of the calibrated means vs measured)\n\
-         T, notify: median error {:.1}%, worst {:.1}% (model of the calibrated medians vs measured)\n\
-         T, notify: median error {:.1}% (simulator, calibrated spread and idle curve, vs measured)\n\
-         T, notify: median error {:.1}% (model with S at the sleepers' idle time, from the idle curve)\n\
-         T, notify: median error {:.1}%, worst {:.1}%; E {:.1}%, worst {:.1}% (model with the batch race drawn: s per kick with the calibrated spread)\n\
-         T, poll:   median error {:.1}%\n\
-         E, poll:   median error {:.1}%\n\
-         E, notify: median error {:.1}%, worst {:.1}% (CPU: a sleep counts what one cost the sleeper's CPU in calibration's reference pairs)\n\
+        "T, notify: median error {}%, worst {}% (model of the calibrated means vs measured)\n\
+         T, notify: median error {}%, worst {}% (model of the calibrated medians vs measured)\n\
+         T, notify: median error {}% (simulator, calibrated spread and idle curve, vs measured)\n\
+         T, notify: median error {}% (model with S at the sleepers' idle time, from the idle curve)\n\
+         T, notify: median error {}%, worst {}%; E {}%, worst {}% (model with the batch race drawn: s per kick with the calibrated spread)\n\
+         T, poll:   median error {}%\n\
+         E, poll:   median error {}%\n\
+         E, notify: median error {}%, worst {}% (CPU: a sleep counts what one cost the sleeper's CPU in calibration's reference pairs)\n\
          regimes:   {}/{} points where the side that slept is the one the model's regime says",
-        100.0 * e.median_err_t,
-        100.0 * e.worst_err_t,
-        100.0 * e.median_err_t_medians,
-        100.0 * e.worst_err_t_medians,
-        100.0 * e.median_err_t_sim,
-        100.0 * e.median_err_t_idle,
-        100.0 * e.median_err_t_race,
-        100.0 * e.worst_err_t_race,
-        100.0 * e.median_err_e_race,
-        100.0 * e.worst_err_e_race,
-        100.0 * e.median_err_t_poll,
-        100.0 * e.median_err_e_poll,
-        100.0 * e.median_err_e,
-        100.0 * e.worst_err_e,
+        pct(e.median_err_t),
+        pct(e.worst_err_t),
+        pct(e.median_err_t_medians),
+        pct(e.worst_err_t_medians),
+        pct(e.median_err_t_sim),
+        pct(e.median_err_t_idle),
+        pct(e.median_err_t_race),
+        pct(e.worst_err_t_race),
+        pct(e.median_err_e_race),
+        pct(e.worst_err_e_race),
+        pct(e.median_err_t_poll),
+        pct(e.median_err_e_poll),
+        pct(e.median_err_e),
+        pct(e.worst_err_e),
         e.regimes_agree,
         e.points
     )
@@ -289,14 +296,14 @@ pub fn summary_text(s: &Summary) -> String {
         let a = &s.all;
         let _ = write!(
             t,
-            " (marked; left out of the errors below)\n{}\nwith the disturbed: T, notify: median error {:.1}%, worst {:.1}%; \
-             T, poll: {:.1}%; E, poll: {:.1}%; E, notify: {:.1}%; regimes {}/{}",
+            " (marked; left out of the errors below)\n{}\nwith the disturbed: T, notify: median error {}%, worst {}%; \
+             T, poll: {}%; E, poll: {}%; E, notify: {}%; regimes {}/{}",
             errors_text(&s.undisturbed),
-            100.0 * a.median_err_t,
-            100.0 * a.worst_err_t,
-            100.0 * a.median_err_t_poll,
-            100.0 * a.median_err_e_poll,
-            100.0 * a.median_err_e,
+            pct(a.median_err_t),
+            pct(a.worst_err_t),
+            pct(a.median_err_t_poll),
+            pct(a.median_err_e_poll),
+            pct(a.median_err_e),
             a.regimes_agree,
             a.points
         );
@@ -312,7 +319,7 @@ pub fn summary_text(s: &Summary) -> String {
             if v.is_nan() {
                 "-".to_string()
             } else {
-                fmt_ns(v)
+                fmt_ns_short(v)
             }
         };
         let _ = write!(
@@ -334,10 +341,10 @@ pub fn summary_text(s: &Summary) -> String {
             t,
             "\nwakes:     {who}'s wake-ups in the runs took {} to {} (median {}) over the points where it slept \
              {WAKES_SEEN} times or more; the model takes {}",
-            fmt_ns(w.min),
-            fmt_ns(w.max),
-            fmt_ns(w.median),
-            fmt_ns(model)
+            fmt_ns_short(w.min),
+            fmt_ns_short(w.max),
+            fmt_ns_short(w.median),
+            fmt_ns_short(model)
         );
         let ratio = w.median / model;
         if model > 0.0 && !(1.0 / WAKE_DRIFT..=WAKE_DRIFT).contains(&ratio) {
@@ -352,18 +359,18 @@ pub fn summary_text(s: &Summary) -> String {
     if let Some(u) = s.poll_under_floor {
         let _ = write!(
             t,
-            "\nring:      polling ran under the model's floor at every point, by a median {:.1}%: calibration met \
+            "\nring:      polling ran under the model's floor at every point, by a median {}%: calibration met \
              the ring's cost per message in a slower state than these runs did (calibrate again)",
-            100.0 * u
+            pct(u)
         );
     }
     if s.repeat > 1 {
         let _ = write!(
             t,
-            "\nrepeats:   measured T varies by a median {:.1}% between repetitions (notify), {:.1}% (poll) \
+            "\nrepeats:   measured T varies by a median {}% between repetitions (notify), {}% (poll) \
              (max - min over the median)",
-            100.0 * s.median_spread_t,
-            100.0 * s.median_spread_t_poll
+            pct(s.median_spread_t),
+            pct(s.median_spread_t_poll)
         );
     }
     t
@@ -399,7 +406,7 @@ pub fn section(
     let slug = be.replace(' ', "-");
     let setup = if be.starts_with("kvm") {
         format!(
-            "One party inside a tiny KVM guest (its message loop in guest user mode; its kicks are `out`s to an \
+            "One party inside a tiny KVM guest (its message loop in guest user mode; its kicks are <code>out</code> instructions to an \
              ioeventfd port; it halts by exiting to the VMM, whose vCPU thread sleeps on a doorbell eventfd), the other \
              a host thread, the kicklab ring in guest memory; {placed}."
         )
@@ -438,7 +445,7 @@ pub fn section(
             let _ = write!(
                 disturbed,
                 "<li>W_P {}: {}</li>",
-                fmt_ns(p.x),
+                fmt_ns_short(p.x),
                 html_escape(&line)
             );
         }
@@ -452,20 +459,20 @@ pub fn section(
          scales each S on the idle curve at the sleeper's actual idle time; the model's E counts each sleep at what one \
          cost the sleeper's CPU in calibration's reference pairs (else the CPU part of a wake-up, S cpu). A bistable pair is compared at the operating point its runs sat in (who slept).</p>{disturbed}<pre>{}</pre>\
          <p>Reproduce: <code>{}</code>.</p>{table}",
-        fmt_ns(profile.np.mean_ns),
-        fmt_ns(profile.nc.mean_ns),
-        fmt_ns(profile.sp.mean_ns),
-        fmt_ns(profile.sc.mean_ns),
+        fmt_ns_short(profile.np.mean_ns),
+        fmt_ns_short(profile.nc.mean_ns),
+        fmt_ns_short(profile.sp.mean_ns),
+        fmt_ns_short(profile.sc.mean_ns),
         profile
             .visibility(Party::P)
-            .map_or_else(|| "= N_P".to_string(), |v| fmt_ns(v.mean_ns)),
+            .map_or_else(|| "= N_P".to_string(), |v| fmt_ns_short(v.mean_ns)),
         profile
             .visibility(Party::C)
-            .map_or_else(|| "= N_C".to_string(), |v| fmt_ns(v.mean_ns)),
+            .map_or_else(|| "= N_C".to_string(), |v| fmt_ns_short(v.mean_ns)),
         profile
             .overhead
             .as_ref()
-            .map_or_else(|| "not measured".to_string(), |o| fmt_ns(o.median_ns)),
+            .map_or_else(|| "not measured".to_string(), |o| fmt_ns_short(o.median_ns)),
         html_escape(&summary_text(&s)),
         html_escape(cmd)
     );
@@ -485,5 +492,6 @@ pub fn section(
                 e.caption(),
             ),
         ],
+        layout: kicklab_report::Layout::Summary,
     })
 }

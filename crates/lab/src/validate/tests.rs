@@ -90,7 +90,7 @@ mod sweep {
         let s = summarize(&[under.clone(), under.clone()]);
         assert!((s.poll_under_floor.unwrap() - 0.06).abs() < 1e-9);
         assert!(summary_text(&s)
-            .contains("polling ran under the model's floor at every point, by a median 6.0%"));
+            .contains("polling ran under the model's floor at every point, by a median 6%"));
         // Under at one point only, or by less than RING_DRIFT: nothing.
         assert_eq!(summarize(&[under.clone(), at]).poll_under_floor, None);
         for r in &mut under.reps {
@@ -162,7 +162,7 @@ mod sweep {
         let text = summary_text(&s);
         assert!(text.contains("2, 3 repetition(s) each"), "{text}");
         assert!(text.contains("0 disturbed"), "{text}");
-        assert!(text.contains("median error 10.0%, worst 20.0%"), "{text}");
+        assert!(text.contains("median error 10%, worst 20%"), "{text}");
         assert!(text.contains("repeats:"), "{text}");
         // The model with the batch race drawn has its own errors: here
         // exact at the first point (1100 against the median 1100), 40% over
@@ -203,9 +203,9 @@ mod sweep {
         assert!((s.all.worst_err_t - 0.75).abs() < 1e-12);
         let text = summary_text(&s);
         assert!(text.contains("1 disturbed (marked; left out"), "{text}");
-        assert!(text.contains("median error 0.0%, worst 0.0%"), "{text}");
+        assert!(text.contains("median error 0%, worst 0%"), "{text}");
         assert!(
-            text.contains("with the disturbed: T, notify: median error 37.5%, worst 75.0%"),
+            text.contains("with the disturbed: T, notify: median error 37.5%, worst 75%"),
             "{text}"
         );
         assert!(
@@ -216,7 +216,7 @@ mod sweep {
         let s = summarize(&[bad.clone(), bad]);
         let text = summary_text(&s);
         assert!(text.contains("2 disturbed (every point"), "{text}");
-        assert!(text.contains("median error 75.0%"), "{text}");
+        assert!(text.contains("median error 75%"), "{text}");
     }
 
     #[test]
