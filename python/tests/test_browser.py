@@ -208,6 +208,29 @@ def test_the_page_is_short_and_its_details_are_one_click_away(browser: Browser) 
     page.close()
 
 
+def test_each_regime_has_its_picture_without_a_click(browser: Browser) -> None:
+    """The regimes section shows, before any click, one panel per regime
+    of its table: P's and C's lanes of work, kicks, start-ups and sleeps."""
+    page = browser.open(width=1200, height=900, explorer=False)
+    assert page.is_visible("#fig-regime-timelines svg.kl-timeline")
+    titles = page.evaluate(
+        """() => Array.from(document.querySelectorAll('#fig-regime-timelines svg text[font-weight="600"]'))
+            .map(t => t.textContent.split(':')[0])"""
+    )
+    page.evaluate("document.querySelectorAll('#regimes details').forEach(d => { d.open = true; })")
+    regimes = page.evaluate(
+        """() => Array.from(document.querySelectorAll('#regimes table'))[0].tBodies[0].rows.length"""
+    )
+    assert len(titles) == regimes >= 8, titles
+    assert {"FP", "FC", "EWC"} <= set(titles), titles
+    kinds = page.evaluate(
+        """() => new Set(Array.from(document.querySelectorAll('#fig-regime-timelines svg rect title'))
+            .map(t => t.textContent.split(':')[0])).size"""
+    )
+    assert kinds >= 4, kinds
+    page.close()
+
+
 def test_no_table_on_the_page_is_wider_than_it_or_has_more_than_eight_columns(browser: Browser) -> None:
     """With every section's block opened, the tables shown have at most
     eight columns and fit the page at 1200 px; with the wide tables'

@@ -178,7 +178,7 @@ pub fn section(runs: &[FlagsResult], signals: u64) -> Result<Section, LabError> 
             error_bars: Vec::new(),
         })
         .collect(),
-        y_scale: YScale::Linear,
+        y_scale: YScale::Auto,
         ..Chart::default()
     };
     let (wake_title, notify_title) = if kvm {

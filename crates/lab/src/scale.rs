@@ -195,6 +195,8 @@ pub fn section(
                 line(ScaleIdle::Spin, &|r| r.throughput_per_s),
             ),
         ],
+        // Spinning guests' throughput falls by decades as guests share CPUs.
+        y_scale: kicklab_report::YScale::Auto,
         ..Chart::default()
     };
     let cpu = Chart {

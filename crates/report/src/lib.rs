@@ -3,7 +3,8 @@
 //!
 //! What lives here: turning results into files: charts ([`Chart`]), tables
 //! ([`Table`]: HTML, CSV, JSON), the page ([`Page`]), sweep results in
-//! those forms ([`sweep_table`], [`sweep_charts`]), and writing them:
+//! those forms ([`sweep_table`], [`sweep_charts`]), a run's intervals as
+//! lanes ([`timeline_svg`]), and writing them:
 //! [`write_atomic`] for one file, [`OutDir`] for a run's folder.
 //! What does not: computing results (model, sim, testbeds) or deciding what
 //! a report contains (the callers).
@@ -17,6 +18,7 @@ mod paragraphs;
 mod sweep;
 mod table;
 mod temporaries;
+mod timeline;
 mod write;
 
 pub use chart::{Band, Chart, Clip, ErrorBar, Mark, Series, Style, YScale, FIG_H, FIG_W};
@@ -31,6 +33,7 @@ pub use table::{Cell, Column, Kind, Table};
 pub use temporaries::{
     forget_temporary, is_registered, register_temporary, remove_temporaries, TemporariesRemoved,
 };
+pub use timeline::{timeline_svg, TimelinePanel};
 pub use write::{check_writable, write_atomic};
 
 /// A chart or a page could not be written.

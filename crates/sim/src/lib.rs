@@ -2,8 +2,9 @@
 //! `kicklab-model`, following the model's rules (`docs/model.md`) to the letter.
 //!
 //! What lives here: the two-party event loop ([`simulate`]), per-event cost
-//! sampling with one seeded stream per cost ([`Sampler`]), and parallel
-//! parameter sweeps that run model and simulator side by side ([`sweep`]).
+//! sampling with one seeded stream per cost ([`Sampler`]), parallel
+//! parameter sweeps that run model and simulator side by side ([`sweep`]),
+//! and a run's intervals, party by party, for a picture ([`timeline`]).
 //! What does not: the closed forms and the regime classifier (in
 //! `kicklab-model`), plotting (in `kicklab-report`).
 //!
@@ -38,6 +39,7 @@ mod run;
 mod sampler;
 pub mod scale;
 pub mod sweep;
+mod timeline;
 
 pub use config::{
     default_warmup, Combine, Flush, SimConfig, SimError, SimResult, Start, Totals, Window,
@@ -51,3 +53,4 @@ pub use sweep::{
     check_sweep_budget, over_budget, sweep, sweep_point, sweep_points, SweepPoint, Vary, VaryError,
     MAX_STUDY_MESSAGES,
 };
+pub use timeline::{timeline, Activity, Interval, Timeline};

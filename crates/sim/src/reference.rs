@@ -20,6 +20,7 @@ use kicklab_model::{to_ps, WaitMode};
 
 use crate::config::{SimConfig, SimError, Start, Totals};
 use crate::sampler::Sampler;
+use crate::timeline::{Activity, Timeline};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
 enum Kind {
@@ -58,12 +59,38 @@ struct Party {
 const P: usize = 0;
 const C: usize = 1;
 
+/// The model's party of an index.
+fn party(i: usize) -> kicklab_model::Party {
+    if i == P {
+        kicklab_model::Party::P
+    } else {
+        kicklab_model::Party::C
+    }
+}
+
 /// Runs the rules with a generic event queue and returns the run's totals.
 ///
 /// # Errors
 ///
 /// As [`crate::simulate`].
 pub fn simulate_reference(cfg: &SimConfig) -> Result<Totals, SimError> {
+    run(cfg, None)
+}
+
+/// [`simulate_reference`], noting each interval and the queue's fill in
+/// `rec` where given ([`crate::timeline`]).
+#[allow(clippy::too_many_lines)]
+pub(crate) fn run(cfg: &SimConfig, mut rec: Option<&mut Timeline>) -> Result<Totals, SimError> {
+    let note = |rec: &mut Option<&mut Timeline>, who: usize, what: Activity, from: u64, to: u64| {
+        if let Some(t) = rec.as_deref_mut() {
+            t.push(party(who), what, from, to);
+        }
+    };
+    let fill = |rec: &mut Option<&mut Timeline>, now: u64, n: u64| {
+        if let Some(t) = rec.as_deref_mut() {
+            t.fill.push((now, n));
+        }
+    };
     cfg.params.validate()?;
     if cfg.messages == 0 {
         return Err(SimError::NoMessages);
@@ -156,6 +183,7 @@ pub fn simulate_reference(cfg: &SimConfig) -> Result<Totals, SimError> {
                 if me == P {
                     published += 1;
                     published_at.push_back(now);
+                    fill(&mut rec, now, have[C]);
                 } else {
                     consumed += 1;
                     let t0 = published_at
@@ -165,6 +193,14 @@ pub fn simulate_reference(cfg: &SimConfig) -> Result<Totals, SimError> {
                         latency_sum += u128::from(now - t0);
                     }
                     if consumed >= stop {
+                        // Who sleeps or spins at the end does so up to it.
+                        for (i, party) in parties.iter().enumerate() {
+                            if party.asleep {
+                                note(&mut rec, i, Activity::Sleep, party.asleep_since, now);
+                            } else if let Some(since) = party.spinning_since {
+                                note(&mut rec, i, Activity::Spin, since, now);
+                            }
+                        }
                         return Ok(Totals {
                             time_ps: now,
                             published,
@@ -195,11 +231,21 @@ pub fn simulate_reference(cfg: &SimConfig) -> Result<Totals, SimError> {
                     parties[me].notifications += 1;
                     parties[me].busy += n;
                     parties[peer].busy += s;
+                    note(&mut rec, me, Activity::Kick, now, now + n);
+                    note(
+                        &mut rec,
+                        peer,
+                        Activity::Sleep,
+                        parties[peer].asleep_since,
+                        now + v,
+                    );
+                    note(&mut rec, peer, Activity::StartUp, now + v, now + v + s);
                     parties[peer].asleep = false;
                     push(&mut heap, &mut attempt_at, now + v + s, peer, Kind::Attempt);
                     push(&mut heap, &mut attempt_at, now + n, me, Kind::Attempt);
                 } else {
                     if let Some(since) = parties[peer].spinning_since.take() {
+                        note(&mut rec, peer, Activity::Spin, since, now);
                         parties[peer].busy += now - since;
                         parties[peer].gen += 1;
                         push(&mut heap, &mut attempt_at, now, peer, Kind::Attempt);
@@ -215,6 +261,10 @@ pub fn simulate_reference(cfg: &SimConfig) -> Result<Totals, SimError> {
                     have[me] -= 1;
                     let w = draw[work[me]].draw_ps();
                     parties[me].busy += w;
+                    note(&mut rec, me, Activity::Work, now, now + w);
+                    if me == C {
+                        fill(&mut rec, now, have[C]);
+                    }
                     push(&mut heap, &mut attempt_at, now + w, me, Kind::EndWork);
                 } else if ev.kind == Kind::Attempt && attempt_at[peer] == Some(now) {
                     // Nothing to take, and the peer attempts at this same
@@ -248,6 +298,7 @@ pub fn simulate_reference(cfg: &SimConfig) -> Result<Totals, SimError> {
             Kind::Deadline { gen } => {
                 if gen == parties[me].gen {
                     if let Some(since) = parties[me].spinning_since.take() {
+                        note(&mut rec, me, Activity::Spin, since, now);
                         parties[me].busy += now - since;
                         parties[me].asleep = true;
                         parties[me].asleep_since = now;

@@ -57,6 +57,9 @@ pub fn charts(points: &[Point], be: &str) -> (Chart, Chart) {
             x_label: "W_P [us]".into(),
             y_label: y_label.into(),
             series,
+            // A model's plateau over the measurements (a KVM guest's
+            // wake-up) spans decades: log there, so both read.
+            y_scale: kicklab_report::YScale::Auto,
             ..Chart::default()
         }
     };

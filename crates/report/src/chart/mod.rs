@@ -84,7 +84,15 @@ pub enum YScale {
     Linear,
     /// Logarithmic, decades; values <= 0 are left out.
     Log,
+    /// Logarithmic where the data are positive and span at least
+    /// [`DECADES_RATIO`] (one curve's plateau would squash the others into
+    /// the bottom of a linear axis), else linear.
+    Auto,
 }
+
+/// The largest over the smallest positive value from which
+/// [`YScale::Auto`] draws a log axis.
+pub const DECADES_RATIO: f64 = 20.0;
 
 /// Clipping of the y axis when one series dwarfs the others.
 #[derive(Debug, Clone, Copy, PartialEq, Default)]
@@ -335,6 +343,16 @@ impl Chart {
             .filter(|(x, y)| x.is_finite() && y.is_finite())
     }
 
+    /// Whether every finite y is positive and the largest is at least
+    /// [`DECADES_RATIO`] times the smallest.
+    fn spans_decades(&self) -> bool {
+        let (lo, hi) = self
+            .finite()
+            .map(|p| p.1)
+            .fold((f64::MAX, f64::MIN), |(a, b), y| (a.min(y), b.max(y)));
+        lo > 0.0 && hi >= DECADES_RATIO * lo
+    }
+
     /// The top of the y axis after clipping, and the note, if it clips.
     fn clip_top(&self) -> Option<(f64, String)> {
         let maxima: Vec<(usize, f64)> = self
@@ -398,7 +416,11 @@ impl Chart {
             (x0, x1) = (x0 - 0.5, x1 + 0.5);
         }
         // Y range.
-        let log = self.y_scale == YScale::Log;
+        let log = match self.y_scale {
+            YScale::Log => true,
+            YScale::Linear => false,
+            YScale::Auto => self.spans_decades(),
+        };
         let mut note = None;
         let (y0, y1) = if let Some(r) = self.y_range {
             if log {

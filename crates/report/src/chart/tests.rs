@@ -281,6 +281,29 @@ fn log_axis_spans_decades() {
     assert!(svg.contains("(log scale)"));
 }
 
+/// Auto: a log axis where the data span decades, linear where they do
+/// not or where a value is not positive.
+#[test]
+fn auto_scale_is_log_only_for_positive_data_over_decades() {
+    let chart = |ys: &[f64]| Chart {
+        series: vec![Series {
+            name: "s".into(),
+            points: ys.iter().enumerate().map(|(i, y)| (i as f64, *y)).collect(),
+            ..Series::default()
+        }],
+        y_scale: YScale::Auto,
+        clip: Clip::Off,
+        ..Chart::default()
+    };
+    assert!(chart(&[1.0, 2.0, 50.0]).layout(720, 480).log);
+    assert!(!chart(&[1.0, 2.0, 19.0]).layout(720, 480).log);
+    assert!(!chart(&[0.0, 2.0, 500.0]).layout(720, 480).log);
+    assert!(chart(&[1.0, 50.0])
+        .to_svg(720, 480)
+        .unwrap()
+        .contains("(log scale)"));
+}
+
 #[test]
 fn lines_are_cut_at_the_axis_bounds() {
     let r = clip_runs(&[(0.0, 1.0), (1.0, 3.0), (2.0, 1.0)], 0.0, 2.0);
