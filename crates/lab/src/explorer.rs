@@ -164,13 +164,23 @@ fn default_value(name: &str, d: &Params) -> String {
 /// script.
 pub fn section() -> Section {
     let d = Params::default();
-    let mut h = String::from(
-        "<p>The model with the parameters in hand: move a slider or type a value (a duration such as \
-         <code>2.3us</code> or <code>850ns</code>, or a distribution such as <code>exp:2us</code>, whose mean the \
-         model takes; the command line's syntax) and the regime, T, E, m and the curves follow. It is kicklab's own \
-         model and simulator, compiled to WebAssembly and inlined in this page: no network, no second \
-         implementation. The line under the results is the command that prints the same numbers.</p>\n",
-    );
+    // The lead is what a reader sees before opening the section: where the
+    // module could not be built it says so, and why, instead.
+    let mut h = if WASM.is_empty() {
+        format!(
+            "<p><b>The explorer is not in this page</b>: {}. Then run <code>kicklab report</code> again; until \
+             then <code>kicklab model</code> and <code>kicklab sim</code> give what it would.</p>\n",
+            html_escape(WHY_NOT.trim())
+        )
+    } else {
+        String::from(
+            "<p>The model with the parameters in hand: move a slider or type a value (a duration such as \
+             <code>2.3us</code> or <code>850ns</code>, or a distribution such as <code>exp:2us</code>, whose mean \
+             the model takes; the command line's syntax) and the regime, T, E, m and the curves follow. It is \
+             kicklab's own model and simulator, compiled to WebAssembly and inlined in this page: no network, no \
+             second implementation. The line under the results is the command that prints the same numbers.</p>\n",
+        )
+    };
     h.push_str(STYLE);
     let why = if WASM.is_empty() {
         format!(
