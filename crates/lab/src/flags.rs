@@ -200,9 +200,12 @@ pub fn section(runs: &[FlagsResult], signals: u64) -> Result<Section, LabError> 
         "The pair's CPU per message, the model fed these costs as N_P and S_C",
         "E [us] (W_P 2 us, W_C 1.1 us)",
         &|r| pair_model(r).map_or(f64::NAN, |(_, e)| e / 1e3),
-    );
-    let g = |p| growth(runs, p).map_or("-".into(), |x| format!("{x:.2}x"));
-    let sp = |p| spread(runs, p).map_or("-".into(), |x| format!("{x:.2}x"));
+    )
+    // The paths differ by a little at a level far from 0.
+    .with_fitted_y();
+    let ratio = |x: f64| format!("{}x", kicklab_model::sig(x, kicklab_model::SHORT_DIGITS));
+    let g = |p| growth(runs, p).map_or("-".into(), ratio);
+    let sp = |p| spread(runs, p).map_or("-".into(), ratio);
     let bitmap = bitmap_within_target(runs);
     let within = bitmap.map_or("not measured", |(_, ok)| if ok { "met" } else { "missed" });
     let gap = runs

@@ -379,6 +379,74 @@ pub fn summary_text(s: &Summary) -> String {
     t
 }
 
+/// The section's first paragraph: how far the model is from the
+/// measurements here, which of its variants comes closest, and how many
+/// points were disturbed; over the undisturbed points where there are
+/// any.
+pub(super) fn lead(s: &Summary) -> String {
+    let (e, which) = if s.undisturbed.points > 0 {
+        (&s.undisturbed, "undisturbed point")
+    } else {
+        (&s.all, "point")
+    };
+    if e.points == 0 || e.median_err_t.is_nan() {
+        return "<p>No point was measured.</p>\n".into();
+    }
+    let variants = [
+        (
+            "the model of the calibrated means (the thick line)",
+            e.median_err_t,
+        ),
+        (
+            "the model of the calibrated medians",
+            e.median_err_t_medians,
+        ),
+        (
+            "the simulator with the calibrated spread",
+            e.median_err_t_sim,
+        ),
+        (
+            "the model with S at the sleepers' idle time",
+            e.median_err_t_idle,
+        ),
+        ("the model with the batch race drawn", e.median_err_t_race),
+    ];
+    let closest = variants
+        .iter()
+        .filter(|v| v.1.is_finite())
+        .min_by(|a, b| a.1.total_cmp(&b.1))
+        .map_or("", |v| v.0);
+    let mut h = format!(
+        "<p>On this machine the model's T is {}% off the measured at the median {which} (worst {}%) and its E \
+         {}% (worst {}%); the side that slept is the one its regime says at {} of {} points. Of its variants, \
+         {closest} comes closest here (T {}% at the median).",
+        pct(e.median_err_t),
+        pct(e.worst_err_t),
+        pct(e.median_err_e),
+        pct(e.worst_err_e),
+        e.regimes_agree,
+        e.points,
+        pct(variants
+            .iter()
+            .filter(|v| v.1.is_finite())
+            .map(|v| v.1)
+            .fold(f64::INFINITY, f64::min)),
+    );
+    if s.disturbed == s.points {
+        let _ = write!(
+            h,
+            " Every point was disturbed: these figures are over them all."
+        );
+    } else if s.disturbed > 0 {
+        let _ = write!(
+            h,
+            " {} of {} points were disturbed and are left out.",
+            s.disturbed, s.points
+        );
+    }
+    h + "</p>\n"
+}
+
 /// The section for a page.
 ///
 /// # Errors
@@ -455,13 +523,14 @@ pub fn section(
         disturbed.push_str("</ul>");
     }
     let html = format!(
-        "<p>{setup} N and S from \
+        "{}<p>Method: {setup} N and S from \
          <code>kicklab calibrate --backend {be_flags}</code> (N_P {}, N_C {}, S_P {}, S_C {} means; V_P {}, V_C {}: when \
          the sleeping party sees the notification, from its start; the ring's own cost per message, {} (median), is added to W_P \
          and W_C). The model uses the means; the simulator draws them from lognormals with the measured spread and \
          scales each S on the idle curve at the sleeper's actual idle time; the model's E counts each sleep at what one \
          cost the sleeper's CPU in calibration's reference pairs (else the CPU part of a wake-up, S cpu). A bistable pair is compared at the operating point its runs sat in (who slept).</p>{disturbed}<pre>{}</pre>\
          <p>Reproduce: <code>{}</code>.</p>{table}",
+        lead(&s),
         fmt_ns_short(profile.np.mean_ns),
         fmt_ns_short(profile.nc.mean_ns),
         fmt_ns_short(profile.sp.mean_ns),

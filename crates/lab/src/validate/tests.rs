@@ -164,6 +164,16 @@ mod sweep {
         assert!(text.contains("0 disturbed"), "{text}");
         assert!(text.contains("median error 10%, worst 20%"), "{text}");
         assert!(text.contains("repeats:"), "{text}");
+        // The section's lead says the same, in a sentence.
+        let l = lead(&s);
+        assert!(
+            l.contains("T is 10% off the measured at the median undisturbed point (worst 20%)"),
+            "{l}"
+        );
+        assert!(
+            l.contains("at 2 of 2 points") && l.contains("comes closest here"),
+            "{l}"
+        );
         // The model with the batch race drawn has its own errors: here
         // exact at the first point (1100 against the median 1100), 40% over
         // at the second (1750 against 1250); E exact at both.

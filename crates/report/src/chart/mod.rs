@@ -328,6 +328,31 @@ fn median(mut v: Vec<f64>) -> f64 {
 }
 
 impl Chart {
+    /// The same chart with a linear y axis fitted to its data (a tenth of
+    /// their range above and below) instead of starting at 0: for curves
+    /// that differ by a little at a level far from 0, which an axis from 0
+    /// would squash into a sliver. The tick labels show where it starts.
+    #[must_use]
+    pub fn with_fitted_y(self) -> Self {
+        let (lo, hi) = self
+            .finite()
+            .map(|p| p.1)
+            .fold((f64::MAX, f64::MIN), |(a, b), y| (a.min(y), b.max(y)));
+        if lo > hi {
+            return self;
+        }
+        let pad = if hi > lo {
+            0.1 * (hi - lo)
+        } else {
+            0.05 * hi.abs().max(1e-9)
+        };
+        Chart {
+            y_range: Some((lo - pad, hi + pad)),
+            y_scale: YScale::Linear,
+            ..self
+        }
+    }
+
     /// The figure caption: the title (which names the metric) and the axes,
     /// e.g. `Fig. 3: CPU cost per message E (E [us of busy CPU/message]
     /// vs W_C [us])`.

@@ -304,6 +304,27 @@ fn auto_scale_is_log_only_for_positive_data_over_decades() {
         .contains("(log scale)"));
 }
 
+/// A fitted axis spans the data and a tenth more each way, not from 0.
+#[test]
+fn a_fitted_axis_spans_the_data() {
+    let c = Chart {
+        series: vec![Series {
+            name: "s".into(),
+            points: vec![(0.0, 10.0), (1.0, 12.0)],
+            ..Series::default()
+        }],
+        ..Chart::default()
+    }
+    .with_fitted_y();
+    assert_eq!(c.y_range, Some((9.8, 12.2)));
+    let l = c.layout(720, 480);
+    assert!(
+        (l.y.0 - 9.8).abs() < 1e-12 && (l.y.1 - 12.2).abs() < 1e-12,
+        "{:?}",
+        l.y
+    );
+}
+
 #[test]
 fn lines_are_cut_at_the_axis_bounds() {
     let r = clip_runs(&[(0.0, 1.0), (1.0, 3.0), (2.0, 1.0)], 0.0, 2.0);
