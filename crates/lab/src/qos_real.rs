@@ -923,6 +923,11 @@ pub fn section(f: &RealFigures, csv: &str) -> Result<Section, LabError> {
         f.seconds,
         csv = kicklab_report::html_escape(csv)
     ));
-    s.push_chart(&format!("{id}-limit"), &limit_chart(f), 960, 540)?;
+    s.push_chart(
+        &format!("{id}-limit"),
+        &limit_chart(f),
+        kicklab_report::FIG_W,
+        kicklab_report::FIG_H,
+    )?;
     Ok(s)
 }
