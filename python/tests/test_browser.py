@@ -243,6 +243,34 @@ def test_each_regime_has_its_picture_without_a_click(browser: Browser) -> None:
     page.close()
 
 
+def test_every_charts_data_fill_a_fifth_of_its_plot(browser: Browser) -> None:
+    """With every block opened, no chart's data (its lines and points)
+    span less than a fifth of its plot's height: a log or fitted axis
+    where one curve would squash the others."""
+    page = browser.open(width=1200, height=900, explorer=False)
+    _open_all(page)
+    shares = page.evaluate(
+        """() => Array.from(document.querySelectorAll('figure svg.kl-chart')).map(svg => {
+        const [x, y, w, h] = svg.getAttribute('data-plot').split(' ').map(Number);
+        let lo = Infinity, hi = -Infinity;
+        const add = (px, py) => {
+            if (px >= x - 0.5 && px <= x + w + 0.5 && py >= y - 0.5 && py <= y + h + 0.5) {
+                lo = Math.min(lo, py); hi = Math.max(hi, py);
+            }
+        };
+        svg.querySelectorAll('g.kl-zoom polyline').forEach(l => (l.getAttribute('points') || '').trim()
+            .split(/\\s+/).forEach(p => { const [a, c] = p.split(',').map(Number); add(a, c); }));
+        svg.querySelectorAll('g.kl-zoom circle').forEach(c => add(+c.getAttribute('cx'), +c.getAttribute('cy')));
+        return [svg.closest('figure').id, (hi - lo) / h];
+    })"""
+    )
+    assert len(shares) >= 10
+    squashed = [(f, round(v, 2)) for f, v in shares if not v >= 0.2]
+    print(f"{len(shares)} charts; the least filled: {min(shares, key=lambda s: s[1])}")
+    assert squashed == [], squashed
+    page.close()
+
+
 def test_no_table_on_the_page_is_wider_than_it_or_has_more_than_eight_columns(browser: Browser) -> None:
     """With every section's block opened, the tables shown have at most
     eight columns and fit the page at 1200 px; with the wide tables'

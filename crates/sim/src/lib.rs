@@ -47,10 +47,11 @@ pub use config::{
 };
 pub use control::{simulate_control, simulate_trace};
 pub use kicklab_model::{Latency, Rates};
+pub use reference::timeline;
 pub use run::simulate;
 pub use sampler::Sampler;
 pub use sweep::{
     check_sweep_budget, over_budget, sweep, sweep_point, sweep_points, SweepPoint, Vary, VaryError,
     MAX_STUDY_MESSAGES,
 };
-pub use timeline::{timeline, Activity, Interval, Timeline};
+pub use timeline::{Activity, Interval, Timeline};

@@ -1,6 +1,9 @@
 //! A plain reference implementation of the same rules: a generic event queue
 //! (`BinaryHeap`), one event per action, no folding, no specialisation.
 //!
+//! It also notes, where asked, what each party did interval by interval
+//! ([`timeline`]): the picture of a regime.
+//!
 //! It exists for two reasons. It is an independent check of the fast loop in
 //! `engine.rs`: fed the same seeded cost streams it draws the same values, so
 //! the two must agree exactly, with random costs and spin budgets too. And it
@@ -75,6 +78,27 @@ fn party(i: usize) -> kicklab_model::Party {
 /// As [`crate::simulate`].
 pub fn simulate_reference(cfg: &SimConfig) -> Result<Totals, SimError> {
     run(cfg, None)
+}
+
+/// Runs `cfg` (notify, poll or spin; at most 100 000 messages) and returns
+/// what each party did. With the same seed its totals are the fast loop's
+/// (the reference loop is checked against it to the picosecond).
+///
+/// # Errors
+///
+/// As [`simulate_reference`], and
+/// [`SimError::TooManyMessages`] past 100 000 messages (a picture needs a
+/// few rounds, not a measurement).
+pub fn timeline(cfg: &SimConfig) -> Result<Timeline, SimError> {
+    const MAX: u64 = 100_000;
+    let total = cfg.messages.saturating_add(cfg.warmup);
+    if total > MAX {
+        return Err(SimError::TooManyMessages(u128::from(total)));
+    }
+    let mut t = Timeline::default();
+    let totals = run(cfg, Some(&mut t))?;
+    t.end_ps = totals.time_ps;
+    Ok(t)
 }
 
 /// [`simulate_reference`], noting each interval and the queue's fill in
@@ -313,4 +337,104 @@ pub(crate) fn run(cfg: &SimConfig, mut rec: Option<&mut Timeline>) -> Result<Tot
         free: have[P],
         avail: have[C],
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::timeline::Interval;
+    use kicklab_model::{predict, Cost, Params, Party, Regime};
+
+    fn busy(t: &Timeline, party: Party) -> u64 {
+        t.intervals
+            .iter()
+            .filter(|i| i.party == party && i.activity != Activity::Sleep)
+            .map(|i| i.to_ps - i.from_ps)
+            .sum()
+    }
+
+    /// A party's intervals never overlap, and its busy ones add up to the
+    /// busy time the run reports; the fill stays within the queue.
+    #[test]
+    fn intervals_tile_each_party_and_add_up_to_its_busy_time() {
+        for (w_p, mode) in [
+            (500.0, WaitMode::Notify),
+            (2000.0, WaitMode::Notify),
+            (1000.0, WaitMode::Poll),
+            (700.0, WaitMode::Spin { budget_ns: 800.0 }),
+        ] {
+            let p = Params {
+                w_p: Cost::Const(w_p),
+                ..Params::default()
+            };
+            let cfg = SimConfig::new(p, mode, 2_000);
+            let t = timeline(&cfg).unwrap();
+            let totals = simulate_reference(&cfg).unwrap();
+            assert_eq!(t.end_ps, totals.time_ps);
+            for party in [Party::P, Party::C] {
+                let mut own: Vec<&Interval> =
+                    t.intervals.iter().filter(|i| i.party == party).collect();
+                own.sort_by_key(|i| i.from_ps);
+                for w in own.windows(2) {
+                    assert!(w[0].to_ps <= w[1].from_ps, "{w:?} overlap ({mode:?})");
+                }
+                let want = if party == Party::P {
+                    totals.busy_p_ps
+                } else {
+                    totals.busy_c_ps
+                };
+                // A spin still running at the end is drawn up to it but
+                // is not in the totals.
+                let open: u64 = t
+                    .intervals
+                    .iter()
+                    .filter(|i| {
+                        i.party == party && i.activity == Activity::Spin && i.to_ps == t.end_ps
+                    })
+                    .map(|i| i.to_ps - i.from_ps)
+                    .sum();
+                assert_eq!(busy(&t, party) - open, want, "{party:?} {mode:?}");
+            }
+            assert!(t.fill.iter().all(|&(_, n)| n <= u64::from(p.len)));
+        }
+    }
+
+    /// In FP the producer sleeps and the consumer is woken never; in FC the
+    /// other way round: the picture shows who sleeps.
+    #[test]
+    fn the_sleeper_is_the_regimes() {
+        for (w_p, regime, sleeper) in [
+            (1000.0, Regime::FP, Party::P),
+            (2000.0, Regime::FC, Party::C),
+        ] {
+            let p = Params {
+                w_p: Cost::Const(w_p),
+                ..Params::default()
+            };
+            assert_eq!(predict(&p, WaitMode::Notify).unwrap().regime, regime);
+            let t = timeline(&SimConfig::new(p, WaitMode::Notify, 5_000)).unwrap();
+            let late = t.end_ps / 2;
+            let sleeps = |party| {
+                t.intervals
+                    .iter()
+                    .filter(|i| {
+                        i.party == party && i.activity == Activity::Sleep && i.from_ps > late
+                    })
+                    .count()
+            };
+            let other = if sleeper == Party::P {
+                Party::C
+            } else {
+                Party::P
+            };
+            assert!(sleeps(sleeper) > 0, "{regime:?}");
+            assert_eq!(sleeps(other), 0, "{regime:?}");
+        }
+    }
+
+    #[test]
+    fn a_picture_is_refused_past_its_message_limit() {
+        let cfg = SimConfig::new(Params::default(), WaitMode::Notify, 200_000);
+        assert!(matches!(timeline(&cfg), Err(SimError::TooManyMessages(_))));
+    }
 }
