@@ -411,11 +411,12 @@ pub(super) fn lead(s: &Summary) -> String {
         ),
         ("the model with the batch race drawn", e.median_err_t_race),
     ];
-    let closest = variants
+    // The variant with the least median error, and that error.
+    let (closest, closest_err) = variants
         .iter()
         .filter(|v| v.1.is_finite())
         .min_by(|a, b| a.1.total_cmp(&b.1))
-        .map_or("", |v| v.0);
+        .map_or(("", f64::NAN), |v| *v);
     let mut h = format!(
         "<p>On this machine the model's T is {}% off the measured at the median {which} (worst {}%) and its E \
          {}% (worst {}%); the side that slept is the one its regime says at {} of {} points. Of its variants, \
@@ -426,17 +427,10 @@ pub(super) fn lead(s: &Summary) -> String {
         pct(e.worst_err_e),
         e.regimes_agree,
         e.points,
-        pct(variants
-            .iter()
-            .filter(|v| v.1.is_finite())
-            .map(|v| v.1)
-            .fold(f64::INFINITY, f64::min)),
+        pct(closest_err),
     );
     if s.disturbed == s.points {
-        let _ = write!(
-            h,
-            " Every point was disturbed: these figures are over them all."
-        );
+        h.push_str(" Every point was disturbed: these figures are over them all.");
     } else if s.disturbed > 0 {
         let _ = write!(
             h,
