@@ -1,0 +1,33 @@
+#!/usr/bin/env bash
+# Records the traces in this folder: a kicklab run under `perf record -a`,
+# printed with `perf script --ns` and compressed, beside the run's own
+# `--json` output (its measured costs: what `kicklab trace` is checked
+# against). Needs perf with the sched, syscalls and kvm tracepoints, root
+# (or perf_event_paranoid <= -1) and, for the kvm cases, /dev/kvm.
+#
+#   bash crates/trace/tests/data/record.sh target/release/kicklab OUTDIR
+set -euo pipefail
+kicklab=$(realpath "$1")
+out=${2:-.}
+mkdir -p "$out"
+cd "$out"
+events=(-e sched:sched_switch -e sched:sched_waking
+        -e kvm:kvm_exit -e kvm:kvm_entry -e kvm:kvm_pio -e kvm:kvm_mmio
+        -e kvm:kvm_emulate_insn -e kvm:kvm_userspace_exit
+        -e syscalls:sys_enter_futex -e syscalls:sys_exit_futex
+        -e syscalls:sys_enter_read -e syscalls:sys_exit_read
+        -e syscalls:sys_enter_write --exclude-perf -e syscalls:sys_exit_write --exclude-perf)
+record() { # name, then the run's arguments
+  local name=$1; shift
+  perf record -q -a -m 8192 -o "$name.data" "${events[@]}" -- "$kicklab" run "$@" --json > "$name.run.json"
+  perf script -i "$name.data" --ns 2>/dev/null | gzip -9 > "$name.txt.gz"
+  rm -f "$name.data"
+}
+"$kicklab" calibrate --backend futex --save futex.profile.json > /dev/null
+record futex --backend futex --profile futex.profile.json --messages 50000 --wp 2us
+if [ -c /dev/kvm ]; then
+  "$kicklab" calibrate --backend kvm --direction tx --save kvm-tx.profile.json > /dev/null
+  record kvm-tx --backend kvm --direction tx --profile kvm-tx.profile.json --messages 20000 --wp 2us
+  "$kicklab" calibrate --backend kvm --direction rx --save kvm-rx.profile.json > /dev/null
+  record kvm-rx --backend kvm --direction rx --profile kvm-rx.profile.json --messages 20000 --wc 2us
+fi
