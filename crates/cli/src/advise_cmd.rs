@@ -96,7 +96,7 @@ pub fn run(a: &AdviseArgs) -> anyhow::Result<()> {
     Ok(())
 }
 
-fn print_knob(k: &Knob) {
+pub(crate) fn print_knob(k: &Knob) {
     let figures = |c: &kicklab_lab::advise::Candidate| {
         format!(
             "T {}, E {}, p99 {}",

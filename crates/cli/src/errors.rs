@@ -80,6 +80,7 @@ pub fn usage_of(e: &anyhow::Error) -> Option<String> {
         use kicklab_lab::LabError;
         return match l {
             LabError::Testbed(t) => testbed_usage(t),
+            LabError::Trace(t) => Some(t.to_string()),
             LabError::Input {
                 input: kicklab_lab::Input::Axes,
                 reason,

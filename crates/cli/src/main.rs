@@ -31,6 +31,7 @@ mod scale_cmd;
 mod show;
 mod sim_cmd;
 mod sweep_cmd;
+mod trace_cmd;
 mod validate_cmd;
 
 use clap::{CommandFactory, FromArgMatches, Parser, Subcommand};
@@ -87,6 +88,8 @@ enum Cmd {
     Map(map_cmd::MapArgs),
     /// Reproduce the figures and tables as one HTML page with plots.
     Report(report_cmd::ReportArgs),
+    /// A real pair's costs, regime and advice from a kernel trace of it (`perf script` or `trace-cmd report` text).
+    Trace(trace_cmd::TraceArgs),
     /// Forecast recorded validations again from their profiles and judge the forecasts (coverage, sharpness); also `validate --replay DIR`.
     Replay(replay_cmd::ReplayArgs),
 }
@@ -179,6 +182,7 @@ fn kicklab() -> u8 {
         Cmd::Pingpong(a) => pingpong_cmd::run(&a),
         Cmd::Control(a) => control_cmd::run(&a),
         Cmd::Advise(a) => advise_cmd::run(&a),
+        Cmd::Trace(a) => trace_cmd::run(&a),
         Cmd::Qos(a) => qos_cmd::run(&a),
         Cmd::Scale(a) => scale_cmd::run(&a),
         Cmd::Flags(a) => flags_cmd::run(&a),

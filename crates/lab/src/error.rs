@@ -124,6 +124,9 @@ pub enum LabError {
     /// Rendering failed.
     #[error(transparent)]
     Report(#[from] kicklab_report::ReportError),
+    /// A trace gave no estimates.
+    #[error(transparent)]
+    Trace(#[from] kicklab_trace::TraceError),
     /// A result could not be put in JSON.
     #[error("encoding JSON: {0}")]
     Json(#[from] serde_json::Error),

@@ -34,6 +34,7 @@ pub mod report;
 pub mod run_output;
 pub mod scale;
 pub mod scale_command;
+pub mod trace;
 pub mod validate;
 
 mod error;

@@ -5,6 +5,7 @@ use std::process::{Command, Output};
 
 mod beside;
 mod outputs;
+mod trace;
 
 fn kicklab(args: &[&str]) -> Output {
     Command::new(env!("CARGO_BIN_EXE_kicklab"))

@@ -1,0 +1,207 @@
+//! `kicklab trace`: a real pair's costs and regime from a kernel trace of
+//! it (`perf script` or `trace-cmd report` text), as a profile and advice.
+
+use std::path::PathBuf;
+
+use clap::Args;
+use kicklab_lab::knobs::{Mechanism, Mechanisms};
+use kicklab_lab::trace::{analyze, TraceReport, TraceSpec};
+use kicklab_model::{fmt_ns_short as fmt_ns, Params};
+use kicklab_trace::{Naming, Who};
+
+/// Arguments of `kicklab trace`.
+#[derive(Debug, Args)]
+pub struct TraceArgs {
+    /// The trace: the text `perf script --ns` or `trace-cmd report` printed
+    /// (gzip-compressed or not). Record with `perf record -a -e 'kvm:*' -e
+    /// sched:sched_switch -e sched:sched_waking ...` (docs/trace.md).
+    file: PathBuf,
+    /// Messages the pair passed in the traced window.
+    #[arg(long, value_parser = crate::args::whole::<u64>, allow_hyphen_values = true, conflicts_with = "rate")]
+    messages: Option<u64>,
+    /// The pair's rate over the window [messages per second]; the messages
+    /// are this times the window.
+    #[arg(long, value_parser = crate::args::number, allow_hyphen_values = true)]
+    rate: Option<f64>,
+    /// The producer: a thread id or a thread name as the trace prints it.
+    #[arg(long, allow_hyphen_values = true)]
+    producer: Option<Who>,
+    /// The consumer: a thread id or a thread name.
+    #[arg(long, allow_hyphen_values = true)]
+    consumer: Option<Who>,
+    /// With a vCPU found and no party named: tx (the guest produces) or rx
+    /// (the guest consumes).
+    #[arg(long, default_value = "tx", value_parser = ["tx", "rx"])]
+    direction: String,
+    /// Queue length L [slots] of the pair's ring.
+    #[arg(long, value_parser = crate::args::whole::<u32>, default_value_t = 256, allow_hyphen_values = true)]
+    len: u32,
+    /// k_P: P wakes a sleeping C once this many messages are queued.
+    #[arg(long, value_parser = crate::args::whole::<u32>, default_value_t = 1, allow_hyphen_values = true)]
+    kp: u32,
+    /// k_C: C wakes a sleeping P once this many slots are free.
+    #[arg(long, value_parser = crate::args::whole::<u32>, default_value_t = 1, allow_hyphen_values = true)]
+    kc: u32,
+    /// A calibration profile: its costs stand where the trace has none
+    /// (a guest's kick without kvm_entry); without one, the paper's.
+    #[arg(long)]
+    profile: Option<PathBuf>,
+    /// Write the costs as a profile (the format `calibrate --save` writes).
+    #[arg(long)]
+    save: Option<PathBuf>,
+    /// Bound on the p99 message latency the advice keeps.
+    #[arg(long, default_value = "100us", value_parser = crate::args::latency_ns, allow_hyphen_values = true)]
+    latency: f64,
+    /// The real mechanisms to give settings for (as `advise --for`), or none.
+    #[arg(long = "for", value_name = "MECHANISMS", default_value = "all", value_parser = Mechanism::parse, allow_hyphen_values = true)]
+    mechanisms: Mechanisms,
+    /// Print {"producer": {"tid", "comm"}, "consumer", "messages", "T_ns", "E_ns", "kick_p_ns", "kick_c_ns", "visible_p_ns", "visible_c_ns", "wake_p_ns", "wake_c_ns", "notifications_p", "notifications_c", "sleeps_p", "sleeps_c", "observed", "regime", "sources", "events_used", "missing", "profile", "advice", ...} (docs/cli.md).
+    #[arg(long)]
+    json: bool,
+}
+
+pub fn run(a: &TraceArgs) -> anyhow::Result<()> {
+    if a.messages == Some(0) {
+        return Err(crate::errors::Usage(
+            "--messages: at least 1 (the messages the pair passed in the traced window)".into(),
+        )
+        .into());
+    }
+    if a.rate.is_some_and(|r| !(r.is_finite() && r > 0.0)) {
+        return Err(crate::errors::Usage(
+            "--rate: a positive number of messages per second".into(),
+        )
+        .into());
+    }
+    if let Some(path) = &a.save {
+        crate::files::check_out_file(path, "--save")?;
+    }
+    let base = a
+        .profile
+        .as_deref()
+        .map(crate::args::read_profile)
+        .transpose()?;
+    let mut params = Params {
+        len: a.len,
+        k_p: a.kp,
+        k_c: a.kc,
+        ..Params::default()
+    };
+    if let Some(p) = &base {
+        p.apply_costs(&mut params, false);
+    }
+    params
+        .validate()
+        .map_err(|e| crate::errors::Usage(crate::errors::param_usage(&e)))?;
+    let spec = TraceSpec {
+        path: a.file.clone(),
+        naming: Naming {
+            producer: a.producer.clone(),
+            consumer: a.consumer.clone(),
+            guest_consumes: a.direction == "rx",
+        },
+        messages: a.messages,
+        rate_per_s: a.rate,
+        params,
+        from_profile: base.is_some(),
+        base,
+        latency_ns: (!a.mechanisms.0.is_empty()).then_some(a.latency),
+        mechanisms: a.mechanisms.0.clone(),
+    };
+    let report = analyze(&spec, &crate::show::Bars::default())?;
+    if let Some(path) = &a.save {
+        crate::files::save(
+            path,
+            "--save",
+            serde_json::to_string_pretty(&report.profile)?.as_bytes(),
+        )?;
+        errln!("saved {}", path.display());
+    }
+    if a.json {
+        return crate::show::print_json(&serde_json::to_value(&report)?);
+    }
+    print(&report);
+    Ok(())
+}
+
+fn print(r: &TraceReport) {
+    let ns = |v: Option<f64>| v.map_or_else(|| "not in the trace".to_string(), fmt_ns);
+    let role = |g: &str| if r.guest == Some(g) { " (vCPU)" } else { "" };
+    outln!(
+        "producer       {} {}{}",
+        r.producer.tid,
+        r.producer.comm,
+        role("P")
+    );
+    outln!(
+        "consumer       {} {}{}",
+        r.consumer.tid,
+        r.consumer.comm,
+        role("C")
+    );
+    outln!(
+        "window         {} over {} messages: T {}, E {} (P {}, C {})",
+        fmt_ns(r.window_ns),
+        r.rates.messages,
+        fmt_ns(r.rates.t_ns),
+        fmt_ns(r.rates.e_ns),
+        fmt_ns(r.rates.e_p_ns),
+        fmt_ns(r.rates.e_c_ns)
+    );
+    let [np, nc] = r.rates.notifications_per_message();
+    outln!(
+        "notifications  P {np:.3}/message, C {nc:.3}/message; sleeps P {}, C {}",
+        r.rates.sleeps_p,
+        r.rates.sleeps_c
+    );
+    outln!(
+        "kick           P {}, C {}",
+        ns(r.kick_p_ns),
+        ns(r.kick_c_ns)
+    );
+    outln!(
+        "seen by peer   P {}, C {}",
+        ns(r.visible_p_ns),
+        ns(r.visible_c_ns)
+    );
+    outln!(
+        "wake-up        P {}, C {}",
+        ns(r.wake_p_ns),
+        ns(r.wake_c_ns)
+    );
+    let model = |k: &str| r.predicted.get(k).and_then(serde_json::Value::as_f64);
+    let per_message = |k: &str| Some(model(k)? / model("messages")?.max(1.0));
+    outln!(
+        "regime         the trace: {} slept, T {}, P kicks {np:.3}/message",
+        r.observed,
+        fmt_ns(r.rates.t_ns)
+    );
+    outln!(
+        "               the model: {} ({} sleeps), T {}, P kicks {}/message",
+        r.regime,
+        r.regime_sleeper,
+        model("T_ns").map_or_else(String::new, fmt_ns),
+        per_message("notifications_p").map_or_else(String::new, |n| format!("{n:.3}"))
+    );
+    outln!(
+        "costs from     N_P {}, N_C {}, S_P {}, S_C {}, W {}",
+        r.sources.np,
+        r.sources.nc,
+        r.sources.sp,
+        r.sources.sc,
+        r.sources.w
+    );
+    for g in &r.missing {
+        outln!("missing        {}: needs {}", g.estimate, g.needs);
+    }
+    if r.truncated {
+        outln!("note           the file ends in the middle of a line (cut short?)");
+    }
+    if let Some(advice) = &r.advice {
+        outln!("\nuse            --strategy {}", advice.strategy);
+        outln!("why            {}", advice.reason);
+        for k in &advice.knobs {
+            crate::advise_cmd::print_knob(k);
+        }
+    }
+}

@@ -1,0 +1,219 @@
+//! `kicklab trace`: the JSON contract on a recorded trace, and every bad
+//! trace refused in one line naming what is missing, exit 2.
+
+use std::io::Write;
+use std::path::PathBuf;
+
+use super::{kicklab, tmp};
+
+fn data(name: &str) -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("../trace/tests/data")
+        .join(name)
+}
+
+fn text(name: &str) -> String {
+    let bytes = std::fs::read(data(name)).unwrap();
+    let mut s = String::new();
+    std::io::Read::read_to_string(&mut flate2::read::GzDecoder::new(&bytes[..]), &mut s).unwrap();
+    s
+}
+
+/// Runs `trace` and checks it refused in one line (exit 2) saying `what`.
+fn refused(args: &[&str], what: &str) {
+    let out = kicklab(args);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{args:?}: {err}");
+    assert_eq!(err.trim_end().lines().count(), 1, "{args:?}: {err}");
+    assert!(err.contains(what), "{args:?}: {err}");
+}
+
+#[test]
+fn trace_json_contract() {
+    let file = data("kvm-tx.txt.gz");
+    let out = kicklab(&[
+        "trace",
+        file.to_str().unwrap(),
+        "--messages",
+        "22000",
+        "--json",
+    ]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    for k in [
+        "producer",
+        "consumer",
+        "messages",
+        "T_ns",
+        "E_ns",
+        "E_p_ns",
+        "E_c_ns",
+        "kick_p_ns",
+        "kick_c_ns",
+        "visible_p_ns",
+        "visible_c_ns",
+        "wake_p_ns",
+        "wake_c_ns",
+        "notifications_p",
+        "notifications_c",
+        "sleeps_p",
+        "sleeps_c",
+        "observed",
+        "regime",
+        "predicted",
+        "sources",
+        "events_used",
+        "missing",
+        "profile",
+        "advice",
+        "window_ns",
+        "format",
+        "resolution_ns",
+    ] {
+        assert!(v.get(k).is_some(), "no {k} in {v}");
+    }
+    assert_eq!(v["producer"]["comm"], "kicklab-vcpu");
+    assert_eq!(v["guest"], "P");
+    assert_eq!(v["observed"], "C");
+    assert_eq!(v["regime"], "FC");
+    assert_eq!(v["profile"]["backend"], "kvm");
+    assert!(v["advice"]["knobs"]
+        .as_array()
+        .is_some_and(|k| !k.is_empty()));
+    // The profile it saves is one --profile takes.
+    let dir = tmp("trace-save");
+    std::fs::create_dir_all(&dir).unwrap();
+    let saved = dir.join("p.json");
+    let out = kicklab(&[
+        "trace",
+        file.to_str().unwrap(),
+        "--messages",
+        "22000",
+        "--for",
+        "none",
+        "--save",
+        saved.to_str().unwrap(),
+    ]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let out = kicklab(&[
+        "model",
+        "--profile",
+        saved.to_str().unwrap(),
+        "--wp",
+        "2us",
+        "--json",
+    ]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    std::fs::remove_dir_all(dir).unwrap();
+}
+
+#[test]
+fn bad_traces_are_refused_in_one_line() {
+    let dir = tmp("trace-bad");
+    std::fs::create_dir_all(&dir).unwrap();
+    let at = |name: &str| dir.join(name).to_str().unwrap().to_string();
+    let write = |name: &str, bytes: &[u8]| std::fs::write(dir.join(name), bytes).unwrap();
+    let tx = text("kvm-tx.txt.gz");
+
+    write("foreign.txt", b"hello\nthis is not a trace\n");
+    refused(
+        &["trace", &at("foreign.txt"), "--messages", "1"],
+        "no line is an event",
+    );
+    refused(
+        &["trace", &at("absent.txt"), "--messages", "1"],
+        "absent.txt",
+    );
+
+    // Cut short inside the compressed stream.
+    let gz = std::fs::read(data("kvm-tx.txt.gz")).unwrap();
+    write("cut.txt.gz", &gz[..gz.len() / 2]);
+    refused(
+        &["trace", &at("cut.txt.gz"), "--messages", "1"],
+        "cut.txt.gz",
+    );
+
+    // The scheduler's events left out.
+    let no_sched: String = tx
+        .lines()
+        .filter(|l| !l.contains("sched:"))
+        .map(|l| format!("{l}\n"))
+        .collect();
+    write("no-sched.txt", no_sched.as_bytes());
+    refused(
+        &["trace", &at("no-sched.txt"), "--messages", "1"],
+        "sched:sched_switch",
+    );
+
+    // Two VMs in one trace.
+    let mut two = tx.clone();
+    two.push_str(&text("kvm-rx.txt.gz"));
+    write("two.txt", two.as_bytes());
+    refused(
+        &["trace", &at("two.txt"), "--messages", "1"],
+        "--producer and --consumer",
+    );
+
+    // No message count; a pair named twice; a name no thread has.
+    write("tx.txt", tx.as_bytes());
+    refused(&["trace", &at("tx.txt")], "--messages");
+    refused(
+        &[
+            "trace",
+            &at("tx.txt"),
+            "--messages",
+            "1",
+            "--producer",
+            "kicklab-host",
+            "--consumer",
+            "kicklab-host",
+        ],
+        "same thread",
+    );
+    refused(
+        &[
+            "trace",
+            &at("tx.txt"),
+            "--messages",
+            "1",
+            "--producer",
+            "nobody",
+        ],
+        "no thread named `nobody`",
+    );
+    refused(&["trace", &at("tx.txt"), "--messages", "0"], "--messages");
+
+    // A line of a megabyte and bytes that are not UTF-8 are skipped, not
+    // fatal.
+    let mut f = std::fs::File::create(dir.join("odd.txt")).unwrap();
+    f.write_all(&vec![b'x'; 1 << 20]).unwrap();
+    f.write_all(b"\n\xff\xfe not text\n").unwrap();
+    f.write_all(tx.as_bytes()).unwrap();
+    drop(f);
+    let out = kicklab(&[
+        "trace",
+        &at("odd.txt"),
+        "--messages",
+        "22000",
+        "--for",
+        "none",
+    ]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    std::fs::remove_dir_all(dir).unwrap();
+}
