@@ -33,6 +33,11 @@ pub struct AdviseArgs {
     /// all, or none. kicklab prints the commands and applies none of them.
     #[arg(long = "for", value_name = "MECHANISMS", default_value = "all", value_parser = Mechanism::parse, allow_hyphen_values = true)]
     mechanisms: Mechanisms,
+    /// Run the pick and each mechanism's best setting for real on this
+    /// backend (futex, eventfd, pipe or kvm; needs a --profile calibrated
+    /// on it) and print each beside its prediction.
+    #[arg(long, value_name = "BACKEND", value_parser = crate::args::backend)]
+    check: Option<kicklab_testbed::Backend>,
     /// Print {"strategy", "predicted": {"strategy", "T_ns", "E_ns", "latency_p99_ns"}, "reason", "alternatives": [...], "knobs": [{"mechanism", "strategy", "settings": {name: value}, "predicted", "commands", "implements_pick", "note", "default", "alternatives"}]}.
     #[arg(long)]
     json: bool,
@@ -59,9 +64,39 @@ pub fn run(a: &AdviseArgs) -> anyhow::Result<()> {
         exhaustive: a.exhaustive,
         mechanisms: a.mechanisms.0.clone(),
     };
+    if let Some(backend) = a.check {
+        match &profile {
+            Some(p) if p.backend == backend.name() => {}
+            _ => {
+                return Err(crate::errors::Usage(format!(
+                    "--check: needs --profile of a calibration on {0} (kicklab calibrate --backend {0} --save FILE): the predictions must use the costs the runs meet",
+                    backend.name()
+                ))
+                .into())
+            }
+        }
+    }
     let advice = advise(&spec, &crate::show::Bars::default())?;
+    let checks = match (a.check, &profile) {
+        (Some(backend), Some(p)) => Some(kicklab_lab::advise_check::check(
+            &advice,
+            &kicklab_lab::advise_check::CheckSpec {
+                params: a.params.params_from(p)?,
+                backend,
+                latency_ns: a.latency,
+                messages: a.messages,
+                seed: a.seed,
+            },
+            &crate::show::Bars::default(),
+        )?),
+        _ => None,
+    };
     if a.json {
-        return crate::show::print_json(&serde_json::to_value(&advice)?);
+        let mut v = serde_json::to_value(&advice)?;
+        if let Some(c) = &checks {
+            v["checked"] = serde_json::to_value(c)?;
+        }
+        return crate::show::print_json(&v);
     }
     outln!("use            --strategy {}", advice.strategy);
     outln!(
@@ -86,6 +121,33 @@ pub fn run(a: &AdviseArgs) -> anyhow::Result<()> {
             fmt_ns(c.e_ns),
             fmt_ns(c.latency_p99_ns)
         );
+    }
+    if let Some(checks) = &checks {
+        outln!(
+            "\n{:<56} {:>10} {:>10} {:>8} {:>10} {:>10} {:>8}",
+            "run for real",
+            "T pred",
+            "T run",
+            "error",
+            "E pred",
+            "E run",
+            "error"
+        );
+        for c in checks {
+            let name = format!("{} ({})", c.strategy, c.from);
+            match (c.measured_t_ns, c.measured_e_ns, c.t_error, c.e_error) {
+                (Some(t), Some(e), Some(te), Some(ee)) => outln!(
+                    "{name:<56} {:>10} {:>10} {:>+7.1}% {:>10} {:>10} {:>+7.1}%",
+                    fmt_ns(c.predicted_t_ns),
+                    fmt_ns(t),
+                    te * 100.0,
+                    fmt_ns(c.predicted_e_ns),
+                    fmt_ns(e),
+                    ee * 100.0
+                ),
+                _ => outln!("{name:<56} not run: {}", c.not_run.as_deref().unwrap_or("")),
+            }
+        }
     }
     if !advice.knobs.is_empty() {
         outln!("\nin the knobs you have (simulated with both parties waiting by the mechanism's rule; kicklab changes none of them):");

@@ -13,6 +13,7 @@
 //! the testbeds themselves, rendering (`kicklab-report`).
 
 pub mod advise;
+pub mod advise_check;
 pub mod bench;
 pub mod control;
 pub mod disturbance;

@@ -1994,6 +1994,46 @@ fn advise_json_contract() {
 }
 
 #[test]
+fn advise_check_runs_the_settings_for_real() {
+    let profile =
+        PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../trace/tests/data/futex.profile.json");
+    let profile = profile.to_str().unwrap();
+    let v = json(&[
+        "advise",
+        "--wp",
+        "3us",
+        "--messages",
+        "20000",
+        "--for",
+        "napi,io-uring",
+        "--profile",
+        profile,
+        "--check",
+        "futex",
+        "--json",
+    ]);
+    let checked = v["checked"].as_array().unwrap();
+    // The pick and each mechanism's best, each strategy once.
+    assert!(!checked.is_empty() && checked.len() <= 3, "{checked:?}");
+    assert_eq!(checked[0]["strategy"], v["strategy"]);
+    for c in checked {
+        let (t, m) = (
+            c["predicted_t_ns"].as_f64().unwrap(),
+            c["measured_t_ns"].as_f64().unwrap(),
+        );
+        assert!(
+            m > 0.0 && (c["t_error"].as_f64().unwrap() - (t / m - 1.0)).abs() < 1e-9,
+            "{c}"
+        );
+        assert!(c["e_error"].is_number() && c["not_run"].is_null(), "{c}");
+    }
+    // Without a calibration of that backend the comparison is refused.
+    let out = kicklab(&["advise", "--check", "futex"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("--check: needs --profile"));
+}
+
+#[test]
 fn advise_gives_each_mechanisms_settings_with_the_simulators_figures() {
     // A fast producer with dear kicks: deferral and coalescing can batch.
     let v = json(&[
