@@ -9,8 +9,15 @@ use std::fmt::Write as _;
 use crate::page::html_escape;
 use crate::ReportError;
 
+mod axis;
+mod glyphs;
 #[cfg(test)]
 mod tests;
+mod text;
+
+use axis::{fmt_short, median, nice_ticks, sig6, tick_label};
+use glyphs::{clip_runs, line_attrs, marker};
+use text::{text_w, wrap};
 
 /// How a series is drawn.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -172,13 +179,6 @@ impl Rect {
     }
 }
 
-/// Estimated width of `s` in a sans-serif font of `px`.
-fn text_w(s: &str, px: f64) -> f64 {
-    #[allow(clippy::cast_precision_loss)]
-    let n = s.chars().count() as f64;
-    n * px * 0.6
-}
-
 /// Where everything goes, in pixels.
 #[derive(Debug, Clone)]
 pub(crate) struct Layout {
@@ -226,104 +226,6 @@ impl Series {
                 .iter()
                 .flat_map(|b| [(b.x, b.lo), (b.x, b.hi)]),
         )
-    }
-}
-
-/// About `n` round tick values in `[a, b]`.
-fn nice_ticks(a: f64, b: f64, n: usize) -> (Vec<f64>, f64) {
-    #[allow(clippy::cast_precision_loss)]
-    let raw = (b - a) / n.max(1) as f64;
-    if !(raw.is_finite() && raw > 0.0) {
-        return (vec![a], 1.0);
-    }
-    let mag = 10f64.powf(raw.log10().floor());
-    let step = [1.0, 2.0, 2.5, 5.0, 10.0]
-        .iter()
-        .map(|m| m * mag)
-        .find(|s| *s >= raw)
-        .unwrap_or(10.0 * mag);
-    let mut v = (a / step).ceil() * step;
-    let mut out = Vec::new();
-    while v <= b + step * 1e-9 {
-        out.push(if v.abs() < step * 1e-9 { 0.0 } else { v });
-        v += step;
-    }
-    (out, step)
-}
-
-/// A tick label with as many decimals as the step needs.
-fn tick_label(v: f64, step: f64) -> String {
-    #[allow(clippy::cast_possible_truncation, clippy::cast_sign_loss)]
-    let d = (-step.log10().floor()).max(0.0) as usize;
-    let d = if (step * 10f64.powi(i32::try_from(d).unwrap_or(0)))
-        .fract()
-        .abs()
-        > 1e-9
-    {
-        d + 1
-    } else {
-        d
-    };
-    format!("{v:.d$}")
-}
-
-/// `text` in lines of at most `width` pixels (by [`text_w`]), broken at
-/// spaces; a word longer than a line gets a line of its own.
-fn wrap(text: &str, width: f64, px: f64) -> Vec<String> {
-    let mut lines: Vec<String> = Vec::new();
-    let mut cur = String::new();
-    for word in text.split(' ') {
-        let next = if cur.is_empty() {
-            word.to_string()
-        } else {
-            format!("{cur} {word}")
-        };
-        if !cur.is_empty() && text_w(&next, px) > width {
-            lines.push(std::mem::replace(&mut cur, word.to_string()));
-        } else {
-            cur = next;
-        }
-    }
-    if !cur.is_empty() || lines.is_empty() {
-        lines.push(cur);
-    }
-    lines
-}
-
-/// `v` rounded to 6 significant digits (the hover text's precision, and
-/// a smaller page).
-fn sig6(v: f64) -> f64 {
-    if v == 0.0 || !v.is_finite() {
-        return v;
-    }
-    #[allow(clippy::cast_possible_truncation)]
-    let d = 5 - v.abs().log10().floor() as i32;
-    // Scale by an exact power of ten on the side that keeps it exact.
-    let r = if d >= 0 {
-        let f = 10f64.powi(d);
-        (v * f).round() / f
-    } else {
-        let f = 10f64.powi(-d);
-        (v / f).round() * f
-    };
-    if r.is_finite() {
-        r
-    } else {
-        v
-    }
-}
-
-fn fmt_short(v: f64) -> String {
-    let s = format!("{v:.3}");
-    s.trim_end_matches('0').trim_end_matches('.').to_string()
-}
-
-fn median(mut v: Vec<f64>) -> f64 {
-    v.sort_by(f64::total_cmp);
-    match v.len() {
-        0 => f64::NAN,
-        n if n % 2 == 1 => v[n / 2],
-        n => (v[n / 2 - 1] + v[n / 2]) / 2.0,
     }
 }
 
@@ -938,74 +840,4 @@ impl Chart {
             }
         }
     }
-}
-
-/// Stroke attributes of a line style (the legend draws the same).
-fn line_attrs(st: Style) -> &'static str {
-    match st {
-        Style::Thick => "stroke-width=\"3.5\"",
-        Style::Dashed => "stroke-width=\"2\" stroke-dasharray=\"7 4\"",
-        Style::Line | Style::Points | Style::Ring => "stroke-width=\"1.6\"",
-    }
-}
-
-/// The marker of a point of a marker style at `(cx, cy)`, a little larger
-/// in the legend: a dot ([`Style::Points`]) or a hollow ring
-/// ([`Style::Ring`]).
-fn marker(st: Style, cx: f64, cy: f64, color: &str, legend: bool) -> String {
-    let grow = if legend { 1.0 } else { 0.0 };
-    if st == Style::Ring {
-        format!(
-            "<circle class=\"ring\" cx=\"{cx:.1}\" cy=\"{cy:.1}\" r=\"{}\" fill=\"none\" stroke=\"{color}\" stroke-width=\"2\"/>",
-            6.0 + grow
-        )
-    } else {
-        format!(
-            "<circle cx=\"{cx:.1}\" cy=\"{cy:.1}\" r=\"{}\" fill=\"{color}\"/>",
-            2.5 + grow
-        )
-    }
-}
-
-/// Splits a polyline into the runs inside `lo..=hi`, cutting segments at
-/// the bounds.
-fn clip_runs(pts: &[(f64, f64)], lo: f64, hi: f64) -> Vec<Vec<(f64, f64)>> {
-    let inside = |v: f64| (lo..=hi).contains(&v);
-    let cut = |a: (f64, f64), b: (f64, f64), at: f64| {
-        let t = (at - a.1) / (b.1 - a.1);
-        (a.0 + t * (b.0 - a.0), at)
-    };
-    let mut runs = Vec::new();
-    let mut cur: Vec<(f64, f64)> = Vec::new();
-    for (k, &b) in pts.iter().enumerate() {
-        if k == 0 {
-            if inside(b.1) {
-                cur.push(b);
-            }
-            continue;
-        }
-        let a = pts[k - 1];
-        match (inside(a.1), inside(b.1)) {
-            (true, true) => cur.push(b),
-            (true, false) => {
-                cur.push(cut(a, b, if b.1 > hi { hi } else { lo }));
-                runs.push(std::mem::take(&mut cur));
-            }
-            (false, true) => {
-                cur.push(cut(a, b, if a.1 > hi { hi } else { lo }));
-                cur.push(b);
-            }
-            (false, false) => {
-                // Crossing the whole range.
-                if (a.1 > hi && b.1 < lo) || (a.1 < lo && b.1 > hi) {
-                    let (e1, e2) = if a.1 > hi { (hi, lo) } else { (lo, hi) };
-                    runs.push(vec![cut(a, b, e1), cut(a, b, e2)]);
-                }
-            }
-        }
-    }
-    if !cur.is_empty() {
-        runs.push(cur);
-    }
-    runs
 }
