@@ -28,19 +28,27 @@ pub struct ReportArgs {
     /// Skip the real runs (calibration and validation on this machine).
     #[arg(long)]
     no_testbed: bool,
-    /// Messages per real run in the validation.
+    /// Messages per real run in the validation [default: 40000, 60000
+    /// with --full].
     #[arg(
         long,
         value_parser = crate::args::whole::<u64>,
-        default_value_t = 60_000,
         allow_hyphen_values = true,
         conflicts_with = "no_testbed"
     )]
-    real_messages: u64,
+    real_messages: Option<u64>,
     /// Repetitions of each real run in the validation (1 to 25); medians
-    /// are reported, the range drawn as error bars.
-    #[arg(long, value_parser = crate::args::whole::<u32>, default_value_t = kicklab_lab::validate::DEFAULT_REPEAT, allow_hyphen_values = true, conflicts_with = "no_testbed")]
-    repeat: u32,
+    /// are reported, the range drawn as error bars [default: 2, 3 with
+    /// --full].
+    #[arg(long, value_parser = crate::args::whole::<u32>, allow_hyphen_values = true, conflicts_with = "no_testbed")]
+    repeat: Option<u32>,
+    /// The real runs at full depth (about twice as long): three
+    /// repetitions per validation point and 60000 messages each, the
+    /// flags sweep's median of three runs per point, scale and qos runs
+    /// twice as long. Without it they run at the quick depth, and the
+    /// page says which.
+    #[arg(long, conflicts_with = "no_testbed")]
+    full: bool,
 }
 
 pub fn run(a: &ReportArgs) -> anyhow::Result<()> {
@@ -49,8 +57,17 @@ pub fn run(a: &ReportArgs) -> anyhow::Result<()> {
         messages: a.messages,
         seed: a.seed,
         testbed: !a.no_testbed,
-        real_messages: a.real_messages,
-        repeat: a.repeat,
+        real_messages: a.real_messages.unwrap_or(if a.full {
+            kicklab_lab::report::FULL_REAL_MESSAGES
+        } else {
+            kicklab_lab::report::QUICK_REAL_MESSAGES
+        }),
+        repeat: a.repeat.unwrap_or(if a.full {
+            kicklab_lab::report::FULL_REPEAT
+        } else {
+            kicklab_lab::report::QUICK_REPEAT
+        }),
+        full: a.full,
     };
     // Bad options and a bad --out fail before anything runs.
     opts.check()?;

@@ -13,8 +13,9 @@ use crate::{LabError, Progress};
 /// Sources of the sweep.
 pub const SOURCES: [usize; 7] = [1, 2, 4, 8, 16, 32, 64];
 
-/// Repetitions of each point; the run of median wake-up cost is kept (the
-/// machine is shared: one run can meet a neighbour's burst).
+/// Repetitions of each point in the full report and `kicklab flags`; the
+/// run of median wake-up cost is kept (the machine is shared: one run can
+/// meet a neighbour's burst).
 pub const REPEAT: usize = 3;
 
 /// W_P of the pair the measured costs are fed to: slower than the
@@ -50,8 +51,8 @@ pub fn default_gap(backend: FlagsBackend) -> Duration {
 }
 
 /// Runs every path at every count, `signals` each, [`default_gap`] apart
-/// (the consumer sleeps between two), [`REPEAT`] times, keeping the
-/// median.
+/// (the consumer sleeps between two), `repeat` times (at least once),
+/// keeping the median.
 ///
 /// # Errors
 ///
@@ -59,9 +60,10 @@ pub fn default_gap(backend: FlagsBackend) -> Duration {
 pub fn sweep(
     backend: FlagsBackend,
     signals: u64,
+    repeat: usize,
     progress: &dyn Progress,
 ) -> Result<Vec<FlagsResult>, LabError> {
-    progress.start("flags", (SOURCES.len() * 3 * REPEAT) as u64);
+    progress.start("flags", (SOURCES.len() * 3 * repeat.max(1)) as u64);
     let mut out = Vec::new();
     for sources in SOURCES {
         for path in [FlagPath::Poll, FlagPath::Epoll, FlagPath::Bitmap] {
@@ -72,7 +74,7 @@ pub fn sweep(
                 signals,
                 gap: default_gap(backend),
             };
-            out.push(median_run(&cfg, REPEAT, &|| progress.step())?);
+            out.push(median_run(&cfg, repeat, &|| progress.step())?);
         }
     }
     progress.finish();
@@ -145,7 +147,7 @@ pub fn growth(runs: &[FlagsResult], path: FlagPath) -> Option<f64> {
 /// # Errors
 ///
 /// A chart that cannot be drawn.
-pub fn section(runs: &[FlagsResult], signals: u64) -> Result<Section, LabError> {
+pub fn section(runs: &[FlagsResult], signals: u64, repeat: usize) -> Result<Section, LabError> {
     #[allow(clippy::cast_precision_loss)]
     let line = |path: FlagPath, f: &dyn Fn(&FlagsResult) -> f64| -> Vec<(f64, f64)> {
         runs.iter()
@@ -212,7 +214,7 @@ pub fn section(runs: &[FlagsResult], signals: u64) -> Result<Section, LabError> 
         .first()
         .map_or(20.0, |r| default_gap(r.backend).as_secs_f64() * 1e6);
     let figures = format!(
-        "{signals} signals per point, every one counted once; the median of {REPEAT} runs. {} wake-up cost at 64 \
+        "{signals} signals per point, every one counted once; {}. {} wake-up cost at 64 \
          sources over 1: bit vector {}, epoll {}, poll {}; largest over smallest across the sources: bit vector {} \
          (target: within {BITMAP_SPREAD_TARGET}x, {within}), poll {}. The third chart feeds each run's costs to the model \
          as the signaller's notification N_P and the watcher's wake-up S_C of Fig. 4's pair with W_P = 2 us (the \
@@ -220,6 +222,11 @@ pub fn section(runs: &[FlagsResult], signals: u64) -> Result<Section, LabError> 
          more messages queue, and it takes them all in one wake-up (a larger m). That is the mechanism of the paper's \
          \"a slower wakeup time improves performance\" (section 3.1, said of throughput), here applied to CPU per \
          message: the path whose wake-up grows with the sources need not cost the pair more per message.",
+        if repeat > 1 {
+            format!("the median of {repeat} runs")
+        } else {
+            format!("one run per point (the median of {REPEAT} in the full report)")
+        },
         if kvm { "Host" } else { "Consumer" },
         g(FlagPath::Bitmap),
         g(FlagPath::Epoll),

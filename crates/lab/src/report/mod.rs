@@ -42,6 +42,10 @@ pub struct ReportOptions {
     /// Repetitions of each real run in the validation
     /// (1..=[`crate::validate::MAX_REPEAT`]).
     pub repeat: u32,
+    /// The full depth of the real runs (three runs of each flags point,
+    /// longer scale and qos runs); without it the real sections run once
+    /// or shorter, and say so.
+    pub full: bool,
 }
 
 impl Default for ReportOptions {
@@ -51,11 +55,22 @@ impl Default for ReportOptions {
             messages: 50_000,
             seed: 1,
             testbed: true,
-            real_messages: 60_000,
-            repeat: crate::validate::DEFAULT_REPEAT,
+            real_messages: QUICK_REAL_MESSAGES,
+            repeat: QUICK_REPEAT,
+            full: false,
         }
     }
 }
+
+/// Messages per real validation run, quick and full.
+pub const QUICK_REAL_MESSAGES: u64 = 40_000;
+/// The same, full.
+pub const FULL_REAL_MESSAGES: u64 = 60_000;
+/// Repetitions of each validation run, quick (two: a range, not a
+/// median of three).
+pub const QUICK_REPEAT: u32 = 2;
+/// The same, full.
+pub const FULL_REPEAT: u32 = crate::validate::DEFAULT_REPEAT;
 
 impl ReportOptions {
     /// The validation's real runs.
@@ -136,11 +151,13 @@ impl Report {
 /// S_C as text cells, then `extra`.
 /// Simulated seconds per point of the multi-VM figures.
 const QOS_SECONDS: f64 = 5.0;
-/// The paper's seconds per real qos run (times 1/10: 0.5 s real).
-const QOS_REAL_SECONDS: f64 = 5.0;
+/// The paper's seconds per real qos run (times 1/10: 0.5 s real), full
+/// and quick.
+const QOS_REAL_SECONDS: [f64; 2] = [5.0, 2.5];
 
-/// Seconds per run of the idle-with-timeout sweep (10 runs).
-const SCALE_SECONDS: f64 = 0.5;
+/// Seconds per run of the idle-with-timeout sweep (10 runs), full and
+/// quick.
+const SCALE_SECONDS: [f64; 2] = [0.5, 0.25];
 /// Simulated seconds per point of the simulated scale sweep.
 const SCALE_SIM_SECONDS: f64 = 1.0;
 
@@ -159,6 +176,9 @@ const FLAG_SIGNALS_KVM: u64 = 5_000;
 /// Bad options ([`ReportOptions::check`]), or a part that fails.
 pub fn build(a: &ReportOptions, progress: &dyn Progress) -> Result<Report, LabError> {
     a.check()?;
+    // Full or quick depth of the real runs.
+    let depth = usize::from(!a.full);
+    let flag_repeat = if a.full { crate::flags::REPEAT } else { 1 };
     let started = std::time::Instant::now();
     let d = Params::default();
     let n = a.points;
@@ -349,7 +369,7 @@ pub fn build(a: &ReportOptions, progress: &dyn Progress) -> Result<Report, LabEr
         // rings, the paper's times x 1/10, 0.5 s per run, no retries.
         progress.note("report: several VMs, one device, real threads");
         let o = crate::qos_real::RealOptions {
-            seconds: QOS_REAL_SECONDS,
+            seconds: QOS_REAL_SECONDS[depth],
             tries: 1,
             ..crate::qos_real::RealOptions::new()
         };
@@ -395,7 +415,7 @@ pub fn build(a: &ReportOptions, progress: &dyn Progress) -> Result<Report, LabEr
         let (testbed, futex, futex_points) = testbed_sections(a, progress)?;
         sections.extend(testbed);
         validated.push(("futex".into(), futex.clone(), futex_points));
-        let runs = crate::scale::sweep(ScaleBackend::Threads, SCALE_SECONDS, progress)?;
+        let runs = crate::scale::sweep(ScaleBackend::Threads, SCALE_SECONDS[depth], progress)?;
         let overlay = crate::scale::Overlay {
             runs: crate::scale::sweep_with(
                 ScaleBackend::Sim,
@@ -413,13 +433,13 @@ pub fn build(a: &ReportOptions, progress: &dyn Progress) -> Result<Report, LabEr
         ));
         sections.push(crate::scale::section(
             &runs,
-            SCALE_SECONDS,
+            SCALE_SECONDS[depth],
             ScaleBackend::Threads,
             Some(&overlay),
         )?);
         match kicklab_testbed::kvm::available() {
             Ok(()) => {
-                let runs = crate::scale::sweep(ScaleBackend::Kvm, SCALE_SECONDS, progress)?;
+                let runs = crate::scale::sweep(ScaleBackend::Kvm, SCALE_SECONDS[depth], progress)?;
                 glance.push((
                     "scale-kvm",
                     "idle-with-timeout at 8 guests (KVM guests)",
@@ -427,7 +447,7 @@ pub fn build(a: &ReportOptions, progress: &dyn Progress) -> Result<Report, LabEr
                 ));
                 sections.push(crate::scale::section(
                     &runs,
-                    SCALE_SECONDS,
+                    SCALE_SECONDS[depth],
                     ScaleBackend::Kvm,
                     None,
                 )?);
@@ -437,6 +457,7 @@ pub fn build(a: &ReportOptions, progress: &dyn Progress) -> Result<Report, LabEr
         let flags = crate::flags::sweep(
             kicklab_testbed::flags::FlagsBackend::Threads,
             FLAG_SIGNALS,
+            flag_repeat,
             progress,
         )?;
         glance.push((
@@ -444,12 +465,13 @@ pub fn build(a: &ReportOptions, progress: &dyn Progress) -> Result<Report, LabEr
             "notification flags: the bit vector's wake-up flat across sources (threads)",
             Verdict::spread(&flags),
         ));
-        sections.push(crate::flags::section(&flags, FLAG_SIGNALS)?);
+        sections.push(crate::flags::section(&flags, FLAG_SIGNALS, flag_repeat)?);
         match kicklab_testbed::kvm::available() {
             Ok(()) => {
                 let flags = crate::flags::sweep(
                     kicklab_testbed::flags::FlagsBackend::Kvm,
                     FLAG_SIGNALS_KVM,
+                    flag_repeat,
                     progress,
                 )?;
                 glance.push((
@@ -457,7 +479,11 @@ pub fn build(a: &ReportOptions, progress: &dyn Progress) -> Result<Report, LabEr
                     "notification flags: the bit vector's wake-up flat across sources (KVM guest)",
                     Verdict::spread(&flags),
                 ));
-                sections.push(crate::flags::section(&flags, FLAG_SIGNALS_KVM)?);
+                sections.push(crate::flags::section(
+                    &flags,
+                    FLAG_SIGNALS_KVM,
+                    flag_repeat,
+                )?);
             }
             Err(why) => progress.note(&format!("report: no flags from a KVM guest ({why})")),
         }
@@ -493,19 +519,41 @@ pub fn build(a: &ReportOptions, progress: &dyn Progress) -> Result<Report, LabEr
         title: "kicklab report".into(),
         intro_html: format!(
             "<p>Producer/consumer synchronization after Rizzo et al., \"A Study of Speed Mismatches Between Communicating \
-             Virtual Machines\" (ANCS 2016). Generated by <code>kicklab report --points {} --messages {} --seed {}</code> \
-             (kicklab {}) on a {cores}-core machine in {} s, {}.</p>\n{}",
+             Virtual Machines\" (ANCS 2016). Generated by <code>kicklab report --points {} --messages {} --seed {}{}</code> \
+             (kicklab {}) on a {cores}-core machine in {} s, {}.</p>\n{}{}",
             a.points,
             a.messages,
             a.seed,
+            if a.full { " --full" } else { "" },
             env!("CARGO_PKG_VERSION"),
             kicklab_model::sig(started.elapsed().as_secs_f64(), kicklab_model::SHORT_DIGITS),
             html_escape(&machine()),
+            depth_note(a),
             findings.html()
         ),
         sections,
     };
     Ok(Report { page, csvs })
+}
+
+/// How deep the real runs went, in words (empty without them).
+fn depth_note(a: &ReportOptions) -> String {
+    if !a.testbed {
+        return String::new();
+    }
+    let mut s = format!(
+        "<p>Real runs: {} messages per validation run, {} repetitions of each point (their range drawn)",
+        a.real_messages, a.repeat
+    );
+    if a.full {
+        s.push_str(", the flags sweep's median of 3 runs per point.</p>\n");
+    } else {
+        s.push_str(
+            "; the flags sweep once per point, the scale and qos runs half as long: the quick depth (the full one, \
+             <code>--full</code>, takes about twice as long).</p>\n",
+        );
+    }
+    s
 }
 
 /// Where and when the page's measurements ran, in words: the time (UTC),
