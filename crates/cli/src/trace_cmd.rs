@@ -6,14 +6,15 @@ use std::path::PathBuf;
 use clap::Args;
 use kicklab_lab::knobs::{Mechanism, Mechanisms};
 use kicklab_lab::trace::{analyze, TraceReport, TraceSpec};
-use kicklab_model::{fmt_ns_short as fmt_ns, Params};
+use kicklab_model::Params;
 use kicklab_trace::{Naming, Who};
 
 /// Arguments of `kicklab trace`.
 #[derive(Debug, Args)]
 pub struct TraceArgs {
-    /// The trace: the text `perf script --ns` or `trace-cmd report` printed
-    /// (gzip-compressed or not). Record with `perf record -a -e 'kvm:*' -e
+    /// The trace: the text `perf script --ns` or `trace-cmd report -t`
+    /// printed, or ftrace's /sys/kernel/tracing/trace (gzip-compressed or
+    /// not). Record with `perf record -a -e 'kvm:*' -e
     /// sched:sched_switch -e sched:sched_waking ...` (docs/trace.md).
     file: PathBuf,
     /// Messages the pair passed in the traced window.
@@ -125,77 +126,8 @@ pub fn run(a: &TraceArgs) -> anyhow::Result<()> {
 }
 
 fn print(r: &TraceReport) {
-    let ns = |v: Option<f64>| v.map_or_else(|| "not in the trace".to_string(), fmt_ns);
-    let role = |g: &str| if r.guest == Some(g) { " (vCPU)" } else { "" };
-    outln!(
-        "producer       {} {}{}",
-        r.producer.tid,
-        r.producer.comm,
-        role("P")
-    );
-    outln!(
-        "consumer       {} {}{}",
-        r.consumer.tid,
-        r.consumer.comm,
-        role("C")
-    );
-    outln!(
-        "window         {} over {} messages: T {}, E {} (P {}, C {})",
-        fmt_ns(r.window_ns),
-        r.rates.messages,
-        fmt_ns(r.rates.t_ns),
-        fmt_ns(r.rates.e_ns),
-        fmt_ns(r.rates.e_p_ns),
-        fmt_ns(r.rates.e_c_ns)
-    );
-    let [np, nc] = r.rates.notifications_per_message();
-    outln!(
-        "notifications  P {np:.3}/message, C {nc:.3}/message; sleeps P {}, C {}",
-        r.rates.sleeps_p,
-        r.rates.sleeps_c
-    );
-    outln!(
-        "kick           P {}, C {}",
-        ns(r.kick_p_ns),
-        ns(r.kick_c_ns)
-    );
-    outln!(
-        "seen by peer   P {}, C {}",
-        ns(r.visible_p_ns),
-        ns(r.visible_c_ns)
-    );
-    outln!(
-        "wake-up        P {}, C {}",
-        ns(r.wake_p_ns),
-        ns(r.wake_c_ns)
-    );
-    let model = |k: &str| r.predicted.get(k).and_then(serde_json::Value::as_f64);
-    let per_message = |k: &str| Some(model(k)? / model("messages")?.max(1.0));
-    outln!(
-        "regime         the trace: {} slept, T {}, P kicks {np:.3}/message",
-        r.observed,
-        fmt_ns(r.rates.t_ns)
-    );
-    outln!(
-        "               the model: {} ({} sleeps), T {}, P kicks {}/message",
-        r.regime,
-        r.regime_sleeper,
-        model("T_ns").map_or_else(String::new, fmt_ns),
-        per_message("notifications_p").map_or_else(String::new, |n| format!("{n:.3}"))
-    );
-    outln!(
-        "costs from     N_P {}, N_C {}, S_P {}, S_C {}, W {}",
-        r.sources.np,
-        r.sources.nc,
-        r.sources.sp,
-        r.sources.sc,
-        r.sources.w
-    );
-    for g in &r.missing {
-        outln!("missing        {}: needs {}", g.estimate, g.needs);
-    }
-    if r.truncated {
-        outln!("note           the file ends in the middle of a line (cut short?)");
+    for line in kicklab_lab::trace_text::lines(r) {
+        outln!("{line}");
     }
     if let Some(advice) = &r.advice {
         outln!("\nuse            --strategy {}", advice.strategy);

@@ -36,6 +36,7 @@ pub mod run_output;
 pub mod scale;
 pub mod scale_command;
 pub mod trace;
+pub mod trace_text;
 pub mod validate;
 
 mod error;

@@ -2,7 +2,7 @@
 //! `kicklab-trace` turned into the model's parameters, a profile in the
 //! format `calibrate --save` writes, the regime the trace shows beside the
 //! model's, and the advice for it. Reading the trace is `kicklab-trace`'s
-//! work; printing is the binary's.
+//! work; the lines `kicklab trace` prints are in the trace_text module.
 
 use std::path::PathBuf;
 

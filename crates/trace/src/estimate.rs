@@ -358,7 +358,7 @@ pub fn estimate(
                     // A sleep or preemption in progress counts from here.
                     s.asleep_since = s.asleep_since.map(|_| t);
                     s.preempted_since = s.preempted_since.map(|_| t);
-                    s.notifications = u64::from(s.kick_start.is_some() && s.tid == l.tid);
+                    s.notifications = u64::from(s.tid == l.tid);
                     s.sleeps = 0;
                     s.off_ns = 0;
                     s.kicks.clear();

@@ -3,7 +3,7 @@
 //! entries and the exits' I/O, and system calls' entries and exits. Every
 //! other event is [`Event::Other`]: the thread was running then.
 
-use crate::line::Line;
+use crate::line::{Call, Line};
 
 /// One event, reduced to what the estimates read.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -55,6 +55,19 @@ impl Event {
     /// The event a line holds.
     pub fn of(line: &Line<'_>) -> Event {
         let f = line.fields;
+        match line.call {
+            Some(Call::Enter) => {
+                let op = (line.event == "sys_futex")
+                    .then(|| futex_op(field(f, "op")))
+                    .flatten();
+                return Event::SysEnter {
+                    futex_wake: op.is_some_and(is_wake),
+                    futex_wait: op.is_some_and(is_wait),
+                };
+            }
+            Some(Call::Exit) => return Event::SysExit,
+            None => {}
+        }
         match line.event {
             "sched_switch" => switch(f).unwrap_or(Event::Other),
             "sched_waking" | "sched_wakeup" | "sched_wakeup_new" => match woken(f) {

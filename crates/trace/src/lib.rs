@@ -63,7 +63,8 @@ pub struct Gap {
 /// One trace read.
 #[derive(Debug, Clone, Serialize)]
 pub struct Trace {
-    /// The tool that printed it: `perf script` or `trace-cmd report`.
+    /// The tool that printed it: `perf script`, or `trace-cmd report or
+    /// ftrace` (the two share a layout).
     pub format: &'static str,
     /// Resolution of its time stamps [ns] (1000 where it printed
     /// microseconds).
@@ -122,7 +123,7 @@ pub fn read(path: &Path, naming: &Naming) -> Result<Trace, TraceError> {
     let gaps = gaps(&survey, &pair, &estimates);
     Ok(Trace {
         format: match survey.format {
-            Some(line::Format::TraceCmd) => "trace-cmd report",
+            Some(line::Format::TraceCmd) => "trace-cmd report or ftrace",
             _ => "perf script",
         },
         resolution_ns: 10u64.pow(9 - survey.digits),

@@ -4,7 +4,10 @@
 //! - `perf script`: `comm tid [cpu] secs.frac: subsystem:event: fields`
 //!   (the comm may hold spaces; `pid/tid` where `-F pid,tid` asks for
 //!   both; a period before the event where `-F period` asks for it);
-//! - `trace-cmd report`: `comm-pid [cpu] [flags] secs.frac: event: fields`.
+//! - `trace-cmd report`, and ftrace's own `/sys/kernel/tracing/trace`:
+//!   `comm-pid [cpu] [flags] secs.frac: event: fields`, where ftrace
+//!   prints a system call as `sys_futex(uaddr: .., op: ..)` and its return
+//!   as `sys_futex -> 0x0` ([`Line::call`]).
 //!
 //! Nothing here knows what an event means: the event module reads that.
 
@@ -36,6 +39,18 @@ pub struct Line<'a> {
     pub fields: &'a str,
     /// Which tool printed it.
     pub format: Format,
+    /// ftrace's form of a system call's entry or exit (the event is then
+    /// the call's name, `sys_futex`).
+    pub call: Option<Call>,
+}
+
+/// A system call's entry or exit, as ftrace prints them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Call {
+    /// `sys_futex(uaddr: .., op: ..)`.
+    Enter,
+    /// `sys_futex -> 0x0`.
+    Exit,
 }
 
 /// Splits one line, or `None` where it is not an event line of either
@@ -69,6 +84,19 @@ pub fn parse(line: &str) -> Option<Line<'_>> {
             break;
         }
     }
+    if let Some((event, fields, call)) = ftrace_call(rest) {
+        return Some(Line {
+            comm,
+            tid,
+            cpu,
+            t_ns,
+            digits,
+            event,
+            fields,
+            format,
+            call: Some(call),
+        });
+    }
     let (name, fields) = match rest.split_once(": ") {
         Some((name, fields)) => (name, fields),
         None => (rest.strip_suffix(':')?, ""),
@@ -86,7 +114,29 @@ pub fn parse(line: &str) -> Option<Line<'_>> {
         event,
         fields: fields.trim(),
         format,
+        call: None,
     })
+}
+
+/// ftrace's `sys_NAME(args)` and `sys_NAME -> value`.
+fn ftrace_call(rest: &str) -> Option<(&str, &str, Call)> {
+    if !rest.starts_with("sys_") {
+        return None;
+    }
+    if let Some((name, value)) = rest.split_once(" -> ") {
+        if !name.contains([' ', '(', ':']) {
+            return Some((name, value.trim(), Call::Exit));
+        }
+    }
+    let (name, args) = rest.split_once('(')?;
+    if name.contains([' ', ':']) {
+        return None;
+    }
+    Some((
+        name,
+        args.trim_end().strip_suffix(')').unwrap_or(args),
+        Call::Enter,
+    ))
 }
 
 /// The first `[digits]` that follows a space: the CPU column.
@@ -172,6 +222,25 @@ mod tests {
         assert_eq!(
             (l.comm, l.tid, l.t_ns),
             ("qemu-system-x86", 900, 77_000_001_000)
+        );
+    }
+
+    #[test]
+    fn ftrace_system_calls() {
+        let l = parse("       kicklab-P-20020   [000] ..... 25909.098497: sys_futex(uaddr: 0x556af4ae6980, op: 0x80, val: 2, utime: 0, uaddr2: 0, val3: 0)").unwrap();
+        assert_eq!(
+            (l.comm, l.tid, l.event, l.call),
+            ("kicklab-P", 20020, "sys_futex", Some(Call::Enter))
+        );
+        assert_eq!(
+            l.fields,
+            "uaddr: 0x556af4ae6980, op: 0x80, val: 2, utime: 0, uaddr2: 0, val3: 0"
+        );
+        let l =
+            parse("       kicklab-P-20020   [000] ..... 25909.098597: sys_futex -> 0x0").unwrap();
+        assert_eq!(
+            (l.event, l.fields, l.call),
+            ("sys_futex", "0x0", Some(Call::Exit))
         );
     }
 

@@ -169,6 +169,20 @@ fn futex_pair_from_its_trace() {
 }
 
 #[test]
+fn futex_pair_from_ftrace_text() {
+    let naming = Naming {
+        producer: Some(Who::Comm("kicklab-P".into())),
+        ..Naming::default()
+    };
+    if !check("futex-ftrace", &naming) {
+        return;
+    }
+    let (trace, _) = case("futex-ftrace", &naming);
+    assert_eq!(trace.format, "trace-cmd report or ftrace");
+    assert_eq!(trace.resolution_ns, 1000);
+}
+
+#[test]
 fn kvm_tx_pair_from_its_trace() {
     let naming = Naming::default();
     if !check("kvm-tx", &naming) {

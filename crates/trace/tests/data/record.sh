@@ -25,6 +25,23 @@ record() { # name, then the run's arguments
 }
 "$kicklab" calibrate --backend futex --save futex.profile.json > /dev/null
 record futex --backend futex --profile futex.profile.json --messages 50000 --wp 2us
+# The same pair in ftrace's own text (/sys/kernel/tracing/trace: the line
+# layout trace-cmd report prints, with system calls as sys_futex(...)),
+# where tracefs is writable. trace-cmd itself may refuse to start where
+# /proc/sys/kernel/ftrace_enabled cannot be written (containers).
+T=/sys/kernel/tracing
+if [ -w "$T/tracing_on" ]; then
+  ev="sched/sched_switch sched/sched_waking syscalls/sys_enter_futex syscalls/sys_exit_futex"
+  size=$(cat "$T/buffer_size_kb")
+  echo 0 > "$T/tracing_on"; echo > "$T/trace"; echo 20000 > "$T/buffer_size_kb"
+  for e in $ev; do echo 1 > "$T/events/$e/enable"; done
+  echo 1 > "$T/tracing_on"
+  "$kicklab" run --backend futex --profile futex.profile.json --messages 50000 --wp 2us --json > futex-ftrace.run.json
+  echo 0 > "$T/tracing_on"
+  gzip -9 < "$T/trace" > futex-ftrace.txt.gz
+  for e in $ev; do echo 0 > "$T/events/$e/enable"; done
+  echo > "$T/trace"; echo "$size" > "$T/buffer_size_kb"; echo 1 > "$T/tracing_on"
+fi
 if [ -c /dev/kvm ]; then
   "$kicklab" calibrate --backend kvm --direction tx --save kvm-tx.profile.json > /dev/null
   record kvm-tx --backend kvm --direction tx --profile kvm-tx.profile.json --messages 20000 --wp 2us
