@@ -243,6 +243,29 @@ def test_each_regime_has_its_picture_without_a_click(browser: Browser) -> None:
     page.close()
 
 
+def test_terms_link_to_the_glossary(browser: Browser) -> None:
+    """The first use of a term in a section links to its definition in the
+    glossary, and every such link lands on one."""
+    page = browser.open(width=1200, height=900, explorer=False)
+    hrefs = page.evaluate("() => Array.from(document.querySelectorAll('a.kl-term')).map(a => a.getAttribute('href'))")
+    assert len(hrefs) >= 10, hrefs
+    for href in set(hrefs):
+        target = page.query_selector(href)
+        assert target is not None, href
+        assert page.evaluate("(e) => e.closest('#glossary') !== null", target), href
+    # None inside the glossary itself, nor twice for one term in a section.
+    assert page.query_selector("#glossary a.kl-term") is None
+    twice = page.evaluate(
+        """() => Array.from(document.querySelectorAll('section')).flatMap(s => {
+            const seen = new Set(); const dup = [];
+            s.querySelectorAll('a.kl-term').forEach(a => { const h = a.getAttribute('href');
+                if (seen.has(h)) dup.push(s.id + ' ' + h); seen.add(h); });
+            return dup; })"""
+    )
+    assert twice == [], twice
+    page.close()
+
+
 def test_every_charts_data_fill_a_fifth_of_its_plot(browser: Browser) -> None:
     """With every block opened, no chart's data (its lines and points)
     span less than a fifth of its plot's height: a log or fitted axis

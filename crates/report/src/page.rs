@@ -240,7 +240,7 @@ impl Page {
              border-radius:4px;padding:.3em .55em;font-size:14px;line-height:1.35;box-shadow:0 1px 5px rgba(0,0,0,.25);max-width:24em}}\n\
              svg.kl-chart,svg.kl-map{{cursor:crosshair;user-select:none}} .kl-reset{{cursor:pointer}}\n\
              details.kl-more,details.kl-wide{{margin:.6em 0}} details.kl-more>summary,details.kl-wide>summary{{cursor:pointer;color:#1a5fb4}}\n\
-             pre{{white-space:pre-wrap;overflow-wrap:anywhere}}\n\
+             pre{{white-space:pre-wrap;overflow-wrap:anywhere}} a.kl-term{{color:inherit;text-decoration:underline dotted}}\n\
              </style>\n<script>\n{js}</script></head><body>\n<h1>{t}</h1>\n{intro}\n\
              <p class=\"kl-hint\">Charts: hover for values; drag a box over a plot to zoom (a flat box zooms x only), \
              double-click to zoom back out.</p>\n<nav>",

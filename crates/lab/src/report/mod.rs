@@ -16,6 +16,7 @@ use crate::scale::ScaleBackend;
 use crate::{Input, LabError, Progress};
 
 mod glance;
+mod glossary;
 mod measured;
 mod order;
 mod paper;
@@ -496,7 +497,7 @@ pub fn build(a: &ReportOptions, progress: &dyn Progress) -> Result<Report, LabEr
     sections.push(closed_forms_section());
     let findings = crate::findings::of_runs(&validated, a.seed)?;
     sections.push(crate::findings::knobs_section(&findings.advice));
-    sections.push(order::glossary_section());
+    sections.push(glossary::section());
     csvs.push((
         "findings.json".into(),
         serde_json::to_string_pretty(&findings)
@@ -513,7 +514,7 @@ pub fn build(a: &ReportOptions, progress: &dyn Progress) -> Result<Report, LabEr
             layout: kicklab_report::Layout::Open,
         });
     }
-    let sections = order::in_reading_order(sections);
+    let sections = glossary::link(order::in_reading_order(sections));
     let cores = std::thread::available_parallelism().map_or(1, std::num::NonZeroUsize::get);
     let page = Page {
         title: "kicklab report".into(),

@@ -1,12 +1,12 @@
-//! The page's reading order and its glossary: the paper (its regimes,
+//! The page's reading order: the paper (its regimes,
 //! figures and map), this machine (calibration, validation and the
 //! forecast), configuring notification (each mechanism's best setting,
 //! the controller), the other papers' systems, then the closed forms and
 //! kicklab's own targets. What does not live here: the sections
-//! themselves (their modules build them) and the findings box above them
-//! (`findings`).
+//! themselves (their modules build them), the glossary and its links
+//! (`glossary`) and the findings box above them (`findings`).
 
-use kicklab_report::{html_escape, Layout, Section};
+use kicklab_report::{Layout, Section};
 
 /// Section ids in reading order, grouped by part. A section not named
 /// here goes before the closed forms, in the order it was built.
@@ -82,55 +82,6 @@ pub(super) fn in_reading_order(mut sections: Vec<Section>) -> Vec<Section> {
         .collect()
 }
 
-/// Each symbol and term the page uses, defined once.
-const TERMS: [(&str, &str); 22] = [
-    ("P, C", "the producer (writes messages into the queue) and the consumer (takes them out)"),
-    ("L", "the queue's length in slots"),
-    ("W_P, W_C", "the work per message of P and of C: the time each spends on one message"),
-    ("N_P, N_C", "a notification (a kick) sent by P (to wake C) or by C (to wake P): its cost to the sender"),
-    ("S_P, S_C", "a start-up: the time from the notification until the woken P or C works again"),
-    ("V_P, V_C", "a kick's visibility: how far into the sender's N the sleeper sees it (V = N unless measured)"),
-    ("k_P, k_C", "how many messages (slots) a sleeping party waits for before it is woken"),
-    ("m", "messages per notification round: how many a party handles per wake-up"),
-    ("T", "time per message at the steady state: 1 / throughput"),
-    ("E", "CPU time per message, P and C together (work, kicks, start-ups, spinning)"),
-    ("p99", "the 99th percentile of a message's latency, from publish to claim"),
-    ("kick", "a notification: the write (eventfd, futex wake, ioeventfd) that wakes a sleeping peer"),
-    ("GP", "good polling: both parties spin, never sleep; T = max(W_P, W_C), the best T any strategy reaches"),
-    ("FP", "fast producer: P fills the queue and sleeps; C wakes it; T close to W_C"),
-    ("FC", "fast consumer: C drains the queue and sleeps; P wakes it; T close to W_P"),
-    ("SS, SPS, SCS", "slow start-up (both, producer's, consumer's): start-ups so long that the queue empties (fills) while a party wakes"),
-    ("EWC, EWP", "early-woken consumer (producer): a kick seen before it ends wakes the slower party, which drains (fills) the queue and sleeps again, so every k messages cost a kick"),
-    ("operating point", "the regime a pair settles in; a bistable pair has two, depending on where it starts"),
-    ("regime boundary", "a W_P or W_C where the regime changes; T and E jump there, so small changes in speed matter"),
-    ("knife-edge", "a point whose forecast band spans two regimes: the measurement may land in either"),
-    ("settle", "messages after a rate step until a controller's T stays within its target band"),
-    ("disturbed", "a run during which other work took the machine's CPUs, so its figure is not this pair's alone"),
-];
-
-/// The glossary section: a one-line lead, the terms one click away.
-pub(super) fn glossary_section() -> Section {
-    let mut h = String::from(
-        "<p>Every symbol on this page is defined once here: P and C, their costs (W, N, S, V), the regimes (GP, FP, \
-         FC, SS, EWC, ...) and the words the sections use (kick, m, operating point, knife-edge, settle).</p>\n<dl>",
-    );
-    for (term, meaning) in TERMS {
-        h.push_str(&format!(
-            "<dt><b>{}</b></dt><dd>{}</dd>",
-            html_escape(term),
-            html_escape(meaning)
-        ));
-    }
-    h.push_str("</dl>\n");
-    Section {
-        id: "glossary".into(),
-        heading: "Glossary".into(),
-        html: h,
-        figures: vec![],
-        layout: Layout::Summary,
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -175,14 +126,5 @@ mod tests {
             .map(|s| s.id)
             .collect();
         assert_eq!(lead, ["explorer", "knobs", "qos", "flags-kvm", "new"]);
-    }
-
-    #[test]
-    fn every_term_is_defined_once() {
-        let mut seen = std::collections::HashSet::new();
-        for (term, meaning) in TERMS {
-            assert!(seen.insert(term), "{term} twice");
-            assert!(!meaning.is_empty());
-        }
     }
 }
