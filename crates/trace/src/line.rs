@@ -84,27 +84,20 @@ pub fn parse(line: &str) -> Option<Line<'_>> {
             break;
         }
     }
-    if let Some((event, fields, call)) = ftrace_call(rest) {
-        return Some(Line {
-            comm,
-            tid,
-            cpu,
-            t_ns,
-            digits,
-            event,
-            fields,
-            format,
-            call: Some(call),
-        });
-    }
-    let (name, fields) = match rest.split_once(": ") {
-        Some((name, fields)) => (name, fields),
-        None => (rest.strip_suffix(':')?, ""),
+    let (event, fields, call) = match ftrace_call(rest) {
+        Some((event, fields, call)) => (event, fields, Some(call)),
+        None => {
+            let (name, fields) = match rest.split_once(": ") {
+                Some((name, fields)) => (name, fields),
+                None => (rest.strip_suffix(':')?, ""),
+            };
+            let event = name.rsplit(':').next()?.trim();
+            if event.is_empty() || event.contains(char::is_whitespace) {
+                return None;
+            }
+            (event, fields.trim(), None)
+        }
     };
-    let event = name.rsplit(':').next()?.trim();
-    if event.is_empty() || event.contains(char::is_whitespace) {
-        return None;
-    }
     Some(Line {
         comm,
         tid,
@@ -112,9 +105,9 @@ pub fn parse(line: &str) -> Option<Line<'_>> {
         t_ns,
         digits,
         event,
-        fields: fields.trim(),
+        fields,
         format,
-        call: None,
+        call,
     })
 }
 
