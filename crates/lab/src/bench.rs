@@ -6,7 +6,7 @@
 
 use std::time::Instant;
 
-use kicklab_model::{Params, WaitMode};
+use kicklab_model::{median, Params, WaitMode};
 use kicklab_sim::reference::simulate_reference;
 use kicklab_sim::{simulate, sweep, SimConfig, Vary};
 use serde::Serialize;
@@ -15,11 +15,6 @@ use crate::{LabError, Progress};
 
 /// Repetitions of each rate measurement (the median is kept).
 pub const REPS: usize = 5;
-
-fn median(mut v: Vec<f64>) -> f64 {
-    v.sort_by(f64::total_cmp);
-    v[v.len() / 2]
-}
 
 /// Simulated messages per second [M/s] of `run` on `cfg`, median of
 /// [`REPS`] runs.

@@ -42,6 +42,7 @@ mod profile;
 pub mod qos;
 mod rates;
 mod regime;
+mod stats;
 mod strategy;
 mod time;
 
@@ -59,6 +60,7 @@ pub use profile::{
 };
 pub use rates::{Latency, Rates};
 pub use regime::{Predicates, Regime};
+pub use stats::median;
 pub use strategy::{Estimator, ScaleIdle, WaitMode, Window, DEFAULT_LATENCY_NS};
 pub use time::{
     fmt_ns, fmt_ns_short, fmt_ns_sig, parse_duration_ns, parse_whole, shown, sig, split_range,

@@ -3,7 +3,7 @@
 //! (wake-ups and the ring's cost as measured beside the model's). What
 //! does not live here: running (`run`), rendering (`render`).
 
-use kicklab_model::Party;
+use kicklab_model::{median, Party};
 use serde::Serialize;
 
 use super::types::*;

@@ -3,7 +3,7 @@
 //! not live here: running (`run`), judging (`judge`), rendering
 //! (`render`).
 
-use kicklab_model::Regime;
+use kicklab_model::{median, Regime};
 use kicklab_testbed::PairResult;
 use serde::Serialize;
 
@@ -223,15 +223,6 @@ pub fn observed(r: &PairResult) -> &'static str {
 /// Who sleeps in a regime, as [`observed`] names it.
 pub fn sleeper(r: Regime) -> &'static str {
     r.sleeper()
-}
-
-pub(super) fn median(mut v: Vec<f64>) -> f64 {
-    v.sort_by(f64::total_cmp);
-    match v.len() {
-        0 => f64::NAN,
-        n if n % 2 == 1 => v[n / 2],
-        n => (v[n / 2 - 1] + v[n / 2]) / 2.0,
-    }
 }
 
 /// Warnings as one line of text.

@@ -1,5 +1,5 @@
 //! A chart's numbers: round tick values and their labels, values rounded
-//! for the page, the median of a series. Drawing is in the parent module.
+//! for the page. Drawing is in the parent module.
 
 /// About `n` round tick values in `[a, b]`.
 pub(super) fn nice_ticks(a: f64, b: f64, n: usize) -> (Vec<f64>, f64) {
@@ -65,13 +65,4 @@ pub(super) fn sig6(v: f64) -> f64 {
 pub(super) fn fmt_short(v: f64) -> String {
     let s = format!("{v:.3}");
     s.trim_end_matches('0').trim_end_matches('.').to_string()
-}
-
-pub(super) fn median(mut v: Vec<f64>) -> f64 {
-    v.sort_by(f64::total_cmp);
-    match v.len() {
-        0 => f64::NAN,
-        n if n % 2 == 1 => v[n / 2],
-        n => (v[n / 2 - 1] + v[n / 2]) / 2.0,
-    }
 }

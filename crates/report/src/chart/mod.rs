@@ -15,8 +15,9 @@ mod glyphs;
 mod tests;
 mod text;
 
-use axis::{fmt_short, median, nice_ticks, sig6, tick_label};
+use axis::{fmt_short, nice_ticks, sig6, tick_label};
 use glyphs::{clip_runs, line_attrs, marker};
+use kicklab_model::median;
 use text::{text_w, wrap};
 
 /// How a series is drawn.
