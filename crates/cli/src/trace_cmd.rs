@@ -9,6 +9,9 @@ use kicklab_lab::trace::{analyze, TraceReport, TraceSpec};
 use kicklab_model::Params;
 use kicklab_trace::{Naming, Who};
 
+/// The highest `--rate` taken: one message a nanosecond.
+const MAX_RATE: f64 = 1e9;
+
 /// Arguments of `kicklab trace`.
 #[derive(Debug, Args)]
 pub struct TraceArgs {
@@ -68,10 +71,12 @@ pub fn run(a: &TraceArgs) -> anyhow::Result<()> {
         )
         .into());
     }
-    if a.rate.is_some_and(|r| !(r.is_finite() && r > 0.0)) {
-        return Err(crate::errors::Usage(
-            "--rate: a positive number of messages per second".into(),
-        )
+    if a.rate
+        .is_some_and(|r| !(r.is_finite() && r > 0.0 && r <= MAX_RATE))
+    {
+        return Err(crate::errors::Usage(format!(
+            "--rate: a positive number of messages per second, at most {MAX_RATE:e} (one a nanosecond)"
+        ))
         .into());
     }
     if let Some(path) = &a.save {

@@ -194,6 +194,7 @@ fn bad_traces_are_refused_in_one_line() {
         "no thread named `nobody`",
     );
     refused(&["trace", &at("tx.txt"), "--messages", "0"], "--messages");
+    refused(&["trace", &at("tx.txt"), "--rate", "1e30"], "--rate");
 
     // A line of a megabyte and bytes that are not UTF-8 are skipped, not
     // fatal.
