@@ -94,7 +94,7 @@ pub(crate) fn testbed_err(e: &TestbedError) -> Fail {
                 Setting::Gaps => "gaps",
                 Setting::Runs => "overhead_runs",
                 Setting::Idle => "idle",
-                Setting::HaltPoll => "halt_poll",
+                Setting::HostHaltPoll => "halt_poll",
                 Setting::Timeout => return Fail::Runtime(e.to_string()),
             };
             bad(format!("{name}: {reason}"))

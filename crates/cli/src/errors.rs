@@ -34,7 +34,7 @@ pub fn testbed_usage(t: &kicklab_testbed::TestbedError) -> Option<String> {
                 Setting::Gaps => "--gaps",
                 Setting::Runs => "--overhead-runs",
                 Setting::Idle => "--idle",
-                Setting::HaltPoll => "--halt-poll",
+                Setting::HostHaltPoll => "--halt-poll",
                 Setting::Vms => "--vms",
                 Setting::Timeout => return None,
             };

@@ -174,9 +174,9 @@ impl Mechanism {
     /// Its setting as shipped, as the strategy it runs.
     pub fn default_mode(self) -> WaitMode {
         match self {
-            Mechanism::KvmHost => WaitMode::HaltPoll(Window::HALT_POLL),
-            Mechanism::Guest => WaitMode::Haltpoll(Window::HALTPOLL),
-            Mechanism::Qemu => WaitMode::HaltPoll(qemu_window(QEMU_MAX_NS)),
+            Mechanism::KvmHost => WaitMode::HostHaltPoll(Window::HALT_POLL),
+            Mechanism::Guest => WaitMode::GuestHaltpoll(Window::HALTPOLL),
+            Mechanism::Qemu => WaitMode::HostHaltPoll(qemu_window(QEMU_MAX_NS)),
             // Off by default: the interrupt or kick at every wait.
             Mechanism::Napi | Mechanism::Vhost | Mechanism::VirtioNet | Mechanism::IoUring => {
                 WaitMode::Notify
@@ -192,7 +192,7 @@ impl Mechanism {
             Mechanism::KvmHost => {
                 for max in [25.0, 50.0, 100.0, 200.0, 400.0] {
                     for shrink in [2.0, 0.0] {
-                        out.push(WaitMode::HaltPoll(Window {
+                        out.push(WaitMode::HostHaltPoll(Window {
                             max_ns: max * US,
                             start_ns: Window::HALT_POLL.start_ns.min(max * US),
                             shrink,
@@ -203,7 +203,7 @@ impl Mechanism {
             }
             Mechanism::Guest => {
                 for max in [25.0, 50.0, 100.0, 200.0, 400.0] {
-                    out.push(WaitMode::Haltpoll(Window {
+                    out.push(WaitMode::GuestHaltpoll(Window {
                         max_ns: max * US,
                         start_ns: Window::HALTPOLL.start_ns.min(max * US),
                         ..Window::HALTPOLL
@@ -227,7 +227,7 @@ impl Mechanism {
             }
             Mechanism::Qemu => {
                 for max in [8.0, 16.0, 64.0, 128.0, 256.0] {
-                    out.push(WaitMode::HaltPoll(qemu_window(max * US)));
+                    out.push(WaitMode::HostHaltPoll(qemu_window(max * US)));
                 }
             }
             Mechanism::VirtioNet => {
@@ -251,14 +251,14 @@ impl Mechanism {
         let text = |t: &str| serde_json::Value::from(t);
         match (self, mode) {
             (Mechanism::KvmHost, WaitMode::Notify) => s(vec![("halt_poll_ns", ns(0.0))]),
-            (Mechanism::KvmHost, WaitMode::HaltPoll(w)) => s(vec![
+            (Mechanism::KvmHost, WaitMode::HostHaltPoll(w)) => s(vec![
                 ("halt_poll_ns", ns(w.max_ns)),
                 ("halt_poll_ns_grow", whole(w.grow)?),
                 ("halt_poll_ns_grow_start", ns(w.start_ns)),
                 ("halt_poll_ns_shrink", whole(w.shrink)?),
             ]),
             (Mechanism::Guest, WaitMode::Notify) => s(vec![("guest_halt_poll_ns", ns(0.0))]),
-            (Mechanism::Guest, WaitMode::Haltpoll(w)) if w.shrink >= 1.0 => s(vec![
+            (Mechanism::Guest, WaitMode::GuestHaltpoll(w)) if w.shrink >= 1.0 => s(vec![
                 ("guest_halt_poll_ns", ns(w.max_ns)),
                 ("guest_halt_poll_grow", whole(w.grow)?),
                 ("guest_halt_poll_grow_start", ns(w.start_ns)),
@@ -281,7 +281,7 @@ impl Mechanism {
                 s(vec![("busyloop_timeout_us", whole_us(*budget_ns)?.into())])
             }
             (Mechanism::Qemu, WaitMode::Notify) => s(vec![("poll-max-ns", ns(0.0))]),
-            (Mechanism::Qemu, WaitMode::HaltPoll(w))
+            (Mechanism::Qemu, WaitMode::HostHaltPoll(w))
                 if (w.start_ns - QEMU_START_NS).abs() < 0.5 && w.max_ns >= QEMU_START_NS =>
             {
                 s(vec![

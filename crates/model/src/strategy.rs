@@ -34,12 +34,15 @@ pub enum WaitMode {
         /// Sleep length Y [ns].
         period_ns: f64,
     },
-    /// `halt-poll[:max=..,grow=..,start=..,shrink=..]`: KVM's halt polling
-    /// (a per-party window, grown and shrunk from past episodes).
-    HaltPoll(Window),
-    /// `haltpoll[:max=..,grow=..,start=..,shrink=..]`: the guest's
-    /// cpuidle-haltpoll governor.
-    Haltpoll(Window),
+    /// `halt-poll[:max=..,grow=..,start=..,shrink=..]` (also
+    /// `host-halt-poll`): KVM's host-side halt polling, `halt_poll_ns` (a
+    /// per-party window, grown and shrunk from past episodes). Printed
+    /// with the kernel's own name.
+    HostHaltPoll(Window),
+    /// `haltpoll[:max=..,grow=..,start=..,shrink=..]` (also
+    /// `guest-haltpoll`): the guest's cpuidle-haltpoll governor, printed
+    /// with its own name.
+    GuestHaltpoll(Window),
     /// `hybrid[:mean|min]`: a timed sleep of half the estimated wait, then
     /// spin (block-layer hybrid polling: windowed mean; io_uring hybrid
     /// IOPOLL: running minimum).
@@ -219,9 +222,9 @@ hybrid[:mean|min], defer[:timeout=20us,count=10], coalesce:<n>,<t>, adaptive[:la
                     ));
                 }
                 if name == "halt-poll" {
-                    WaitMode::HaltPoll(w)
+                    WaitMode::HostHaltPoll(w)
                 } else {
-                    WaitMode::Haltpoll(w)
+                    WaitMode::GuestHaltpoll(w)
                 }
             }
             "hybrid" => match args {
@@ -364,7 +367,7 @@ hybrid[:mean|min], defer[:timeout=20us,count=10], coalesce:<n>,<t>, adaptive[:la
             WaitMode::Notify | WaitMode::Poll | WaitMode::Hybrid(_) => Ok(()),
             WaitMode::Spin { budget_ns } => ok("spin budget", budget_ns),
             WaitMode::Sleep { period_ns } => ok("sleep period", period_ns),
-            WaitMode::HaltPoll(w) | WaitMode::Haltpoll(w) => {
+            WaitMode::HostHaltPoll(w) | WaitMode::GuestHaltpoll(w) => {
                 ok("max", w.max_ns)?;
                 ok("start", w.start_ns)
             }
@@ -472,8 +475,8 @@ impl fmt::Display for WaitMode {
             WaitMode::Poll => f.write_str("poll"),
             WaitMode::Spin { budget_ns } => write!(f, "spin:{}", fmt_ns(*budget_ns)),
             WaitMode::Sleep { period_ns } => write!(f, "sleep:{}", fmt_ns(*period_ns)),
-            WaitMode::HaltPoll(w) => window(f, "halt-poll", w),
-            WaitMode::Haltpoll(w) => window(f, "haltpoll", w),
+            WaitMode::HostHaltPoll(w) => window(f, "halt-poll", w),
+            WaitMode::GuestHaltpoll(w) => window(f, "haltpoll", w),
             WaitMode::Hybrid(Estimator::Mean) => f.write_str("hybrid"),
             WaitMode::Hybrid(Estimator::Min) => f.write_str("hybrid:min"),
             WaitMode::Defer { timeout_ns, count } => {
@@ -609,7 +612,7 @@ mod tests {
     fn defaults_are_the_shipped_ones() {
         assert_eq!(
             WaitMode::parse("halt-poll").unwrap(),
-            WaitMode::HaltPoll(Window::HALT_POLL)
+            WaitMode::HostHaltPoll(Window::HALT_POLL)
         );
         assert_eq!(
             WaitMode::parse("defer").unwrap(),
@@ -620,7 +623,7 @@ mod tests {
         );
         assert_eq!(
             WaitMode::parse("haltpoll:max=1ms").unwrap(),
-            WaitMode::Haltpoll(Window {
+            WaitMode::GuestHaltpoll(Window {
                 max_ns: 1e6,
                 ..Window::HALTPOLL
             })

@@ -32,7 +32,7 @@ pub enum Setting {
     /// The ping-pong responder's idle strategy.
     Idle,
     /// Host halt polling.
-    HaltPoll,
+    HostHaltPoll,
     /// The stall limit of the watchdog.
     Timeout,
     /// Guests of a scale run, and their load.
@@ -58,7 +58,7 @@ impl Setting {
             Setting::Gaps => "gaps",
             Setting::Runs => "runs",
             Setting::Idle => "idle",
-            Setting::HaltPoll => "halt_poll",
+            Setting::HostHaltPoll => "halt_poll",
             Setting::Timeout => "timeout",
             Setting::Vms => "vms",
             Setting::Timer => "timer",

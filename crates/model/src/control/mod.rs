@@ -90,11 +90,11 @@ enum State {
     Sleep {
         period: u64,
     },
-    HaltPoll {
+    HostHaltPoll {
         w: WindowPs,
         window: u64,
     },
-    Haltpoll {
+    GuestHaltpoll {
         w: WindowPs,
         limit: u64,
         timed_out: bool,
@@ -189,11 +189,11 @@ impl Controller {
             WaitMode::Sleep { period_ns } => State::Sleep {
                 period: to_ps(period_ns).max(1),
             },
-            WaitMode::HaltPoll(w) => State::HaltPoll {
+            WaitMode::HostHaltPoll(w) => State::HostHaltPoll {
                 w: WindowPs::of(w),
                 window: 0,
             },
-            WaitMode::Haltpoll(w) => State::Haltpoll {
+            WaitMode::GuestHaltpoll(w) => State::GuestHaltpoll {
                 w: WindowPs::of(w),
                 limit: 0,
                 timed_out: false,
@@ -264,14 +264,14 @@ impl Controller {
                 }
             }
             State::Sleep { period } => Action::Nap(now + *period),
-            State::HaltPoll { window, .. } => {
+            State::HostHaltPoll { window, .. } => {
                 if first && *window > 0 {
                     Action::Spin(Some(start + *window))
                 } else {
                     Action::Block
                 }
             }
-            State::Haltpoll {
+            State::GuestHaltpoll {
                 limit,
                 timed_out,
                 block_next,
@@ -328,7 +328,7 @@ impl Controller {
     pub fn done(&mut self, v: &View, e: Episode) {
         let t = e.end - e.start;
         match &mut self.state {
-            State::HaltPoll { w, window } => {
+            State::HostHaltPoll { w, window } => {
                 if t <= *window {
                 } else if t > w.max {
                     *window = w.shrunk(*window);
@@ -336,7 +336,7 @@ impl Controller {
                     *window = w.max.min(WindowPs::times(*window, w.grow).max(w.start));
                 }
             }
-            State::Haltpoll {
+            State::GuestHaltpoll {
                 w,
                 limit,
                 timed_out,
