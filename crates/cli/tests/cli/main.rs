@@ -455,7 +455,43 @@ fn report_holds(name: &str, args: &[&str], needles: &[&str]) {
     for needle in needles {
         assert!(html.contains(needle), "report lacks {needle}");
     }
+    commands_parse(&html);
     std::fs::remove_dir_all(&dir).unwrap();
+}
+
+/// Every whole command the page prints (`<code>kicklab ...</code>`, each
+/// of a `;`-separated list) parses: `kicklab <its arguments> --help` exits
+/// 0 only where every flag before `--help` exists and takes its value.
+/// Templates (FLAGS, `a|b`, `exp:..`, `...`) are left out.
+fn commands_parse(html: &str) {
+    let mut checked = 0;
+    for code in html.split("<code>").skip(1) {
+        let Some((code, _)) = code.split_once("</code>") else {
+            continue;
+        };
+        for cmd in code.split("; ") {
+            let Some(args) = cmd.trim().strip_prefix("kicklab ") else {
+                continue;
+            };
+            if args.contains(['|', '<', '&'])
+                || args.contains("...")
+                || args.contains(":..")
+                || args.contains("FLAGS")
+            {
+                continue;
+            }
+            let mut argv: Vec<&str> = args.split_whitespace().collect();
+            argv.push("--help");
+            let out = kicklab(&argv);
+            assert!(
+                out.status.success(),
+                "the page prints `{cmd}`, which does not parse: {}",
+                String::from_utf8_lossy(&out.stderr)
+            );
+            checked += 1;
+        }
+    }
+    assert!(checked > 0, "the page printed no command to check");
 }
 
 #[test]
