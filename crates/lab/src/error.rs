@@ -62,6 +62,22 @@ pub enum Input {
     Scale,
     /// The simulated machine of a `scale` run (its CPUs, slice and costs).
     SimMachine,
+    /// Requests outstanding in a `scale` run.
+    Concurrency,
+    /// A `scale` guest's timer period.
+    Timer,
+    /// The simulated machine's CPUs.
+    Cpus,
+    /// The simulated machine's scheduler slice.
+    Slice,
+    /// The simulated machine's cost of waking a blocked guest.
+    Kick,
+    /// The simulated machine's start-up of a woken guest.
+    Wake,
+    /// The simulated machine's cost of resuming a preempted guest.
+    Switch,
+    /// The simulated client's CPU per request.
+    ClientCost,
 }
 
 impl Input {
@@ -94,6 +110,14 @@ impl Input {
             Input::StageWork => "shared and vm_service",
             Input::Scale => "scale",
             Input::SimMachine => "simulated machine",
+            Input::Concurrency => "concurrency",
+            Input::Timer => "timer",
+            Input::Cpus => "cpus",
+            Input::Slice => "slice",
+            Input::Kick => "kick",
+            Input::Wake => "wake",
+            Input::Switch => "switch",
+            Input::ClientCost => "client_cost",
         }
     }
 }
