@@ -8,10 +8,8 @@ use std::path::PathBuf;
 
 use clap::builder::{PossibleValuesParser, TypedValueParser as _};
 use clap::Args;
-use kicklab_lab::qos_command::{QosBackend, QosRequest, VmCoreChoice, MIN_SECONDS};
+use kicklab_lab::qos_command::{QosBackend, QosRequest, VmCoreChoice};
 use kicklab_model::qos::{Arrivals, Path, Police};
-
-use crate::errors::Usage;
 
 /// Arguments of `kicklab qos`.
 #[derive(Debug, Args)]
@@ -220,52 +218,6 @@ fn vm_limit(s: &str) -> Result<(usize, f64, f64), String> {
 }
 
 pub fn run(a: &QosArgs) -> anyhow::Result<()> {
-    if a.backend == QosBackend::Kvm {
-        if a.vm_core != VmCoreChoice::Auto {
-            let core = a.vm_core.name();
-            return Err(Usage(format!(
-                "--vm-core {core}: with --backend kvm every VM is a guest of its own (use --backend futex for {core} cores)"
-            ))
-            .into());
-        }
-        if a.vms > kicklab_testbed::qos::MAX_GUEST_VMS {
-            return Err(Usage(format!(
-                "--vms: 1 to {} guests with kvm (their set-up grows with the square of their \
-                 number: minutes past that)",
-                kicklab_testbed::qos::MAX_GUEST_VMS
-            ))
-            .into());
-        }
-        crate::args::kvm_usable()?;
-    }
-    // The model measures no window; a simulated or real run does.
-    let windowed = a.backend != QosBackend::Model || a.figures;
-    if !(a.seconds.is_finite() && a.seconds > 0.0 && a.seconds <= 3600.0)
-        || (windowed && a.seconds < MIN_SECONDS)
-    {
-        return Err(Usage(format!(
-            "--seconds: a window from {MIN_SECONDS} s (a few of the paper's requests of 0.5-0.7 ms) to 3600 s"
-        ))
-        .into());
-    }
-    for (flag, vms) in [
-        ("--rate", a.rate.iter().map(|r| r.0).collect::<Vec<_>>()),
-        ("--limit", a.limit.iter().map(|l| l.0).collect()),
-    ] {
-        if let Some(vm) = kicklab_model::first_repeat(&vms) {
-            return Err(Usage(format!("{flag}: VM {vm} is given twice")).into());
-        }
-    }
-    if a.vms == 0 || a.vms > kicklab_model::qos::MAX_VMS {
-        return Err(Usage(format!("--vms: 1 to {} VMs", kicklab_model::qos::MAX_VMS)).into());
-    }
-    if !(a.scale.is_finite() && a.scale > 0.0 && a.scale <= 1.0) {
-        return Err(Usage(format!(
-            "--scale: {} must be above 0 and at most 1",
-            a.scale
-        ))
-        .into());
-    }
     let req = QosRequest {
         vms: a.vms,
         offered: a.offered,
@@ -286,6 +238,10 @@ pub fn run(a: &QosArgs) -> anyhow::Result<()> {
         seed: a.seed,
         figures: a.figures,
     };
+    req.check()?;
+    if a.backend == QosBackend::Kvm {
+        crate::args::kvm_usable()?;
+    }
     let dir = if a.figures {
         Some(crate::files::out_dir(
             &a.out,

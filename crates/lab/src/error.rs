@@ -78,6 +78,8 @@ pub enum Input {
     Switch,
     /// The simulated client's CPU per request.
     ClientCost,
+    /// A real `qos` run's VM core.
+    VmCore,
 }
 
 impl Input {
@@ -118,6 +120,7 @@ impl Input {
             Input::Wake => "wake",
             Input::Switch => "switch",
             Input::ClientCost => "client_cost",
+            Input::VmCore => "vm_core",
         }
     }
 }

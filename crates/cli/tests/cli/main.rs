@@ -2238,7 +2238,7 @@ fn qos_json_contract() {
     assert_eq!(out.status.code(), Some(2));
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(
-        err.contains("--vm-core timed") && err.contains("guest"),
+        err.contains("--vm-core: timed") && err.contains("guest"),
         "{err}"
     );
     let out = kicklab(&["qos", "--limit", "3=100"]);

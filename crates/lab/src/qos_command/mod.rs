@@ -126,6 +126,65 @@ pub struct QosRequest {
     pub figures: bool,
 }
 
+impl QosRequest {
+    /// Checks the request's own settings before anything runs (the
+    /// system's values are checked by [`system`]).
+    ///
+    /// # Errors
+    ///
+    /// [`LabError::Input`] naming the first setting out of range.
+    pub fn check(&self) -> Result<(), LabError> {
+        if self.backend == QosBackend::Kvm {
+            if self.vm_core != VmCoreChoice::Auto {
+                let core = self.vm_core.name();
+                return Err(LabError::input(
+                    Input::VmCore,
+                    format!("{core} cores are for threads (futex); on kvm every VM is a guest of its own"),
+                ));
+            }
+            if self.vms > kicklab_testbed::qos::MAX_GUEST_VMS {
+                return Err(LabError::input(
+                    Input::Vms,
+                    format!(
+                        "1 to {} guests with kvm (their set-up grows with the square of their number: minutes past that)",
+                        kicklab_testbed::qos::MAX_GUEST_VMS
+                    ),
+                ));
+            }
+        }
+        // The model measures no window; a simulated or real run does.
+        let windowed = self.backend != QosBackend::Model || self.figures;
+        if !(self.seconds.is_finite() && self.seconds > 0.0 && self.seconds <= 3600.0)
+            || (windowed && self.seconds < MIN_SECONDS)
+        {
+            return Err(LabError::input(
+                Input::Seconds,
+                format!("a window from {MIN_SECONDS} s (a few of the paper's requests of 0.5-0.7 ms) to 3600 s"),
+            ));
+        }
+        let rates: Vec<usize> = self.rates.iter().map(|r| r.0).collect();
+        let limits: Vec<usize> = self.limits.iter().map(|l| l.0).collect();
+        for (input, vms) in [(Input::Rate, rates), (Input::Limit, limits)] {
+            if let Some(vm) = kicklab_model::first_repeat(&vms) {
+                return Err(LabError::input(input, format!("VM {vm} is given twice")));
+            }
+        }
+        if self.vms == 0 || self.vms > kicklab_model::qos::MAX_VMS {
+            return Err(LabError::input(
+                Input::Vms,
+                format!("1 to {} VMs", kicklab_model::qos::MAX_VMS),
+            ));
+        }
+        if !(self.scale.is_finite() && self.scale > 0.0 && self.scale <= 1.0) {
+            return Err(LabError::input(
+                Input::Scale,
+                format!("{} must be above 0 and at most 1", self.scale),
+            ));
+        }
+        Ok(())
+    }
+}
+
 /// The files a request writes (the figures): a page and its CSV.
 #[derive(Debug)]
 pub struct QosFiles {
