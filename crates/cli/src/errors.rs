@@ -93,6 +93,10 @@ pub fn usage_of(e: &anyhow::Error) -> Option<String> {
                 input: kicklab_lab::Input::SimMachine,
                 reason,
             } => Some(format!("--backend sim: {reason}")),
+            LabError::Input {
+                input: kicklab_lab::Input::Warmup,
+                reason,
+            } => Some(format!("--warmup (with --messages): {reason}")),
             LabError::Input { input, reason } => {
                 Some(format!("--{}: {reason}", input.name().replace('_', "-")))
             }

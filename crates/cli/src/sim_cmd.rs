@@ -1,9 +1,8 @@
 //! `kicklab sim`: one simulation run (or `--bench`: simulator speed).
 
 use clap::Args;
-use kicklab_model::{fmt_ns, predict, WaitMode};
-use kicklab_sim::{default_warmup, simulate, SimConfig, SimResult, Start, Window};
-use serde_json::json;
+use kicklab_model::WaitMode;
+use kicklab_sim::{default_warmup, SimConfig, Start};
 
 use crate::args::{mode, ParamArgs};
 
@@ -125,115 +124,20 @@ pub fn run(a: &SimArgs) -> anyhow::Result<()> {
         idle_scale,
         nap_ns,
     };
-    // A run too long because of its warm-up names --warmup, not --messages.
-    let r = simulate(&cfg).map_err(|e| match (e, a.warmup) {
-        (
-            kicklab_sim::SimError::TooManyMessages(_) | kicklab_sim::SimError::TimeOverflow,
-            Some(w),
-        ) if w > a.messages => anyhow::Error::new(crate::errors::Usage(format!(
-            "--warmup: {w} messages of warm-up with --messages {} pass what one run may \
-             simulate ({} messages in all, or the simulator's clock); warm up with fewer",
-            a.messages,
-            kicklab_sim::MAX_MESSAGES
-        ))),
-        (e, _) => e.into(),
-    })?;
-    // The closed form, where one exists for these modes.
-    // (Send combining has its closed form in docs/model.md for the fast
-    // consumer only; none is printed.)
-    let predicted = (mode_p == mode_c && !cfg.combine.is_on())
-        .then(|| predict(&params, mode_p).ok())
-        .flatten();
-    for w in r.window_warnings(&params, predicted.and_then(|p| p.round_messages)) {
+    let out = kicklab_lab::sim_command::run(&cfg)?;
+    for w in &out.warnings {
         errln!("warning: {w}");
     }
     if let Some(w) =
-        crate::show::latency_bound_missed([mode_p, mode_c], r.rates.latency_ns.as_ref())
+        crate::show::latency_bound_missed([mode_p, mode_c], out.result.rates.latency_ns.as_ref())
     {
         errln!("warning: {w}");
     }
     if a.json {
-        let mut v = result_json(&r);
-        v["mode_p"] = json!(mode_p.to_string());
-        v["mode_c"] = json!(mode_c.to_string());
-        v["seed"] = json!(a.seed);
-        v["start"] = json!(a.start);
-        // The model's point for this start: from a full queue, a bistable
-        // pair's other operating point.
-        v["predicted"] = match predicted {
-            Some(p) if cfg.start == Start::Full && p.other.is_some() => {
-                serde_json::to_value(p.other).unwrap_or_default()
-            }
-            Some(p) => kicklab_lab::rates_text::prediction_json(&p),
-            None => serde_json::Value::Null,
-        };
-        return crate::show::print_json(&v);
+        return crate::show::print_json(&out.json);
     }
-    let point = predicted.map(|p| match p.other {
-        Some(o) if cfg.start == Start::Full => (o.regime, o.t_ns, o.e_ns),
-        _ => (p.regime, p.rates.t_ns, p.rates.e_ns),
-    });
-    print_result(&r, point, mode_p, mode_c);
-    if cfg.combine.is_on() {
-        outln!(
-            "combining      batch {}, flush {} (latency from the write)",
-            a.batch,
-            a.flush
-        );
-    }
-    Ok(())
-}
-
-/// The result as the JSON object of the contract: the serialized
-/// [`SimResult`] (its rates flattened, the window, events, simulated time,
-/// raw totals).
-pub fn result_json(r: &SimResult) -> serde_json::Value {
-    serde_json::to_value(r).unwrap_or_default()
-}
-
-fn print_result(
-    r: &SimResult,
-    predicted: Option<(kicklab_model::Regime, f64, f64)>,
-    mode_p: WaitMode,
-    mode_c: WaitMode,
-) {
-    outln!("modes          P {mode_p}, C {mode_c}");
-    for line in (kicklab_lab::rates_text::RateLines {
-        t_ns: r.rates.t_ns,
-        e_ns: [r.rates.e_p_ns, r.rates.e_c_ns],
-        notifications: [r.rates.notifications_p, r.rates.notifications_c],
-        sleeps: [r.rates.sleeps_p, r.rates.sleeps_c],
-        messages: r.rates.messages,
-    })
-    .lines()
-    {
+    for line in &out.text {
         outln!("{line}");
     }
-    if let Some(l) = r.rates.latency_ns {
-        outln!(
-            "latency        p50 {}  p99 {}  max {}  mean {}",
-            fmt_ns(l.p50),
-            fmt_ns(l.p99),
-            fmt_ns(l.max),
-            fmt_ns(l.mean)
-        );
-    }
-    let window = match r.window {
-        Window::RoundsPc => "whole rounds between P->C notifications",
-        Window::RoundsCp => "whole rounds between C->P notifications",
-        Window::Messages => "messages (no notification rounds)",
-        Window::Consumed => "messages consumed after the warm-up",
-    };
-    let n = r.rates.messages;
-    let noun = if n == 1 { "message" } else { "messages" };
-    outln!("measured       {n} {noun} over {window}");
-    if let Some((regime, t_ns, e_ns)) = predicted {
-        outln!(
-            "model          {regime}: T {} (sim/model {:.6}), E {} (sim/model {:.6})",
-            fmt_ns(t_ns),
-            r.rates.t_ns / t_ns,
-            fmt_ns(e_ns),
-            r.rates.e_ns / e_ns
-        );
-    }
+    Ok(())
 }

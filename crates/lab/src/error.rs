@@ -80,6 +80,8 @@ pub enum Input {
     ClientCost,
     /// A real `qos` run's VM core.
     VmCore,
+    /// Messages simulated before measuring.
+    Warmup,
 }
 
 impl Input {
@@ -121,6 +123,7 @@ impl Input {
             Input::Switch => "switch",
             Input::ClientCost => "client_cost",
             Input::VmCore => "vm_core",
+            Input::Warmup => "warmup",
         }
     }
 }

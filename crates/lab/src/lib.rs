@@ -35,6 +35,7 @@ pub mod report;
 pub mod run_output;
 pub mod scale;
 pub mod scale_command;
+pub mod sim_command;
 pub mod trace;
 pub mod trace_text;
 pub mod validate;
