@@ -476,7 +476,9 @@ def _point_on_screen(page: Any, fig: str) -> dict[str, Any]:
 
 
 def test_hovering_a_chart_shows_its_value(browser: Browser, page: Any) -> None:
-    for fig in ["#fig-fig2-T", "#kl-ex-chart-t"]:
+    for fig in ["#fig-fig2-T", "#kl-ex-chart-t", "#fig-scale-sim-throughput"]:
+        # (A chart in a section's collapsed details is opened first.)
+        page.evaluate("(fig) => document.querySelector(fig).closest('details')?.setAttribute('open', '')", fig)
         pt = _point_on_screen(page, fig)
         page.mouse.move(pt["x"], pt["y"])
         page.wait_for_selector(".kl-tip", state="visible")
@@ -497,6 +499,25 @@ def test_hovering_a_chart_shows_its_value(browser: Browser, page: Any) -> None:
     tip = page.text_content(".kl-tip") or ""
     assert page.is_visible(".kl-tip") and "W_P [us] = " in tip, tip
     page.mouse.move(0, 0)
+    assert browser.errors == []
+
+
+def test_a_log_x_axis_puts_the_script_s_points_on_the_drawn_ticks(browser: Browser, page: Any) -> None:
+    # Guests double from point to point: the page's script, which finds the
+    # point under the mouse, must place x = 4 where the SVG drew its tick.
+    at = page.evaluate(
+        """() => {
+        const svg = document.querySelector('#fig-scale-sim-throughput svg');
+        const c = svg.klChart;
+        const tick = Array.from(svg.querySelectorAll('text.tick'))
+            .find(t => t.getAttribute('text-anchor') === 'middle' && t.textContent === '4');
+        const pt = c.pixels.find(p => p.x === 4);
+        return {meta: c.meta.xlog, tick: tick && parseFloat(tick.getAttribute('x')), px: pt && pt.px};
+    }"""
+    )
+    assert at["meta"] is True, at
+    assert at["tick"] is not None and at["px"] is not None, at
+    assert abs(at["tick"] - at["px"]) < 1.0, at
     assert browser.errors == []
 
 

@@ -172,12 +172,17 @@ pub fn section(
         style,
         error_bars: Vec::new(),
     };
+    // Measured points are single runs: each drawn as a dot, joined.
+    let (timeout_style, spin_style) = match backend {
+        ScaleBackend::Sim => (Style::Thick, Style::Line),
+        ScaleBackend::Threads | ScaleBackend::Kvm => (Style::LinePoints, Style::LinePoints),
+    };
     let thr = Chart {
         title: format!(
             "Throughput over guests time-sharing the CPUs ({})",
             match backend {
-                ScaleBackend::Threads => "threads",
-                ScaleBackend::Kvm => "KVM guests",
+                ScaleBackend::Threads => "threads, one run per point",
+                ScaleBackend::Kvm => "KVM guests, one run per point",
                 ScaleBackend::Sim => "simulated",
             }
         ),
@@ -186,17 +191,19 @@ pub fn section(
         series: vec![
             series(
                 "idle with timeout",
-                Style::Thick,
+                timeout_style,
                 line(ScaleIdle::Timeout, &|r| r.throughput_per_s),
             ),
             series(
                 "idle by spinning",
-                Style::Line,
+                spin_style,
                 line(ScaleIdle::Spin, &|r| r.throughput_per_s),
             ),
         ],
-        // Spinning guests' throughput falls by decades as guests share CPUs.
+        // Spinning guests' throughput falls by decades as guests share CPUs;
+        // the guests double from point to point.
         y_scale: kicklab_report::YScale::Auto,
+        x_log: true,
         ..Chart::default()
     };
     let cpu = Chart {
@@ -206,16 +213,17 @@ pub fn section(
         series: vec![
             series(
                 "idle with timeout",
-                Style::Thick,
+                timeout_style,
                 line(ScaleIdle::Timeout, &|r| r.cpu_util),
             ),
             series(
                 "idle by spinning",
-                Style::Line,
+                spin_style,
                 line(ScaleIdle::Spin, &|r| r.cpu_util),
             ),
         ],
         y_range: Some((0.0, 1.05)),
+        x_log: true,
         ..Chart::default()
     };
     let mut thr = thr;
@@ -252,7 +260,7 @@ pub fn section(
                  the CPU away, idling with a timeout it exits to its VMM with \"wake me on a request or at my timer\" and \
                  its vCPU thread sleeps. {cpus} CPUs; more vCPU threads than CPUs time-share them. Idle-with-timeout over \
                  spinning: {r2} at 2 guests, {r4} at 4, {r8} at 8 (target {TARGET_AT_8}x; Denali: more than 2x), {r16} at 16 \
-                 ({seconds} s per run).</p>\
+                 (one run of {seconds} s per point, so no spread is drawn).</p>\
                  <p>Reproduce: <code>kicklab scale --backend kvm --vms 1,2,4,8,16</code>.</p>"
             ),
         ),
@@ -291,8 +299,8 @@ pub fn section(
                  more than a factor of two as the same load spreads over more VMs. Here each guest is a thread (the OS \
                  scheduler plays the hypervisor) on this {cpus}-CPU machine, with a 1 ms timer and a share of one closed \
                  load of 32 requests of 20 us each; more guests than CPUs time-share them. Idle-with-timeout over \
-                 spinning: {r2} at 2 guests, {r4} at 4, {r8} at 8, {r16} at 16 ({seconds} s per run). The KVM version \
-                 follows.</p>\
+                 spinning: {r2} at 2 guests, {r4} at 4, {r8} at 8, {r16} at 16 (one run of {seconds} s per point, so no \
+                 spread is drawn). The KVM version follows.</p>\
                  <p>Reproduce: <code>kicklab scale --vms 1,2,4,8,16</code>.</p>"
             ),
         ),

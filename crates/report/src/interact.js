@@ -176,12 +176,13 @@
     m.s.forEach(function (ser, i) {
       ser.p.forEach(function (pt) {
         var yv = m.log ? (pt[1] > 0 ? Math.log10(pt[1]) : NaN) : pt[1];
-        if (!isFinite(yv)) return;
+        var xv = m.xlog ? (pt[0] > 0 ? Math.log10(pt[0]) : NaN) : pt[0];
+        if (!isFinite(yv) || !isFinite(xv)) return;
         out.push({
           s: i,
           x: pt[0],
           y: pt[1],
-          px: pl.x + ((pt[0] - m.x[0]) / (m.x[1] - m.x[0])) * pl.w,
+          px: pl.x + ((xv - m.x[0]) / (m.x[1] - m.x[0])) * pl.w,
           py: pl.y + pl.h - ((yv - m.y[0]) / (m.y[1] - m.y[0])) * pl.h,
         });
       });
@@ -305,11 +306,21 @@
     var v = this.view;
     var xa = dx(v.x);
     var xb = dx(v.x + v.w);
-    var xt = niceTicks(xa, xb, Math.max(2, Math.min(10, Math.floor(p.w / 90))));
-    xt.ticks.forEach(function (x) {
-      var px = p.x + ((x - xa) / (xb - xa)) * p.w;
-      self.tick(px, bottom + 18, tickLabel(x, xt.step), "middle", "x");
-    });
+    if (m.xlog) {
+      // Powers of 2 in the view (x in log10 units).
+      var a = Math.ceil(xa / Math.LOG10_2 - 1e-9);
+      var b = Math.floor(xb / Math.LOG10_2 + 1e-9);
+      for (var e = a; e <= b; e++) {
+        var lx = e * Math.LOG10_2;
+        self.tick(p.x + ((lx - xa) / (xb - xa)) * p.w, bottom + 18, fmt(Math.pow(2, e)), "middle", "x");
+      }
+    } else {
+      var xt = niceTicks(xa, xb, Math.max(2, Math.min(10, Math.floor(p.w / 90))));
+      xt.ticks.forEach(function (x) {
+        var px = p.x + ((x - xa) / (xb - xa)) * p.w;
+        self.tick(px, bottom + 18, tickLabel(x, xt.step), "middle", "x");
+      });
+    }
     var ya = dy(v.y + v.h);
     var yb = dy(v.y);
     var ypx = function (y) {

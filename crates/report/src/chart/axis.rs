@@ -66,3 +66,31 @@ pub(super) fn fmt_short(v: f64) -> String {
     let s = format!("{v:.3}");
     s.trim_end_matches('0').trim_end_matches('.').to_string()
 }
+
+/// Ticks of a log axis from `lo` to `hi` (both > 0): powers of 2 where
+/// the range spans at most three decades (ten ticks at most), else powers
+/// of 10; the two ends where no power lies between
+/// them.
+pub(super) fn log_ticks(lo: f64, hi: f64) -> Vec<f64> {
+    let eps = 1e-9;
+    let ticks: Vec<f64> = if hi / lo <= 1000.0 {
+        #[allow(clippy::cast_possible_truncation)]
+        let (a, b) = (
+            (lo.log2() - eps).ceil() as i32,
+            (hi.log2() + eps).floor() as i32,
+        );
+        (a..=b).map(|e| 2f64.powi(e)).collect()
+    } else {
+        #[allow(clippy::cast_possible_truncation)]
+        let (a, b) = (
+            (lo.log10() - eps).ceil() as i32,
+            (hi.log10() + eps).floor() as i32,
+        );
+        (a..=b).map(|e| 10f64.powi(e)).collect()
+    };
+    if ticks.len() < 2 {
+        vec![lo, hi]
+    } else {
+        ticks
+    }
+}

@@ -8,7 +8,7 @@ pub(super) fn line_attrs(st: Style) -> &'static str {
     match st {
         Style::Thick => "stroke-width=\"3.5\"",
         Style::Dashed => "stroke-width=\"2\" stroke-dasharray=\"7 4\"",
-        Style::Line | Style::Points | Style::Ring => "stroke-width=\"1.6\"",
+        Style::Line | Style::LinePoints | Style::Points | Style::Ring => "stroke-width=\"1.6\"",
     }
 }
 

@@ -15,7 +15,7 @@ mod glyphs;
 mod tests;
 mod text;
 
-use axis::{fmt_short, nice_ticks, sig6, tick_label};
+use axis::{fmt_short, log_ticks, nice_ticks, sig6, tick_label};
 use glyphs::{clip_runs, line_attrs, marker};
 use kicklab_model::median;
 use text::{text_w, wrap};
@@ -32,6 +32,9 @@ pub enum Style {
     Dashed,
     /// Markers only.
     Points,
+    /// A solid line with a marker at each point: measurements joined
+    /// (each marker is one run).
+    LinePoints,
     /// Hollow rings around points: marks points of another series (a
     /// measurement flagged as disturbed, say).
     Ring,
@@ -137,6 +140,10 @@ pub struct Chart {
     pub y_scale: YScale,
     /// Clipping of outliers on the y axis (ignored with a `y_range`).
     pub clip: Clip,
+    /// A logarithmic x axis (for counts that double: guests 1, 2, 4 ..
+    /// 64), ticked at powers of 2 where the data span at most three
+    /// decades, else at decades; x values <= 0 are left out.
+    pub x_log: bool,
 }
 
 /// Series colours: Okabe and Ito's, which readers with any common
@@ -189,6 +196,8 @@ pub(crate) struct Layout {
     pub x: (f64, f64),
     pub y: (f64, f64),
     pub log: bool,
+    /// A log x axis: `x` is in log10 units.
+    pub xlog: bool,
     /// Labels of bands and marks: text, box, anchor x.
     pub labels: Vec<(String, Rect)>,
     /// The legend box, and each entry's `(series index, x, y)`.
@@ -201,6 +210,7 @@ pub(crate) struct Layout {
 impl Layout {
     fn px(&self, x: f64) -> f64 {
         let (a, b) = self.x;
+        let x = if self.xlog { x.log10() } else { x };
         self.plot.x + (x - a) / (b - a) * self.plot.w
     }
 
@@ -336,6 +346,8 @@ impl Chart {
             .finite()
             .map(|p| p.0)
             .chain(self.bands.iter().flat_map(|b| [b.x0, b.x1]))
+            .filter(|x| !self.x_log || *x > 0.0)
+            .map(|x| if self.x_log { x.log10() } else { x })
             .fold((f64::MAX, f64::MIN), |(a, b), x| (a.min(x), b.max(x)));
         if x0 > x1 {
             (x0, x1) = (0.0, 1.0);
@@ -394,7 +406,10 @@ impl Chart {
         let left = 78.0;
         let right = w - 24.0;
         let pw = (right - left).max(10.0);
-        let px = |x: f64| left + (x - x0) / (x1 - x0) * pw;
+        let px = |x: f64| {
+            let x = if self.x_log { x.log10() } else { x };
+            left + (x - x0) / (x1 - x0) * pw
+        };
 
         // Labels, in rows above the plot: a label goes in the first row
         // where it overlaps no other.
@@ -487,6 +502,7 @@ impl Chart {
             x: (x0, x1),
             y: (y0, y1),
             log,
+            xlog: self.x_log,
             labels,
             legend,
             entries,
@@ -564,6 +580,7 @@ impl Chart {
             "x": [l.x.0, l.x.1],
             "y": [l.y.0, l.y.1],
             "log": l.log,
+            "xlog": l.xlog,
             "xl": self.x_label,
             "yl": self.y_label,
             "s": series,
@@ -602,8 +619,16 @@ impl Chart {
                 y + TICK_PX * 0.35
             );
         }
-        let (xt, step) = nice_ticks(l.x.0, l.x.1, ((p.w / 90.0) as usize).clamp(2, 10));
-        for v in xt {
+        let xt: Vec<(f64, String)> = if l.xlog {
+            log_ticks(10f64.powf(l.x.0), 10f64.powf(l.x.1))
+                .into_iter()
+                .map(|v| (v, fmt_short(v)))
+                .collect()
+        } else {
+            let (xt, step) = nice_ticks(l.x.0, l.x.1, ((p.w / 90.0) as usize).clamp(2, 10));
+            xt.into_iter().map(|v| (v, tick_label(v, step))).collect()
+        };
+        for (v, text) in xt {
             let x = l.px(v);
             let _ = writeln!(
                 s,
@@ -611,7 +636,7 @@ impl Chart {
                  <text class=\"tick\" x=\"{x:.1}\" y=\"{:.1}\" font-size=\"{TICK_PX}\" text-anchor=\"middle\">{}</text>",
                 p.y,
                 bottom + 18.0,
-                tick_label(v, step)
+                text
             );
         }
         s.push_str("</g>\n");
@@ -622,10 +647,11 @@ impl Chart {
         );
         let _ = writeln!(
             s,
-            "<text x=\"{:.1}\" y=\"{:.1}\" font-size=\"{AXIS_PX}\" text-anchor=\"middle\">{}</text>",
+            "<text x=\"{:.1}\" y=\"{:.1}\" font-size=\"{AXIS_PX}\" text-anchor=\"middle\">{}{}</text>",
             p.x + p.w / 2.0,
             bottom + 40.0,
-            html_escape(&self.x_label)
+            html_escape(&self.x_label),
+            if l.xlog { " (log scale)" } else { "" }
         );
         let (cx, cy) = (18.0, p.y + p.h / 2.0);
         let _ = writeln!(
@@ -692,7 +718,7 @@ impl Chart {
         let rank = |st: Style| match st {
             Style::Thick => 0,
             Style::Points => 1,
-            Style::Line => 2,
+            Style::Line | Style::LinePoints => 2,
             Style::Dashed => 3,
             Style::Ring => 4,
         };
@@ -739,6 +765,15 @@ impl Chart {
                     "<polyline points=\"{}\" fill=\"none\" stroke=\"{color}\" {attrs}/>",
                     d.join(" ")
                 );
+            }
+            if ser.style == Style::LinePoints {
+                for &(x, v) in pts.iter().filter(|(_, v)| (lo..=hi).contains(v)) {
+                    let _ = writeln!(
+                        s,
+                        "{}",
+                        marker(ser.style, l.px(x), l.py_axis(v), color, false)
+                    );
+                }
             }
             // Points above the axis: a marker at the top edge.
             for w in pts.windows(1).filter(|w| w[0].1 > hi) {
@@ -817,6 +852,13 @@ impl Chart {
                     x + GLYPH_W,
                     line_attrs(ser.style)
                 );
+                if ser.style == Style::LinePoints {
+                    let _ = write!(
+                        s,
+                        "{}",
+                        marker(ser.style, x + GLYPH_W / 2.0, y, color, true)
+                    );
+                }
             }
             let _ = writeln!(
                 s,

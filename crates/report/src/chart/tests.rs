@@ -416,3 +416,44 @@ fn caption_names_the_metric() {
     let c = two_series();
     assert_eq!(c.caption(), "T vs W_P (T [us] vs W_P [us])");
 }
+
+#[test]
+fn a_log_x_axis_ticks_doublings_and_spaces_them_evenly() {
+    assert_eq!(log_ticks(1.0, 16.0), [1.0, 2.0, 4.0, 8.0, 16.0]);
+    assert_eq!(log_ticks(1.0, 1000.0).len(), 10, "1 to 512");
+    assert_eq!(log_ticks(1.0, 4096.0), [1.0, 10.0, 100.0, 1000.0]);
+    assert_eq!(
+        log_ticks(0.01, 1e4),
+        [0.01, 0.1, 1.0, 10.0, 100.0, 1e3, 1e4]
+    );
+    assert_eq!(
+        log_ticks(3.0, 3.5),
+        [3.0, 3.5],
+        "no power between: the ends"
+    );
+    let chart = Chart {
+        x_log: true,
+        series: vec![Series {
+            name: "measured".into(),
+            points: vec![(1.0, 5.0), (2.0, 4.0), (4.0, 3.0), (16.0, 1.0)],
+            style: Style::LinePoints,
+            ..Series::default()
+        }],
+        ..Chart::default()
+    };
+    let l = chart.layout(FIG_W, FIG_H);
+    let (a, b, c) = (l.px(1.0), l.px(2.0), l.px(4.0));
+    assert!(((b - a) - (c - b)).abs() < 1e-9, "{a} {b} {c}");
+    assert!((l.px(16.0) - (l.plot.x + l.plot.w)).abs() < 1e-9);
+    let svg = chart.to_svg(FIG_W, FIG_H).unwrap();
+    let ticks: Vec<&str> = svg
+        .lines()
+        .filter(|l| l.contains("class=\"tick\"") && l.contains("text-anchor=\"middle\""))
+        .filter_map(|l| l.rsplit("\">").next()?.strip_suffix("</text>"))
+        .collect();
+    assert_eq!(ticks, ["1", "2", "4", "8", "16"], "{svg}");
+    assert!(svg.contains("(log scale)"));
+    // One marker per measured point, and one in the legend.
+    assert_eq!(svg.matches("<circle").count(), 4 + 1, "{svg}");
+    assert!(svg.contains("xlog&quot;:true"), "the page script is told");
+}
