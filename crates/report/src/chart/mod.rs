@@ -146,6 +146,10 @@ pub struct Chart {
     pub x_log: bool,
 }
 
+/// Lines whose every y is within this share of another's are drawn on
+/// one another, and the chart's note says so.
+const COINCIDENT: f64 = 0.01;
+
 /// Series colours: Okabe and Ito's, which readers with any common
 /// colour-vision deficiency tell apart (no red beside green).
 pub(crate) const PALETTE: [&str; 8] = [
@@ -289,6 +293,50 @@ impl Chart {
             .map(|p| p.1)
             .fold((f64::MAX, f64::MIN), |(a, b), y| (a.min(y), b.max(y)));
         lo > 0.0 && hi >= DECADES_RATIO * lo
+    }
+
+    /// The lines that lie on one another (the same x values, every y
+    /// within [`COINCIDENT`] of the first line's), as a note naming each
+    /// group; `None` where every line shows.
+    fn coincident_note(&self) -> Option<String> {
+        let line = |s: &Series| !matches!(s.style, Style::Points | Style::Ring);
+        let same = |a: &Series, b: &Series| {
+            a.points.len() == b.points.len()
+                && a.points.iter().zip(&b.points).all(|(p, q)| {
+                    let scale = p.1.abs().max(q.1.abs());
+                    p.0 == q.0
+                        && p.1.is_finite()
+                        && q.1.is_finite()
+                        && (p.1 - q.1).abs() <= COINCIDENT * scale
+                })
+        };
+        let mut groups: Vec<Vec<usize>> = Vec::new();
+        for (i, ser) in self.series.iter().enumerate() {
+            if !line(ser) || ser.points.is_empty() {
+                continue;
+            }
+            match groups.iter_mut().find(|g| same(&self.series[g[0]], ser)) {
+                Some(g) => g.push(i),
+                None => groups.push(vec![i]),
+            }
+        }
+        let names: Vec<String> = groups
+            .iter()
+            .filter(|g| g.len() > 1)
+            .map(|g| {
+                g.iter()
+                    .map(|&i| self.series[i].name.as_str())
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            })
+            .collect();
+        (!names.is_empty()).then(|| {
+            format!(
+                "On one line (within {}% at every point): {}.",
+                COINCIDENT * 100.0,
+                names.join("; ")
+            )
+        })
     }
 
     /// The top of the y axis after clipping, and the note, if it clips.
@@ -459,6 +507,14 @@ impl Chart {
         } else {
             ey + LEGEND_ROW + 8.0
         };
+        // Lines drawn on top of each other: the legend lists colours the
+        // plot cannot show, so the note names them.
+        if let Some(one_line) = self.coincident_note() {
+            note = Some(match note {
+                Some(n) => format!("{n} {one_line}"),
+                None => one_line,
+            });
+        }
         #[allow(clippy::cast_precision_loss)]
         let note_h = note.as_ref().map_or(0.0, |n| {
             18.0 * wrap(n, w - left - 8.0, LEGEND_PX).len() as f64
@@ -876,7 +932,7 @@ impl Chart {
                 let y = r.y + r.h + 15.0 + 18.0 * i as f64;
                 let _ = writeln!(
                     s,
-                    "<text class=\"note\" x=\"{:.1}\" y=\"{y:.1}\" font-size=\"{LEGEND_PX}\" fill=\"#a00\">{}</text>",
+                    "<text class=\"note\" x=\"{:.1}\" y=\"{y:.1}\" font-size=\"{LEGEND_PX}\" fill=\"#333\">{}</text>",
                     r.x,
                     html_escape(line)
                 );

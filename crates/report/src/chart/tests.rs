@@ -457,3 +457,34 @@ fn a_log_x_axis_ticks_doublings_and_spaces_them_evenly() {
     assert_eq!(svg.matches("<circle").count(), 4 + 1, "{svg}");
     assert!(svg.contains("xlog&quot;:true"), "the page script is told");
 }
+
+#[test]
+fn lines_drawn_on_one_another_are_named_in_the_note() {
+    let line = |name: &str, ys: [f64; 3]| Series {
+        name: name.into(),
+        points: vec![(1.0, ys[0]), (2.0, ys[1]), (3.0, ys[2])],
+        style: Style::Line,
+        ..Series::default()
+    };
+    let chart = Chart {
+        series: vec![
+            line("poll", [1.0, 2.0, 3.0]),
+            line("notify", [1.0, 4.0, 5.0]),
+            line("defer", [1.005, 2.0, 2.99]),
+            line("adaptive", [1.0, 2.0, 3.1]),
+        ],
+        ..Chart::default()
+    };
+    let l = chart.layout(FIG_W, FIG_H);
+    assert_eq!(
+        l.note.as_deref(),
+        Some("On one line (within 1% at every point): poll, defer.")
+    );
+    assert!(chart.to_svg(FIG_W, FIG_H).unwrap().contains("poll, defer."));
+    // Apart by more than 1% somewhere: no note.
+    let apart = Chart {
+        series: vec![line("a", [1.0, 2.0, 3.0]), line("b", [1.0, 2.0, 3.1])],
+        ..Chart::default()
+    };
+    assert_eq!(apart.layout(FIG_W, FIG_H).note, None);
+}
