@@ -731,7 +731,8 @@ pub fn table(f: &RealFigures) -> Table {
 }
 
 /// The limit chart: VM1 and VM2 over VM2's limit at both policing points,
-/// measured and model, with the unconstrained VM1 for reference.
+/// measured and model, with the unconstrained VM1 for reference; the
+/// measured points of disturbed runs ringed.
 pub fn limit_chart(f: &RealFigures) -> Chart {
     let s = |name: &str, style, points: Vec<(f64, f64)>| Series {
         name: name.into(),
@@ -741,7 +742,7 @@ pub fn limit_chart(f: &RealFigures) -> Chart {
     };
     let lo = f.limit.first().map_or(0.0, |l| l.0);
     let hi = f.limit.last().map_or(1.0, |l| l.0);
-    Chart {
+    let mut chart = Chart {
         title: format!(
             "{}: VM2 limited, both offered {:.0}/s, shared path",
             if f.capacity.0.run.vm_core == VmCore::Guest {
@@ -804,7 +805,30 @@ pub fn limit_chart(f: &RealFigures) -> Chart {
             ),
         ],
         ..Chart::default()
+    };
+    // The measured points of runs other processes disturbed, ringed.
+    let disturbed: Vec<(f64, f64)> = f
+        .limit
+        .iter()
+        .flat_map(|(r, i, p)| {
+            let mut v = Vec::new();
+            if i.disturbed {
+                v.extend([(*r, i.throughput(0)), (*r, i.throughput(1))]);
+            }
+            if p.disturbed {
+                v.push((*r, p.throughput(0)));
+            }
+            v
+        })
+        .collect();
+    if !disturbed.is_empty() {
+        chart.series.push(s(
+            "disturbed run (other processes took CPU)",
+            Style::Ring,
+            disturbed,
+        ));
     }
+    chart
 }
 
 /// The paragraph and table the qos section gets from the real runs.
