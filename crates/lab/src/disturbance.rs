@@ -79,6 +79,14 @@ pub enum Warning {
         /// Their CPU, in CPUs.
         cpus: f64,
     },
+    /// The machine's own host surely took more than [`MARGIN`] of a CPU
+    /// from the pair's CPUs during the run (steal time,
+    /// `PairResult::stolen_cpu`): on a virtual machine, both parties and
+    /// every wake-up waited while its hypervisor ran something else.
+    Stolen {
+        /// The CPU taken, in CPUs.
+        cpus: f64,
+    },
     /// The calibration's medians did not settle.
     UnstableProfile {
         /// Rounds it took.
@@ -111,7 +119,7 @@ pub enum Warning {
 
 impl Warning {
     /// Its kind, a stable lowercase name (`slow_polling`, `off_cpu`,
-    /// `oversubscribed`, `busy_run`, `unstable_profile`,
+    /// `oversubscribed`, `busy_run`, `stolen`, `unstable_profile`,
     /// `unsteady_ring_cost`, `busy_calibration`, `negative_start`).
     pub fn kind(&self) -> &'static str {
         match self {
@@ -119,6 +127,7 @@ impl Warning {
             Warning::OffCpu { .. } => "off_cpu",
             Warning::Oversubscribed => "oversubscribed",
             Warning::BusyRun { .. } => "busy_run",
+            Warning::Stolen { .. } => "stolen",
             Warning::UnstableProfile { .. } => "unstable_profile",
             Warning::UnsteadyRingCost { .. } => "unsteady_ring_cost",
             Warning::BusyCalibration { .. } => "busy_calibration",
@@ -141,6 +150,7 @@ impl Warning {
             }
             Warning::Oversubscribed => "oversubscribed".into(),
             Warning::BusyRun { cpus } => format!("{cpus:.2} CPU of others"),
+            Warning::Stolen { cpus } => format!("{cpus:.2} CPU taken by the host"),
             Warning::UnstableProfile { .. } => "unstable calibration".into(),
             Warning::UnsteadyRingCost { .. } => "unsteady ring cost".into(),
             Warning::BusyCalibration { cpus } => {
@@ -171,6 +181,7 @@ impl Warning {
                 | Warning::OffCpu { .. }
                 | Warning::Oversubscribed
                 | Warning::BusyRun { .. }
+                | Warning::Stolen { .. }
         )
     }
 }
@@ -210,6 +221,12 @@ impl std::fmt::Display for Warning {
                 f,
                 "other processes took at least {cpus:.2} of a CPU on the pair's CPUs during the run \
                  (margin {:.0}%): a party may have waited for them",
+                100.0 * MARGIN
+            ),
+            Warning::Stolen { cpus } => write!(
+                f,
+                "the machine's host took at least {cpus:.2} of a CPU from the pair's CPUs during the \
+                 run (steal time; margin {:.0}%): both parties waited while it ran something else",
                 100.0 * MARGIN
             ),
             Warning::UnstableProfile { rounds } => write!(
@@ -300,6 +317,9 @@ pub fn check_run(r: &PairResult, mode: WaitMode, poll_floor_ns: Option<f64>) -> 
     // has no off-CPU time to check, but other processes' CPU shows.
     if let Some(cpus) = r.others_cpu.filter(|c| *c > MARGIN) {
         w.push(Warning::BusyRun { cpus });
+    }
+    if let Some(cpus) = r.stolen_cpu.filter(|c| *c > MARGIN) {
+        w.push(Warning::Stolen { cpus });
     }
     w
 }
@@ -455,6 +475,19 @@ pub(crate) mod tests {
         r.others_cpu = Some(MARGIN * 0.9);
         assert_eq!(check_run(&r, WaitMode::Notify, None), []);
         r.others_cpu = None;
+        assert_eq!(check_run(&r, WaitMode::Notify, None), []);
+    }
+
+    #[test]
+    fn a_host_that_steals_the_pairs_cpus_disturbs_a_run() {
+        let mut r = run(2000.0, [800.0, 600.0], [40, 50]);
+        r.stolen_cpu = Some(0.3);
+        let w = check_run(&r, WaitMode::Notify, None);
+        assert_eq!(w, [Warning::Stolen { cpus: 0.3 }]);
+        assert!(w[0].retry_may_help());
+        assert_eq!(w[0].kind(), "stolen");
+        assert!(w[0].to_string().contains("steal time"), "{}", w[0]);
+        r.stolen_cpu = Some(MARGIN * 0.9);
         assert_eq!(check_run(&r, WaitMode::Notify, None), []);
     }
 

@@ -227,6 +227,9 @@ pub const PAIR_CPUS: [usize; 2] = [0, 1];
 #[derive(Debug, Clone, Copy)]
 pub struct OthersLoad {
     busy_ticks: u64,
+    /// Ticks the host took those CPUs away (`/proc/stat`'s steal): on a
+    /// virtual machine, its hypervisor running something else.
+    steal_ticks: u64,
     own_ns: u64,
     at: std::time::Instant,
     /// Distinct CPUs watched (one on a machine of one CPU).
@@ -241,6 +244,7 @@ impl OthersLoad {
         cpus.dedup();
         Some(OthersLoad {
             busy_ticks: busy_ticks(&stat, &cpus)?,
+            steal_ticks: steal_ticks(&stat, &cpus).unwrap_or(0),
             own_ns: process_cpu_ns(),
             at: std::time::Instant::now(),
             watched: cpus.len(),
@@ -263,6 +267,30 @@ impl OthersLoad {
         self.measure().map(|(share, tick)| (share - tick).max(0.0))
     }
 
+    /// The CPU the host surely took from those CPUs since this mark (a
+    /// virtual machine's steal time), in CPUs, less what one tick per CPU
+    /// can add to it, at least 0; `None` without a readable `/proc/stat`
+    /// or clock tick. 0 on a machine that is no guest.
+    pub fn stolen_surely(&self) -> Option<f64> {
+        let now = OthersLoad::mark()?;
+        let (hz, wall_s) = self.hz_and_wall(&now)?;
+        #[allow(clippy::cast_precision_loss)]
+        let stolen = now.steal_ticks.saturating_sub(self.steal_ticks) as f64 / hz / wall_s;
+        #[allow(clippy::cast_precision_loss)]
+        let tick = self.watched as f64 / (hz * wall_s);
+        Some((stolen - tick).max(0.0))
+    }
+
+    /// The clock tick rate and the wall time from this mark to `now`;
+    /// `None` where either is not positive.
+    fn hz_and_wall(&self, now: &OthersLoad) -> Option<(f64, f64)> {
+        // SAFETY: sysconf takes an integer and touches no memory of ours.
+        let hz = unsafe { libc::sysconf(libc::_SC_CLK_TCK) };
+        let wall_s = now.at.duration_since(self.at).as_secs_f64();
+        #[allow(clippy::cast_precision_loss)]
+        (hz > 0 && wall_s > 0.0).then_some((hz as f64, wall_s))
+    }
+
     /// The share since the mark and what one tick per watched CPU is of
     /// it.
     #[allow(clippy::cast_precision_loss)]
@@ -279,6 +307,27 @@ impl OthersLoad {
         let tick = self.watched as f64 / (hz as f64 * wall_s);
         Some((((busy_s - own_s) / wall_s).max(0.0), tick))
     }
+}
+
+/// The steal ticks of `cpus` in `/proc/stat`'s text (the eighth value of
+/// a CPU's line); `None` if a CPU's line is missing or has none.
+pub fn steal_ticks(stat: &str, cpus: &[usize]) -> Option<u64> {
+    let mut total = 0u64;
+    let mut seen = Vec::new();
+    for &cpu in cpus {
+        if seen.contains(&cpu) {
+            continue;
+        }
+        seen.push(cpu);
+        let name = format!("cpu{cpu}");
+        let line = stat
+            .lines()
+            .find(|l| l.split_whitespace().next() == Some(name.as_str()))?;
+        // user nice system idle iowait irq softirq steal ...
+        let steal: u64 = line.split_whitespace().nth(8)?.parse().ok()?;
+        total = total.saturating_add(steal);
+    }
+    Some(total)
 }
 
 /// The user, nice and system ticks of `cpus` in `/proc/stat`'s text;
@@ -393,6 +442,28 @@ mod tests {
         assert_eq!(busy_ticks(stat, &[1, 1]), Some(60), "a CPU counted once");
         assert_eq!(busy_ticks(stat, &[2]), None, "no such CPU");
         assert_eq!(busy_ticks("cpu0 1 x 3\n", &[0]), None);
+    }
+
+    #[test]
+    fn steal_ticks_are_the_eighth_value_of_the_cpus_asked() {
+        let stat = "cpu  9 9 9 9 9 9 9 9 9 9\ncpu0 1 2 3 100 5 6 7 8 0 0\ncpu1 10 20 30 100 0 0 0 40 0 0\nintr 1 2\n";
+        assert_eq!(steal_ticks(stat, &[0]), Some(8));
+        assert_eq!(
+            steal_ticks(stat, &[0, 1, 1]),
+            Some(48),
+            "a CPU counted once"
+        );
+        assert_eq!(steal_ticks(stat, &[2]), None, "no such CPU");
+        assert_eq!(
+            steal_ticks("cpu0 1 2 3 4\n", &[0]),
+            None,
+            "an old kernel's line"
+        );
+        if let Some(m) = OthersLoad::mark() {
+            std::thread::sleep(std::time::Duration::from_millis(50));
+            let stolen = m.stolen_surely().expect("readable once marked");
+            assert!((0.0..=2.0).contains(&stolen), "{stolen}");
+        }
     }
 
     #[test]

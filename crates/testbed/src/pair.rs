@@ -165,6 +165,12 @@ pub struct PairResult {
     /// can add to it, at least 0; `None` where `/proc/stat` is not
     /// readable.
     pub others_cpu: Option<f64>,
+    /// How much CPU the host surely took from the pair's CPUs during the
+    /// run, in CPUs (a virtual machine's steal time, `/proc/stat`, less
+    /// what one clock tick per CPU can add, at least 0): the machine's
+    /// own hypervisor ran something else. `None` where `/proc/stat` is not
+    /// readable.
+    pub stolen_cpu: Option<f64>,
     /// The CPU P (thread or vCPU thread) was pinned to; `None` if the pin
     /// call failed.
     pub cpu_p: Option<usize>,

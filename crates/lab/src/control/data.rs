@@ -140,6 +140,11 @@ pub struct Run {
     /// every 512-message window stays within 10% of the new phase's own
     /// (its second half's), at the slowest step.
     pub settle_messages: Option<f64>,
+    /// A real run that stayed disturbed in every try (other processes'
+    /// CPU, the host's steal, a busy party off its CPU): what disturbed it,
+    /// in a few words. Such a run is never the measured cheapest.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub disturbed: Option<String>,
 }
 
 impl Run {
@@ -168,6 +173,7 @@ impl Run {
             kicks_per_message: per(r.notifications_p + r.notifications_c),
             wakeups_per_message: per(r.sleeps_p + r.sleeps_c),
             settle_messages: None,
+            disturbed: None,
         }
     }
 }

@@ -136,6 +136,16 @@ pub fn control_study(
             format!("1 to {MAX_POINTS} points (each runs every strategy)"),
         ));
     }
+    let (from, to) = spec.w_p_range;
+    if spec.points > 1 && from == to {
+        return Err(LabError::input(
+            Input::Range,
+            format!(
+                "FROM == TO is one W_P: {} points would repeat it (ask for one point)",
+                spec.points
+            ),
+        ));
+    }
     if spec.workloads.is_empty() {
         return Err(LabError::input(Input::Workload, "name at least one"));
     }
@@ -259,13 +269,25 @@ pub fn control_study(
                         Direction::Rx => run_spec.mode_c = WaitMode::Notify,
                     }
                 }
-                let r = crate::real::run(&run_spec)?;
+                // A disturbed run (other processes, the host's steal, a
+                // busy party preempted) is run again, up to
+                // DISTURBED_TRIES in all; one disturbed in every try is
+                // kept and marked.
+                let mut r = crate::real::run(&run_spec)?;
+                let mut why = disturbance(&r, mode);
+                for _ in 1..DISTURBED_TRIES {
+                    let Some(w) = &why else { break };
+                    progress.note(&format!(
+                        "{mode} at W_P {}: disturbed ({w}); running it again",
+                        kicklab_model::fmt_ns_short(x)
+                    ));
+                    r = crate::real::run(&run_spec)?;
+                    why = disturbance(&r, mode);
+                }
                 progress.step();
-                Ok((
-                    w,
-                    x,
-                    Run::of_rates(mode, &r.rates, w_p.mean_ns() + w_c_cost.mean_ns()),
-                ))
+                let mut run = Run::of_rates(mode, &r.rates, w_p.mean_ns() + w_c_cost.mean_ns());
+                run.disturbed = why;
+                Ok((w, x, run))
             })
             .collect()
     } else {
@@ -380,6 +402,20 @@ fn check_picks(spec: &ControlSpec, points: &mut [Point]) -> Result<(), LabError>
 /// The strategies drawn in the charts (the best fixed sleep is added per
 /// point as "best sleep:<Y>").
 const CHARTED: [&str; 6] = ["poll", "notify", "halt-poll", "haltpoll", "hybrid", "defer"];
+
+/// Tries of a real run that is disturbed.
+const DISTURBED_TRIES: usize = 3;
+
+/// What disturbed a real run that waited by `mode`, in a few words (the
+/// warnings a run again may clear); `None` for an undisturbed run.
+fn disturbance(r: &kicklab_testbed::PairResult, mode: WaitMode) -> Option<String> {
+    let w: Vec<String> = crate::disturbance::check_run(r, mode, None)
+        .iter()
+        .filter(|w| w.retry_may_help())
+        .map(crate::disturbance::Warning::short)
+        .collect();
+    (!w.is_empty()).then(|| w.join(", "))
+}
 
 /// Excess cost and T against W_P for one workload: the paper's Fig. 5 and
 /// its anchors.

@@ -109,6 +109,17 @@ pub fn lines(study: &ControlStudy) -> Vec<String> {
         "{}: adaptive against polling, notify, the anchors and the best fixed sleep at every point (docs/control.md, \"The targets\"; T ratio: adaptive/poll; excess: (E - W_P - W_C), adaptive/poll where poll's is >= 0.2us)",
         if study.passed() { "all targets hold" } else { "some targets missed" }
     ));
+    for p in &study.points {
+        for r in p.runs.iter().filter(|r| r.disturbed.is_some()) {
+            lines.push(format!(
+                "disturbed in every try: {} at {} W_P {} ({}); it is never the measured cheapest",
+                r.strategy,
+                p.workload.name(),
+                fmt_ns_short(p.w_p_ns),
+                r.disturbed.as_deref().unwrap_or("")
+            ));
+        }
+    }
     picks(study, &mut lines);
     lines
 }

@@ -239,14 +239,18 @@ pub fn check_pick(measured: &[Run], simulated: &[Run], latency_ns: f64) -> Optio
     })
 }
 
-/// The cheapest run by E among those within the bounds, `adaptive` left
-/// out: T within [`REAL_T_RATIO`] of polling's, and p99 within
-/// `latency_ns` where any such run kept it.
+/// The cheapest run by E among those within the bounds, `adaptive` and
+/// disturbed runs left out: T within [`REAL_T_RATIO`] of polling's, and
+/// p99 within `latency_ns` where any such run kept it.
 pub fn cheapest(runs: &[Run], latency_ns: f64) -> Option<&Run> {
     let poll = runs.iter().find(|r| r.strategy == "poll")?;
     let paced: Vec<&Run> = runs
         .iter()
-        .filter(|r| !r.strategy.starts_with("adaptive") && r.t_ns <= REAL_T_RATIO * poll.t_ns)
+        .filter(|r| {
+            !r.strategy.starts_with("adaptive")
+                && r.disturbed.is_none()
+                && r.t_ns <= REAL_T_RATIO * poll.t_ns
+        })
         .collect();
     let kept: Vec<&Run> = paced
         .iter()
@@ -283,6 +287,7 @@ mod tests {
             kicks_per_message: 0.0,
             wakeups_per_message: 0.0,
             settle_messages: None,
+            disturbed: None,
         }
     }
 

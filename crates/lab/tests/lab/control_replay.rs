@@ -72,6 +72,7 @@ fn run(strategy: &str, t_ns: f64, e_ns: f64, p99_ns: f64) -> Run {
         kicks_per_message: 0.0,
         wakeups_per_message: 0.0,
         settle_messages: None,
+        disturbed: None,
     }
 }
 
@@ -92,4 +93,12 @@ fn the_cheapest_keeps_the_pace_and_the_bound_where_any_does() {
     );
     // Where none keeps the bound, the pace alone.
     assert_eq!(cheapest(&runs, 10_000.0).unwrap().strategy, "sleep:200us");
+    // A run disturbed in every try is never the cheapest.
+    let mut runs = runs;
+    runs[3].disturbed = Some("0.45 CPU of others".into());
+    assert_eq!(
+        cheapest(&runs, 100_000.0).unwrap().strategy,
+        "sleep:200us",
+        "the pace alone, defer's run set aside"
+    );
 }

@@ -59,6 +59,7 @@ impl Backend {
             Backend::Kvm(opts) => kvm::run_pair(cfg, opts),
         }?;
         r.others_cpu = others.and_then(|o| o.since_surely());
+        r.stolen_cpu = others.and_then(|o| o.stolen_surely());
         Ok(r)
     }
 
