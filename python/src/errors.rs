@@ -87,6 +87,7 @@ pub(crate) fn testbed_err(e: &TestbedError) -> Fail {
                 Setting::Flush => "flush",
                 Setting::Work => "work",
                 Setting::Timer => "timer",
+                Setting::Rounds => "rounds",
                 Setting::Spin | Setting::Strategy => "strategy",
                 Setting::Vms => "vms",
                 Setting::Samples => "samples",

@@ -2,9 +2,8 @@
 //! the paper's costs or a calibration profile, searched with the simulator.
 
 use clap::Args;
-use kicklab_lab::advise::{advise, ring_past_search, AdviseSpec, Knob};
+use kicklab_lab::advise::{advise, ring_past_search, AdviseSpec};
 use kicklab_lab::knobs::{Mechanism, Mechanisms};
-use kicklab_model::fmt_ns;
 
 use crate::args::ParamArgs;
 
@@ -98,106 +97,8 @@ pub fn run(a: &AdviseArgs) -> anyhow::Result<()> {
         }
         return crate::show::print_json(&v);
     }
-    outln!("use            --strategy {}", advice.strategy);
-    outln!(
-        "predicted      T {}, E {}, p99 latency {}",
-        fmt_ns(advice.predicted.t_ns),
-        fmt_ns(advice.predicted.e_ns),
-        fmt_ns(advice.predicted.latency_p99_ns)
-    );
-    outln!("why            {}", advice.reason);
-    outln!(
-        "\n{:<48} {:>10} {:>10} {:>12}",
-        "alternatives (best first)",
-        "T",
-        "E",
-        "p99 latency"
-    );
-    for c in &advice.alternatives {
-        outln!(
-            "{:<48} {:>10} {:>10} {:>12}",
-            c.strategy,
-            fmt_ns(c.t_ns),
-            fmt_ns(c.e_ns),
-            fmt_ns(c.latency_p99_ns)
-        );
-    }
-    if let Some(checks) = &checks {
-        outln!(
-            "\n{:<56} {:>10} {:>10} {:>8} {:>10} {:>10} {:>8}",
-            "run for real",
-            "T pred",
-            "T run",
-            "error",
-            "E pred",
-            "E run",
-            "error"
-        );
-        for c in checks {
-            let name = format!("{} ({})", c.strategy, c.from);
-            match (c.measured_t_ns, c.measured_e_ns, c.t_error, c.e_error) {
-                (Some(t), Some(e), Some(te), Some(ee)) => outln!(
-                    "{name:<56} {:>10} {:>10} {:>+7.1}% {:>10} {:>10} {:>+7.1}%",
-                    fmt_ns(c.predicted_t_ns),
-                    fmt_ns(t),
-                    te * 100.0,
-                    fmt_ns(c.predicted_e_ns),
-                    fmt_ns(e),
-                    ee * 100.0
-                ),
-                _ => outln!("{name:<56} not run: {}", c.not_run.as_deref().unwrap_or("")),
-            }
-        }
-    }
-    if !advice.knobs.is_empty() {
-        outln!("\nin the knobs you have (simulated with both parties waiting by the mechanism's rule; kicklab changes none of them):");
-        for k in &advice.knobs {
-            print_knob(k);
-        }
+    for line in kicklab_lab::advise_text::lines(&advice, checks.as_deref()) {
+        outln!("{line}");
     }
     Ok(())
-}
-
-pub(crate) fn print_knob(k: &Knob) {
-    let figures = |c: &kicklab_lab::advise::Candidate| {
-        format!(
-            "T {}, E {}, p99 {}",
-            fmt_ns(c.t_ns),
-            fmt_ns(c.e_ns),
-            fmt_ns(c.latency_p99_ns)
-        )
-    };
-    outln!("\n{} ({})", k.mechanism, k.what);
-    let verdict = if k.implements_pick {
-        "the pick"
-    } else if k.best.strategy == k.default.strategy {
-        "keep"
-    } else {
-        "its best"
-    };
-    outln!("  {verdict:<12} {}", k.best.settings.line());
-    outln!(
-        "  {:<12} {}  (--strategy {})",
-        "",
-        figures(&k.best.predicted),
-        k.best.strategy
-    );
-    if let Some(note) = &k.note {
-        outln!("  {:<12} {note}", "");
-    }
-    if k.best.strategy != k.default.strategy {
-        outln!("  {:<12} {}", "as shipped", k.default.settings.line());
-        outln!("  {:<12} {}", "", figures(&k.default.predicted));
-    }
-    for alt in &k.alternatives {
-        outln!(
-            "  {:<12} {}: {}",
-            "next",
-            alt.settings.line(),
-            figures(&alt.predicted)
-        );
-    }
-    for c in &k.commands {
-        outln!("  $ {c}");
-    }
 }

@@ -73,27 +73,8 @@ fn gap(s: &str) -> Result<Duration, String> {
         .map_err(|e| e.to_string())
 }
 
-/// The most notifications per direction per round (each is a sample of
-/// four costs; a million take minutes).
-const MAX_SAMPLES: usize = 1_000_000;
-
 pub fn run(a: &CalibrateArgs) -> anyhow::Result<()> {
     a.be.check()?;
-    if !(10..=MAX_SAMPLES).contains(&a.samples) {
-        return Err(
-            crate::errors::Usage(format!("--samples: between 10 and {MAX_SAMPLES}")).into(),
-        );
-    }
-    if !(1..=100).contains(&a.rounds) {
-        return Err(crate::errors::Usage("--rounds: between 1 and 100".into()).into());
-    }
-    if a.overhead_runs > kicklab_testbed::calibrate::MAX_OVERHEAD_RUNS {
-        return Err(crate::errors::Usage(format!(
-            "--overhead-runs: at most {}",
-            kicklab_testbed::calibrate::MAX_OVERHEAD_RUNS
-        ))
-        .into());
-    }
     if let Some(path) = &a.save {
         crate::files::check_out_file(path, "--save")?;
     }

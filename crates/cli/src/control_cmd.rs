@@ -95,13 +95,6 @@ pub fn run(a: &ControlArgs) -> anyhow::Result<()> {
         ))
         .into());
     }
-    if a.points > 1 && a.range.0 == a.range.1 {
-        return Err(Usage(format!(
-            "--range: FROM == TO is one W_P: {} points would repeat it (use --points 1)",
-            a.points
-        ))
-        .into());
-    }
     if a.direction != kicklab_testbed::kvm::Direction::Tx
         && !matches!(a.backend.0, Some(kicklab_testbed::Backend::Kvm(_)))
     {

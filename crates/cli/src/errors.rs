@@ -28,6 +28,7 @@ pub fn testbed_usage(t: &kicklab_testbed::TestbedError) -> Option<String> {
                 Setting::Flush => "--flush",
                 Setting::Work => "--work",
                 Setting::Timer => "--timer",
+                Setting::Rounds => "--rounds",
                 Setting::Spin | Setting::Strategy => "--strategy",
                 Setting::Samples => "--samples",
                 Setting::Gap => "--gap",
@@ -93,6 +94,10 @@ pub fn usage_of(e: &anyhow::Error) -> Option<String> {
                 input: kicklab_lab::Input::SimMachine,
                 reason,
             } => Some(format!("--backend sim: {reason}")),
+            LabError::Input {
+                input: kicklab_lab::Input::Mode,
+                reason,
+            } => Some(format!("--strategy: {reason}")),
             LabError::Input {
                 input: kicklab_lab::Input::Warmup,
                 reason,

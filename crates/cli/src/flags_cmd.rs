@@ -3,10 +3,8 @@
 //! threads or with a KVM guest signalling.
 
 use clap::Args;
+use kicklab_lab::flags::FlagsRequest;
 use kicklab_testbed::flags::{FlagPath, FlagsBackend, FlagsConfig};
-use serde_json::json;
-
-use crate::errors::Usage;
 
 /// Arguments of `kicklab flags`.
 #[derive(Debug, Args)]
@@ -49,95 +47,42 @@ pub struct FlagsArgs {
 }
 
 pub fn run(a: &FlagsArgs) -> anyhow::Result<()> {
-    if a.signals == 0 || a.signals > 10_000_000 {
-        return Err(Usage("--signals: 1 to 10000000 per run".into()).into());
-    }
-    crate::show::no_repeats("--sources", &a.sources)?;
-    crate::show::no_repeats("--path", &a.path)?;
-    if a.repeat == 0 || a.repeat > 25 {
-        return Err(Usage("--repeat: 1 to 25".into()).into());
-    }
-    let most = match a.backend {
-        FlagsBackend::Threads => 1024,
-        FlagsBackend::Kvm => kicklab_testbed::kvm::flags::MAX_SOURCES,
+    let req = FlagsRequest {
+        backend: a.backend,
+        sources: a.sources.clone(),
+        paths: a.path.clone(),
+        signals: a.signals,
+        gap: a
+            .gap
+            .unwrap_or_else(|| kicklab_lab::flags::default_gap(a.backend)),
+        repeat: a.repeat,
     };
-    if a.sources.iter().any(|&n| n == 0 || n > most) {
-        return Err(Usage(
-            format!("--sources: 1 to {most} each with {:?}", a.backend).to_lowercase(),
-        )
-        .into());
-    }
+    req.check()?;
     if a.backend == FlagsBackend::Kvm {
-        if a.signals >= 1 << 30 {
-            return Err(Usage("--signals: at most 2^30 - 1 with kvm".into()).into());
-        }
         crate::args::kvm_usable()?;
     }
-    let gap = a
-        .gap
-        .unwrap_or_else(|| kicklab_lab::flags::default_gap(a.backend));
-    if gap.is_zero() || gap > std::time::Duration::from_millis(100) {
-        return Err(Usage("--gap: above 0 and at most 100ms".into()).into());
+    if !a.json {
+        outln!("{}", kicklab_lab::flags::text_header());
     }
     let mut runs = Vec::new();
-    if !a.json {
-        outln!(
-            "{:>8} {:<8} {:>16} {:>16} {:>9} {:>9} {:>22}",
-            "sources",
-            "path",
-            "notify (CPU)",
-            "wake-up (CPU)",
-            "wake-ups",
-            "counted",
-            "pair T / E (model)"
-        );
-    }
-    for &sources in &a.sources {
-        for &path in &a.path {
+    for &sources in &req.sources {
+        for &path in &req.paths {
             let cfg = FlagsConfig {
                 backend: a.backend,
                 sources,
                 path,
                 signals: a.signals,
-                gap,
+                gap: req.gap,
             };
             let r = kicklab_lab::flags::median_run(&cfg, a.repeat, &|| {})?;
             if !a.json {
-                outln!(
-                    "{:>8} {:<8} {:>16} {:>16} {:>9} {:>9} {:>22}",
-                    r.sources,
-                    format!("{:?}", r.path).to_lowercase(),
-                    kicklab_model::fmt_ns(r.notify_ns),
-                    kicklab_model::fmt_ns(r.wake_ns),
-                    r.wakeups,
-                    format!("{}/{}", r.received, r.signals),
-                    kicklab_lab::flags::pair_model(&r).map_or("-".into(), |(t, e)| format!(
-                        "{} / {}",
-                        kicklab_model::fmt_ns(t),
-                        kicklab_model::fmt_ns(e)
-                    ))
-                );
+                outln!("{}", kicklab_lab::flags::text_line(&r));
             }
             runs.push(r);
         }
     }
     if a.json {
-        let runs: Vec<serde_json::Value> = runs
-            .iter()
-            .map(|r| {
-                let mut v = serde_json::to_value(r)?;
-                v["pair_model"] = match kicklab_lab::flags::pair_model(r) {
-                    Some((t, e)) => json!({
-                        "wp_ns": kicklab_lab::flags::PAIR_WP_NS,
-                        "T_ns": t,
-                        "E_ns": e,
-                    }),
-                    None => serde_json::Value::Null,
-                };
-                Ok(v)
-            })
-            .collect::<Result<_, serde_json::Error>>()?;
-        return crate::show::print_json(&json!({ "runs": runs }));
+        return crate::show::print_json(&kicklab_lab::flags::runs_json(&runs)?);
     }
     Ok(())
 }

@@ -10,7 +10,6 @@ use kicklab_report::Page;
 use kicklab_sim::Vary;
 
 use crate::args::{mode, vary, ParamArgs};
-use crate::errors::Usage;
 
 /// Arguments of `kicklab map`.
 #[derive(Debug, Args)]
@@ -44,13 +43,6 @@ pub struct MapArgs {
 pub fn run(a: &MapArgs) -> anyhow::Result<()> {
     let base = a.params.params()?;
     let dir = crate::files::out_dir(&a.out, "--out", "kicklab map", a.force)?;
-    if a.x.param == a.y.param {
-        return Err(Usage(format!(
-            "--y: vary another parameter than --x ({}; --x varies wp when not given)",
-            a.x.param.name()
-        ))
-        .into());
-    }
     let spec = MapSpec {
         base,
         x: a.x,
@@ -72,21 +64,7 @@ pub fn run(a: &MapArgs) -> anyhow::Result<()> {
     };
     page.write(dir.path())?;
     kicklab_report::write_atomic(&dir.path().join("map.csv"), csv(&points, &spec))?;
-    let mut count = std::collections::BTreeMap::new();
-    for p in &points {
-        *count
-            .entry(p.regime.map_or("-", |r| r.name()))
-            .or_insert(0u32) += 1;
-    }
-    if points.iter().all(|p| p.regime.is_none()) {
-        outln!(
-            "{} points; no regimes ({} has no closed form: the maps are the simulator's T)",
-            points.len(),
-            a.mode
-        );
-    } else {
-        outln!("{} points; regimes: {count:?}", points.len());
-    }
+    outln!("{}", kicklab_lab::map::summary(&points, a.mode));
     errln!(
         "wrote map.csv, the maps and index.html in {}",
         a.out.display()

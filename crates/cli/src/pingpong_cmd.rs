@@ -3,11 +3,9 @@
 use std::time::Duration;
 
 use clap::Args;
-use kicklab_lab::pingpong::{counterpart, default_idles, guest_line, run_all, table, VAN_RIEL};
-use kicklab_model::{fmt_ns, parse_duration_ns};
-use kicklab_testbed::pingpong::{Idle, PingPongResult};
-use kicklab_testbed::Backend;
-use serde_json::json;
+use kicklab_lab::pingpong::{default_idles, run_all, table};
+use kicklab_model::parse_duration_ns;
+use kicklab_testbed::pingpong::Idle;
 
 use crate::args::PingPongBackendArgs;
 
@@ -69,34 +67,15 @@ pub fn run(a: &PingPongArgs) -> anyhow::Result<()> {
         polls,
         &crate::show::Bars::default(),
     )?;
-    // The serialized result, with what it was run with.
-    let obj = |idle: &Idle, r: &PingPongResult| {
-        let mut v = serde_json::to_value(r).unwrap_or_default();
-        v["backend"] = json!(be.name());
-        v["idle"] = json!(idle.to_string());
-        v["work_ns"] = json!(a.work.as_secs_f64() * 1e9);
-        v["requester"] = json!(a.requester);
-        v
-    };
     if a.json {
-        if let [(idle, r)] = runs.as_slice() {
-            return crate::show::print_json(&obj(idle, r));
-        }
-        return crate::show::print_json(&json!({
-            "runs": runs.iter().map(|(i, r)| obj(i, r)).collect::<Vec<_>>(),
-            "van_riel": VAN_RIEL.iter().map(|(n, r, h)| json!({"config": n, "rate_per_s": r, "closest_here": counterpart(h)})).collect::<Vec<_>>(),
-        }));
+        return crate::show::print_json(&kicklab_lab::pingpong::runs_json(
+            be, &runs, a.work, polls,
+        )?);
     }
-    outln!(
-        "ping-pong: {} requests per strategy, {} of work per message on each side, the requester {}s",
-        a.messages,
-        fmt_ns(a.work.as_secs_f64() * 1e9),
-        a.requester
-    );
-    if let Backend::Kvm(o) = be {
-        outln!("{}", guest_line(o.guest));
-    }
-    for l in table(be, &runs, true) {
+    for l in kicklab_lab::pingpong::header(be, a.messages, a.work, polls)
+        .into_iter()
+        .chain(table(be, &runs, true))
+    {
         outln!("{l}");
     }
     Ok(())

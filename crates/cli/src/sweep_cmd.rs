@@ -3,12 +3,10 @@
 use std::path::PathBuf;
 
 use clap::Args;
-use kicklab_model::{fmt_ns, WaitMode};
-use kicklab_report::{sweep_charts, sweep_csv, Page, Section};
-use kicklab_sim::{sweep, SweepPoint, Vary};
+use kicklab_model::WaitMode;
+use kicklab_sim::Vary;
 
 use crate::args::{mode, vary, ParamArgs};
-use crate::errors::Usage;
 
 /// Arguments of `kicklab sweep`.
 #[derive(Debug, Args)]
@@ -40,105 +38,25 @@ pub struct SweepArgs {
 }
 
 /// Runs a sweep with a progress bar.
-pub fn run_sweep(
-    params: &kicklab_model::Params,
-    vary: &Vary,
-    mode: WaitMode,
-    messages: u64,
-    seed: u64,
-    what: &str,
-) -> anyhow::Result<Vec<SweepPoint>> {
-    let bar = crate::show::progress(u64::from(vary.points), what);
-    let points = sweep(params, vary, mode, messages, seed, &|| bar.inc(1))?;
-    bar.finish_and_clear();
-    Ok(points)
-}
-
 pub fn run(a: &SweepArgs) -> anyhow::Result<()> {
     let params = a.params.params()?;
     let dir = crate::files::out_dir(&a.out, "--out", "kicklab sweep", a.force)?;
-    if a.messages == 0 {
-        return Err(Usage("--messages: need at least 1 message per point".into()).into());
-    }
-    let points = run_sweep(&params, &a.vary, a.mode, a.messages, a.seed, "sweep")?;
-    let (t, e) = sweep_charts(&points, &a.vary, &format!("sweep {}", a.vary));
-    let page = Page {
-        title: format!("kicklab sweep {}", a.vary),
-        intro_html: format!(
-            "<p>Model and simulator ({} messages per point, seed {}), mode {}.</p>",
-            a.messages, a.seed, a.mode
-        ),
-        sections: vec![Section {
-            id: "sweep".into(),
-            heading: a.vary.to_string(),
-            html: "<p>Data: <a href=\"sweep.csv\">sweep.csv</a>.</p>".into(),
-            figures: vec![
-                (
-                    "T".into(),
-                    t.to_svg(kicklab_report::FIG_W, kicklab_report::FIG_H)?,
-                    "Time per message".into(),
-                ),
-                (
-                    "E".into(),
-                    e.to_svg(kicklab_report::FIG_W, kicklab_report::FIG_H)?,
-                    "CPU cost per message".into(),
-                ),
-            ],
-            layout: kicklab_report::Layout::Open,
-        }],
-    };
+    let out = kicklab_lab::sweep_command::run(
+        &params,
+        &a.vary,
+        a.mode,
+        a.messages,
+        a.seed,
+        &crate::show::Bars::default(),
+    )?;
     // Everything computed: only now touch the file system.
-    page.write(dir.path())?;
-    let csv = dir.path().join("sweep.csv");
-    kicklab_report::write_atomic(&csv, sweep_csv(&points, &a.vary))?;
-
-    let count = a.vary.param.is_count();
-    let show_x = |x: f64| if count { format!("{x}") } else { fmt_ns(x) };
-    outln!(
-        "{:>10}  {:<8} {:>12} {:>12} {:>12} {:>12} {:>12}",
-        a.vary.param.name(),
-        "regime",
-        "T model",
-        "T sim",
-        "E model",
-        "E sim",
-        "T poll"
-    );
-    for p in &points {
-        let x = show_x(p.x);
-        let (r, tm, em) = p.model.map_or(("-".into(), "-".into(), "-".into()), |m| {
-            (
-                m.regime.name().to_string(),
-                fmt_ns(m.rates.t_ns),
-                fmt_ns(m.rates.e_ns),
-            )
-        });
-        outln!(
-            "{x:>10}  {r:<8} {tm:>12} {:>12} {em:>12} {:>12} {:>12}",
-            fmt_ns(p.sim.rates.t_ns),
-            fmt_ns(p.sim.rates.e_ns),
-            fmt_ns(p.model_poll.rates.t_ns)
-        );
+    out.page.write(dir.path())?;
+    kicklab_report::write_atomic(&dir.path().join("sweep.csv"), &out.csv)?;
+    for line in &out.text {
+        outln!("{line}");
     }
-    // What `sim` warns of, once for the sweep: windows too short for
-    // whole rounds, or a transient below the slower party.
-    let warned: Vec<String> = points
-        .iter()
-        .filter_map(|p| {
-            let w = p
-                .sim
-                .window_warnings(&p.params, p.model.and_then(|m| m.round_messages));
-            (!w.is_empty()).then(|| show_x(p.x))
-        })
-        .collect();
-    if !warned.is_empty() {
-        errln!(
-            "warning: at {} of {} points ({}) the simulator measured a transient or a partial \
-             round, not the steady state (as `kicklab sim` would warn there): raise --messages",
-            warned.len(),
-            points.len(),
-            warned.join(", ")
-        );
+    if let Some(w) = &out.warning {
+        errln!("warning: {w} (raise --messages)");
     }
     errln!(
         "wrote {}, T.svg, E.svg, index.html in {}",

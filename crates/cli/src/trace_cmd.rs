@@ -9,9 +9,6 @@ use kicklab_lab::trace::{analyze, TraceReport, TraceSpec};
 use kicklab_model::Params;
 use kicklab_trace::{Naming, Who};
 
-/// The highest `--rate` taken: one message a nanosecond.
-const MAX_RATE: f64 = 1e9;
-
 /// Arguments of `kicklab trace`.
 #[derive(Debug, Args)]
 pub struct TraceArgs {
@@ -65,20 +62,6 @@ pub struct TraceArgs {
 }
 
 pub fn run(a: &TraceArgs) -> anyhow::Result<()> {
-    if a.messages == Some(0) {
-        return Err(crate::errors::Usage(
-            "--messages: at least 1 (the messages the pair passed in the traced window)".into(),
-        )
-        .into());
-    }
-    if a.rate
-        .is_some_and(|r| !(r.is_finite() && r > 0.0 && r <= MAX_RATE))
-    {
-        return Err(crate::errors::Usage(format!(
-            "--rate: a positive number of messages per second, at most {MAX_RATE:e} (one a nanosecond)"
-        ))
-        .into());
-    }
     if let Some(path) = &a.save {
         crate::files::check_out_file(path, "--save")?;
     }
@@ -96,9 +79,6 @@ pub fn run(a: &TraceArgs) -> anyhow::Result<()> {
     if let Some(p) = &base {
         p.apply_costs(&mut params, false);
     }
-    params
-        .validate()
-        .map_err(|e| crate::errors::Usage(crate::errors::param_usage(&e)))?;
     let spec = TraceSpec {
         path: a.file.clone(),
         naming: Naming {
@@ -138,7 +118,9 @@ fn print(r: &TraceReport) {
         outln!("\nuse            --strategy {}", advice.strategy);
         outln!("why            {}", advice.reason);
         for k in &advice.knobs {
-            crate::advise_cmd::print_knob(k);
+            for line in kicklab_lab::advise_text::knob(k) {
+                outln!("{line}");
+            }
         }
     }
 }

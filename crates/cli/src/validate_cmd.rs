@@ -3,7 +3,7 @@
 use std::path::PathBuf;
 
 use clap::Args;
-use kicklab_lab::validate::{observed, section, summarize, summary_text, table, validate, Options};
+use kicklab_lab::validate::{section, table, validate, Options};
 use kicklab_model::fmt_ns;
 use kicklab_report::Page;
 use kicklab_sim::Vary;
@@ -114,38 +114,9 @@ pub fn run(a: &ValidateArgs) -> anyhow::Result<()> {
             &opts,
         ))?;
     } else {
-        outln!(
-            "{:>8}  {:<8} {:<6} {:>10} {:>10} {:>10} {:>10} {:>10}  {:>6}",
-            "W_P",
-            "regime",
-            "slept",
-            "T model",
-            "T sim",
-            "T real",
-            "T poll",
-            "poll real",
-            "spread"
-        );
-        for p in &points {
-            outln!(
-                "{:>8}  {:<8} {:<6} {:>10} {:>10} {:>10} {:>10} {:>10}  {:>6}{}",
-                fmt_ns(p.x),
-                p.regime.name(),
-                observed(p.median_run()),
-                fmt_ns(p.model.0),
-                fmt_ns(p.sim.0),
-                fmt_ns(p.t_real().median),
-                fmt_ns(p.model_poll.0),
-                fmt_ns(p.t_poll().median),
-                if p.reps.len() > 1 {
-                    format!("{:.1}%", 100.0 * p.t_real().relative())
-                } else {
-                    "-".into()
-                },
-                if p.disturbed() { "  DISTURBED" } else { "" }
-            );
+        for line in kicklab_lab::validate::text_lines(&points) {
+            outln!("{line}");
         }
-        outln!("{}", summary_text(&summarize(&points)));
     }
     match out {
         Some(dir) => {

@@ -82,6 +82,14 @@ pub enum Input {
     VmCore,
     /// Messages simulated before measuring.
     Warmup,
+    /// Signals per flags run.
+    Signals,
+    /// Signalling sources of a flags run.
+    Sources,
+    /// The notification paths of a flags run.
+    Path,
+    /// The pause between a flags run's signals.
+    Gap,
 }
 
 impl Input {
@@ -124,6 +132,10 @@ impl Input {
             Input::ClientCost => "client_cost",
             Input::VmCore => "vm_core",
             Input::Warmup => "warmup",
+            Input::Signals => "signals",
+            Input::Sources => "sources",
+            Input::Path => "path",
+            Input::Gap => "gap",
         }
     }
 }

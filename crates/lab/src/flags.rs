@@ -8,7 +8,7 @@ use std::time::Duration;
 use kicklab_report::{Chart, Section, Series, Style, YScale};
 use kicklab_testbed::flags::{flags, FlagPath, FlagsBackend, FlagsConfig, FlagsResult};
 
-use crate::{LabError, Progress};
+use crate::{Input, LabError, Progress};
 
 /// Sources of the sweep.
 pub const SOURCES: [usize; 7] = [1, 2, 4, 8, 16, 32, 64];
@@ -140,6 +140,139 @@ pub fn spread(runs: &[FlagsResult], path: FlagPath) -> Option<f64> {
 pub fn growth(runs: &[FlagsResult], path: FlagPath) -> Option<f64> {
     let at = |n| runs.iter().find(|r| r.path == path && r.sources == n);
     Some(at(64)?.wake_ns / at(1)?.wake_ns)
+}
+
+/// A `flags` request: every count of sources on every path, each the
+/// median of `repeat` runs of `signals` signals `gap` apart.
+#[derive(Debug, Clone)]
+pub struct FlagsRequest {
+    /// Who signals: threads or a KVM guest.
+    pub backend: FlagsBackend,
+    /// Counts of sources, one run (per path) each.
+    pub sources: Vec<usize>,
+    /// Notification paths, one run (per count) each.
+    pub paths: Vec<FlagPath>,
+    /// Signals per run.
+    pub signals: u64,
+    /// The pause between signals.
+    pub gap: Duration,
+    /// Runs per point, their median reported.
+    pub repeat: usize,
+}
+
+impl FlagsRequest {
+    /// Checks the request before anything runs.
+    ///
+    /// # Errors
+    ///
+    /// [`LabError::Input`] naming the first setting out of range.
+    pub fn check(&self) -> Result<(), LabError> {
+        let most_signals: u64 = match self.backend {
+            FlagsBackend::Threads => 10_000_000,
+            FlagsBackend::Kvm => (1 << 30) - 1,
+        };
+        if self.signals == 0 || self.signals > most_signals {
+            return Err(LabError::input(
+                Input::Signals,
+                format!(
+                    "1 to {most_signals} per run with {}",
+                    backend_name(self.backend)
+                ),
+            ));
+        }
+        if let Some(x) = kicklab_model::first_repeat(&self.sources) {
+            return Err(LabError::input(
+                Input::Sources,
+                format!("{x} is listed twice (each runs once)"),
+            ));
+        }
+        if let Some(x) = kicklab_model::first_repeat(&self.paths) {
+            return Err(LabError::input(
+                Input::Path,
+                format!(
+                    "{} is listed twice (each runs once)",
+                    format!("{x:?}").to_lowercase()
+                ),
+            ));
+        }
+        if self.repeat == 0 || self.repeat > 25 {
+            return Err(LabError::input(Input::Repeat, "1 to 25"));
+        }
+        let most = match self.backend {
+            FlagsBackend::Threads => 1024,
+            FlagsBackend::Kvm => kicklab_testbed::kvm::flags::MAX_SOURCES,
+        };
+        if self.sources.iter().any(|&n| n == 0 || n > most) {
+            return Err(LabError::input(
+                Input::Sources,
+                format!("1 to {most} each with {}", backend_name(self.backend)),
+            ));
+        }
+        if self.gap.is_zero() || self.gap > Duration::from_millis(100) {
+            return Err(LabError::input(Input::Gap, "above 0 and at most 100ms"));
+        }
+        Ok(())
+    }
+}
+
+fn backend_name(b: FlagsBackend) -> String {
+    format!("{b:?}").to_lowercase()
+}
+
+/// The header of [`text_line`]'s table.
+#[must_use]
+pub fn text_header() -> String {
+    format!(
+        "{:>8} {:<8} {:>16} {:>16} {:>9} {:>9} {:>22}",
+        "sources",
+        "path",
+        "notify (CPU)",
+        "wake-up (CPU)",
+        "wake-ups",
+        "counted",
+        "pair T / E (model)"
+    )
+}
+
+/// One run as a line of the table.
+#[must_use]
+pub fn text_line(r: &FlagsResult) -> String {
+    let f = kicklab_model::fmt_ns;
+    format!(
+        "{:>8} {:<8} {:>16} {:>16} {:>9} {:>9} {:>22}",
+        r.sources,
+        format!("{:?}", r.path).to_lowercase(),
+        f(r.notify_ns),
+        f(r.wake_ns),
+        r.wakeups,
+        format!("{}/{}", r.received, r.signals),
+        pair_model(r).map_or("-".into(), |(t, e)| format!("{} / {}", f(t), f(e)))
+    )
+}
+
+/// The runs as `flags --json` prints them: `{"runs": [...]}`, each run
+/// with the pair model beside it.
+///
+/// # Errors
+///
+/// A run that cannot be put in JSON.
+pub fn runs_json(runs: &[FlagsResult]) -> Result<serde_json::Value, LabError> {
+    let runs: Vec<serde_json::Value> = runs
+        .iter()
+        .map(|r| {
+            let mut v = serde_json::to_value(r)?;
+            v["pair_model"] = match pair_model(r) {
+                Some((t, e)) => serde_json::json!({
+                    "wp_ns": PAIR_WP_NS,
+                    "T_ns": t,
+                    "E_ns": e,
+                }),
+                None => serde_json::Value::Null,
+            };
+            Ok(v)
+        })
+        .collect::<Result<_, serde_json::Error>>()?;
+    Ok(serde_json::json!({ "runs": runs }))
 }
 
 /// The report's section.

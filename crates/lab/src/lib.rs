@@ -14,6 +14,7 @@
 
 pub mod advise;
 pub mod advise_check;
+pub mod advise_text;
 pub mod bench;
 pub mod control;
 pub mod disturbance;
@@ -23,6 +24,7 @@ pub mod flags;
 pub mod forecast;
 pub mod knobs;
 pub mod map;
+pub mod model_command;
 pub mod pingpong;
 pub mod profile_text;
 pub mod qos;
@@ -36,6 +38,7 @@ pub mod run_output;
 pub mod scale;
 pub mod scale_command;
 pub mod sim_command;
+pub mod sweep_command;
 pub mod trace;
 pub mod trace_text;
 pub mod validate;

@@ -77,6 +77,26 @@ pub fn check_page(spec: &MapSpec) -> Result<(), LabError> {
     Ok(())
 }
 
+/// One line on the computed map: its points and how many fell in each
+/// regime (or that `mode` has no closed form and the maps are the
+/// simulator's).
+#[must_use]
+pub fn summary(points: &[MapPoint], mode: kicklab_model::WaitMode) -> String {
+    if points.iter().all(|p| p.regime.is_none()) {
+        return format!(
+            "{} points; no regimes ({mode} has no closed form: the maps are the simulator's T)",
+            points.len()
+        );
+    }
+    let mut count = std::collections::BTreeMap::new();
+    for p in points {
+        *count
+            .entry(p.regime.map_or("-", |r| r.name()))
+            .or_insert(0u32) += 1;
+    }
+    format!("{} points; regimes: {count:?}", points.len())
+}
+
 /// Computes every point, in parallel.
 ///
 /// # Errors

@@ -157,6 +157,53 @@ pub fn run_all(
     Ok(out)
 }
 
+/// The runs as `pingpong --json` prints them: one object for one
+/// strategy (the result with `backend`, `idle`, `work_ns` and
+/// `requester`), else `{"runs": [..], "van_riel": [..]}`.
+///
+/// # Errors
+///
+/// A result that cannot be put in JSON.
+pub fn runs_json(
+    be: Backend,
+    runs: &[(Idle, PingPongResult)],
+    work: Duration,
+    polls: bool,
+) -> Result<serde_json::Value, LabError> {
+    let obj = |idle: &Idle, r: &PingPongResult| -> Result<serde_json::Value, LabError> {
+        let mut v = serde_json::to_value(r)?;
+        v["backend"] = serde_json::json!(be.name());
+        v["idle"] = serde_json::json!(idle.to_string());
+        v["work_ns"] = serde_json::json!(work.as_secs_f64() * 1e9);
+        v["requester"] = serde_json::json!(if polls { "poll" } else { "block" });
+        Ok(v)
+    };
+    if let [(idle, r)] = runs {
+        return obj(idle, r);
+    }
+    Ok(serde_json::json!({
+        "runs": runs.iter().map(|(i, r)| obj(i, r)).collect::<Result<Vec<_>, _>>()?,
+        "van_riel": VAN_RIEL
+            .iter()
+            .map(|(n, r, h)| serde_json::json!({"config": n, "rate_per_s": r, "closest_here": counterpart(h)}))
+            .collect::<Vec<_>>(),
+    }))
+}
+
+/// The text's first lines: what ran, and with a KVM guest, which guest.
+#[must_use]
+pub fn header(be: Backend, messages: u64, work: Duration, polls: bool) -> Vec<String> {
+    let mut out = vec![format!(
+        "ping-pong: {messages} requests per strategy, {} of work per message on each side, the requester {}s",
+        kicklab_model::fmt_ns(work.as_secs_f64() * 1e9),
+        if polls { "poll" } else { "block" }
+    )];
+    if let Backend::Kvm(o) = be {
+        out.push(guest_line(o.guest).to_string());
+    }
+    out
+}
+
 /// The table as text lines: ours with ratios to `halt`, then (if
 /// `van_riel`) his.
 #[allow(clippy::cast_precision_loss)]

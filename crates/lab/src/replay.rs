@@ -234,3 +234,51 @@ fn recorded_params(v: &serde_json::Value) -> Result<Params, String> {
     p.validate().map_err(|e| e.to_string())?;
     Ok(p)
 }
+
+/// One replayed set as text: a line per point (forecast, band, measured
+/// range, coverage), then its verdict.
+#[must_use]
+pub fn lines(s: &ReplaySet) -> Vec<String> {
+    let mut out = Vec::new();
+    out.push(format!(
+        "{} ({}{})",
+        s.file,
+        s.backend,
+        s.direction
+            .as_ref()
+            .map(|d| format!(" {d}"))
+            .unwrap_or_default()
+    ));
+    out.push(format!(
+        "{:>8}  {:<44} {:>28}  {:>7}",
+        "W_P", "forecast T [band]", "measured T (min-max)", "covered"
+    ));
+    for p in &s.points {
+        let t = &p.t_real_ns;
+        out.push(format!(
+            "{:>8}  {:<44} {:>28}  {:>3} of {}",
+            kicklab_model::fmt_ns(p.wp_ns),
+            p.forecast.describe(),
+            format!(
+                "{} ({}-{})",
+                kicklab_model::fmt_ns(t[t.len() / 2]),
+                kicklab_model::fmt_ns(t[0]),
+                kicklab_model::fmt_ns(t[t.len() - 1])
+            ),
+            p.judged.covered,
+            p.judged.measured
+        ));
+    }
+    let v = &s.summary;
+    out.push(format!(
+        "coverage {:.0}%, sharpness {}, central T median error {:.1}%, knife-edges: {} points spread over 2x, {} of them not named",
+        v.coverage * 100.0,
+        v.sharpness
+            .map_or("- (every point a knife-edge)".into(), |x| format!("{:.1}%", x * 100.0)),
+        v.median_err_t * 100.0,
+        v.wide_points,
+        v.knife_edges_missed
+    ));
+    out.push(String::new());
+    out
+}

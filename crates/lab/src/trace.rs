@@ -117,8 +117,42 @@ pub struct TraceReport {
     pub advice: Option<Advice>,
 }
 
+/// The most messages a second a trace's pair is taken to pass: one a
+/// nanosecond.
+pub const MAX_RATE: f64 = 1e9;
+
+impl TraceSpec {
+    /// Checks the request before the trace is read.
+    ///
+    /// # Errors
+    ///
+    /// No message in the window ([`Input::Messages`]), a rate that is not
+    /// a positive number up to [`MAX_RATE`] ([`Input::Rate`]), a queue the
+    /// model refuses ([`LabError::Param`]).
+    pub fn check(&self) -> Result<(), LabError> {
+        if self.messages == Some(0) {
+            return Err(LabError::input(
+                Input::Messages,
+                "at least 1 (the messages the pair passed in the traced window)",
+            ));
+        }
+        if self
+            .rate_per_s
+            .is_some_and(|r| !(r.is_finite() && r > 0.0 && r <= MAX_RATE))
+        {
+            return Err(LabError::input(
+                Input::Rate,
+                format!("a positive number of messages per second, at most {MAX_RATE:e} (one a nanosecond)"),
+            ));
+        }
+        self.params.validate()?;
+        Ok(())
+    }
+}
+
 /// Reads the trace and builds the report.
 pub fn analyze(spec: &TraceSpec, progress: &dyn Progress) -> Result<TraceReport, LabError> {
+    spec.check()?;
     let trace = kicklab_trace::read(&spec.path, &spec.naming)?;
     let e = &trace.estimates;
     #[allow(clippy::cast_precision_loss, clippy::cast_possible_truncation, clippy::cast_sign_loss)]
@@ -128,7 +162,7 @@ pub fn analyze(spec: &TraceSpec, progress: &dyn Progress) -> Result<TraceReport,
         (None, None) => {
             return Err(LabError::input(
                 Input::Messages,
-                "a trace holds no message count: give the messages in the traced window (--messages N) or the pair's rate (--rate R)",
+                "a trace holds no message count: give the messages in the traced window or the pair's rate",
             ))
         }
     };

@@ -105,6 +105,21 @@ impl Calibration {
     ///
     /// [`TestbedError`] naming the setting.
     pub fn check(&self) -> Result<(), TestbedError> {
+        if self.samples < MIN_SAMPLES {
+            return Err(TestbedError::invalid(
+                Setting::Samples,
+                format!(
+                    "between {MIN_SAMPLES} and {MAX_SAMPLES} ({} asked)",
+                    self.samples
+                ),
+            ));
+        }
+        if !(1..=MAX_ROUNDS).contains(&self.max_rounds) {
+            return Err(TestbedError::invalid(
+                Setting::Rounds,
+                format!("between 1 and {MAX_ROUNDS} ({} asked)", self.max_rounds),
+            ));
+        }
         check_round(self.samples, self.gap)?;
         if self.gaps.len() > MAX_GAPS {
             return Err(TestbedError::limit(
@@ -192,6 +207,12 @@ pub(crate) fn start_after(r: Vec<f64>, v: &Stat) -> Stat {
 /// around 100 MiB.
 pub const MAX_SAMPLES: usize = 1_000_000;
 
+/// The fewest notifications per direction per round: fewer make no median.
+pub const MIN_SAMPLES: usize = 10;
+
+/// The most rounds of the main costs.
+pub const MAX_ROUNDS: usize = 100;
+
 /// The longest idle gap before each notification.
 pub const MAX_GAP: Duration = Duration::from_secs(10);
 
@@ -265,6 +286,25 @@ mod tests {
         let mut c = ok.clone();
         c.gaps = vec![Duration::from_micros(1); MAX_GAPS + 1];
         assert!(c.check().is_err());
+        for (c, what) in [
+            (
+                Calibration::new(MIN_SAMPLES - 1, Duration::from_micros(50), 1),
+                Setting::Samples,
+            ),
+            (
+                Calibration::new(10, Duration::from_micros(50), 0),
+                Setting::Rounds,
+            ),
+            (
+                Calibration::new(10, Duration::from_micros(50), MAX_ROUNDS + 1),
+                Setting::Rounds,
+            ),
+        ] {
+            assert!(
+                matches!(c.check(), Err(TestbedError::Invalid { what: w, .. }) if w == what),
+                "{what:?}"
+            );
+        }
         let mut c = ok;
         c.overhead_runs = MAX_OVERHEAD_RUNS + 1;
         assert!(matches!(

@@ -39,6 +39,8 @@ pub enum Setting {
     Vms,
     /// A scale guest's timer period.
     Timer,
+    /// Rounds of a calibration.
+    Rounds,
 }
 
 impl Setting {
@@ -62,6 +64,7 @@ impl Setting {
             Setting::Timeout => "timeout",
             Setting::Vms => "vms",
             Setting::Timer => "timer",
+            Setting::Rounds => "rounds",
         }
     }
 }

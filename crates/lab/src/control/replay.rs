@@ -155,3 +155,47 @@ fn replay_file(path: &Path) -> Result<Vec<PickReplay>, LabError> {
     }
     Ok(out)
 }
+
+/// The replayed control picks as text: a line per point, then how many
+/// held.
+#[must_use]
+pub fn lines(picks: &[PickReplay]) -> Vec<String> {
+    let mut out = Vec::new();
+    out.push(format!(
+        "{:<58} {:>8}  {:<30} {:<30} {:>9}  holds",
+        "recording", "W_P", "measured cheapest (E)", "simulated cheapest", "its E"
+    ));
+    for r in picks {
+        let p = &r.pick;
+        out.push(format!(
+            "{:<58} {:>8}  {:<30} {:<30} {:>9}  {}",
+            r.file,
+            kicklab_model::fmt_ns(r.w_p_ns),
+            format!(
+                "{} ({})",
+                short(&p.measured),
+                kicklab_model::fmt_ns(p.measured_e_ns)
+            ),
+            short(&p.simulated),
+            p.simulated_measured_e_ns
+                .map_or("-".into(), kicklab_model::fmt_ns),
+            match (p.holds, p.simulated_kept_bounds) {
+                (true, _) => "yes",
+                (false, false) => "no (out of bounds as measured)",
+                (false, true) => "no (dearer)",
+            }
+        ));
+    }
+    let held = picks.iter().filter(|p| p.pick.holds).count();
+    out.push(format!(
+        "{held} of {} points: the simulator's pick, as measured, within the bounds and within {:.0}% of the measured cheapest's E",
+        picks.len(),
+        super::targets::E_SPREAD * 100.0
+    ));
+    out
+}
+
+/// A strategy's family with its first parameter, short enough for a column.
+fn short(s: &str) -> String {
+    s.split(',').next().unwrap_or(s).to_string()
+}

@@ -284,6 +284,42 @@ fn errors_text(e: &Errors) -> String {
     )
 }
 
+/// The validation as text: a line per point (W_P, regime, the side that
+/// slept, T of the model, the simulator, the runs and polling, the runs'
+/// spread), then the summary.
+pub fn text_lines(points: &[Point]) -> Vec<String> {
+    let f = kicklab_model::fmt_ns;
+    let mut out = vec![format!(
+        "{:>8}  {:<8} {:<6} {:>10} {:>10} {:>10} {:>10} {:>10}  {:>6}",
+        "W_P", "regime", "slept", "T model", "T sim", "T real", "T poll", "poll real", "spread"
+    )];
+    for p in points {
+        out.push(format!(
+            "{:>8}  {:<8} {:<6} {:>10} {:>10} {:>10} {:>10} {:>10}  {:>6}{}",
+            f(p.x),
+            p.regime.name(),
+            super::observed(p.median_run()),
+            f(p.model.0),
+            f(p.sim.0),
+            f(p.t_real().median),
+            f(p.model_poll.0),
+            f(p.t_poll().median),
+            if p.reps.len() > 1 {
+                format!("{:.1}%", 100.0 * p.t_real().relative())
+            } else {
+                "-".into()
+            },
+            if p.disturbed() { "  DISTURBED" } else { "" }
+        ));
+    }
+    out.extend(
+        summary_text(&super::summarize(points))
+            .lines()
+            .map(String::from),
+    );
+    out
+}
+
 /// One line per summary figure: the errors over the undisturbed points,
 /// then, if some are disturbed, the main ones with them included; if all
 /// are, the errors over all of them.
