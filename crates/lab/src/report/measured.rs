@@ -376,10 +376,13 @@ pub(super) fn kvm_sections(
         measured.push((format!("kvm {d}"), profile, points));
     }
     let work = std::time::Duration::from_micros(2);
-    let mut pp = String::from(
+    let requests = a.real_messages / 3;
+    let mut pp = format!(
         "<p>Request/response between a host thread (the requester, polling for each response) and a responder that \
-         idles between requests: the guest (kvm) or a thread (futex). Each side works 2 us per message. Reproduce: \
-         <code>kicklab pingpong --backend kvm</code>, <code>kicklab pingpong --backend futex</code>. CPU/request is \
+         idles between requests: the guest (kvm) or a thread (futex). Each side works 2 us per message; each idle \
+         strategy is one run of {requests} requests, so no spread is shown. Reproduce: \
+         <code>kicklab pingpong --backend kvm --messages {requests}</code>, <code>kicklab pingpong --backend futex \
+         --messages {requests}</code>. CPU/request is \
          both threads' CPU time: the requester polls throughout, so it alone is one CPU (1/rate of it per request); \
          what the responder's idle strategy saves is the rest. Van Riel's rows follow the KVM table, each with the \
          ratio over <code>halt</code> measured here for its counterpart.</p>",
@@ -389,7 +392,7 @@ pub(super) fn kvm_sections(
         (Backend::Threads(kicklab_ring::NotifierKind::Futex), false),
     ] {
         let idles = crate::pingpong::default_idles(be);
-        let runs = crate::pingpong::run_all(be, &idles, a.real_messages / 3, work, true, progress)?;
+        let runs = crate::pingpong::run_all(be, &idles, requests, work, true, progress)?;
         let _ = write!(
             pp,
             "<pre>{}</pre>",
