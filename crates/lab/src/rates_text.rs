@@ -42,6 +42,18 @@ pub struct RateLines {
 }
 
 impl RateLines {
+    /// The lines of a run's or a simulation's `rates`.
+    #[must_use]
+    pub fn of(r: &kicklab_model::Rates) -> RateLines {
+        RateLines {
+            t_ns: r.t_ns,
+            e_ns: [r.e_p_ns, r.e_c_ns],
+            notifications: [r.notifications_p, r.notifications_c],
+            sleeps: [r.sleeps_p, r.sleeps_c],
+            messages: r.messages,
+        }
+    }
+
     /// The four lines.
     #[allow(clippy::cast_precision_loss)]
     pub fn lines(&self) -> Vec<String> {

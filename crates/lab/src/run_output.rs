@@ -108,16 +108,7 @@ pub fn lines(
             strategy
         )),
     }
-    lines.extend(
-        crate::rates_text::RateLines {
-            t_ns: r.rates.t_ns,
-            e_ns: [r.rates.e_p_ns, r.rates.e_c_ns],
-            notifications: [r.rates.notifications_p, r.rates.notifications_c],
-            sleeps: [r.rates.sleeps_p, r.rates.sleeps_c],
-            messages: r.rates.messages,
-        }
-        .lines(),
-    );
+    lines.extend(crate::rates_text::RateLines::of(&r.rates).lines());
     if r.naps_p + r.naps_c > 0 {
         lines.push(format!(
             "of the sleeps  timed (never kicked): P {}, C {}",

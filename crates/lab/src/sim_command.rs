@@ -101,16 +101,7 @@ fn lines(
     mode_c: WaitMode,
 ) -> Vec<String> {
     let mut out = vec![format!("modes          P {mode_p}, C {mode_c}")];
-    out.extend(
-        crate::rates_text::RateLines {
-            t_ns: r.rates.t_ns,
-            e_ns: [r.rates.e_p_ns, r.rates.e_c_ns],
-            notifications: [r.rates.notifications_p, r.rates.notifications_c],
-            sleeps: [r.rates.sleeps_p, r.rates.sleeps_c],
-            messages: r.rates.messages,
-        }
-        .lines(),
-    );
+    out.extend(crate::rates_text::RateLines::of(&r.rates).lines());
     if let Some(l) = r.rates.latency_ns {
         out.push(format!(
             "latency        p50 {}  p99 {}  max {}  mean {}",

@@ -312,27 +312,20 @@ impl OthersLoad {
 /// The steal ticks of `cpus` in `/proc/stat`'s text (the eighth value of
 /// a CPU's line); `None` if a CPU's line is missing or has none.
 pub fn steal_ticks(stat: &str, cpus: &[usize]) -> Option<u64> {
-    let mut total = 0u64;
-    let mut seen = Vec::new();
-    for &cpu in cpus {
-        if seen.contains(&cpu) {
-            continue;
-        }
-        seen.push(cpu);
-        let name = format!("cpu{cpu}");
-        let line = stat
-            .lines()
-            .find(|l| l.split_whitespace().next() == Some(name.as_str()))?;
-        // user nice system idle iowait irq softirq steal ...
-        let steal: u64 = line.split_whitespace().nth(8)?.parse().ok()?;
-        total = total.saturating_add(steal);
-    }
-    Some(total)
+    ticks(stat, cpus, 7..8)
 }
 
 /// The user, nice and system ticks of `cpus` in `/proc/stat`'s text;
 /// `None` if a CPU's line is missing or malformed.
 pub fn busy_ticks(stat: &str, cpus: &[usize]) -> Option<u64> {
+    ticks(stat, cpus, 0..3)
+}
+
+/// The sum of the values at `fields` (counted from the first after the
+/// name: user 0, nice 1, system 2, idle 3, iowait 4, irq 5, softirq 6,
+/// steal 7) of each of `cpus` (each once) in `/proc/stat`'s text; `None`
+/// if a CPU's line is missing, short or malformed.
+fn ticks(stat: &str, cpus: &[usize], fields: std::ops::Range<usize>) -> Option<u64> {
     let mut total = 0u64;
     let mut seen = Vec::new();
     for &cpu in cpus {
@@ -346,12 +339,12 @@ pub fn busy_ticks(stat: &str, cpus: &[usize]) -> Option<u64> {
             .find(|l| l.split_whitespace().next() == Some(name.as_str()))?;
         let f: Vec<u64> = line
             .split_whitespace()
-            .skip(1)
-            .take(3)
+            .skip(1 + fields.start)
+            .take(fields.len())
             .map(str::parse)
             .collect::<Result<_, _>>()
             .ok()?;
-        if f.len() < 3 {
+        if f.len() < fields.len() {
             return None;
         }
         total = total.saturating_add(f.iter().sum());
