@@ -50,6 +50,11 @@ pub struct TraceArgs {
     /// Write the costs as a profile (the format `calibrate --save` writes).
     #[arg(long)]
     save: Option<PathBuf>,
+    /// Draw a few rounds of the pair as traced (P's and C's notifications,
+    /// sleeps and the time they ran between) as an SVG picture, like the
+    /// report's regime timelines.
+    #[arg(long, value_name = "FILE.svg")]
+    timeline: Option<PathBuf>,
     /// Bound on the p99 message latency the advice keeps.
     #[arg(long, default_value = "100us", value_parser = crate::args::latency_ns, allow_hyphen_values = true)]
     latency: f64,
@@ -64,6 +69,9 @@ pub struct TraceArgs {
 pub fn run(a: &TraceArgs) -> anyhow::Result<()> {
     if let Some(path) = &a.save {
         crate::files::check_out_file(path, "--save")?;
+    }
+    if let Some(path) = &a.timeline {
+        crate::files::check_out_file(path, "--timeline")?;
     }
     let base = a
         .profile
@@ -102,6 +110,16 @@ pub fn run(a: &TraceArgs) -> anyhow::Result<()> {
             serde_json::to_string_pretty(&report.profile)?.as_bytes(),
         )?;
         errln!("saved {}", path.display());
+    }
+    if let Some(path) = &a.timeline {
+        let svg = kicklab_lab::trace::timeline_svg(&report).ok_or_else(|| {
+            anyhow::anyhow!(
+                "--timeline: the trace times fewer than {} notifications and sleeps of the pair: nothing to draw",
+                kicklab_lab::trace::TIMELINE_MARKS + 1
+            )
+        })?;
+        crate::files::save(path, "--timeline", svg.as_bytes())?;
+        errln!("drew {}", path.display());
     }
     if a.json {
         return crate::show::print_json(&serde_json::to_value(&report)?);

@@ -115,6 +115,126 @@ pub struct TraceReport {
     pub profile: Profile,
     /// Advice for the pair (null with `--for none`).
     pub advice: Option<Advice>,
+    /// A few rounds of the pair as traced (what each party did, where the
+    /// trace says), as the simulator's timelines are drawn; `None` where
+    /// the window holds fewer than [`TIMELINE_MARKS`] timed notifications
+    /// and sleeps.
+    #[serde(skip)]
+    pub timeline: Option<TracedTimeline>,
+}
+
+/// The traced pair's picture as SVG (one panel titled with the two
+/// threads), `None` without a [`TracedTimeline`].
+#[must_use]
+pub fn timeline_svg(r: &TraceReport) -> Option<String> {
+    let t = r.timeline.as_ref()?;
+    // A party that notified but whose kicks the trace cannot time (a
+    // guest's exits without kvm_entry) shows none.
+    let untimed: Vec<&str> = [
+        ("P", r.rates.notifications_p, r.kick_p_ns),
+        ("C", r.rates.notifications_c, r.kick_c_ns),
+    ]
+    .into_iter()
+    .filter(|(_, n, kick)| *n > 0 && kick.is_none())
+    .map(|(name, _, _)| name)
+    .collect();
+    let mut title = format!(
+        "as traced: P {} ({}), C {} ({}); blank: preempted",
+        r.producer.tid, r.producer.comm, r.consumer.tid, r.consumer.comm
+    );
+    if !untimed.is_empty() {
+        title.push_str(&format!(
+            "; {}'s kicks not timed in this trace",
+            untimed.join(" and ")
+        ));
+    }
+    Some(kicklab_report::timeline_svg(&[
+        kicklab_report::TimelinePanel {
+            title,
+            timeline: &t.timeline,
+            from_ps: t.from_ps,
+            to_ps: t.to_ps,
+        },
+    ]))
+}
+
+/// Timed notifications and sleeps (the two parties' together) a traced
+/// timeline shows.
+pub const TIMELINE_MARKS: usize = 12;
+
+/// A stretch of the traced pair: its intervals and the window [ps].
+#[derive(Debug, Clone)]
+pub struct TracedTimeline {
+    /// P's and C's intervals: notifying, asleep, off the CPU, and the rest
+    /// running (drawn as work).
+    pub timeline: kicklab_sim::Timeline,
+    /// The window, from and to [ps].
+    pub from_ps: u64,
+    /// See `from_ps`.
+    pub to_ps: u64,
+}
+
+/// The stretch from the second timed notification or sleep of the window
+/// to the end of the [`TIMELINE_MARKS`]-th after it: each party's spans clipped
+/// to it, the time between them (it ran) as work, and the time it was
+/// preempted blank.
+#[must_use]
+pub fn traced_timeline(spans: &[Vec<kicklab_trace::Span>; 2]) -> Option<TracedTimeline> {
+    use kicklab_sim::{Activity, Interval};
+    use kicklab_trace::SpanKind;
+    // Anchored on the notifications and sleeps both parties' spans show
+    // (a guest's kicks are not timed without kvm_entry; its host peer's
+    // sleeps still keep the rhythm).
+    let mut marks: Vec<&kicklab_trace::Span> = spans
+        .iter()
+        .flatten()
+        .filter(|s| s.kind != SpanKind::Off)
+        .collect();
+    marks.sort_by_key(|s| s.from_ns);
+    let first = marks.get(1)?;
+    let last = marks.get(TIMELINE_MARKS)?;
+    let (from, to) = (first.from_ns, last.to_ns.max(first.from_ns + 1));
+    let mut intervals = Vec::new();
+    for (party, own) in [Party::P, Party::C].into_iter().zip(spans) {
+        let mut at = from;
+        let mut own: Vec<&kicklab_trace::Span> = own
+            .iter()
+            .filter(|s| s.to_ns > from && s.from_ns < to)
+            .collect();
+        own.sort_by_key(|s| s.from_ns);
+        let mut push = |activity, a: u64, b: u64| {
+            if b > a {
+                intervals.push(Interval {
+                    party,
+                    activity,
+                    from_ps: a.saturating_mul(1000),
+                    to_ps: b.saturating_mul(1000),
+                });
+            }
+        };
+        for s in own {
+            let (a, b) = (s.from_ns.max(at), s.to_ns.min(to));
+            push(Activity::Work, at, a);
+            // Preempted time is neither work nor sleep: left blank.
+            match s.kind {
+                SpanKind::Kick => push(Activity::Kick, a, b),
+                SpanKind::Sleep => push(Activity::Sleep, a, b),
+                SpanKind::Off => {}
+            }
+            at = at.max(b);
+        }
+        push(Activity::Work, at, to);
+    }
+    intervals.sort_by_key(|i| i.from_ps);
+    Some(TracedTimeline {
+        timeline: kicklab_sim::Timeline {
+            intervals,
+            fill: Vec::new(),
+            end_ps: to.saturating_mul(1000),
+        },
+        from_ps: from.saturating_mul(1000),
+        to_ps: to.saturating_mul(1000),
+    })
 }
 
 /// The most messages a second a trace's pair is taken to pass: one a
@@ -262,6 +382,7 @@ pub fn analyze(spec: &TraceSpec, progress: &dyn Progress) -> Result<TraceReport,
         format: trace.format,
         resolution_ns: trace.resolution_ns,
         truncated: trace.truncated,
+        timeline: traced_timeline(&e.spans),
         profile,
         advice,
     })
@@ -322,4 +443,65 @@ fn profile_of(spec: &TraceSpec, trace: &Trace, params: &Params) -> Profile {
     profile.in_run = None;
     profile.idle_curve.clear();
     profile
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use kicklab_sim::Activity;
+    use kicklab_trace::{Span, SpanKind};
+
+    fn span(kind: SpanKind, from_ns: u64, to_ns: u64) -> Span {
+        Span {
+            kind,
+            from_ns,
+            to_ns,
+        }
+    }
+
+    #[test]
+    fn a_traced_timeline_shows_the_spans_and_the_time_between_as_work() {
+        // P kicks every 10 us for 1 us; C sleeps from 2 us after each kick
+        // until the next, and was preempted once.
+        let p: Vec<Span> = (0..20)
+            .map(|k| span(SpanKind::Kick, k * 10_000, k * 10_000 + 1_000))
+            .collect();
+        let mut c: Vec<Span> = (0..20)
+            .map(|k| span(SpanKind::Sleep, k * 10_000 + 3_000, (k + 1) * 10_000))
+            .collect();
+        c.push(span(SpanKind::Off, 12_000, 12_500));
+        let t = traced_timeline(&[p, c]).expect("enough to draw");
+        // From the second mark (C's first sleep at 3 us) to the end of the
+        // twelfth after it.
+        assert_eq!(t.from_ps, 3_000_000);
+        assert!(t.to_ps > t.from_ps && t.timeline.end_ps == t.to_ps);
+        let of = |party: Party, a: Activity| {
+            t.timeline
+                .intervals
+                .iter()
+                .filter(|i| i.party == party && i.activity == a)
+                .map(|i| i.to_ps - i.from_ps)
+                .sum::<u64>()
+        };
+        // P: a kick of 1 us per 10 us, work between.
+        assert!(of(Party::P, Activity::Kick) > 0);
+        assert_eq!(
+            of(Party::P, Activity::Kick) + of(Party::P, Activity::Work),
+            t.to_ps - t.from_ps
+        );
+        // C: sleeps and work, the preempted half microsecond left blank.
+        assert_eq!(
+            of(Party::C, Activity::Sleep) + of(Party::C, Activity::Work) + 500_000,
+            t.to_ps - t.from_ps
+        );
+        // Intervals in order and inside the window.
+        assert!(t
+            .timeline
+            .intervals
+            .iter()
+            .all(|i| i.from_ps >= t.from_ps && i.to_ps <= t.to_ps && i.from_ps < i.to_ps));
+        // Too few marks: nothing to draw.
+        let few = [vec![span(SpanKind::Kick, 0, 1)], Vec::new()];
+        assert!(traced_timeline(&few).is_none());
+    }
 }

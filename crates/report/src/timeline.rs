@@ -125,42 +125,51 @@ fn panel(s: &mut String, p: &TimelinePanel, top: f64) {
         }
         s.push('\n');
     }
-    // The fill: a step line over the window, scaled to its own range.
+    // The fill: a step line over the window, scaled to its own range
+    // (a traced pair's is not known: said instead).
     let fill_top = top + 18.0 + 2.0 * (LANE + 3.0);
-    let before = p
-        .timeline
-        .fill
-        .iter()
-        .rev()
-        .find(|(t, _)| *t <= p.from_ps)
-        .map_or(0, |(_, n)| *n);
-    let inside: Vec<(u64, u64)> = std::iter::once((p.from_ps, before))
-        .chain(
-            p.timeline
-                .fill
-                .iter()
-                .copied()
-                .filter(|(t, _)| *t > p.from_ps && *t < p.to_ps),
-        )
-        .collect();
-    let lo = inside.iter().map(|(_, n)| *n).min().unwrap_or(0);
-    let hi = inside
-        .iter()
-        .map(|(_, n)| *n)
-        .max()
-        .unwrap_or(0)
-        .max(lo + 1);
-    let ys = |n: u64| fill_top + FILL_H - FILL_H * (n - lo) as f64 / (hi - lo) as f64;
-    let mut d = String::new();
-    for (j, (t, n)) in inside.iter().enumerate() {
-        if j == 0 {
-            let _ = write!(d, "M{:.2} {:.2}", xs(*t), ys(*n));
-        } else {
-            let _ = write!(d, " H{:.2} V{:.2}", xs(*t), ys(*n));
+    if p.timeline.fill.is_empty() {
+        let _ = writeln!(
+            s,
+            "<text x=\"{}\" y=\"{}\" font-size=\"12\" fill=\"#777\">messages in the queue: not recorded</text>",
+            LEFT + 4.0,
+            fill_top + 15.0
+        );
+    } else {
+        let before = p
+            .timeline
+            .fill
+            .iter()
+            .rev()
+            .find(|(t, _)| *t <= p.from_ps)
+            .map_or(0, |(_, n)| *n);
+        let inside: Vec<(u64, u64)> = std::iter::once((p.from_ps, before))
+            .chain(
+                p.timeline
+                    .fill
+                    .iter()
+                    .copied()
+                    .filter(|(t, _)| *t > p.from_ps && *t < p.to_ps),
+            )
+            .collect();
+        let lo = inside.iter().map(|(_, n)| *n).min().unwrap_or(0);
+        let hi = inside
+            .iter()
+            .map(|(_, n)| *n)
+            .max()
+            .unwrap_or(0)
+            .max(lo + 1);
+        let ys = |n: u64| fill_top + FILL_H - FILL_H * (n - lo) as f64 / (hi - lo) as f64;
+        let mut d = String::new();
+        for (j, (t, n)) in inside.iter().enumerate() {
+            if j == 0 {
+                let _ = write!(d, "M{:.2} {:.2}", xs(*t), ys(*n));
+            } else {
+                let _ = write!(d, " H{:.2} V{:.2}", xs(*t), ys(*n));
+            }
         }
-    }
-    let _ = write!(d, " H{:.2}", xs(p.to_ps));
-    let _ = writeln!(
+        let _ = write!(d, " H{:.2}", xs(p.to_ps));
+        let _ = writeln!(
         s,
         "<rect x=\"{LEFT}\" y=\"{fill_top}\" width=\"{}\" height=\"{FILL_H}\" fill=\"#fafafa\" stroke=\"#ddd\"/>\
          <text x=\"{}\" y=\"{}\" font-size=\"12\" fill=\"#777\">messages in the queue</text>\
@@ -175,6 +184,7 @@ fn panel(s: &mut String, p: &TimelinePanel, top: f64) {
         LEFT - 8.0,
         fill_top + FILL_H,
     );
+    }
     // The time axis: 0 at the window's start, its length at the end.
     let axis = fill_top + FILL_H + 14.0;
     let _ = writeln!(

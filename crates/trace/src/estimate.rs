@@ -37,6 +37,33 @@ const WOKEN_BY_OTHER: u64 = u64::MAX;
 /// Samples kept per cost (a bounded reservoir: the first ones).
 const MAX_SAMPLES: usize = 1 << 20;
 
+/// Spans kept per party for a picture of the pair: the first of the window.
+const MAX_SPANS: usize = 4096;
+
+/// What a party was doing over a stretch of the trace, where the trace
+/// says: notifying its peer, asleep, or runnable but off its CPU. The
+/// rest of the window it ran.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SpanKind {
+    /// A notification, from its start to the call's or exit's end.
+    Kick,
+    /// Asleep: switched away in a sleep state, until switched in.
+    Sleep,
+    /// Preempted: switched away runnable, until switched in.
+    Off,
+}
+
+/// One stretch of one party's time [ns, the trace's clock].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Span {
+    /// What it was.
+    pub kind: SpanKind,
+    /// From, to [ns].
+    pub from_ns: u64,
+    /// See `from_ns`.
+    pub to_ns: u64,
+}
+
 /// What the trace shows of one party.
 #[derive(Debug, Clone, Serialize)]
 pub struct Side {
@@ -63,6 +90,10 @@ pub struct Estimates {
     pub window_ns: f64,
     /// P, then C.
     pub sides: [Side; 2],
+    /// The first spans of P's and C's time in the window (at most a few
+    /// thousand each), for a picture of the pair.
+    #[serde(skip)]
+    pub spans: [Vec<Span>; 2],
 }
 
 #[derive(Default)]
@@ -99,6 +130,7 @@ struct State {
     wakes: Vec<f64>,
     /// Counts at the last notification of the pair (the window's end).
     at_last: (u64, u64, u64),
+    spans: Vec<Span>,
 }
 
 fn keep(v: &mut Vec<f64>, x: u64) {
@@ -109,10 +141,21 @@ fn keep(v: &mut Vec<f64>, x: u64) {
 }
 
 impl State {
+    fn span(&mut self, kind: SpanKind, from_ns: u64, to_ns: u64) {
+        if self.spans.len() < MAX_SPANS && to_ns > from_ns {
+            self.spans.push(Span {
+                kind,
+                from_ns,
+                to_ns,
+            });
+        }
+    }
+
     /// X runs at `t`; `exact`: the event marks the moment it resumed
     /// (a switch in, a call's or an exit's end).
     fn runs(&mut self, t: u64, exact: bool) {
         if let Some(since) = self.asleep_since.take() {
+            self.span(SpanKind::Sleep, since, t);
             self.off_ns += t.saturating_sub(since);
             match self.woken_by_kick {
                 Some(k) if exact && k != WOKEN_BY_OTHER => {
@@ -123,6 +166,7 @@ impl State {
         }
         self.woken_by_kick = None;
         if let Some(since) = self.preempted_since.take() {
+            self.span(SpanKind::Off, since, t);
             self.off_ns += t.saturating_sub(since);
         }
     }
@@ -283,6 +327,7 @@ pub fn estimate(
             Event::KvmEntry => {
                 if let (Some(k), true) = (me.kick_start, me.exit_kick) {
                     keep(&mut me.kicks, t.saturating_sub(k));
+                    me.span(SpanKind::Kick, k, t);
                 }
                 me.exit_start = None;
                 me.exit_kick = false;
@@ -318,6 +363,7 @@ pub fn estimate(
             Event::SysExit => {
                 if let (Some(s), true) = (me.call_start, me.call_kick) {
                     keep(&mut me.kicks, t.saturating_sub(s));
+                    me.span(SpanKind::Kick, s, t);
                 }
                 if me.waiting && me.asleep_since.is_none() {
                     // Woken before it slept: the wake-up is the call's end.
@@ -364,6 +410,7 @@ pub fn estimate(
                     s.kicks.clear();
                     s.visible.clear();
                     s.wakes.clear();
+                    s.spans.clear();
                 }
             }
             last = t;
@@ -397,9 +444,11 @@ pub fn estimate(
             wake: stat(&s.wakes),
         }
     };
+    let [p, c] = st;
     Ok(Estimates {
         window_ns,
-        sides: [side(&st[0]), side(&st[1])],
+        sides: [side(&p), side(&c)],
+        spans: [p.spans, c.spans],
     })
 }
 

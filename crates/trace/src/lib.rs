@@ -19,7 +19,7 @@ pub mod parties;
 mod source;
 pub mod survey;
 
-pub use estimate::{Estimates, Side};
+pub use estimate::{Estimates, Side, Span, SpanKind};
 pub use parties::{Naming, Pair, Thread, Who};
 
 /// Why a trace gave no estimates; each message is one line that names

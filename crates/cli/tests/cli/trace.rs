@@ -120,6 +120,77 @@ fn trace_json_contract() {
 }
 
 #[test]
+fn a_traced_pair_is_drawn_where_the_trace_times_it() {
+    let dir = tmp("trace-timeline");
+    std::fs::create_dir_all(&dir).unwrap();
+    let svg = dir.join("pair.svg");
+    let args = |file: &str| {
+        vec![
+            "trace".to_string(),
+            data(file).to_str().unwrap().to_string(),
+            "--messages".into(),
+            "50000".into(),
+            "--producer".into(),
+            "kicklab-P".into(),
+            "--for".into(),
+            "none".into(),
+            "--timeline".into(),
+            svg.to_str().unwrap().to_string(),
+        ]
+    };
+    let a = args("futex.txt.gz");
+    let out = kicklab(&a.iter().map(String::as_str).collect::<Vec<_>>());
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let drawn = std::fs::read_to_string(&svg).unwrap();
+    assert!(
+        drawn.starts_with("<svg") && drawn.contains("as traced: P"),
+        "{drawn}"
+    );
+    // The futex pair's own kicks are timed: drawn; a guest's are not.
+    assert!(drawn.contains("kick (N)") && !drawn.contains("not timed"));
+    // Too short a trace: nothing drawn, the file not written, exit 1.
+    let short: String = text("futex.txt.gz")
+        .lines()
+        .take(40)
+        .map(|l| format!("{l}\n"))
+        .collect();
+    std::fs::write(dir.join("short.txt"), short).unwrap();
+    std::fs::remove_file(&svg).unwrap();
+    let out = kicklab(&[
+        "trace",
+        dir.join("short.txt").to_str().unwrap(),
+        "--messages",
+        "10",
+        "--producer",
+        "kicklab-P",
+        "--for",
+        "none",
+        "--timeline",
+        svg.to_str().unwrap(),
+    ]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_ne!(out.status.code(), Some(0), "{err}");
+    assert!(!svg.exists(), "{err}");
+    // A folder that is not there: refused before the trace is read.
+    refused(
+        &[
+            "trace",
+            data("futex.txt.gz").to_str().unwrap(),
+            "--messages",
+            "10",
+            "--timeline",
+            dir.join("no/such/pair.svg").to_str().unwrap(),
+        ],
+        "--timeline",
+    );
+    std::fs::remove_dir_all(dir).unwrap();
+}
+
+#[test]
 fn bad_traces_are_refused_in_one_line() {
     let dir = tmp("trace-bad");
     std::fs::create_dir_all(&dir).unwrap();
