@@ -898,7 +898,8 @@ pub fn html(f: &RealFigures) -> String {
          request, {vm_cost}, a kick {}, a sleep and wake-up {}. Largest load per VM without loss (drops at most {}%): \
          shared {}, direct {}: {ratio} (target >= 1.5; paper 950, 1500: 1.58x). Worst model error over the \
          runs {:.1}% (target 15%; {disturbed} run(s) disturbed by other processes, judged with the model given the \
-         CPU the shared stage had). Targets: {}.</p>{}",
+         CPU the shared stage had; each point is one run, a disturbed one run again up to {TRIES} times, so no \
+         spread is drawn and disturbed points are ringed). Targets: {}.</p>{}",
         f.scale,
         1.0 / f.scale,
         fmt_ns_short(f.capacity.0.costs.shared_ns),
