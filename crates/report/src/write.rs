@@ -43,13 +43,33 @@ pub fn check_writable(file: &Path) -> Result<(), String> {
 /// Writes `bytes` to `path` through a temporary file in the same directory,
 /// flushed to disk and then renamed into place: `path` holds either its old
 /// content or all of the new one, never a truncated file. The temporary
-/// file is removed if anything fails.
+/// file is removed if anything fails. A symbolic link is followed (the file
+/// it names is replaced, the link stays); a path that is no regular file
+/// (`/dev/stdout`, `/dev/null`, a FIFO) is written to as it is, since
+/// renaming over it would replace the device or pipe with a file.
 ///
 /// # Errors
 ///
 /// [`ReportError::Io`] naming `path`.
 pub fn write_atomic(path: &Path, bytes: impl AsRef<[u8]>) -> Result<(), ReportError> {
     let err = |e| ReportError::Io(path.display().to_string(), e);
+    match std::fs::metadata(path) {
+        Ok(m) if !m.is_file() && !m.is_dir() => {
+            return std::fs::OpenOptions::new()
+                .write(true)
+                .open(path)
+                .and_then(|mut f| {
+                    f.write_all(bytes.as_ref())?;
+                    f.flush()
+                })
+                .map_err(err);
+        }
+        Ok(m) if m.is_file() && path.is_symlink() => {
+            let target = std::fs::canonicalize(path).map_err(err)?;
+            return write_atomic(&target, bytes);
+        }
+        _ => {}
+    }
     let tmp = tmp_path(path);
     crate::temporaries::register_temporary(&tmp);
     let result = (|| {
@@ -74,6 +94,36 @@ mod tests {
         let _ = std::fs::remove_dir_all(&d);
         std::fs::create_dir_all(&d).unwrap();
         d
+    }
+
+    #[test]
+    fn a_device_is_written_to_and_a_link_is_followed_never_replaced() {
+        let d = dir("devices");
+        // A FIFO stands for any file that is no regular one.
+        let fifo = d.join("fifo");
+        let made = std::process::Command::new("mkfifo").arg(&fifo).status();
+        if made.is_ok_and(|s| s.success()) {
+            let reader = {
+                let fifo = fifo.clone();
+                std::thread::spawn(move || std::fs::read_to_string(fifo).unwrap())
+            };
+            write_atomic(&fifo, "through").unwrap();
+            assert_eq!(reader.join().unwrap(), "through");
+            assert!(!std::fs::metadata(&fifo).unwrap().is_file(), "still a FIFO");
+        }
+        // A full device refuses the bytes: an error, the device kept.
+        if Path::new("/dev/full").exists() {
+            assert!(write_atomic(Path::new("/dev/full"), "x").is_err());
+            assert!(!std::fs::metadata("/dev/full").unwrap().is_file());
+        }
+        let real = d.join("real.json");
+        std::fs::write(&real, "old").unwrap();
+        let link = d.join("link.json");
+        std::os::unix::fs::symlink(&real, &link).unwrap();
+        write_atomic(&link, "new").unwrap();
+        assert!(link.is_symlink(), "the link stays a link");
+        assert_eq!(std::fs::read_to_string(&real).unwrap(), "new");
+        std::fs::remove_dir_all(&d).unwrap();
     }
 
     #[test]
