@@ -359,8 +359,8 @@ fn calibrate_json(
         .map_err(|e| testbed_err(&e))?;
     if let Some(path) = &save {
         let pretty = serde_json::to_string_pretty(&p).map_err(|e| Fail::Runtime(e.to_string()))?;
-        std::fs::write(path, pretty)
-            .map_err(|e| bad(format!("save: cannot write {}: {e}", path.display())))?;
+        // Whole or not at all, as the binary's --save.
+        kicklab_report::write_atomic(path, pretty).map_err(|e| bad(format!("save: {e}")))?;
     }
     Ok(text(&kicklab_lab::real::profile_json(&p))?)
 }
