@@ -191,3 +191,20 @@ impl LabError {
         }
     }
 }
+
+/// A list that names an item twice is refused: each runs once.
+pub(crate) fn no_repeats<T: PartialEq + std::fmt::Debug>(
+    input: Input,
+    items: &[T],
+) -> Result<(), LabError> {
+    match kicklab_model::first_repeat(items) {
+        Some(x) => Err(LabError::input(
+            input,
+            format!(
+                "{} is listed twice (each runs once)",
+                format!("{x:?}").to_lowercase().replace('"', "")
+            ),
+        )),
+        None => Ok(()),
+    }
+}

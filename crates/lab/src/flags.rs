@@ -180,21 +180,8 @@ impl FlagsRequest {
                 ),
             ));
         }
-        if let Some(x) = kicklab_model::first_repeat(&self.sources) {
-            return Err(LabError::input(
-                Input::Sources,
-                format!("{x} is listed twice (each runs once)"),
-            ));
-        }
-        if let Some(x) = kicklab_model::first_repeat(&self.paths) {
-            return Err(LabError::input(
-                Input::Path,
-                format!(
-                    "{} is listed twice (each runs once)",
-                    format!("{x:?}").to_lowercase()
-                ),
-            ));
-        }
+        crate::error::no_repeats(Input::Sources, &self.sources)?;
+        crate::error::no_repeats(Input::Path, &self.paths)?;
         if self.repeat == 0 || self.repeat > 25 {
             return Err(LabError::input(Input::Repeat, "1 to 25"));
         }

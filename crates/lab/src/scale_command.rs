@@ -187,8 +187,8 @@ pub fn plan(req: &ScaleRequest) -> Result<Vec<PlannedRun>, LabError> {
             "a time > 0 on the simulated machine",
         ));
     }
-    no_repeats(Input::Vms, &req.vms)?;
-    no_repeats(Input::Idle, &req.idle)?;
+    crate::error::no_repeats(Input::Vms, &req.vms)?;
+    crate::error::no_repeats(Input::Idle, &req.idle)?;
     let duration = Duration::try_from_secs_f64(req.seconds)
         .ok()
         .filter(|d| (MIN_WINDOW..=MAX_WINDOW).contains(d))
@@ -246,20 +246,6 @@ pub fn plan(req: &ScaleRequest) -> Result<Vec<PlannedRun>, LabError> {
         }
     }
     Ok(planned)
-}
-
-/// A list that names an item twice is refused: each runs once.
-fn no_repeats<T: PartialEq + std::fmt::Debug>(input: Input, items: &[T]) -> Result<(), LabError> {
-    match kicklab_model::first_repeat(items) {
-        Some(x) => Err(LabError::input(
-            input,
-            format!(
-                "{} is listed twice (each runs once)",
-                format!("{x:?}").to_lowercase().replace('"', "")
-            ),
-        )),
-        None => Ok(()),
-    }
 }
 
 /// What a `scale` request gives back.

@@ -255,46 +255,24 @@ impl OthersLoad {
     /// CPUs (busy time less this process's, over the wall time; at least
     /// 0); `None` without a readable `/proc/stat` or clock tick.
     pub fn since(&self) -> Option<f64> {
-        self.measure().map(|(share, _)| share)
+        self.measure().map(|m| m.others)
     }
 
-    /// [`OthersLoad::since`] less what sampling by clock ticks can add to
-    /// it (one tick per CPU watched, over the wall time), at least 0: the
-    /// CPU other processes surely took. For a run of 0.1 s at 100 ticks a
-    /// second on two CPUs that is 0.2 CPU; for a calibration of seconds,
-    /// next to nothing.
-    pub fn since_surely(&self) -> Option<f64> {
-        self.measure().map(|(share, tick)| (share - tick).max(0.0))
+    /// The CPU other processes and the machine's own host (a virtual
+    /// machine's steal time) surely took from those CPUs since this mark,
+    /// in CPUs: each share less what sampling by clock ticks can add to it
+    /// (one tick per CPU watched, over the wall time; for a run of 0.1 s at
+    /// 100 ticks a second on two CPUs, 0.2 CPU), at least 0; `/proc/stat`
+    /// read once. The host's is 0 on a machine that is no guest.
+    pub fn surely(&self) -> Option<(f64, f64)> {
+        self.measure()
+            .map(|m| ((m.others - m.tick).max(0.0), (m.stolen - m.tick).max(0.0)))
     }
 
-    /// The CPU the host surely took from those CPUs since this mark (a
-    /// virtual machine's steal time), in CPUs, less what one tick per CPU
-    /// can add to it, at least 0; `None` without a readable `/proc/stat`
-    /// or clock tick. 0 on a machine that is no guest.
-    pub fn stolen_surely(&self) -> Option<f64> {
-        let now = OthersLoad::mark()?;
-        let (hz, wall_s) = self.hz_and_wall(&now)?;
-        #[allow(clippy::cast_precision_loss)]
-        let stolen = now.steal_ticks.saturating_sub(self.steal_ticks) as f64 / hz / wall_s;
-        #[allow(clippy::cast_precision_loss)]
-        let tick = self.watched as f64 / (hz * wall_s);
-        Some((stolen - tick).max(0.0))
-    }
-
-    /// The clock tick rate and the wall time from this mark to `now`;
-    /// `None` where either is not positive.
-    fn hz_and_wall(&self, now: &OthersLoad) -> Option<(f64, f64)> {
-        // SAFETY: sysconf takes an integer and touches no memory of ours.
-        let hz = unsafe { libc::sysconf(libc::_SC_CLK_TCK) };
-        let wall_s = now.at.duration_since(self.at).as_secs_f64();
-        #[allow(clippy::cast_precision_loss)]
-        (hz > 0 && wall_s > 0.0).then_some((hz as f64, wall_s))
-    }
-
-    /// The share since the mark and what one tick per watched CPU is of
-    /// it.
+    /// The shares since the mark, and what one tick per watched CPU is of
+    /// them.
     #[allow(clippy::cast_precision_loss)]
-    fn measure(&self) -> Option<(f64, f64)> {
+    fn measure(&self) -> Option<Shares> {
         let now = OthersLoad::mark()?;
         // SAFETY: sysconf takes an integer and touches no memory of ours.
         let hz = unsafe { libc::sysconf(libc::_SC_CLK_TCK) };
@@ -302,11 +280,23 @@ impl OthersLoad {
         if hz <= 0 || wall_s <= 0.0 {
             return None;
         }
-        let busy_s = now.busy_ticks.saturating_sub(self.busy_ticks) as f64 / hz as f64;
+        let hz = hz as f64;
+        let busy_s = now.busy_ticks.saturating_sub(self.busy_ticks) as f64 / hz;
         let own_s = now.own_ns.saturating_sub(self.own_ns) as f64 / 1e9;
-        let tick = self.watched as f64 / (hz as f64 * wall_s);
-        Some((((busy_s - own_s) / wall_s).max(0.0), tick))
+        let stolen_s = now.steal_ticks.saturating_sub(self.steal_ticks) as f64 / hz;
+        Some(Shares {
+            others: ((busy_s - own_s) / wall_s).max(0.0),
+            stolen: stolen_s / wall_s,
+            tick: self.watched as f64 / (hz * wall_s),
+        })
     }
+}
+
+/// What [`OthersLoad::measure`] finds, in CPUs.
+struct Shares {
+    others: f64,
+    stolen: f64,
+    tick: f64,
 }
 
 /// The steal ticks of `cpus` in `/proc/stat`'s text (the eighth value of
@@ -454,7 +444,7 @@ mod tests {
         );
         if let Some(m) = OthersLoad::mark() {
             std::thread::sleep(std::time::Duration::from_millis(50));
-            let stolen = m.stolen_surely().expect("readable once marked");
+            let (_, stolen) = m.surely().expect("readable once marked");
             assert!((0.0..=2.0).contains(&stolen), "{stolen}");
         }
     }

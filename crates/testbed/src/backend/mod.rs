@@ -58,8 +58,9 @@ impl Backend {
             Backend::Threads(kind) => threads::run_pair(cfg, kind),
             Backend::Kvm(opts) => kvm::run_pair(cfg, opts),
         }?;
-        r.others_cpu = others.and_then(|o| o.since_surely());
-        r.stolen_cpu = others.and_then(|o| o.stolen_surely());
+        let load = others.and_then(|o| o.surely());
+        r.others_cpu = load.map(|l| l.0);
+        r.stolen_cpu = load.map(|l| l.1);
         Ok(r)
     }
 
