@@ -47,7 +47,7 @@ pub fn run(a: &AdviseArgs) -> anyhow::Result<()> {
     let params = a.params.params_for_profile(profile.as_ref(), true, false)?;
     if let Some(profile) = &profile {
         if let Some(why) = ring_past_search(&a.params.params_from(profile)?, &params) {
-            return Err(crate::errors::Usage(format!("--profile: {why}")).into());
+            return Err(kicklab_term::Usage(format!("--profile: {why}")).into());
         }
     }
     let (idle_scale, nap_ns) = profile
@@ -67,7 +67,7 @@ pub fn run(a: &AdviseArgs) -> anyhow::Result<()> {
         match &profile {
             Some(p) if p.backend == backend.name() => {}
             _ => {
-                return Err(crate::errors::Usage(format!(
+                return Err(kicklab_term::Usage(format!(
                     "--check: needs --profile of a calibration on {0} (kicklab calibrate --backend {0} --save FILE): the predictions must use the costs the runs meet",
                     backend.name()
                 ))
@@ -75,7 +75,7 @@ pub fn run(a: &AdviseArgs) -> anyhow::Result<()> {
             }
         }
     }
-    let advice = advise(&spec, &crate::show::Bars::default())?;
+    let advice = advise(&spec, &kicklab_term::progress::Bars::default())?;
     let checks = match (a.check, &profile) {
         (Some(backend), Some(p)) => Some(kicklab_lab::advise_check::check(
             &advice,
@@ -86,7 +86,7 @@ pub fn run(a: &AdviseArgs) -> anyhow::Result<()> {
                 messages: a.messages,
                 seed: a.seed,
             },
-            &crate::show::Bars::default(),
+            &kicklab_term::progress::Bars::default(),
         )?),
         _ => None,
     };

@@ -4,7 +4,7 @@
 use clap::Args;
 use kicklab_model::{parse_duration_ns, Cost, Params, WaitMode};
 
-use crate::errors::Usage;
+use kicklab_term::Usage;
 
 /// The pair's parameters. Defaults: the paper's Fig. 4 set-up.
 #[derive(Debug, Clone, Args)]

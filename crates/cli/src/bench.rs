@@ -3,7 +3,7 @@
 use kicklab_lab::bench::{measure, REPS};
 
 pub fn run(as_json: bool) -> anyhow::Result<()> {
-    let s = measure(&crate::show::Bars::default())?;
+    let s = measure(&kicklab_term::progress::Bars::default())?;
     if as_json {
         return crate::show::print_json(&serde_json::to_value(s)?);
     }

@@ -76,7 +76,7 @@ fn gap(s: &str) -> Result<Duration, String> {
 pub fn run(a: &CalibrateArgs) -> anyhow::Result<()> {
     a.be.check()?;
     if let Some(path) = &a.save {
-        crate::files::check_out_file(path, "--save")?;
+        kicklab_term::files::check_out_file(path, "--save")?;
     }
     let c = Calibration {
         gaps: a.gaps.0.clone(),
@@ -97,13 +97,13 @@ pub fn run(a: &CalibrateArgs) -> anyhow::Result<()> {
         c.reference_runs
     );
     let p = kicklab_lab::with_heartbeat(
-        &crate::show::Bars::default(),
+        &kicklab_term::progress::Bars::default(),
         &format!("calibrating {}", a.be.get().name()),
         std::time::Duration::from_secs(10),
         || calibrate_backend(a.be.get(), &c),
     )?;
     if let Some(path) = &a.save {
-        crate::files::save(path, "--save", serde_json::to_string_pretty(&p)?.as_bytes())?;
+        kicklab_term::files::save(path, "--save", serde_json::to_string_pretty(&p)?.as_bytes())?;
         errln!("saved {}", path.display());
     }
     if a.json {

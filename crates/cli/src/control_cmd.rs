@@ -8,7 +8,7 @@ use clap::Args;
 use kicklab_lab::control::{control_study, csv, ControlSpec, Workload};
 
 use crate::args::ParamArgs;
-use crate::errors::Usage;
+use kicklab_term::Usage;
 
 /// Arguments of `kicklab control`.
 #[derive(Debug, Args)]
@@ -85,7 +85,7 @@ fn range(s: &str) -> Result<(f64, f64), String> {
 
 pub fn run(a: &ControlArgs) -> anyhow::Result<()> {
     let params = a.params.params()?;
-    let dir = crate::files::out_dir(&a.out, "--out", "kicklab control", a.force)?;
+    let dir = kicklab_term::files::out_dir(&a.out, "--out", "kicklab control", a.force)?;
     // As `sweep`: one point is one value (the study would take FROM).
     if a.points == 1 && a.range.0 != a.range.1 {
         return Err(Usage(format!(
@@ -146,13 +146,13 @@ pub fn run(a: &ControlArgs) -> anyhow::Result<()> {
         idle_scale,
         nap_ns,
     };
-    let study = control_study(&spec, &crate::show::Bars::default())?;
+    let study = control_study(&spec, &kicklab_term::progress::Bars::default())?;
     let page = kicklab_lab::control::render::page(&study, &spec)?;
     page.write(dir.path())?;
     kicklab_report::write_atomic(&dir.path().join("control.csv"), csv(&study))?;
     if a.json {
         crate::show::print_json(&serde_json::to_value(&study)?)?;
-        return crate::files::commit(dir);
+        return kicklab_term::files::commit(dir);
     }
     for line in kicklab_lab::control::render::lines(&study) {
         outln!("{line}");
@@ -161,5 +161,5 @@ pub fn run(a: &ControlArgs) -> anyhow::Result<()> {
         "wrote control.csv, the charts and index.html in {}",
         a.out.display()
     );
-    crate::files::commit(dir)
+    kicklab_term::files::commit(dir)
 }

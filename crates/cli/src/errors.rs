@@ -1,19 +1,9 @@
-//! Errors as the command line shows them: [`Usage`] (bad input, exit 2)
-//! and [`usage_of`], the one place that maps a library's error (a
+//! Errors as the command line shows them: [`usage_of`], the one place that maps a library's error (a
 //! parameter, an input, a testbed setting) to the flag that set it. What
-//! does not live here: clap's own errors (`cmdline`), printing (`out`).
+//! does not live here: bad input's type ([`Usage`]), clap's own errors
+//! and printing (`kicklab_term`).
 
-/// Bad input: printed as one line on stderr, exit code 2.
-#[derive(Debug)]
-pub struct Usage(pub String);
-
-impl std::fmt::Display for Usage {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(&self.0)
-    }
-}
-
-impl std::error::Error for Usage {}
+use kicklab_term::Usage;
 
 /// A testbed error caused by the input, naming the flag of the setting.
 pub fn testbed_usage(t: &kicklab_testbed::TestbedError) -> Option<String> {

@@ -1,24 +1,24 @@
-//! `kicklab`: the command-line front end. Thin: parsing, printing and
-//! progress bars; the work is in the `kicklab-*` library crates.
+//! `kicklab`: the command-line front end. Thin: the flags, one library
+//! call per command and printing; the work is in the `kicklab-*` library
+//! crates, the process's plumbing (streams, raw arguments, exit codes) in
+//! `kicklab-term`.
 //!
 //! The process starts at a C `main` of its own rather than Rust's: Rust's
 //! start-up points a closed descriptor 0-2 at `/dev/null` before any of
 //! kicklab runs, and a command whose standard output was closed (`exec
 //! 1>&-`) then exited 0 with its result lost. Here the descriptors are
-//! looked at first ([`out::guard_std_fds`]).
+//! looked at first ([`kicklab_term::out::guard_std_fds`]).
 #![cfg_attr(not(test), no_main)]
 
 #[macro_use]
-mod out;
+extern crate kicklab_term;
 
 mod advise_cmd;
 mod args;
 mod bench;
 mod calibrate_cmd;
-mod cmdline;
 mod control_cmd;
 mod errors;
-mod files;
 mod flags_cmd;
 mod map_cmd;
 mod model_cmd;
@@ -34,10 +34,8 @@ mod sweep_cmd;
 mod trace_cmd;
 mod validate_cmd;
 
-use clap::{CommandFactory, FromArgMatches, Parser, Subcommand};
-
-use cmdline::{bench_flag, non_utf8_argument, one_line, one_line_error, replay_alias};
-use errors::usage_of;
+use clap::{Parser, Subcommand};
+use kicklab_term::{cmdline::one_line, out};
 
 #[derive(Debug, Parser)]
 #[command(
@@ -122,50 +120,14 @@ fn entry_under_test() -> u8 {
 /// Parses, runs the command and prints; the exit code: 0 done, 1 failed
 /// (an I/O error, a write that failed, the machine), 2 bad input.
 fn kicklab() -> u8 {
-    ignore_sigpipe();
-    files::remove_temporaries_on_signals();
-    if let Some(line) = non_utf8_argument() {
-        errln!("error: {}", one_line(&line));
-        return out::finish(2);
-    }
-    let parsed = Cli::command()
-        .try_get_matches_from(replay_alias(std::env::args_os().collect()))
-        .and_then(|m| Cli::from_arg_matches(&m).map(|c| (c, m)));
-    let (cli, matches) = match parsed {
-        Ok(c) => c,
-        Err(e) => {
-            use clap::error::ErrorKind;
-            if matches!(
-                e.kind(),
-                ErrorKind::DisplayHelp
-                    | ErrorKind::DisplayVersion
-                    | ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand
-            ) {
-                let text = if e.use_stderr() {
-                    e.render().to_string()
-                } else if std::io::IsTerminal::is_terminal(&std::io::stdout()) {
-                    e.render().ansi().to_string()
-                } else {
-                    e.render().to_string()
-                };
-                if e.use_stderr() {
-                    errln!("{}", text.trim_end());
-                } else {
-                    outln!("{}", text.trim_end());
-                }
-                return out::finish(
-                    if e.kind() == ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand {
-                        2
-                    } else {
-                        0
-                    },
-                );
-            }
-            errln!("{}", one_line(&one_line_error(&e)));
-            return out::finish(2);
-        }
+    kicklab_term::start();
+    let (cli, matches) = match kicklab_term::parse::<Cli>() {
+        Ok(parsed) => parsed,
+        Err(code) => return code,
     };
-    if let Some(line) = overridden_flag(&cli.cmd, &matches).or_else(|| bench_flag(&matches)) {
+    if let Some(line) =
+        overridden_flag(&cli.cmd, &matches).or_else(|| sim_cmd::bench_flag(&matches))
+    {
         errln!("error: {}", one_line(&line));
         return out::finish(2);
     }
@@ -190,26 +152,7 @@ fn kicklab() -> u8 {
         Cmd::Report(a) => report_cmd::run(&a),
         Cmd::Replay(a) => replay_cmd::run(&a),
     };
-    match result {
-        Ok(()) => {
-            for note in notes {
-                errln!("note: {}", one_line(&note));
-            }
-            out::finish(0)
-        }
-        // A lost standard output or error: `finish` says which, once.
-        Err(e) if out::is_write_failure(&e) => out::finish(1),
-        Err(e) => match usage_of(&e) {
-            Some(line) => {
-                errln!("error: {}", one_line(&line));
-                out::finish(2)
-            }
-            None => {
-                errln!("error: {}", one_line(&format!("{e:#}")));
-                out::finish(1)
-            }
-        },
-    }
+    kicklab_term::exit_code(result, &notes, errors::usage_of)
 }
 
 /// Said when another kicklab process holds the CPUs this one's real runs
@@ -288,16 +231,5 @@ fn unused_flags(cmd: &Cmd, matches: &clap::ArgMatches) -> Vec<String> {
         Cmd::Run(a) => a.unused(&given),
         Cmd::Qos(a) => a.unused(&given),
         _ => Vec::new(),
-    }
-}
-
-/// A closed pipe (`kicklab sweep ... | head -1`) becomes a failed write
-/// like any other (one line, exit 1, no folder left behind) rather than a
-/// death by SIGPIPE in the middle of writing files.
-fn ignore_sigpipe() {
-    // SAFETY: called first thing in `main`, before any other thread
-    // exists; SIG_IGN is a valid disposition for SIGPIPE.
-    unsafe {
-        libc::signal(libc::SIGPIPE, libc::SIG_IGN);
     }
 }

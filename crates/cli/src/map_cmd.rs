@@ -42,7 +42,7 @@ pub struct MapArgs {
 
 pub fn run(a: &MapArgs) -> anyhow::Result<()> {
     let base = a.params.params()?;
-    let dir = crate::files::out_dir(&a.out, "--out", "kicklab map", a.force)?;
+    let dir = kicklab_term::files::out_dir(&a.out, "--out", "kicklab map", a.force)?;
     let spec = MapSpec {
         base,
         x: a.x,
@@ -52,7 +52,7 @@ pub fn run(a: &MapArgs) -> anyhow::Result<()> {
         seed: a.seed,
     };
     kicklab_lab::map::check_page(&spec)?;
-    let points = map(&spec, &crate::show::Bars::default())?;
+    let points = map(&spec, &kicklab_term::progress::Bars::default())?;
     let cmd = format!(
         "kicklab map --x {} --y {} --strategy {} --messages {}",
         a.x, a.y, a.mode, a.messages
@@ -69,5 +69,5 @@ pub fn run(a: &MapArgs) -> anyhow::Result<()> {
         "wrote map.csv, the maps and index.html in {}",
         a.out.display()
     );
-    crate::files::commit(dir)
+    kicklab_term::files::commit(dir)
 }

@@ -65,7 +65,7 @@ pub fn run(a: &PingPongArgs) -> anyhow::Result<()> {
         a.messages,
         a.work,
         polls,
-        &crate::show::Bars::default(),
+        &kicklab_term::progress::Bars::default(),
     )?;
     if a.json {
         return crate::show::print_json(&kicklab_lab::pingpong::runs_json(

@@ -243,7 +243,7 @@ pub fn run(a: &QosArgs) -> anyhow::Result<()> {
         crate::args::kvm_usable()?;
     }
     let dir = if a.figures {
-        Some(crate::files::out_dir(
+        Some(kicklab_term::files::out_dir(
             &a.out,
             "--out",
             "kicklab qos",
@@ -252,7 +252,7 @@ pub fn run(a: &QosArgs) -> anyhow::Result<()> {
     } else {
         None
     };
-    let output = kicklab_lab::qos_command::run(&req, &crate::show::Bars::default())?;
+    let output = kicklab_lab::qos_command::run(&req, &kicklab_term::progress::Bars::default())?;
     if let (Some(dir), Some(files)) = (&dir, &output.files) {
         files.page.write(dir.path())?;
         kicklab_report::write_atomic(&dir.path().join(files.csv_name), &files.csv)?;
@@ -275,7 +275,7 @@ pub fn run(a: &QosArgs) -> anyhow::Result<()> {
         }
     }
     match dir {
-        Some(dir) => crate::files::commit(dir),
+        Some(dir) => kicklab_term::files::commit(dir),
         None => Ok(()),
     }
 }

@@ -71,9 +71,9 @@ pub fn run(a: &ReportArgs) -> anyhow::Result<()> {
     };
     // Bad options and a bad --out fail before anything runs.
     opts.check()?;
-    let dir = crate::files::out_dir(&a.out, "--out", "kicklab report", a.force)?;
-    let report = build(&opts, &crate::show::Bars::default())?;
+    let dir = kicklab_term::files::out_dir(&a.out, "--out", "kicklab report", a.force)?;
+    let report = build(&opts, &kicklab_term::progress::Bars::default())?;
     report.write(dir.path())?;
     outln!("{}", a.out.join("index.html").display());
-    crate::files::commit(dir)
+    kicklab_term::files::commit(dir)
 }

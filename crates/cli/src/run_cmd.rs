@@ -90,7 +90,7 @@ pub fn run(a: &RunArgs) -> anyhow::Result<()> {
     let profile = profile_for(
         a.be.get(),
         a.params.load_profile()?,
-        &crate::show::Bars::default(),
+        &kicklab_term::progress::Bars::default(),
     )?;
     // A planning strategy (adaptive) estimates with this machine's costs.
     spec.params = a.params.params_from(&profile)?;

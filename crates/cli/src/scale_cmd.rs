@@ -117,7 +117,8 @@ pub fn run(a: &ScaleArgs) -> anyhow::Result<()> {
     if backend == ScaleBackend::Kvm {
         crate::args::kvm_usable()?;
     }
-    let output = kicklab_lab::scale_command::run(&planned, &crate::show::Bars::default())?;
+    let output =
+        kicklab_lab::scale_command::run(&planned, &kicklab_term::progress::Bars::default())?;
     if a.json {
         return crate::show::print_json(&output.json);
     }

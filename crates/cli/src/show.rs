@@ -1,46 +1,10 @@
-//! What commands share for showing a run: progress bars ([`Bars`],
-//! [`progress`]), rates as text, the disturbance warnings, the latency
-//! bound's verdict, JSON on standard output. What does not live here: the
-//! write macros and their failure handling (`out`).
+//! What commands share for showing a run: repeated list items refused,
+//! the disturbance warnings, the latency bound's verdict, JSON on
+//! standard output. What does not live here: the write macros, their
+//! failure handling and the progress bars (`kicklab_term`).
 
-use crate::cmdline::args_text;
-use crate::errors::Usage;
-use crate::out;
-
-/// The binary's [`kicklab_lab::Progress`]: a bar per stage on stderr
-/// (hidden when stderr is not a terminal) and notes as lines.
-#[derive(Default)]
-pub struct Bars(std::sync::Mutex<Option<indicatif::ProgressBar>>);
-
-impl Bars {
-    fn bar(&self) -> std::sync::MutexGuard<'_, Option<indicatif::ProgressBar>> {
-        self.0
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
-    }
-}
-
-impl kicklab_lab::Progress for Bars {
-    fn start(&self, what: &str, len: u64) {
-        *self.bar() = Some(progress(len, what));
-    }
-    fn step(&self) {
-        if let Some(b) = &*self.bar() {
-            b.inc(1);
-        }
-    }
-    fn finish(&self) {
-        if let Some(b) = self.bar().take() {
-            b.finish_and_clear();
-        }
-    }
-    fn note(&self, line: &str) {
-        match &*self.bar() {
-            Some(b) => b.suspend(|| errln!("{line}")),
-            None => errln!("{line}"),
-        }
-    }
-}
+use kicklab_term::cmdline::args_text;
+use kicklab_term::Usage;
 
 /// Fails (a [`Usage`] naming `flag`) where a list flag names an item twice
 /// (`--vms 1,1`): it would run the same thing again, or the last would
@@ -58,24 +22,6 @@ pub fn no_repeats<T: PartialEq + std::fmt::Debug>(flag: &str, items: &[T]) -> an
         .into()),
         None => Ok(()),
     }
-}
-
-/// A progress bar on stderr (hidden when stderr is not a terminal).
-pub fn progress(len: u64, what: &str) -> indicatif::ProgressBar {
-    let bar = if out::stderr_is_terminal() {
-        indicatif::ProgressBar::new(len)
-    } else {
-        indicatif::ProgressBar::hidden()
-    };
-    bar.set_style(
-        indicatif::ProgressStyle::with_template(
-            "{msg:>12} [{bar:40}] {pos}/{len} points, {elapsed} elapsed, ~{eta} left",
-        )
-        .expect("valid template")
-        .progress_chars("=> "),
-    );
-    bar.set_message(what.to_string());
-    bar
 }
 
 /// Prints each warning as a `warning: ` line on stderr, after `context`

@@ -141,3 +141,22 @@ pub fn run(a: &SimArgs) -> anyhow::Result<()> {
     }
     Ok(())
 }
+/// A flag beside `sim --bench` other than `--json`: the benchmark runs
+/// its own pairs and sizes, so the flag would be ignored without a word.
+pub fn bench_flag(matches: &clap::ArgMatches) -> Option<String> {
+    let sub = matches.subcommand_matches("sim")?;
+    if !sub.get_flag("bench") {
+        return None;
+    }
+    sub.ids()
+        .map(clap::Id::as_str)
+        .filter(|id| !matches!(*id, "bench" | "json"))
+        .find(|id| sub.value_source(id) == Some(clap::parser::ValueSource::CommandLine))
+        .map(|id| {
+            format!(
+                "--{}: sim --bench measures the simulator on its own pairs and sizes; \
+                 leave --{0} out (only --json goes with --bench)",
+                id.replace('_', "-")
+            )
+        })
+}

@@ -40,14 +40,14 @@ pub struct SweepArgs {
 /// Runs a sweep with a progress bar.
 pub fn run(a: &SweepArgs) -> anyhow::Result<()> {
     let params = a.params.params()?;
-    let dir = crate::files::out_dir(&a.out, "--out", "kicklab sweep", a.force)?;
+    let dir = kicklab_term::files::out_dir(&a.out, "--out", "kicklab sweep", a.force)?;
     let out = kicklab_lab::sweep_command::run(
         &params,
         &a.vary,
         a.mode,
         a.messages,
         a.seed,
-        &crate::show::Bars::default(),
+        &kicklab_term::progress::Bars::default(),
     )?;
     // Everything computed: only now touch the file system.
     out.page.write(dir.path())?;
@@ -63,5 +63,5 @@ pub fn run(a: &SweepArgs) -> anyhow::Result<()> {
         a.out.join("sweep.csv").display(),
         a.out.display()
     );
-    crate::files::commit(dir)
+    kicklab_term::files::commit(dir)
 }

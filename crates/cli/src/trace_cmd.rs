@@ -68,10 +68,10 @@ pub struct TraceArgs {
 
 pub fn run(a: &TraceArgs) -> anyhow::Result<()> {
     if let Some(path) = &a.save {
-        crate::files::check_out_file(path, "--save")?;
+        kicklab_term::files::check_out_file(path, "--save")?;
     }
     if let Some(path) = &a.timeline {
-        crate::files::check_out_file(path, "--timeline")?;
+        kicklab_term::files::check_out_file(path, "--timeline")?;
     }
     let base = a
         .profile
@@ -102,9 +102,9 @@ pub fn run(a: &TraceArgs) -> anyhow::Result<()> {
         latency_ns: (!a.mechanisms.0.is_empty()).then_some(a.latency),
         mechanisms: a.mechanisms.0.clone(),
     };
-    let report = analyze(&spec, &crate::show::Bars::default())?;
+    let report = analyze(&spec, &kicklab_term::progress::Bars::default())?;
     if let Some(path) = &a.save {
-        crate::files::save(
+        kicklab_term::files::save(
             path,
             "--save",
             serde_json::to_string_pretty(&report.profile)?.as_bytes(),
@@ -118,7 +118,7 @@ pub fn run(a: &TraceArgs) -> anyhow::Result<()> {
                 kicklab_lab::trace::TIMELINE_MARKS + 1
             )
         })?;
-        crate::files::save(path, "--timeline", svg.as_bytes())?;
+        kicklab_term::files::save(path, "--timeline", svg.as_bytes())?;
         errln!("drew {}", path.display());
     }
     if a.json {

@@ -61,7 +61,7 @@ pub fn run(a: &ValidateArgs) -> anyhow::Result<()> {
         (None, true) => None,
     };
     let out = match &out {
-        Some(dir) => Some(crate::files::out_dir(
+        Some(dir) => Some(kicklab_term::files::out_dir(
             dir,
             "--out",
             "kicklab validate",
@@ -69,7 +69,7 @@ pub fn run(a: &ValidateArgs) -> anyhow::Result<()> {
         )?),
         None => None,
     };
-    let bars = crate::show::Bars::default();
+    let bars = kicklab_term::progress::Bars::default();
     let profile = kicklab_lab::real::profile_for(a.be.get(), a.params.load_profile()?, &bars)?;
     let doubtful = kicklab_lab::disturbance::check_profile(&profile);
     for w in &doubtful {
@@ -121,7 +121,7 @@ pub fn run(a: &ValidateArgs) -> anyhow::Result<()> {
     match out {
         Some(dir) => {
             errln!("wrote {}", dir.target().join("index.html").display());
-            crate::files::commit(dir)
+            kicklab_term::files::commit(dir)
         }
         None => Ok(()),
     }

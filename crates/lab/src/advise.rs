@@ -234,9 +234,10 @@ pub fn advise(spec: &AdviseSpec, progress: &dyn Progress) -> Result<Advice, LabE
                 reason: format!(
                     "advise searches sleeps and spins of 0.5-200 us, for costs of at most {} \
                      (a mean of {} here would take it minutes, and its grid says nothing there); \
-                     `kicklab sim --strategy S` simulates any strategy at any cost",
+                     `{}` simulates any strategy at any cost",
                     fmt_ns(MAX_COST_NS),
-                    fmt_ns(mean)
+                    fmt_ns(mean),
+                    one_strategy()
                 ),
             }));
         }
@@ -251,9 +252,10 @@ pub fn advise(spec: &AdviseSpec, progress: &dyn Progress) -> Result<Advice, LabE
         let why = format!(
             "{} candidates of {} messages and a warm-up of {warmup} (a tenth of them and 4 L) \
              are {total} simulated messages, minutes of search; advise takes at most \
-             {MAX_SEARCH_MESSAGES} (`kicklab sim --strategy S` simulates any one strategy)",
+             {MAX_SEARCH_MESSAGES} (`{}` simulates any one strategy)",
             modes.len(),
             spec.messages,
+            one_strategy()
         );
         // The warm-up's 4 L is what grew it, or the messages.
         return Err(if len_grew_it {
@@ -394,4 +396,8 @@ fn knob(
         default,
         alternatives,
     })
+}
+/// The command that simulates one strategy, where a search refuses to.
+pub(crate) fn one_strategy() -> kicklab_model::CommandLine {
+    kicklab_model::CommandLine::new("sim").arg(kicklab_model::Flag::Strategy, "S")
 }

@@ -4,7 +4,7 @@
 //! live here: choosing ([`crate::advise`]), running the checks
 //! ([`crate::advise_check`]), printing them (the binary).
 
-use kicklab_model::fmt_ns;
+use kicklab_model::{fmt_ns, Flag};
 
 use crate::advise::{Advice, Candidate, Knob};
 use crate::advise_check::SettingCheck;
@@ -13,7 +13,7 @@ use crate::advise_check::SettingCheck;
 #[must_use]
 pub fn lines(advice: &Advice, checks: Option<&[SettingCheck]>) -> Vec<String> {
     let mut out = vec![
-        format!("use            --strategy {}", advice.strategy),
+        format!("use            {} {}", Flag::Strategy, advice.strategy),
         format!(
             "predicted      T {}, E {}, p99 latency {}",
             fmt_ns(advice.predicted.t_ns),
@@ -102,9 +102,10 @@ pub fn knob(k: &Knob) -> Vec<String> {
         format!("\n{} ({})", k.mechanism, k.what),
         format!("  {verdict:<12} {}", k.best.settings.line()),
         format!(
-            "  {:<12} {}  (--strategy {})",
+            "  {:<12} {}  ({} {})",
             "",
             figures(&k.best.predicted),
+            Flag::Strategy,
             k.best.strategy
         ),
     ];

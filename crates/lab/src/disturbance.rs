@@ -232,22 +232,25 @@ impl std::fmt::Display for Warning {
             Warning::UnstableProfile { rounds } => write!(
                 f,
                 "the calibration did not settle in {rounds} rounds: its N and S are in doubt \
-                 (kicklab calibrate --save FILE on a quiet machine)"
+                 ({} on a quiet machine)",
+                recalibrate()
             ),
             Warning::UnsteadyRingCost { median_ns, p90_ns } => write!(
                 f,
                 "the ring's cost per message varied across calibration's polling runs (median {}, \
                  90th percentile {}): something else ran while calibrating, so its N and S are in \
-                 doubt too (kicklab calibrate --save FILE on a quiet machine)",
+                 doubt too ({} on a quiet machine)",
                 fmt_ns_short(median_ns),
-                fmt_ns_short(p90_ns)
+                fmt_ns_short(p90_ns),
+                recalibrate()
             ),
             Warning::BusyCalibration { cpus } => write!(
                 f,
                 "other processes took {cpus:.2} of a CPU on the pair's CPUs while calibrating \
                  (margin {:.0}%): its costs are this machine's under that load, in doubt for a \
-                 quiet one (kicklab calibrate --save FILE on a quiet machine)",
-                100.0 * MARGIN
+                 quiet one ({} on a quiet machine)",
+                100.0 * MARGIN,
+                recalibrate()
             ),
             Warning::NegativeStart { cost, mean_ns } => write!(
                 f,
@@ -402,6 +405,11 @@ pub fn check_modes(
     let mut w = check_run(r, if both_poll { WaitMode::Poll } else { modes[0] }, floor);
     w.extend(check_profile(profile));
     Ok(w)
+}
+
+/// The advice a doubtful calibration's warning gives: calibrate again.
+fn recalibrate() -> kicklab_model::CommandLine {
+    kicklab_model::CommandLine::new("calibrate").arg(kicklab_model::Flag::Save, "FILE")
 }
 
 #[cfg(test)]

@@ -128,18 +128,22 @@ pub fn knobs_section(advice: &[AdviceCheck]) -> kicklab_report::Section {
         }
         let _ = write!(
             h,
-            "{}<p>Reproduce: <code>kicklab advise {} --for all{}</code>.</p>",
+            "{}<p>Reproduce: <code>{}</code>.</p>",
             t.to_html(),
-            Params {
-                w_p: Cost::Const(a.w_p_ns),
-                ..Params::default()
-            }
-            .flags(&[]),
-            if a.costs == "the paper's" {
-                String::new()
-            } else {
-                format!(" --profile {}.json", a.costs.replace(' ', "-"))
-            }
+            kicklab_model::CommandLine::new("advise")
+                .raw(
+                    &Params {
+                        w_p: Cost::Const(a.w_p_ns),
+                        ..Params::default()
+                    }
+                    .flags(&[])
+                )
+                .arg(kicklab_model::Flag::For, "all")
+                .arg_some(
+                    kicklab_model::Flag::Profile,
+                    (a.costs != "the paper's")
+                        .then(|| format!("{}.json", a.costs.replace(' ', "-")))
+                )
         );
     }
     kicklab_report::Section {

@@ -361,13 +361,14 @@ pub fn section(runs: &[FlagsResult], signals: u64, repeat: usize) -> Result<Sect
             "flags-kvm",
             "Notification flags in shared memory vs a system call, from a KVM guest (VMware)",
             format!(
-                "<p>The same with a real guest as the signaller (<code>kicklab flags --backend kvm</code>, \
+                "<p>The same with a real guest as the signaller (<code>{kvm}</code>, \
                  <code>docs/vm-mechanisms.md</code>): every {gap:.0} us it signals one of 1 to 64 sources, either by \
                  setting the source's bit in a bit vector in its memory and kicking the one kick ioeventfd only if the \
                  host thread asked (it asks before it sleeps, then looks again), or by writing the source's own port, an \
                  ioeventfd each, which the host thread waits on with <code>poll</code> or <code>epoll</code>. The host \
                  validates the vector: a bit of a source that does not exist stops the run. {figures}</p>\
-                 <p>Reproduce: <code>kicklab flags --backend kvm</code>.</p>"
+                 <p>Reproduce: <code>{kvm}</code>.</p>",
+                kvm = kicklab_model::CommandLine::new("flags").arg(kicklab_model::Flag::Backend, "kvm"),
             ),
         )
     } else {

@@ -385,10 +385,10 @@ pub fn section(points: &[MapPoint], spec: &MapSpec, cmd: &str) -> Result<Section
         && !present.is_empty()
         && !present.iter().any(|r| ["SCS", "SPS", "SS"].contains(r))
     {
-        " No start-up outlasts what the queue holds on this grid, so SCS, SPS and SS do not appear; a short queue \
-         brings start-ups in (<code>kicklab map --len 4</code> has SPS and SS)."
+        format!(" No start-up outlasts what the queue holds on this grid, so SCS, SPS and SS do not appear; a short queue \
+         brings start-ups in (<code>{}</code> has SPS and SS).", kicklab_model::CommandLine::new("map").arg(kicklab_model::Param::Len, 4))
     } else {
-        ""
+        String::new()
     };
     s.html = format!(
         "<p>The regime and T over a grid of {} and {} (the other parameters as given; kicklab's defaults are the \

@@ -430,9 +430,13 @@ pub fn section(f: &QosFigures, seconds: f64, seed: u64) -> Result<Section, LabEr
         format!(
             " With VM2 limited at ingress, the requests its limit admits meet a shared buffer that VM1's stream keeps \
              full: at limits of {} the simulator gives VM2 less than its limit and less than the model (\"model: VM2, \
-             ingress\"); with Poisson arrivals it follows the model (<code>kicklab qos --offered 2000 --limit 2=550 \
-             --police ingress --arrivals poisson</code>; <code>docs/qos.md</code>).",
-            under.join(", ")
+             ingress\"); with Poisson arrivals it follows the model (<code>{}</code>; <code>docs/qos.md</code>).",
+            under.join(", "),
+            kicklab_model::CommandLine::new("qos")
+                .arg(kicklab_model::Flag::Offered, 2000)
+                .arg(kicklab_model::Flag::Limit, "2=550")
+                .arg(kicklab_model::Flag::Police, "ingress")
+                .arg(kicklab_model::Flag::Arrivals, "poisson")
         )
     };
     let lockout = if locked.is_empty() {
@@ -461,7 +465,7 @@ pub fn section(f: &QosFigures, seconds: f64, seed: u64) -> Result<Section, LabEr
          receive freeing nothing, simulator = model below saturation): {}.</p>\
          <p>Where the model and the simulator part: above saturation, evenly spaced streams and drop-tail buffers lock into \
          phase, which a fluid model does not see.{lockout}{short}</p>\
-         <p>Reproduce: <code>kicklab qos --figures --out DIR</code>. Data: <a href=\"qos.csv\">qos.csv</a>.</p>",
+         <p>Reproduce: <code>{reproduce}</code>. Data: <a href=\"qos.csv\">qos.csv</a>.</p>",
         f.lossless_sim.0,
         f.lossless_model.0,
         f.lossless_sim.1,
@@ -477,7 +481,8 @@ pub fn section(f: &QosFigures, seconds: f64, seed: u64) -> Result<Section, LabEr
             "all hold".to_string()
         } else {
             kicklab_report::html_escape(&f.failures.join("; "))
-        }
+        },
+        reproduce = kicklab_model::CommandLine::new("qos").switch(kicklab_model::Flag::Figures, true).arg(kicklab_model::Flag::Out, "DIR"),
     );
     s.push_chart(
         "qos-throughput",

@@ -11,6 +11,7 @@
 //! `scale`, latencies divided by it) and as measured.
 
 use kicklab_model::qos::{solve_on_cpus, CpuSolution, Host, Path, Police, QosSystem};
+use kicklab_model::Flag;
 use kicklab_report::{Cell, Chart, Column, Section, Series, Style, Table};
 use kicklab_testbed::qos::{
     calibrate_qos, check_qos, run_qos, QosCosts, QosRunConfig, QosRunResult, VmCore,
@@ -77,7 +78,8 @@ pub fn check(sys: &QosSystem, scale: f64, seconds: f64, core: VmCore) -> Result<
         return Err(LabError::input(
             Input::Seconds,
             format!(
-                "{seconds} s of the paper's time is {window} s real at --scale {scale}: it must be 0.01 to {} s",
+                "{seconds} s of the paper's time is {window} s real at {} {scale}: it must be 0.01 to {} s",
+                Flag::Scale,
                 kicklab_testbed::qos::MAX_WINDOW.as_secs()
             ),
         ));
@@ -865,16 +867,20 @@ pub fn html(f: &RealFigures) -> String {
     let (heading, what) = if guest {
         (
             "Real KVM guests",
-            "threads over kicklab rings with futex kicks up to the shared stage, then a real KVM guest per VM \
+            format!("threads over kicklab rings with futex kicks up to the shared stage, then a real KVM guest per VM \
              (one vCPU, placed by the scheduler like the other threads) that takes its requests off a ring in its own \
              memory, halts when it is empty and is woken by the shared stage's kick \
-             (<code>kicklab qos --backend kvm</code>, <code>docs/qos.md</code>, \"The real backend\")",
+             (<code>{}</code>, <code>docs/qos.md</code>, \"The real backend\")",
+             kicklab_model::CommandLine::new("qos").arg(Flag::Backend, "kvm")),
         )
     } else {
         (
             "Real threads",
-            "threads over kicklab rings with futex kicks \
-             (<code>kicklab qos --backend futex</code>, <code>docs/qos.md</code>, \"The real backend\")",
+            format!(
+                "threads over kicklab rings with futex kicks \
+             (<code>{}</code>, <code>docs/qos.md</code>, \"The real backend\")",
+                kicklab_model::CommandLine::new("qos").arg(Flag::Backend, "futex")
+            ),
         )
     };
     let per_vm = |x: f64| {
@@ -943,9 +949,13 @@ pub fn section(f: &RealFigures, csv: &str) -> Result<Section, LabError> {
         1,
     );
     s.html.push_str(&format!(
-        "<p>Reproduce: <code>kicklab qos --figures --backend {backend} --seconds {} --out DIR</code>. Data: \
+        "<p>Reproduce: <code>{}</code>. Data: \
          <a href=\"{csv}\">{csv}</a>.</p>",
-        f.seconds,
+        kicklab_model::CommandLine::new("qos")
+            .switch(Flag::Figures, true)
+            .arg(Flag::Backend, backend)
+            .arg(Flag::Seconds, f.seconds)
+            .arg(Flag::Out, "DIR"),
         csv = kicklab_report::html_escape(csv)
     ));
     s.push_chart(

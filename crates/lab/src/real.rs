@@ -519,9 +519,11 @@ pub fn profile_for(
         p
     } else {
         progress.note(&format!(
-            "no profile given: calibrating {} quickly (kicklab calibrate --backend {} --save FILE for a better one) ...",
+            "no profile given: calibrating {} quickly ({} for a better one) ...",
             backend.name(),
-            backend.name()
+            kicklab_model::CommandLine::new("calibrate")
+                .arg(kicklab_model::Flag::Backend, backend.name())
+                .arg(kicklab_model::Flag::Save, "FILE")
         ));
         crate::progress::with_heartbeat(
             progress,

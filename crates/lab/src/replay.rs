@@ -68,8 +68,9 @@ pub fn replay(dir: &Path) -> Result<Vec<ReplaySet>, LabError> {
     files.sort();
     if files.is_empty() {
         return Err(bad(format!(
-            "{}: no validate-*.json in it or below (recorded by `kicklab validate --json`)",
-            dir.display()
+            "{}: no validate-*.json in it or below (recorded by `{}`)",
+            dir.display(),
+            kicklab_model::CommandLine::new("validate").switch(kicklab_model::Flag::Json, true)
         )));
     }
     files.iter().map(|f| replay_file(f)).collect()
@@ -132,8 +133,9 @@ fn replay_file(path: &Path) -> Result<ReplaySet, LabError> {
     let field = |k: &str| {
         v.get(k).ok_or_else(|| {
             bad(format!(
-                "{}: no `{k}` (not a `validate --json` output)",
-                path.display()
+                "{}: no `{k}` (not the output of `{}`)",
+                path.display(),
+                kicklab_model::CommandLine::new("validate").switch(kicklab_model::Flag::Json, true)
             ))
         })
     };

@@ -6,7 +6,7 @@
 
 use std::fmt::Write as _;
 
-use kicklab_model::{fmt_ns_short, Profile};
+use kicklab_model::{fmt_ns_short, CommandLine, Flag, Profile};
 use kicklab_report::{Chart, Section, Series, Style};
 use kicklab_sim::scale::{simulate_scale, ScaleSim};
 use kicklab_testbed::scale::{scale, ScaleConfig, ScaleIdle, ScaleResult};
@@ -254,14 +254,18 @@ pub fn section(
             "scale-kvm",
             "Idle-with-timeout at scale with KVM guests (Denali)",
             format!(
-                "<p>The same load with a tiny KVM guest of one vCPU per VM (<code>kicklab scale --backend kvm</code>, \
+                "<p>The same load with a tiny KVM guest of one vCPU per VM (<code>{kvm}</code>, \
                  <code>docs/vm-mechanisms.md</code>): each guest serves the requests a host client thread gives it and \
                  runs its 1 ms timer; idling by spinning it holds its vCPU thread runnable until the host scheduler takes \
                  the CPU away, idling with a timeout it exits to its VMM with \"wake me on a request or at my timer\" and \
                  its vCPU thread sleeps. {cpus} CPUs; more vCPU threads than CPUs time-share them. Idle-with-timeout over \
                  spinning: {r2} at 2 guests, {r4} at 4, {r8} at 8 (target {TARGET_AT_8}x; Denali: more than 2x), {r16} at 16 \
                  (one run of {seconds} s per point, so no spread is drawn).</p>\
-                 <p>Reproduce: <code>kicklab scale --backend kvm --vms 1,2,4,8,16</code>.</p>"
+                 <p>Reproduce: <code>{reproduce}</code>.</p>",
+                kvm = CommandLine::new("scale").arg(Flag::Backend, "kvm"),
+                reproduce = CommandLine::new("scale")
+                    .arg(Flag::Backend, "kvm")
+                    .arg(Flag::Vms, "1,2,4,8,16"),
             ),
         ),
         ScaleBackend::Sim => (
@@ -276,8 +280,8 @@ pub fn section(
                 format!(
                 "<p>Denali: a guest that idles while timers are pending must spin unless it can tell the host when it \
                  next needs to run. Here N guests, each with a 1 ms timer, share one closed load of 32 requests of 20 us \
-                 each (<code>kicklab scale --backend futex|kvm</code> measures the same load), in kicklab's \
-                 event simulator (<code>kicklab scale --backend sim</code>, <code>docs/vm-mechanisms.md</code>): the \
+                 each (<code>{real}</code> measures the same load), in kicklab's \
+                 event simulator (<code>{sim}</code>, <code>docs/vm-mechanisms.md</code>): the \
                  guests and the client time-share {cpus} CPUs under a \
                  round-robin scheduler with Linux's default slice for {cpus} CPUs ({slice}) and no wake-up \
                  preemption; a woken guest or client pays a start-up of {wake} and its waker a kick of {kick}, a \
@@ -286,7 +290,10 @@ pub fn section(
                  can hand a request back. Idle-with-timeout over spinning: {r2} at 2 guests, {r4} at 4, {r8} at 8 \
                  (target {TARGET_AT_8}x; Denali: more than 2x), {r16} at 16 ({seconds} simulated s per run). Linux's scheduler, which \
                  the measured runs use, has wake-up preemption: a woken client may get a CPU sooner than here.</p>\
-                 <p>Reproduce: <code>kicklab scale --backend sim --vms 1,2,4,8,16</code>.</p>"
+                 <p>Reproduce: <code>{reproduce}</code>.</p>",
+                real = CommandLine::new("scale").arg(Flag::Backend, "futex|kvm"),
+                sim = CommandLine::new("scale").arg(Flag::Backend, "sim"),
+                reproduce = CommandLine::new("scale").arg(Flag::Backend, "sim").arg(Flag::Vms, "1,2,4,8,16"),
                 )
             },
         ),
@@ -301,7 +308,8 @@ pub fn section(
                  load of 32 requests of 20 us each; more guests than CPUs time-share them. Idle-with-timeout over \
                  spinning: {r2} at 2 guests, {r4} at 4, {r8} at 8, {r16} at 16 (one run of {seconds} s per point, so no \
                  spread is drawn). The KVM version follows.</p>\
-                 <p>Reproduce: <code>kicklab scale --vms 1,2,4,8,16</code>.</p>"
+                 <p>Reproduce: <code>{reproduce}</code>.</p>",
+                reproduce = CommandLine::new("scale").arg(Flag::Vms, "1,2,4,8,16"),
             ),
         ),
     };
@@ -321,12 +329,15 @@ pub fn section(
             s.html,
             "<p>Dashed: the simulator on the same load and {cpus} CPUs, with the CPU a kick costs its sender ({}) and a \
              wake-up its sleeper ({}) in this report's futex calibration (medians of N_P cpu and S_C cpu, not the wall \
-             N and S of the calibration table) (<code>kicklab scale --backend sim --profile futex.json</code>; rules in \
+             N and S of the calibration table) (<code>{}</code>; rules in \
              <code>docs/vm-mechanisms.md</code>, \"In the simulator\"); idle-with-timeout over spinning there: {sim8} \
              at 8 guests. Its round-robin scheduler has no wake-up preemption, so its spinning is the pessimistic \
              bound.</p>",
             fmt_ns_short(o.kick_ns),
-            fmt_ns_short(o.wake_ns)
+            fmt_ns_short(o.wake_ns),
+            CommandLine::new("scale")
+                .arg(Flag::Backend, "sim")
+                .arg(Flag::Profile, "futex.json")
         );
     }
     for (name, chart) in [("throughput", &thr), ("cpu", &cpu)] {

@@ -6,7 +6,8 @@
 //! simulator and the testbeds; cost distributions as data ([`Cost`], with
 //! their means but no sampling); duration parsing ([`parse_duration_ns`]);
 //! the one regime classifier ([`classify`]); and the closed forms
-//! ([`predict`]). What does not: sampling, simulation, measurement (see the
+//! ([`predict`]); the table of the command line's flags ([`Flag`],
+//! [`CommandLine`]) that every library prints commands with. What does not: sampling, simulation, measurement (see the
 //! `kicklab-sim` crate and the testbeds).
 //!
 //! # Example
@@ -35,6 +36,7 @@ mod closed_form;
 pub mod control;
 mod cost;
 mod cycle;
+mod flag;
 mod idle;
 mod param;
 mod params;
@@ -52,6 +54,7 @@ pub use closed_form::{
 };
 pub use cost::{Cost, CostParseError, Mix, Phases, SimpleCost, MAX_LOG_SIGMA, MAX_PHASES};
 pub use cycle::classify;
+pub use flag::{CommandLine, Flag};
 pub use idle::IdleScale;
 pub use param::{Param, Unit, UnknownParam};
 pub use params::{CostOverrides, GivenParams, ParamError, Params, Party};

@@ -67,7 +67,8 @@ impl Param {
     ];
 
     /// Short lowercase name (`len`, `kp`, `wp`, ...): what users type.
-    pub fn name(self) -> &'static str {
+    #[must_use]
+    pub const fn name(self) -> &'static str {
         match self {
             Param::Len => "len",
             Param::Kp => "kp",

@@ -121,7 +121,7 @@ impl Params {
                 },
             };
             if let Some(v) = value {
-                out.push(format!("--{} {v}", param.name()));
+                out.push(format!("{} {v}", crate::Flag::Param(param)));
             }
         }
         out.join(" ")

@@ -35,7 +35,7 @@ pub enum OutDirError {
     #[error("{0} exists and is not a directory")]
     NotADirectory(String),
     /// The target holds an earlier run's files.
-    #[error("{0} holds the files of an earlier run ({1}); add --force to replace them, or choose another folder")]
+    #[error("{0} holds the files of an earlier run ({1}); add {force} to replace them, or choose another folder", force = kicklab_model::Flag::Force)]
     EarlierRun(String, String),
     /// The target holds files kicklab did not write.
     #[error("{0} holds files kicklab did not write; choose an empty or new folder")]
@@ -291,10 +291,11 @@ fn check_placeable(target: &Path, parent: &Path, shown: &str) -> Result<(), OutD
     if t.dev() != p.dev() {
         return Err(OutDirError::Io(
             shown.to_string(),
-            std::io::Error::other(
-                "a mount point: kicklab writes a folder beside --out and moves it into place; \
+            std::io::Error::other(format!(
+                "a mount point: kicklab writes a folder beside {} and moves it into place; \
                  name a folder inside it (e.g. OUT/run1)",
-            ),
+                kicklab_model::Flag::Out
+            )),
         ));
     }
     let probe = parent.join(format!(".kicklab-probe-{}", std::process::id()));
@@ -306,8 +307,9 @@ fn check_placeable(target: &Path, parent: &Path, shown: &str) -> Result<(), OutD
         Err(e) => Err(OutDirError::Io(
             shown.to_string(),
             std::io::Error::other(format!(
-                "its parent folder cannot be written ({e}): kicklab writes a folder beside --out \
-                 and moves it into place; name a folder inside it (e.g. OUT/run1)"
+                "its parent folder cannot be written ({e}): kicklab writes a folder beside {} \
+                 and moves it into place; name a folder inside it (e.g. OUT/run1)",
+                kicklab_model::Flag::Out
             )),
         )),
     }
@@ -435,7 +437,11 @@ mod tests {
         o.commit().unwrap();
         let e = OutDir::begin(&target, "kicklab second", false).unwrap_err();
         assert!(e.to_string().contains("kicklab first"), "{e}");
-        assert!(e.to_string().contains("--force"), "{e}");
+        assert!(
+            e.to_string()
+                .contains(&kicklab_model::Flag::Force.to_string()),
+            "{e}"
+        );
         let o = OutDir::begin(&target, "kicklab second", true).unwrap();
         std::fs::write(o.path().join("new.svg"), "new").unwrap();
         o.commit().unwrap();

@@ -5,6 +5,7 @@
 //! host threads are the two that woke each other most. Where two pairs
 //! compete (two VMs, several busy vCPUs), the user must name one.
 
+use kicklab_model::Flag;
 use serde::Serialize;
 
 use crate::survey::Survey;
@@ -68,25 +69,26 @@ const RIVAL_SHARE: f64 = 0.1;
 
 /// Chooses the pair.
 pub fn choose(s: &Survey, naming: &Naming) -> Result<Pair, TraceError> {
+    let (by_p, by_c) = (Flag::Producer.to_string(), Flag::Consumer.to_string());
     let producer = naming
         .producer
         .as_ref()
-        .map(|w| resolve(s, w, "--producer"))
+        .map(|w| resolve(s, w, &by_p))
         .transpose()?;
     let consumer = naming
         .consumer
         .as_ref()
-        .map(|w| resolve(s, w, "--consumer"))
+        .map(|w| resolve(s, w, &by_c))
         .transpose()?;
     let (p, c) = match (producer, consumer) {
         (Some(p), Some(c)) if p == c => {
             return Err(TraceError::Pair(format!(
-                "--producer and --consumer name the same thread ({p})"
+                "{by_p} and {by_c} name the same thread ({p})"
             )))
         }
         (Some(p), Some(c)) => (p, c),
-        (Some(p), None) => (p, partner(s, p, "--producer")?),
-        (None, Some(c)) => (partner(s, c, "--consumer")?, c),
+        (Some(p), None) => (p, partner(s, p, &by_p)?),
+        (None, Some(c)) => (partner(s, c, &by_c)?, c),
         (None, None) => found(s, naming)?,
     };
     let is_vcpu = |t: u32| s.threads.get(&t).is_some_and(|t| t.kvm_writes > 0);
@@ -174,9 +176,11 @@ fn found(s: &Survey, naming: &Naming) -> Result<(u32, u32), TraceError> {
             let mut all = vec![vcpu];
             all.extend(rivals);
             return Err(TraceError::Pair(format!(
-                "{} vCPU threads notify their devices ({}): two VMs or a VM with several busy vCPUs; name the pair with --producer and --consumer (thread ids)",
+                "{} vCPU threads notify their devices ({}): two VMs or a VM with several busy vCPUs; name the pair with {} and {} (thread ids)",
                 all.len(),
-                list(&all)
+                list(&all),
+                Flag::Producer,
+                Flag::Consumer
             )));
         }
         let host = partner(s, vcpu, "the vCPU")?;
@@ -200,9 +204,11 @@ fn found(s: &Survey, naming: &Naming) -> Result<(u32, u32), TraceError> {
         ));
     };
     Err(TraceError::Pair(format!(
-        "threads {a} ({}) and {b} ({}) wake each other most; say which produces with --producer (or consumes with --consumer)",
+        "threads {a} ({}) and {b} ({}) wake each other most; say which produces with {} (or consumes with {})",
         s.threads.get(&a).map_or("", |t| t.comm.as_str()),
         s.threads.get(&b).map_or("", |t| t.comm.as_str()),
+        Flag::Producer,
+        Flag::Consumer,
     )))
 }
 

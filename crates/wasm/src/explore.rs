@@ -4,8 +4,8 @@
 //! object; bad input is `{"error": "..."}` naming the parameter.
 
 use kicklab_model::{
-    fmt_ns, predict, ss_best_case, Cost, CostOverrides, GivenParams, Param, Params, Prediction,
-    WaitMode,
+    fmt_ns, predict, ss_best_case, CommandLine, Cost, CostOverrides, Flag, GivenParams, Param,
+    Params, Prediction, WaitMode,
 };
 use kicklab_report::{regime_bands_of, Chart, Series, Style};
 use kicklab_sim::{simulate as run_sim, SimConfig, Vary};
@@ -203,12 +203,12 @@ impl Request {
     }
 
     /// `kicklab COMMAND` with these parameters' flags.
-    fn command(&self, command: &str) -> String {
-        let mut s = format!("kicklab {command}");
+    fn command(&self, command: &str) -> CommandLine {
+        let mut c = CommandLine::new(command);
         for (name, value) in &self.flags {
-            s.push_str(&format!(" --{name} {}", shell(value)));
+            c = c.raw(&format!("--{name} {}", shell(value)));
         }
-        s
+        c
     }
 
     /// The swept parameter's value in the current pair, in chart units.
@@ -276,11 +276,11 @@ pub fn explore(text: &str) -> String {
         let messages = if n == 1 { "message" } else { "messages" };
         v["round"] = json!(format!("{n} {messages} in {}", fmt_ns(t)));
     }
-    let mut cmd = req.command("model");
-    if req.mode == WaitMode::Poll {
-        cmd.push_str(" --strategy poll");
-    }
-    v["command"] = json!(cmd);
+    let cmd = req.command("model").arg_some(
+        Flag::Strategy,
+        (req.mode == WaitMode::Poll).then_some("poll"),
+    );
+    v["command"] = json!(cmd.to_string());
     let (t, e) = curves(&req, &p);
     v["charts"] = json!([t, e]);
     v.to_string()
@@ -470,12 +470,15 @@ pub fn simulate(text: &str) -> String {
             }
         }
     }
-    let mut cmd = flags.command("sim");
-    if req.strategy != WaitMode::Notify {
-        cmd.push_str(&format!(" --strategy {}", shell(&req.strategy.to_string())));
-    }
-    cmd.push_str(&format!(" --messages {} --seed {}", req.messages, req.seed));
-    v["command"] = json!(cmd);
+    let cmd = flags
+        .command("sim")
+        .arg_some(
+            Flag::Strategy,
+            (req.strategy != WaitMode::Notify).then(|| shell(&req.strategy.to_string())),
+        )
+        .arg(Flag::Messages, req.messages)
+        .arg(Flag::Seed, req.seed);
+    v["command"] = json!(cmd.to_string());
     v.to_string()
 }
 

@@ -4,6 +4,7 @@ use std::path::PathBuf;
 use std::process::{Command, Output};
 
 mod beside;
+mod flag_table;
 mod outputs;
 mod trace;
 

@@ -8,7 +8,7 @@
 //! (`kicklab_model::control`), the loops that run them
 //! (`kicklab_sim::simulate_control`, the testbed), printing.
 
-use kicklab_model::{Direction, IdleScale, Params, WaitMode};
+use kicklab_model::{Direction, Flag, IdleScale, Params, WaitMode};
 use kicklab_report::{Chart, Series, Style};
 use kicklab_sim::{default_warmup, simulate_control, simulate_trace, SimConfig};
 use kicklab_testbed::Backend;
@@ -206,9 +206,10 @@ pub fn control_study(
                     format!(
                         "W_P up to {}: the strategies' sleeps and spins (0.5-200 us) are built \
                          for costs of at most {} (a study there would take minutes a point); \
-                         `kicklab sim --strategy S` simulates one strategy at any cost",
+                         `{}` simulates one strategy at any cost",
                         kicklab_model::fmt_ns_short(w_p.mean_ns()),
-                        kicklab_model::fmt_ns_short(crate::advise::MAX_COST_NS)
+                        kicklab_model::fmt_ns_short(crate::advise::MAX_COST_NS),
+                        crate::advise::one_strategy()
                     ),
                 ));
             }
@@ -625,14 +626,13 @@ pub fn section(
         .iter()
         .map(|w| w.name().to_string())
         .collect();
-    let cmd = format!(
-        "kicklab control --workload {} --points {} --messages {} --latency {} --seed {}",
-        workloads.join(","),
-        spec.points,
-        spec.messages,
-        kicklab_model::fmt_ns_short(spec.latency_ns),
-        spec.seed
-    );
+    let cmd = kicklab_model::CommandLine::new("control")
+        .arg(Flag::Workload, workloads.join(","))
+        .arg(Flag::Points, spec.points)
+        .arg(Flag::Messages, spec.messages)
+        .arg(Flag::Latency, kicklab_model::fmt_ns_short(spec.latency_ns))
+        .arg(Flag::Seed, spec.seed)
+        .to_string();
     let held = study.held();
     let missed: String = study
         .points

@@ -55,8 +55,11 @@ pub fn replay_control(dir: &Path) -> Result<Vec<PickReplay>, LabError> {
     files.sort();
     if files.is_empty() {
         return Err(bad(format!(
-            "{}: no control-*.json in it or below (recorded by `kicklab control --backend B --json`)",
-            dir.display()
+            "{}: no control-*.json in it or below (recorded by `{}`)",
+            dir.display(),
+            kicklab_model::CommandLine::new("control")
+                .arg(kicklab_model::Flag::Backend, "B")
+                .switch(kicklab_model::Flag::Json, true)
         )));
     }
     let mut out = Vec::new();
@@ -85,7 +88,12 @@ fn replay_file(path: &Path) -> Result<Vec<PickReplay>, LabError> {
     let backend = v
         .get("backend")
         .and_then(|b| b.as_str())
-        .ok_or_else(|| bad("no `backend` (not a `control --json` output)".into()))?
+        .ok_or_else(|| {
+            bad(format!(
+                "no `backend` (not the output of `{}`)",
+                kicklab_model::CommandLine::new("control").switch(kicklab_model::Flag::Json, true)
+            ))
+        })?
         .to_string();
     if backend.split(' ').next() != Some(profile.backend.as_str()) {
         return Err(bad(format!(

@@ -7,7 +7,7 @@
 
 use std::fmt::Write as _;
 
-use kicklab_model::{fmt_ns_short, Params};
+use kicklab_model::{fmt_ns_short, CommandLine, Flag, Params};
 use kicklab_model::{Party, Profile, Stat};
 use kicklab_report::{html_escape, Cell, Chart, Column, Mark, Section, Series, Style, Table};
 use kicklab_sim::Vary;
@@ -127,14 +127,15 @@ pub(super) fn testbed_sections(
     progress: &dyn Progress,
 ) -> Result<(Vec<Section>, Profile, Vec<crate::validate::Point>), LabError> {
     use kicklab_ring::NotifierKind;
-    let mut h = String::from(
-        "<p>Measured by <code>kicklab calibrate --backend futex|eventfd|pipe</code> (and <code>kvm</code> below; method: <code>docs/calibration.md</code>): N is the \
+    let mut h = format!(
+        "<p>Measured by <code>{}</code> (and <code>kvm</code> below; method: <code>docs/calibration.md</code>): N is the \
          notify call with the peer asleep, S the time from the end of that call until the woken thread runs, after 50 us \
          of idling; V is when the woken thread became runnable, from the start of the call (N + S less its own CPU time \
          across the wait, within [0, N]); the overhead is the time per message of a polling pair with no work, which the \
          model adds to W_P and W_C. Means, with median and p10-p90 in parentheses. A calibration whose medians did not \
          settle within its rounds (stable: no) still gives its costs, and every run compared with it is flagged as \
          disturbed (<code>docs/cli.md</code>, \"Disturbed runs\").</p>\n",
+        CommandLine::new("calibrate").arg(Flag::Backend, "futex|eventfd|pipe"),
     );
     let mut table = costs_table(
         "calibrated costs",
@@ -187,12 +188,13 @@ pub(super) fn testbed_sections(
     let mut figures = Vec::new();
     if let Some((be, p)) = profiles.iter().find(|(b, _)| *b == NotifierKind::Futex) {
         if !p.idle_curve.is_empty() {
-            h.push_str(
+            h.push_str(&format!(
                 "<p>S depends on how long the woken party idled: the same calibration after other idle gaps \
-                 (<code>--gaps</code>; one round each). A real run's prediction looks S up at the sleeper's idle time \
+                 (<code>{}</code>; one round each). A real run's prediction looks S up at the sleeper's idle time \
                  (<code>docs/calibration.md</code>, \"Start-up vs idle time\"). S here is the model's: from becoming \
                  runnable (V into the notification) to running.</p>",
-            );
+                Flag::Gaps
+            ));
             h.push_str(&idle_table(p, be.name()).to_html());
             let c = idle_chart(p, be.name());
             figures.push((
@@ -228,8 +230,16 @@ pub(super) fn testbed_sections(
         progress,
     )?;
     let cmd = format!(
-        "kicklab calibrate --backend futex --save futex.json; kicklab validate --backend futex --profile futex.json --vary {vary} --messages {} --repeat {}",
-        a.real_messages, a.repeat
+        "{}; {}",
+        CommandLine::new("calibrate")
+            .arg(Flag::Backend, "futex")
+            .arg(Flag::Save, "futex.json"),
+        CommandLine::new("validate")
+            .arg(Flag::Backend, "futex")
+            .arg(Flag::Profile, "futex.json")
+            .arg(Flag::Vary, vary)
+            .arg(Flag::Messages, a.real_messages)
+            .arg(Flag::Repeat, a.repeat)
     );
     let val = crate::validate::section(&points, &profile, be.name(), &cmd)?;
     Ok((vec![calib, val], profile, points))
@@ -270,9 +280,10 @@ pub(super) fn kvm_sections(
         be,
         &kicklab_testbed::Calibration::new(400, std::time::Duration::from_micros(50), 6),
     )?;
-    let mut h = String::from(
-        "<p>Measured by <code>kicklab calibrate --backend kvm</code>: the producer P is the guest, the consumer C a host \
+    let mut h = format!(
+        "<p>Measured by <code>{}</code>: the producer P is the guest, the consumer C a host \
          thread. Means (median). Guest and host TSCs related by a ping exchange",
+        CommandLine::new("calibrate").arg(Flag::Backend, "kvm")
     );
     let _ = write!(
         h,
@@ -364,8 +375,18 @@ pub(super) fn kvm_sections(
             progress,
         )?;
         let cmd = format!(
-            "kicklab calibrate --backend kvm --direction {d} --save kvm-{d}.json; kicklab validate --backend kvm --direction {d} --profile kvm-{d}.json --vary {vary} --messages {} --repeat {}",
-            a.real_messages, a.repeat
+            "{}; {}",
+            CommandLine::new("calibrate")
+                .arg(Flag::Backend, "kvm")
+                .arg(Flag::Direction, d)
+                .arg(Flag::Save, format!("kvm-{d}.json")),
+            CommandLine::new("validate")
+                .arg(Flag::Backend, "kvm")
+                .arg(Flag::Direction, d)
+                .arg(Flag::Profile, format!("kvm-{d}.json"))
+                .arg(Flag::Vary, vary)
+                .arg(Flag::Messages, a.real_messages)
+                .arg(Flag::Repeat, a.repeat)
         );
         vals.push(crate::validate::section(
             &points,
@@ -381,11 +402,12 @@ pub(super) fn kvm_sections(
         "<p>Request/response between a host thread (the requester, polling for each response) and a responder that \
          idles between requests: the guest (kvm) or a thread (futex). Each side works 2 us per message; each idle \
          strategy is one run of {requests} requests, so no spread is shown. Reproduce: \
-         <code>kicklab pingpong --backend kvm --messages {requests}</code>, <code>kicklab pingpong --backend futex \
-         --messages {requests}</code>. CPU/request is \
+         <code>{kvm}</code>, <code>{futex}</code>. CPU/request is \
          both threads' CPU time: the requester polls throughout, so it alone is one CPU (1/rate of it per request); \
          what the responder's idle strategy saves is the rest. Van Riel's rows follow the KVM table, each with the \
          ratio over <code>halt</code> measured here for its counterpart.</p>",
+        kvm = CommandLine::new("pingpong").arg(Flag::Backend, "kvm").arg(Flag::Messages, requests),
+        futex = CommandLine::new("pingpong").arg(Flag::Backend, "futex").arg(Flag::Messages, requests),
     );
     for (be, van_riel) in [
         (be, true),
@@ -415,9 +437,13 @@ pub(super) fn kvm_sections(
     )?;
     let _ = write!(
         pp,
-        "<p>The same with the guest in emulated real mode (<code>kicklab pingpong --backend kvm --guest emulated --work 20us</code>): \
+        "<p>The same with the guest in emulated real mode (<code>{}</code>): \
          {}. Here halt polling is KVM's own (<code>KVM_CAP_HALT_POLL</code>) and <code>no-hlt-exit</code> is \
          <code>KVM_CAP_X86_DISABLE_EXITS</code>.</p><pre>{}</pre>",
+        CommandLine::new("pingpong")
+            .arg(Flag::Backend, "kvm")
+            .arg(Flag::Guest, "emulated")
+            .arg(Flag::Work, "20us"),
         kicklab_report::text_html(crate::pingpong::guest_line(kicklab_testbed::kvm::guest::GuestMode::Emulated)),
         html_escape(&crate::pingpong::table(emulated, &runs, false).join("\n"))
     );

@@ -8,7 +8,7 @@
 //! guest, the message-passing (ping-pong) table, and the closed forms.
 
 use kicklab_model::Profile;
-use kicklab_model::{Cost, Params, WaitMode};
+use kicklab_model::{CommandLine, Cost, Flag, Params, WaitMode};
 use kicklab_report::{html_escape, sweep_charts, sweep_csv, Page, Section};
 use kicklab_sim::{sweep, Vary};
 
@@ -79,27 +79,25 @@ impl ReportOptions {
     /// depth's default.
     #[must_use]
     pub fn command_line(&self) -> String {
-        let mut s = format!(
-            "kicklab report --points {} --messages {} --seed {}",
-            self.points, self.messages, self.seed
-        );
+        let c = CommandLine::new("report")
+            .arg(Flag::Points, self.points)
+            .arg(Flag::Messages, self.messages)
+            .arg(Flag::Seed, self.seed);
         if !self.testbed {
-            s.push_str(" --no-testbed");
-            return s;
+            return c.switch(Flag::NoTestbed, true).into();
         }
         let (messages, repeat) = if self.full {
-            s.push_str(" --full");
             (FULL_REAL_MESSAGES, FULL_REPEAT)
         } else {
             (QUICK_REAL_MESSAGES, QUICK_REPEAT)
         };
-        if self.real_messages != messages {
-            s.push_str(&format!(" --real-messages {}", self.real_messages));
-        }
-        if self.repeat != repeat {
-            s.push_str(&format!(" --repeat {}", self.repeat));
-        }
-        s
+        c.switch(Flag::Full, self.full)
+            .arg_some(
+                Flag::RealMessages,
+                (self.real_messages != messages).then_some(self.real_messages),
+            )
+            .arg_some(Flag::Repeat, (self.repeat != repeat).then_some(self.repeat))
+            .into()
     }
 
     /// The validation's real runs.
@@ -257,7 +255,7 @@ pub fn build(a: &ReportOptions, progress: &dyn Progress) -> Result<Report, LabEr
                    host about half-way through it). Where C is not faster than P, the V = N model says FP (P fills the queue \
                    and sleeps, T close to W_C); here C is woken inside the kick, takes the one message and sleeps again before \
                    P's next one (EWC), so every message costs a kick: T = W_P + N_P, three times more. From a full queue the \
-                   same pairs stay in FP (they are bistable; sim --start full).",
+                   same pairs stay in FP (they are bistable: the simulator started from a full queue).",
             params: Params {
                 v_p: Some(Cost::Const(1200.0)),
                 ..d
@@ -295,21 +293,15 @@ pub fn build(a: &ReportOptions, progress: &dyn Progress) -> Result<Report, LabEr
         let (t, e) = sweep_charts(&pts, &vary, f.heading.split(':').next().unwrap_or(f.id));
         // The pair's flags, the varied one too: a distribution's shape
         // stays when the sweep sets its mean.
-        let cmd = [
-            format!("kicklab sweep --vary {}", f.vary),
-            f.params.flags(&[]),
-            format!("--messages {}", a.messages),
-        ]
-        .iter()
-        .filter(|s| !s.is_empty())
-        .cloned()
-        .collect::<Vec<_>>()
-        .join(" ");
+        let cmd = CommandLine::new("sweep")
+            .arg(Flag::Vary, &f.vary)
+            .raw(&f.params.flags(&[]))
+            .arg(Flag::Messages, a.messages);
         let html = format!(
             "<p>{}</p><p>{}</p><p>Reproduce: <code>{}</code>. Data: <a href=\"{id}.csv\">{id}.csv</a>.</p>",
             html_escape(f.result),
             html_escape(f.text),
-            html_escape(cmd.trim()),
+            html_escape(&cmd.to_string()),
             id = f.id
         );
         sections.push(Section {
@@ -364,10 +356,11 @@ pub fn build(a: &ReportOptions, progress: &dyn Progress) -> Result<Report, LabEr
         seed: a.seed,
     };
     let map = crate::map::map(&map_spec, progress)?;
-    let cmd = format!(
-        "kicklab map --x wp=0.1us..3us:{map_points} --y wc=0.1us..3us:{map_points} --messages {}",
-        a.messages
-    );
+    let cmd = CommandLine::new("map")
+        .arg(Flag::X, format!("wp=0.1us..3us:{map_points}"))
+        .arg(Flag::Y, format!("wc=0.1us..3us:{map_points}"))
+        .arg(Flag::Messages, a.messages)
+        .to_string();
     sections.push(crate::map::section(&map, &map_spec, &cmd)?);
     csvs.push(("map.csv".into(), crate::map::csv(&map, &map_spec)));
     // Several VMs, one device (Lakshmi and Nandy), simulated and solved.
@@ -575,8 +568,8 @@ fn depth_note(a: &ReportOptions) -> String {
         s.push_str(", the flags sweep's median of 3 runs per point.</p>\n");
     } else {
         s.push_str(
-            "; the flags sweep once per point, the scale and qos runs half as long: the quick depth (the full one, \
-             <code>--full</code>, takes about twice as long).</p>\n",
+            &format!("; the flags sweep once per point, the scale and qos runs half as long: the quick depth (the full one, \
+             <code>{}</code>, takes about twice as long).</p>\n", Flag::Full),
         );
     }
     s

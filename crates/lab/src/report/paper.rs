@@ -3,7 +3,7 @@
 //! the closed forms. What does not live here: the sweeps and the model
 //! (`kicklab_sim`, `kicklab_model`), the page's assembly (`report`).
 
-use kicklab_model::{predict, Cost, Params, Regime, WaitMode};
+use kicklab_model::{predict, CommandLine, Cost, Flag, Param, Params, Regime, WaitMode};
 use kicklab_report::{Column, Section, Table};
 use kicklab_sim::{simulate, SimConfig};
 
@@ -160,11 +160,12 @@ pub(super) fn regimes_section(messages: u64, seed: u64) -> Result<Section, LabEr
         ),
     );
     h.push_str(&table.to_html());
-    h.push_str("<p>With exponential costs the closed form of the means is no longer exact, most where the regime \
+    h.push_str(&format!("<p>With exponential costs the closed form of the means is no longer exact, most where the regime \
                 hangs on a race: a start-up against the queue (SCS, SPS: some start-ups now fit, some do not), or a \
                 bistable pair (EWC, EWP: a random cost knocks the pair off its costly point into FP or FC, and it stays \
                 there).</p>\n<p>Reproduce a row: <code>kicklab model FLAGS</code> and <code>kicklab sim FLAGS</code>; \
-                the exponential column: <code>kicklab sim --wp exp:.. --wc exp:.. ...</code> with each cost as <code>exp:MEAN</code>.</p>\n");
+                the exponential column: <code>{} ...</code> with each cost as <code>exp:MEAN</code>.</p>\n",
+                CommandLine::new("sim").arg(Param::Wp, "exp:..").arg(Param::Wc, "exp:..")));
     Ok(Section {
         id: "regimes".into(),
         heading: "The regimes: model and simulator".into(),
@@ -287,14 +288,16 @@ pub(super) fn closed_forms_section() -> Section {
         ),
         ("lockstep", "-", "W_P (= W_C)", "2 W_P"),
     ];
-    let mut h = String::from(
+    let mut h = format!(
         "<p>ΣNS = N_P + N_C + S_P + S_C. Derivations, the regime predicates and the symmetry argument are in \
          <code>docs/model.md</code>; the simulator reproduces every row to within 1e-6 (property tests over random \
-         parameters). With kick visibility (the peer sees a notification V &le; N after it starts; <code>--vp</code>, \
-         <code>--vc</code>) every S in the timing becomes the effective start-up S + V - N (E keeps S), and two regimes \
+         parameters). With kick visibility (the peer sees a notification V &le; N after it starts; <code>{}</code>, \
+         <code>{}</code>) every S in the timing becomes the effective start-up S + V - N (E keeps S), and two regimes \
          appear: EWC and EWP, where the slower party is woken inside the faster one's notification, drains (fills) \
          the queue and sleeps again, so every k messages cost a whole notification. Such pairs can be bistable \
          (<code>kicklab model</code> prints the other operating point).</p>\n",
+        Flag::Param(Param::Vp),
+        Flag::Param(Param::Vc),
     );
     let mut table = Table::new(
         "closed forms",

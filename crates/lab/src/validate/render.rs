@@ -503,7 +503,12 @@ pub fn section(
         "NOT every run had a CPU per party (see the run's placement fields)"
     };
     // `be` is a label: a backend's name, or `kvm tx` / `kvm rx`.
-    let be_flags = be.replacen(' ', " --direction ", 1);
+    let calibrate = match be.split_once(' ') {
+        Some((name, direction)) => kicklab_model::CommandLine::new("calibrate")
+            .arg(kicklab_model::Flag::Backend, name)
+            .arg(kicklab_model::Flag::Direction, direction),
+        None => kicklab_model::CommandLine::new("calibrate").arg(kicklab_model::Flag::Backend, be),
+    };
     let slug = be.replace(' ', "-");
     let setup = if be.starts_with("kvm") {
         format!(
@@ -554,7 +559,7 @@ pub fn section(
     }
     let html = format!(
         "{}<p>Method: {setup} N and S from \
-         <code>kicklab calibrate --backend {be_flags}</code> (N_P {}, N_C {}, S_P {}, S_C {} means; V_P {}, V_C {}: when \
+         <code>{calibrate}</code> (N_P {}, N_C {}, S_P {}, S_C {} means; V_P {}, V_C {}: when \
          the sleeping party sees the notification, from its start; the ring's own cost per message, {} (median), is added to W_P \
          and W_C). The model uses the means; the simulator draws them from lognormals with the measured spread and \
          scales each S on the idle curve at the sleeper's actual idle time; the model's E counts each sleep at what one \

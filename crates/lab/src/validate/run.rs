@@ -48,8 +48,9 @@ pub fn check(
             Input::Vary,
             format!(
                 "validate sweeps W_P (the paper's Fig. 4: wp=FROM..TO:POINTS), not {}: a profile sets \
-                 the costs, and `kicklab sweep --vary` varies any parameter in the model and simulator",
-                vary.param.name()
+                 the costs, and `{}` varies any parameter in the model and simulator",
+                vary.param.name(),
+                kicklab_model::CommandLine::new("sweep").switch(kicklab_model::Flag::Vary, true)
             ),
         ));
     }

@@ -1,8 +1,9 @@
 //! The raw command line: `validate --replay` as `replay`, arguments that
-//! are not UTF-8, clap's errors cut to one line naming the flag, `--bench`
-//! beside flags it does not take. What does not live here: which flags a
-//! command ignores or overrides (they need the command: `main`), library
-//! errors (`errors`).
+//! are not UTF-8, clap's errors cut to one line naming the flag. What
+//! does not live here: which flags a command ignores or overrides (they
+//! need the command: the binary), library errors (the binary's `errors`).
+
+use kicklab_model::Flag;
 
 /// `kicklab validate --replay DIR ...` as `kicklab replay DIR ...`: a
 /// replay runs nothing, so none of validate's own flags (its required
@@ -11,16 +12,19 @@ pub fn replay_alias(args: Vec<std::ffi::OsString>) -> Vec<std::ffi::OsString> {
     if args.get(1).is_none_or(|a| a != "validate") {
         return args;
     }
-    let at = args
-        .iter()
-        .position(|a| a == "--replay" || a.to_str().is_some_and(|a| a.starts_with("--replay=")));
+    let flag = Flag::Replay.to_string();
+    let with_value = format!("{flag}=");
+    let at = args.iter().position(|a| {
+        a.to_str()
+            .is_some_and(|a| a == flag || a.starts_with(&with_value))
+    });
     let Some(at) = at else {
         return args;
     };
     let mut out: Vec<std::ffi::OsString> = vec![args[0].clone(), "replay".into()];
     for (i, a) in args.iter().enumerate().skip(2) {
         if i == at {
-            if let Some(dir) = a.to_str().and_then(|a| a.strip_prefix("--replay=")) {
+            if let Some(dir) = a.to_str().and_then(|a| a.strip_prefix(&with_value)) {
                 out.push(dir.into());
             }
         } else {
@@ -117,9 +121,12 @@ pub fn one_line_error(e: &clap::Error) -> String {
         let missing: Vec<String> = rest
             .iter()
             .take_while(|l| l.starts_with("--") || l.starts_with('<'))
-            .map(|l| match l.split_whitespace().next() {
-                Some("--backend") => format!("{l} (futex, eventfd, pipe or kvm)"),
-                _ => (*l).to_string(),
+            .map(|l| {
+                if l.split_whitespace().next() == Some(&Flag::Backend.to_string()) {
+                    format!("{l} (futex, eventfd, pipe or kvm)")
+                } else {
+                    (*l).to_string()
+                }
             })
             .collect();
         out = format!("{out} {}", missing.join(", "));
@@ -134,8 +141,8 @@ pub fn one_line_error(e: &clap::Error) -> String {
             .unwrap_or_default();
         let flag = arg.split('=').next().unwrap_or_default();
         let side = flag
-            .strip_prefix("--strategy")
-            .or_else(|| flag.strip_prefix("--mode"));
+            .strip_prefix(&Flag::Strategy.to_string())
+            .or_else(|| flag.strip_prefix(&Flag::Mode.to_string()));
         let args = args_text();
         let sub = args.iter().skip(1).find(|a| !a.starts_with('-'));
         let names_strategies = matches!(
@@ -158,8 +165,9 @@ pub fn one_line_error(e: &clap::Error) -> String {
             return format!("{out} (a long flag takes two dashes: -{word})");
         }
         if let (true, Some(side @ ("-p" | "-c"))) = (names_strategies, side) {
+            let strategy = Flag::Strategy;
             return format!(
-                "{out} (--strategy{side} is sim's and run's; here --strategy sets both parties)"
+                "{out} ({strategy}{side} is sim's and run's; here {strategy} sets both parties)"
             );
         }
     }
@@ -195,24 +203,4 @@ pub fn shorten_echo(line: &str) -> String {
         kicklab_model::shown(&line[a..b]),
         &line[b..]
     )
-}
-
-/// A flag beside `sim --bench` other than `--json`: the benchmark runs
-/// its own pairs and sizes, so the flag would be ignored without a word.
-pub fn bench_flag(matches: &clap::ArgMatches) -> Option<String> {
-    let sub = matches.subcommand_matches("sim")?;
-    if !sub.get_flag("bench") {
-        return None;
-    }
-    sub.ids()
-        .map(clap::Id::as_str)
-        .filter(|id| !matches!(*id, "bench" | "json"))
-        .find(|id| sub.value_source(id) == Some(clap::parser::ValueSource::CommandLine))
-        .map(|id| {
-            format!(
-                "--{}: sim --bench measures the simulator on its own pairs and sizes; \
-                 leave --{0} out (only --json goes with --bench)",
-                id.replace('_', "-")
-            )
-        })
 }

@@ -8,7 +8,7 @@ use std::path::Path;
 
 use kicklab_report::{OutDir, OutDirError};
 
-use crate::errors::Usage;
+use crate::Usage;
 
 /// Takes `dir` (the value of `flag`) for a run of `command`: refused in
 /// one line, before any work, where it cannot be used (see

@@ -79,6 +79,7 @@ fn describe(e: &io::Error) -> String {
 }
 
 /// A line on standard output; a failure is remembered, never a panic.
+#[macro_export]
 macro_rules! outln {
     () => { $crate::out::write($crate::out::Stream::Stdout, format_args!("\n")) };
     ($($arg:tt)*) => {
@@ -87,6 +88,7 @@ macro_rules! outln {
 }
 
 /// A line on standard error; a failure is remembered, never a panic.
+#[macro_export]
 macro_rules! errln {
     ($($arg:tt)*) => {
         $crate::out::write($crate::out::Stream::Stderr, format_args!("{}\n", format_args!($($arg)*)))
