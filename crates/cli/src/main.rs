@@ -35,6 +35,7 @@ mod trace_cmd;
 mod validate_cmd;
 
 use clap::{Parser, Subcommand};
+use kicklab_model::Flag;
 use kicklab_term::{cmdline::one_line, out};
 
 #[derive(Debug, Parser)]
@@ -166,70 +167,45 @@ fn say_waiting_for_cpus(holder: Option<u32>) {
 }
 
 /// A parameter flag given on the command line that the subcommand sets
-/// itself (`sweep --vary wp=... --wp 2us`: the sweep's W_P wins), refused
-/// rather than ignored without a word. A distribution given for a swept
-/// cost is not ignored: the sweep sets its mean and keeps its shape
-/// (`--vary wp=0.1us..3us:30 --wp exp:1us` sweeps exponential work), so
-/// only a constant (or a count) is refused; `control` takes W_P from its
-/// workloads whatever the flag says.
+/// itself, as the line that refuses it ([`kicklab_lab::unused::overridden`]).
 fn overridden_flag(cmd: &Cmd, matches: &clap::ArgMatches) -> Option<String> {
-    let (name, sets): (&str, Vec<(kicklab_model::Param, &str)>) = match cmd {
-        Cmd::Sweep(a) => ("sweep", vec![(a.vary.param, "--vary")]),
-        Cmd::Map(a) => ("map", vec![(a.x.param, "--x"), (a.y.param, "--y")]),
-        Cmd::Validate(a) => ("validate", vec![(a.vary.param, "--vary")]),
-        Cmd::Control(_) => ("control", vec![(kicklab_model::Param::Wp, "--range")]),
+    use kicklab_model::Param;
+    let (name, sets): (&str, Vec<(Param, Flag)>) = match cmd {
+        Cmd::Sweep(a) => ("sweep", vec![(a.vary.param, Flag::Vary)]),
+        Cmd::Map(a) => ("map", vec![(a.x.param, Flag::X), (a.y.param, Flag::Y)]),
+        Cmd::Validate(a) => ("validate", vec![(a.vary.param, Flag::Vary)]),
+        Cmd::Control(_) => ("control", vec![(Param::Wp, Flag::Range)]),
         _ => return None,
     };
     let sub = matches.subcommand_matches(name)?;
-    let shape_kept = |param: kicklab_model::Param| {
-        name != "control"
-            && !param.is_count()
-            && sub
-                .get_raw(param.name())
-                .and_then(|mut v| v.next())
-                .and_then(|v| v.to_str())
-                .and_then(|v| kicklab_model::Cost::parse(v).ok())
-                .is_some_and(|c| !matches!(c, kicklab_model::Cost::Const(_)))
+    let value = |flag: Flag| {
+        let id = flag.name().replace('-', "_");
+        let given = sub.value_source(&id) == Some(clap::parser::ValueSource::CommandLine);
+        let raw = sub.try_get_raw(&id).ok().flatten()?.next()?;
+        given.then(|| raw.to_string_lossy().into_owned())
     };
-    sets.into_iter().find_map(|(param, by)| {
-        let id = param.name();
-        let given = sub.try_get_raw(id).ok().flatten().is_some()
-            && sub.value_source(id) == Some(clap::parser::ValueSource::CommandLine)
-            && !shape_kept(param);
-        given.then(|| {
-            format!(
-                "--{id}: {name} sets {} itself ({by}); leave --{id} out{}",
-                param.symbol(),
-                if param.is_count() || name == "control" {
-                    String::new()
-                } else {
-                    format!(" (a distribution there keeps its shape: {name} sets its mean)")
-                }
-            )
-        })
-    })
+    kicklab_lab::unused::overridden(name, &sets, &value)
 }
 
 /// Flags given on the command line that this combination leaves unused
 /// (`qos --backend futex --kick 5us`: the real stages pay their own
 /// kicks), each said on stderr with the reason once the command ran
 /// (after its output: a refusal of bad input stays one line).
-/// Noted, not refused: a script that loops over strategies or backends
-/// with the same flags (`--latency` for every strategy, `--flush` for
-/// every batch size) must not stop at the one that has no use for them.
 fn unused_flags(cmd: &Cmd, matches: &clap::ArgMatches) -> Vec<String> {
     let Some((_, sub)) = matches.subcommand() else {
         return Vec::new();
     };
-    let given = |id: &str| {
-        sub.try_get_raw(id).is_ok()
-            && sub.value_source(id) == Some(clap::parser::ValueSource::CommandLine)
+    let given = |flag: Flag| {
+        let id = flag.name().replace('-', "_");
+        sub.try_get_raw(&id).is_ok()
+            && sub.value_source(&id) == Some(clap::parser::ValueSource::CommandLine)
     };
-    match cmd {
+    let unused = match cmd {
         Cmd::Model(a) => a.unused(&given),
         Cmd::Sim(a) => a.unused(&given),
         Cmd::Run(a) => a.unused(&given),
         Cmd::Qos(a) => a.unused(&given),
         _ => Vec::new(),
-    }
+    };
+    unused.iter().map(ToString::to_string).collect()
 }

@@ -1,7 +1,8 @@
 //! `kicklab model`: the closed forms.
 
 use clap::Args;
-use kicklab_model::WaitMode;
+use kicklab_lab::unused::Unused;
+use kicklab_model::{Flag, WaitMode};
 
 use crate::args::{mode, ParamArgs};
 
@@ -11,17 +12,17 @@ pub struct ModelArgs {
     #[command(flatten)]
     params: ParamArgs,
     /// notify (sleep and be woken) or poll (spin: regime GP).
-    #[arg(long = "strategy", visible_alias = "mode", value_name = "STRATEGY", default_value = "notify", value_parser = mode, allow_hyphen_values = true)]
-    mode: WaitMode,
+    #[arg(long, visible_alias = "mode", default_value = "notify", value_parser = mode, allow_hyphen_values = true)]
+    strategy: WaitMode,
     /// Print one JSON object: {"regime", "T_ns", "E_ns", "m", ...}.
     #[arg(long)]
     json: bool,
 }
 
 impl ModelArgs {
-    /// The flags given (`given(id)`) that the model would not use.
-    pub fn unused(&self, given: &dyn Fn(&str) -> bool) -> Vec<String> {
-        crate::args::unused_when_polling([self.mode; 2], given)
+    /// The flags given that the model would not use.
+    pub fn unused(&self, given: &dyn Fn(Flag) -> bool) -> Vec<Unused> {
+        kicklab_lab::unused::when_polling([self.strategy; 2], given)
     }
 }
 
@@ -29,8 +30,8 @@ pub fn run(a: &ModelArgs) -> anyhow::Result<()> {
     let profile = a.params.load_profile()?;
     let params =
         a.params
-            .params_for_profile(profile.as_ref(), false, a.mode == WaitMode::Notify)?;
-    let out = kicklab_lab::model_command::run(&params, a.mode, profile.as_ref())?;
+            .params_for_profile(profile.as_ref(), false, a.strategy == WaitMode::Notify)?;
+    let out = kicklab_lab::model_command::run(&params, a.strategy, profile.as_ref())?;
     for note in &out.notes {
         errln!("note: {note}");
     }

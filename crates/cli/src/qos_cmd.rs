@@ -9,7 +9,9 @@ use std::path::PathBuf;
 use clap::builder::{PossibleValuesParser, TypedValueParser as _};
 use clap::Args;
 use kicklab_lab::qos_command::{QosBackend, QosRequest, VmCoreChoice};
+use kicklab_lab::unused::Unused;
 use kicklab_model::qos::{Arrivals, Path, Police};
+use kicklab_model::Flag;
 
 /// Arguments of `kicklab qos`.
 #[derive(Debug, Args)]
@@ -101,75 +103,33 @@ pub struct QosArgs {
 }
 
 impl QosArgs {
-    /// The flags given (`given(id)`) that this run would not use, each
-    /// with the reason: the systems' flags beside `--figures` (which runs
-    /// the paper's own), `--kick`/`--wake` on a real backend (its stages
-    /// pay their own), `--scale`/`--vm-core` without one, the window and
-    /// the seed beside the model, a seed with even arrivals, `--police`
-    /// without a limit, `--out` without `--figures`.
-    pub fn unused(&self, given: &dyn Fn(&str) -> bool) -> Vec<String> {
-        let real = self.backend.is_real();
-        let model = self.backend == QosBackend::Model && !self.figures;
-        let flag = |id: &str| format!("--{}", id.replace('_', "-"));
-        let mut notes: Vec<String> = Vec::new();
-        let mut say = |ids: &[&str], why: &str| {
-            for id in ids.iter().filter(|id| given(id)) {
-                notes.push(format!("{} was ignored: {why}", flag(id)));
-            }
-        };
-        if self.figures {
-            say(
-                &[
-                    "vms",
-                    "offered",
-                    "rate",
-                    "path",
-                    "limit",
-                    "police",
-                    "shared",
-                    "vm_service",
-                    "buffer",
-                    "arrivals",
-                ],
-                "--figures runs the paper's own systems (its Figs. 2.10-2.12)",
-            );
+    /// The request the flags make.
+    fn request(&self) -> QosRequest {
+        QosRequest {
+            vms: self.vms,
+            offered: self.offered,
+            rates: self.rate.clone(),
+            path: self.path,
+            limits: self.limit.clone(),
+            police: self.police,
+            shared_ns: self.shared,
+            vm_service_ns: self.vm_service,
+            kick_ns: self.kick,
+            wake_ns: self.wake,
+            buffer: self.buffer,
+            arrivals: self.arrivals,
+            backend: self.backend,
+            seconds: self.seconds,
+            scale: self.scale,
+            vm_core: self.vm_core,
+            seed: self.seed,
+            figures: self.figures,
         }
-        if real {
-            say(
-                &["kick", "wake"],
-                "the real stages pay their own kicks and wake-ups",
-            );
-        } else {
-            say(
-                &["scale", "vm_core"],
-                "only a real run (--backend futex or kvm) has one",
-            );
-            if self.figures {
-                say(&["kick", "wake"], "--figures runs the paper's own systems");
-            }
-        }
-        if model {
-            say(&["seconds"], "the model measures no window");
-            say(&["seed"], "the model draws nothing");
-            say(
-                &["arrivals", "buffer"],
-                "the model is of rates alone (no arrival process, no queues)",
-            );
-        } else if self.figures {
-            say(&["seed"], "the figures' arrivals are evenly spaced");
-        } else if self.arrivals != Arrivals::Poisson {
-            say(
-                &["seed"],
-                "arrivals are evenly spaced (--arrivals poisson draws them)",
-            );
-        }
-        if !self.figures {
-            if self.limit.is_empty() {
-                say(&["police"], "no VM has a --limit to police");
-            }
-            say(&["out"], "only --figures writes files");
-        }
-        notes
+    }
+
+    /// The flags given that this run would not use ([`QosRequest::unused`]).
+    pub fn unused(&self, given: &dyn Fn(Flag) -> bool) -> Vec<Unused> {
+        self.request().unused(given)
     }
 }
 
@@ -218,26 +178,7 @@ fn vm_limit(s: &str) -> Result<(usize, f64, f64), String> {
 }
 
 pub fn run(a: &QosArgs) -> anyhow::Result<()> {
-    let req = QosRequest {
-        vms: a.vms,
-        offered: a.offered,
-        rates: a.rate.clone(),
-        path: a.path,
-        limits: a.limit.clone(),
-        police: a.police,
-        shared_ns: a.shared,
-        vm_service_ns: a.vm_service,
-        kick_ns: a.kick,
-        wake_ns: a.wake,
-        buffer: a.buffer,
-        arrivals: a.arrivals,
-        backend: a.backend,
-        seconds: a.seconds,
-        scale: a.scale,
-        vm_core: a.vm_core,
-        seed: a.seed,
-        figures: a.figures,
-    };
+    let req = a.request();
     req.check()?;
     if a.backend == QosBackend::Kvm {
         crate::args::kvm_usable()?;

@@ -2,7 +2,8 @@
 
 use clap::Args;
 use kicklab_lab::real::{expected, profile_for, RunSpec};
-use kicklab_model::WaitMode;
+use kicklab_lab::unused::Unused;
+use kicklab_model::{Flag, WaitMode};
 
 use crate::args::{mode, BackendArgs, ParamArgs};
 
@@ -55,11 +56,9 @@ pub struct RunArgs {
 }
 
 impl RunArgs {
-    /// The flags given (`given(id)`) that this run would not use, each
-    /// with the reason ([`crate::args::WaitFlags::unused`]).
-    pub fn unused(&self, given: &dyn Fn(&str) -> bool) -> Vec<String> {
-        crate::args::WaitFlags {
-            id: "strategy",
+    /// The flags given that this run would not use, each with the reason.
+    pub fn unused(&self, given: &dyn Fn(Flag) -> bool) -> Vec<Unused> {
+        kicklab_lab::unused::WaitFlags {
             both: self.strategy,
             p: self.strategy_p,
             c: self.strategy_c,

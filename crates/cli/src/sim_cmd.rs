@@ -1,7 +1,8 @@
 //! `kicklab sim`: one simulation run (or `--bench`: simulator speed).
 
 use clap::Args;
-use kicklab_model::WaitMode;
+use kicklab_lab::unused::Unused;
+use kicklab_model::{Flag, WaitMode};
 use kicklab_sim::{default_warmup, SimConfig, Start};
 
 use crate::args::{mode, ParamArgs};
@@ -18,14 +19,14 @@ pub struct SimArgs {
     /// layer / io_uring), defer[:timeout=..,count=..] (NAPI),
     /// coalesce:<n>,<t> (held kicks), adaptive[:latency=<D>,check=on|off] (kicklab's
     /// controller). See docs/control.md.
-    #[arg(long = "strategy", visible_alias = "mode", value_name = "STRATEGY", default_value = "notify", value_parser = mode, allow_hyphen_values = true)]
-    mode: WaitMode,
+    #[arg(long, visible_alias = "mode", default_value = "notify", value_parser = mode, allow_hyphen_values = true)]
+    strategy: WaitMode,
     /// How P waits (overrides --strategy for the producer).
-    #[arg(long = "strategy-p", visible_alias = "mode-p", value_name = "STRATEGY", value_parser = mode, allow_hyphen_values = true)]
-    mode_p: Option<WaitMode>,
+    #[arg(long, visible_alias = "mode-p", value_name = "STRATEGY", value_parser = mode, allow_hyphen_values = true)]
+    strategy_p: Option<WaitMode>,
     /// How C waits (overrides --strategy for the consumer).
-    #[arg(long = "strategy-c", visible_alias = "mode-c", value_name = "STRATEGY", value_parser = mode, allow_hyphen_values = true)]
-    mode_c: Option<WaitMode>,
+    #[arg(long, visible_alias = "mode-c", value_name = "STRATEGY", value_parser = mode, allow_hyphen_values = true)]
+    strategy_c: Option<WaitMode>,
     /// Bound on the p99 message latency that `adaptive` keeps (unless its
     /// mode gives one) [default: 100us].
     #[arg(long, value_parser = crate::args::latency_ns, allow_hyphen_values = true)]
@@ -68,14 +69,12 @@ pub struct SimArgs {
 }
 
 impl SimArgs {
-    /// The flags given (`given(id)`) that this run would not use, each
-    /// with the reason ([`crate::args::WaitFlags::unused`]).
-    pub fn unused(&self, given: &dyn Fn(&str) -> bool) -> Vec<String> {
-        crate::args::WaitFlags {
-            id: "mode",
-            both: self.mode,
-            p: self.mode_p,
-            c: self.mode_c,
+    /// The flags given that this run would not use, each with the reason.
+    pub fn unused(&self, given: &dyn Fn(Flag) -> bool) -> Vec<Unused> {
+        kicklab_lab::unused::WaitFlags {
+            both: self.strategy,
+            p: self.strategy_p,
+            c: self.strategy_c,
             batch: self.batch,
         }
         .unused(given)
@@ -90,8 +89,8 @@ pub fn run(a: &SimArgs) -> anyhow::Result<()> {
     let latency = a.latency.unwrap_or(kicklab_model::DEFAULT_LATENCY_NS);
     let bound = |m: WaitMode| m.with_latency(Some(latency));
     let (mode_p, mode_c) = (
-        bound(a.mode_p.unwrap_or(a.mode)),
-        bound(a.mode_c.unwrap_or(a.mode)),
+        bound(a.strategy_p.unwrap_or(a.strategy)),
+        bound(a.strategy_c.unwrap_or(a.strategy)),
     );
     // With a profile, the simulator gets the measured spread of N and S.
     let notify = mode_p == WaitMode::Notify && mode_c == WaitMode::Notify;

@@ -41,6 +41,7 @@ pub mod sim_command;
 pub mod sweep_command;
 pub mod trace;
 pub mod trace_text;
+pub mod unused;
 pub mod validate;
 
 mod error;

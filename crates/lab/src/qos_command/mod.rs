@@ -5,13 +5,15 @@
 //! naming the input ([`Input`]) that set the wrong value.
 //!
 //! Where the rest lives: one computed point (`computed.rs`), one real point
-//! (`measured.rs`), the figures (`figures.rs`); the studies themselves in
+//! (`measured.rs`), the figures (`figures.rs`), the flags a request leaves
+//! unused (`unused.rs`); the studies themselves in
 //! [`crate::qos`] and [`crate::qos_real`]; argument parsing and which flags
 //! conflict in the binary.
 
 mod computed;
 mod figures;
 mod measured;
+mod unused;
 
 use kicklab_model::qos::{Arrivals, Path, Police, QosSystem};
 use kicklab_report::Page;
