@@ -43,10 +43,11 @@ pub struct AdviseArgs {
 }
 
 pub fn run(a: &AdviseArgs) -> anyhow::Result<()> {
-    let profile = a.params.load_profile()?;
-    let params = a.params.params_for_profile(profile.as_ref(), true, false)?;
+    let profile = a.params.input().load_profile()?;
+    let params = a.params.input().params_for(profile.as_ref(), true, false)?;
     if let Some(profile) = &profile {
-        if let Some(why) = ring_past_search(&a.params.params_from(profile)?, &params) {
+        if let Some(why) = ring_past_search(&a.params.input().params_from(Some(profile))?, &params)
+        {
             return Err(kicklab_term::Usage(format!("--profile: {why}")).into());
         }
     }
@@ -80,7 +81,7 @@ pub fn run(a: &AdviseArgs) -> anyhow::Result<()> {
         (Some(backend), Some(p)) => Some(kicklab_lab::advise_check::check(
             &advice,
             &kicklab_lab::advise_check::CheckSpec {
-                params: a.params.params_from(p)?,
+                params: a.params.input().params_from(Some(p))?,
                 backend,
                 latency_ns: a.latency,
                 messages: a.messages,

@@ -2,7 +2,7 @@
 //! and wait modes.
 
 use clap::Args;
-use kicklab_model::{parse_duration_ns, Cost, Params, WaitMode};
+use kicklab_model::{parse_duration_ns, Cost, WaitMode};
 
 use kicklab_term::Usage;
 
@@ -222,71 +222,14 @@ pub struct BackendArgs {
 }
 
 impl BackendArgs {
-    /// Refuses a kvm option given other than its default with another
-    /// backend (it would be ignored).
-    ///
-    /// # Errors
-    ///
-    /// A [`Usage`] naming the option.
-    pub fn check(&self) -> Result<(), Usage> {
-        if matches!(self.backend, kicklab_testbed::Backend::Kvm(_)) {
-            return Ok(());
+    /// The backend and its options as given.
+    pub fn input(&self) -> kicklab_lab::backend_input::BackendInput {
+        kicklab_lab::backend_input::BackendInput {
+            backend: self.backend,
+            direction: self.direction,
+            halt_poll: self.halt_poll,
+            guest: self.guest,
         }
-        let given = [
-            (
-                "--direction",
-                self.direction != kicklab_testbed::kvm::Direction::Tx,
-            ),
-            ("--halt-poll", !self.halt_poll.is_zero()),
-            (
-                "--guest",
-                self.guest != kicklab_testbed::kvm::guest::GuestMode::User,
-            ),
-        ];
-        match given.iter().find(|(_, g)| *g) {
-            Some((flag, _)) => Err(Usage(format!(
-                "{flag}: a kvm option; --backend {} has no guest",
-                self.backend.name()
-            ))),
-            None => Ok(()),
-        }
-    }
-
-    /// The backend with its options.
-    pub fn get(&self) -> kicklab_testbed::Backend {
-        match self.backend {
-            kicklab_testbed::Backend::Kvm(_) => {
-                kicklab_testbed::Backend::Kvm(kicklab_testbed::kvm::KvmOptions {
-                    direction: self.direction,
-                    halt_poll_ns: u32::try_from(self.halt_poll.as_nanos()).unwrap_or(u32::MAX),
-                    guest: self.guest,
-                })
-            }
-            other => other,
-        }
-    }
-}
-
-impl BackendArgs {
-    /// The kvm options that differ from the defaults, as flags (for a
-    /// "reproduce" line).
-    pub fn flags(&self) -> String {
-        let mut f = String::new();
-        if let kicklab_testbed::Backend::Kvm(_) = self.backend {
-            if self.direction != kicklab_testbed::kvm::Direction::Tx {
-                f.push_str(&format!(" --direction {}", self.direction.name()));
-            }
-            if self.guest != kicklab_testbed::kvm::guest::GuestMode::User {
-                f.push_str(&format!(" --guest {}", self.guest.name()));
-            }
-            if !self.halt_poll.is_zero() {
-                f.push_str(&format!(
-                    " --halt-poll {}",
-                    kicklab_model::fmt_ns(self.halt_poll.as_secs_f64() * 1e9)
-                ));
-            }
-        }
-        f
     }
 }
 
@@ -309,27 +252,14 @@ pub struct PingPongBackendArgs {
 }
 
 impl PingPongBackendArgs {
-    fn as_backend_args(&self) -> BackendArgs {
-        BackendArgs {
+    /// The backend and its options as given (the guest responds: tx).
+    pub fn input(&self) -> kicklab_lab::backend_input::BackendInput {
+        kicklab_lab::backend_input::BackendInput {
             backend: self.backend,
             direction: kicklab_testbed::kvm::Direction::Tx,
             halt_poll: self.halt_poll,
             guest: self.guest,
         }
-    }
-
-    /// As [`BackendArgs::check`].
-    ///
-    /// # Errors
-    ///
-    /// A [`Usage`] naming the option.
-    pub fn check(&self) -> Result<(), Usage> {
-        self.as_backend_args().check()
-    }
-
-    /// The backend with its options.
-    pub fn get(&self) -> kicklab_testbed::Backend {
-        self.as_backend_args().get()
     }
 }
 
@@ -356,151 +286,25 @@ pub fn mode(s: &str) -> Result<WaitMode, String> {
 }
 
 impl ParamArgs {
-    /// The validated parameters of a real run: L, k and W as the flags say
-    /// (W is what the parties spin; the ring's own cost per message comes
-    /// on top by itself), N, V and S from the profile (means) where a flag
-    /// does not set them.
-    ///
-    /// # Errors
-    ///
-    /// A [`Usage`] error naming the flag.
-    pub fn params(&self) -> Result<Params, Usage> {
-        self.build(|profile, p| profile.apply_costs(p, false))
-    }
-
-    /// [`ParamArgs::params`] with `profile`'s N, V and S (means) where no
-    /// flag sets them, whether or not `--profile` gave it (a real run
-    /// calibrates when none is given).
-    ///
-    /// # Errors
-    ///
-    /// A [`Usage`] error naming the flag.
-    pub fn params_from(&self, profile: &kicklab_model::Profile) -> Result<Params, Usage> {
-        self.build_with(Some(profile), |profile, p| profile.apply_costs(p, false))
-    }
-
-    /// The validated parameters for the model (`spread` false: the
-    /// profile's means) or the simulator (`spread`: distributions with the
-    /// measured spread): with a profile, its N, V and S, and W plus the
-    /// ring's cost per message that the profile measured, as measured with
-    /// the peer asleep for a pair whose parties both wait by `notify`
-    /// (`Profile::apply_notify`), else the polling pair's
-    /// (`Profile::apply`).
-    ///
-    /// # Errors
-    ///
-    /// A [`Usage`] error naming the flag.
-    pub fn params_for(&self, spread: bool, notify: bool) -> Result<Params, Usage> {
-        self.params_for_profile(self.load_profile()?.as_ref(), spread, notify)
-    }
-
-    /// [`ParamArgs::params_for`] with the profile already loaded
-    /// ([`ParamArgs::load_profile`]), for a caller that reads it too.
-    ///
-    /// # Errors
-    ///
-    /// A [`Usage`] error naming the flag.
-    pub fn params_for_profile(
-        &self,
-        profile: Option<&kicklab_model::Profile>,
-        spread: bool,
-        notify: bool,
-    ) -> Result<Params, Usage> {
-        if notify {
-            self.build_with(profile, |f, p| f.apply_notify(p, spread))
-        } else {
-            self.build_with(profile, |f, p| f.apply(p, spread))
+    /// The pair as given: the values and the profile named.
+    pub fn input(&self) -> kicklab_lab::pair_input::PairInput {
+        kicklab_lab::pair_input::PairInput {
+            given: kicklab_model::GivenParams {
+                len: self.len,
+                k_p: self.kp,
+                k_c: self.kc,
+                w_p: self.wp,
+                w_c: self.wc,
+                costs: kicklab_model::CostOverrides {
+                    n_p: self.np,
+                    n_c: self.nc,
+                    s_p: self.sp,
+                    s_c: self.sc,
+                    v_p: self.vp,
+                    v_c: self.vc,
+                },
+            },
+            profile: self.profile.clone(),
         }
     }
-
-    fn build(&self, apply: impl Fn(&kicklab_model::Profile, &mut Params)) -> Result<Params, Usage> {
-        self.build_with(self.load_profile()?.as_ref(), apply)
-    }
-
-    fn build_with(
-        &self,
-        profile: Option<&kicklab_model::Profile>,
-        apply: impl Fn(&kicklab_model::Profile, &mut Params),
-    ) -> Result<Params, Usage> {
-        let given = kicklab_model::GivenParams {
-            len: self.len,
-            k_p: self.kp,
-            k_c: self.kc,
-            w_p: self.wp,
-            w_c: self.wc,
-            costs: kicklab_model::CostOverrides {
-                n_p: self.np,
-                n_c: self.nc,
-                s_p: self.sp,
-                s_c: self.sc,
-                v_p: self.vp,
-                v_c: self.vc,
-            },
-        };
-        given
-            .build(profile, apply)
-            .map_err(|e| match profile.and(given.profile_at_fault(&e)) {
-                Some(why) => Usage(format!("--profile: {why}")),
-                None => Usage(crate::errors::param_usage(&e)),
-            })
-    }
-
-    /// The profile named by `--profile`, if any.
-    ///
-    /// # Errors
-    ///
-    /// A [`Usage`] error if it cannot be read or parsed.
-    pub fn load_profile(&self) -> Result<Option<kicklab_model::Profile>, Usage> {
-        self.profile.as_deref().map(read_profile).transpose()
-    }
 }
-
-/// The calibration profile at `path` (`--profile`).
-///
-/// # Errors
-///
-/// A [`Usage`] error if it cannot be read or parsed.
-pub fn read_profile(path: &std::path::Path) -> Result<kicklab_model::Profile, Usage> {
-    use std::io::Read as _;
-    let cannot = |e: &dyn std::fmt::Display| {
-        Usage(format!("--profile: cannot read {}: {e}", path.display()))
-    };
-    use std::os::unix::fs::OpenOptionsExt as _;
-    // A regular file, read up to a bound: a FIFO would block for ever (in
-    // the open itself, so it is looked at first and opened without
-    // blocking) and /dev/zero never ends.
-    if !std::fs::metadata(path).map_err(|e| cannot(&e))?.is_file() {
-        return Err(cannot(&"not a regular file"));
-    }
-    let file = std::fs::OpenOptions::new()
-        .read(true)
-        .custom_flags(libc::O_NONBLOCK)
-        .open(path)
-        .map_err(|e| cannot(&e))?;
-    if !file.metadata().map_err(|e| cannot(&e))?.is_file() {
-        return Err(cannot(&"not a regular file"));
-    }
-    let mut text = String::new();
-    file.take(MAX_PROFILE_BYTES + 1)
-        .read_to_string(&mut text)
-        .map_err(|e| cannot(&e))?;
-    if text.len() as u64 > MAX_PROFILE_BYTES {
-        return Err(cannot(&format_args!(
-            "larger than {} MiB (a profile is tens of KiB)",
-            MAX_PROFILE_BYTES >> 20
-        )));
-    }
-    let profile: kicklab_model::Profile = serde_json::from_str(&text).map_err(|e| {
-        Usage(format!(
-            "--profile: {} is not a kicklab profile: {e}",
-            path.display()
-        ))
-    })?;
-    profile
-        .check()
-        .map_err(|e| Usage(format!("--profile: {}: {e}", path.display())))?;
-    Ok(profile)
-}
-
-/// The largest profile file read (`--profile`).
-const MAX_PROFILE_BYTES: u64 = 16 << 20;

@@ -74,7 +74,7 @@ fn gap(s: &str) -> Result<Duration, String> {
 }
 
 pub fn run(a: &CalibrateArgs) -> anyhow::Result<()> {
-    a.be.check()?;
+    a.be.input().check()?;
     if let Some(path) = &a.save {
         kicklab_term::files::check_out_file(path, "--save")?;
     }
@@ -89,7 +89,7 @@ pub fn run(a: &CalibrateArgs) -> anyhow::Result<()> {
         "calibrating {} ({} notifications per direction per round, {} idle before each; then {} more idle gaps, \
          one round each; then {} runs of a polling pair with no work; then {} runs of two reference pairs \
          with notifications) ...",
-        a.be.get().name(),
+        a.be.input().get().name(),
         a.samples,
         fmt_ns(a.gap.as_secs_f64() * 1e9),
         c.gaps.iter().filter(|g| **g != c.gap).count(),
@@ -98,9 +98,9 @@ pub fn run(a: &CalibrateArgs) -> anyhow::Result<()> {
     );
     let p = kicklab_lab::with_heartbeat(
         &kicklab_term::progress::Bars::default(),
-        &format!("calibrating {}", a.be.get().name()),
+        &format!("calibrating {}", a.be.input().get().name()),
         std::time::Duration::from_secs(10),
-        || calibrate_backend(a.be.get(), &c),
+        || calibrate_backend(a.be.input().get(), &c),
     )?;
     if let Some(path) = &a.save {
         kicklab_term::files::save(path, "--save", serde_json::to_string_pretty(&p)?.as_bytes())?;
@@ -109,7 +109,7 @@ pub fn run(a: &CalibrateArgs) -> anyhow::Result<()> {
     if a.json {
         return crate::show::print_json(&kicklab_lab::real::profile_json(&p));
     }
-    let guest = match a.be.get() {
+    let guest = match a.be.input().get() {
         kicklab_testbed::Backend::Kvm(o) => Some(o.guest),
         kicklab_testbed::Backend::Threads(_) => None,
     };

@@ -84,7 +84,7 @@ fn range(s: &str) -> Result<(f64, f64), String> {
 }
 
 pub fn run(a: &ControlArgs) -> anyhow::Result<()> {
-    let params = a.params.params()?;
+    let params = a.params.input().params()?;
     let dir = kicklab_term::files::out_dir(&a.out, "--out", "kicklab control", a.force)?;
     // As `sweep`: one point is one value (the study would take FROM).
     if a.points == 1 && a.range.0 != a.range.1 {
@@ -113,7 +113,7 @@ pub fn run(a: &ControlArgs) -> anyhow::Result<()> {
     });
     // A real study plans with the profile's costs: they must be this
     // backend's (as `run` and `validate` check).
-    if let (Some(b), Some(p)) = (backend, a.params.load_profile()?) {
+    if let (Some(b), Some(p)) = (backend, a.params.input().load_profile()?) {
         kicklab_lab::real::profile_for(b, Some(p), &kicklab_lab::Silent)?;
     }
     // The default workloads on kvm: phases is the one a guest cannot run
@@ -132,6 +132,7 @@ pub fn run(a: &ControlArgs) -> anyhow::Result<()> {
     // profile's did (as `sim` does).
     let (idle_scale, nap_ns) = a
         .params
+        .input()
         .load_profile()?
         .map_or(([None, None], [None, None]), |p| p.sim_costs());
     let spec = ControlSpec {

@@ -27,10 +27,11 @@ impl ModelArgs {
 }
 
 pub fn run(a: &ModelArgs) -> anyhow::Result<()> {
-    let profile = a.params.load_profile()?;
+    let profile = a.params.input().load_profile()?;
     let params =
         a.params
-            .params_for_profile(profile.as_ref(), false, a.strategy == WaitMode::Notify)?;
+            .input()
+            .params_for(profile.as_ref(), false, a.strategy == WaitMode::Notify)?;
     let out = kicklab_lab::model_command::run(&params, a.strategy, profile.as_ref())?;
     for note in &out.notes {
         errln!("note: {note}");

@@ -49,8 +49,8 @@ fn duration(s: &str) -> Result<Duration, String> {
 }
 
 pub fn run(a: &PingPongArgs) -> anyhow::Result<()> {
-    a.be.check()?;
-    let be = a.be.get();
+    a.be.input().check()?;
+    let be = a.be.input().get();
     let names: Vec<String> = a.idle.iter().map(ToString::to_string).collect();
     crate::show::no_repeats("--idle", &names)?;
     let idles = if a.idle.is_empty() {

@@ -69,8 +69,8 @@ impl RunArgs {
 }
 
 pub fn run(a: &RunArgs) -> anyhow::Result<()> {
-    a.be.check()?;
-    let params = a.params.params()?;
+    a.be.input().check()?;
+    let params = a.params.input().params()?;
     let (mode_p, mode_c) = (
         a.strategy_p.unwrap_or(a.strategy),
         a.strategy_c.unwrap_or(a.strategy),
@@ -83,16 +83,16 @@ pub fn run(a: &RunArgs) -> anyhow::Result<()> {
         // Explicit, so that the JSON names the bound adaptive kept.
         latency_bound_ns: Some(a.latency.unwrap_or(kicklab_model::DEFAULT_LATENCY_NS)),
         latency: true,
-        ..RunSpec::new(params, a.be.get(), a.strategy, a.messages, a.seed)
+        ..RunSpec::new(params, a.be.input().get(), a.strategy, a.messages, a.seed)
     };
     kicklab_lab::real::check(&spec)?;
     let profile = profile_for(
-        a.be.get(),
-        a.params.load_profile()?,
+        a.be.input().get(),
+        a.params.input().load_profile()?,
         &kicklab_term::progress::Bars::default(),
     )?;
     // A planning strategy (adaptive) estimates with this machine's costs.
-    spec.params = a.params.params_from(&profile)?;
+    spec.params = a.params.input().params_from(Some(&profile))?;
     let r = kicklab_lab::real::run(&spec)?;
     // The prediction: the model (or, where it has no closed form, the
     // simulator) with this machine's N and S.

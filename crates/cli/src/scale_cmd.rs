@@ -109,7 +109,7 @@ pub fn run(a: &ScaleArgs) -> anyhow::Result<()> {
             profile: c
                 .profile
                 .as_deref()
-                .map(crate::args::read_profile)
+                .map(kicklab_lab::pair_input::read_profile)
                 .transpose()?,
         },
     };

@@ -94,11 +94,15 @@ pub fn run(a: &SimArgs) -> anyhow::Result<()> {
     );
     // With a profile, the simulator gets the measured spread of N and S.
     let notify = mode_p == WaitMode::Notify && mode_c == WaitMode::Notify;
-    let params = a.params.params_for(true, notify)?;
+    let params =
+        a.params
+            .input()
+            .params_for(a.params.input().load_profile()?.as_ref(), true, notify)?;
     // With a profile, each start-up scales with the sleeper's idle time on
     // the profile's idle curve, and each nap wakes as the profile's did.
     let (idle_scale, nap_ns) = a
         .params
+        .input()
         .load_profile()?
         .map_or(([None, None], [None, None]), |p| p.sim_costs());
     let cfg = SimConfig {

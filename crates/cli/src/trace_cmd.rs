@@ -76,7 +76,7 @@ pub fn run(a: &TraceArgs) -> anyhow::Result<()> {
     let base = a
         .profile
         .as_deref()
-        .map(crate::args::read_profile)
+        .map(kicklab_lab::pair_input::read_profile)
         .transpose()?;
     let mut params = Params {
         len: a.len,

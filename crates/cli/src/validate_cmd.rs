@@ -4,7 +4,7 @@ use std::path::PathBuf;
 
 use clap::Args;
 use kicklab_lab::validate::{section, table, validate, Options};
-use kicklab_model::fmt_ns;
+use kicklab_model::{fmt_ns, Flag};
 use kicklab_report::Page;
 use kicklab_sim::Vary;
 
@@ -47,14 +47,14 @@ pub struct ValidateArgs {
 }
 
 pub fn run(a: &ValidateArgs) -> anyhow::Result<()> {
-    a.be.check()?;
-    let params = a.params.params()?;
+    a.be.input().check()?;
+    let params = a.params.input().params()?;
     let opts = Options {
         messages: a.messages,
         seed: a.seed,
         repeat: a.repeat,
     };
-    kicklab_lab::validate::check(&params, a.be.get(), &a.vary, &opts)?;
+    kicklab_lab::validate::check(&params, a.be.input().get(), &a.vary, &opts)?;
     let out = match (&a.out, a.json) {
         (Some(dir), _) => Some(dir.clone()),
         (None, false) => Some(PathBuf::from("validate-out")),
@@ -70,33 +70,35 @@ pub fn run(a: &ValidateArgs) -> anyhow::Result<()> {
         None => None,
     };
     let bars = kicklab_term::progress::Bars::default();
-    let profile = kicklab_lab::real::profile_for(a.be.get(), a.params.load_profile()?, &bars)?;
+    let profile = kicklab_lab::real::profile_for(
+        a.be.input().get(),
+        a.params.input().load_profile()?,
+        &bars,
+    )?;
     let doubtful = kicklab_lab::disturbance::check_profile(&profile);
     for w in &doubtful {
         errln!("warning: {w}: every point will be marked disturbed");
     }
-    let points = validate(&params, &profile, a.be.get(), &a.vary, &opts, &bars)?;
+    let points = validate(&params, &profile, a.be.input().get(), &a.vary, &opts, &bars)?;
     // The profile's warnings were said once above.
     for p in &points {
         if let Some(line) = p.run_disturbance() {
             errln!("warning: W_P {}: {line}", fmt_ns(p.x));
         }
     }
-    let be = a.be.get().name();
+    let be = a.be.input().get().name();
     if let Some(dir) = &out {
-        let profile_flag = a
-            .params
-            .profile
-            .as_ref()
-            .map(|p| format!(" --profile {}", p.display()))
-            .unwrap_or_default();
-        let cmd = format!(
-            "kicklab validate --backend {be}{}{profile_flag} --vary {} --messages {} --repeat {}",
-            a.be.flags(),
-            a.vary,
-            a.messages,
-            a.repeat
-        );
+        let cmd =
+            a.be.input()
+                .command_line("validate")
+                .arg_some(
+                    Flag::Profile,
+                    a.params.profile.as_ref().map(|p| p.display()),
+                )
+                .arg(Flag::Vary, a.vary)
+                .arg(Flag::Messages, a.messages)
+                .arg(Flag::Repeat, a.repeat)
+                .to_string();
         let page = Page {
             title: format!("kicklab validate ({be})"),
             intro_html: String::new(),
@@ -109,7 +111,7 @@ pub fn run(a: &ValidateArgs) -> anyhow::Result<()> {
         crate::show::print_json(&kicklab_lab::validate::to_json(
             &points,
             &params,
-            a.be.get(),
+            a.be.input().get(),
             &a.vary,
             &opts,
         ))?;

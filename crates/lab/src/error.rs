@@ -90,6 +90,12 @@ pub enum Input {
     Path,
     /// The pause between a flags run's signals.
     Gap,
+    /// The kvm guest's side (tx or rx).
+    Direction,
+    /// KVM's host halt polling.
+    HaltPoll,
+    /// How the kvm guest runs.
+    Guest,
 }
 
 impl Input {
@@ -136,6 +142,9 @@ impl Input {
             Input::Sources => "sources",
             Input::Path => "path",
             Input::Gap => "gap",
+            Input::Direction => "direction",
+            Input::HaltPoll => "halt_poll",
+            Input::Guest => "guest",
         }
     }
 }

@@ -15,6 +15,7 @@
 pub mod advise;
 pub mod advise_check;
 pub mod advise_text;
+pub mod backend_input;
 pub mod bench;
 pub mod control;
 pub mod disturbance;
@@ -25,6 +26,7 @@ pub mod forecast;
 pub mod knobs;
 pub mod map;
 pub mod model_command;
+pub mod pair_input;
 pub mod pingpong;
 pub mod profile_text;
 pub mod qos;

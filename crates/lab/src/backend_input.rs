@@ -1,0 +1,91 @@
+//! Where a real pair runs as a user gives it ([`BackendInput`]): a backend
+//! and the kvm backend's options, checked together (a kvm option beside
+//! another backend would be ignored, so it is refused) and made into a
+//! [`Backend`]. What does not live here: the backends (`kicklab_testbed`).
+
+use std::time::Duration;
+
+use kicklab_model::{CommandLine, Flag};
+use kicklab_testbed::kvm::guest::GuestMode;
+use kicklab_testbed::kvm::{Direction, KvmOptions};
+use kicklab_testbed::Backend;
+
+use crate::{Input, LabError};
+
+/// A backend and the kvm options, as given.
+#[derive(Clone, Copy, Debug)]
+pub struct BackendInput {
+    /// The backend.
+    pub backend: Backend,
+    /// kvm: which side the guest is.
+    pub direction: Direction,
+    /// kvm: host halt polling.
+    pub halt_poll: Duration,
+    /// kvm: how the guest runs.
+    pub guest: GuestMode,
+}
+
+impl BackendInput {
+    /// Refuses a kvm option given other than its default with another
+    /// backend (it would be ignored).
+    ///
+    /// # Errors
+    ///
+    /// [`LabError::Input`] naming the option.
+    pub fn check(&self) -> Result<(), LabError> {
+        if matches!(self.backend, Backend::Kvm(_)) {
+            return Ok(());
+        }
+        let given = [
+            (Input::Direction, self.direction != Direction::Tx),
+            (Input::HaltPoll, !self.halt_poll.is_zero()),
+            (Input::Guest, self.guest != GuestMode::User),
+        ];
+        match given.iter().find(|(_, g)| *g) {
+            Some(&(input, _)) => Err(LabError::input(
+                input,
+                format!(
+                    "a kvm option; {} {} has no guest",
+                    Flag::Backend,
+                    self.backend.name()
+                ),
+            )),
+            None => Ok(()),
+        }
+    }
+
+    /// The backend with its options.
+    #[must_use]
+    pub fn get(&self) -> Backend {
+        match self.backend {
+            Backend::Kvm(_) => Backend::Kvm(KvmOptions {
+                direction: self.direction,
+                halt_poll_ns: u32::try_from(self.halt_poll.as_nanos()).unwrap_or(u32::MAX),
+                guest: self.guest,
+            }),
+            other => other,
+        }
+    }
+
+    /// `command` with this backend and the kvm options that differ from
+    /// the defaults (a "reproduce" line).
+    #[must_use]
+    pub fn command_line(&self, command: &str) -> CommandLine {
+        let kvm = matches!(self.backend, Backend::Kvm(_));
+        CommandLine::new(command)
+            .arg(Flag::Backend, self.backend.name())
+            .arg_some(
+                Flag::Direction,
+                (kvm && self.direction != Direction::Tx).then(|| self.direction.name()),
+            )
+            .arg_some(
+                Flag::Guest,
+                (kvm && self.guest != GuestMode::User).then(|| self.guest.name()),
+            )
+            .arg_some(
+                Flag::HaltPoll,
+                (kvm && !self.halt_poll.is_zero())
+                    .then(|| kicklab_model::fmt_ns(self.halt_poll.as_secs_f64() * 1e9)),
+            )
+    }
+}
