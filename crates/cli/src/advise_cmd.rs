@@ -13,13 +13,13 @@ pub struct AdviseArgs {
     #[command(flatten)]
     params: ParamArgs,
     /// Bound on the p99 message latency (publish to end of consumption).
-    #[arg(long, default_value = "100us", value_parser = crate::args::latency_ns, allow_hyphen_values = true)]
+    #[arg(long, default_value = "100us", value_parser = kicklab_model::typed::latency_ns, allow_hyphen_values = true)]
     latency: f64,
     /// Messages simulated per candidate.
-    #[arg(long, value_parser = crate::args::whole::<u64>, default_value_t = 200_000, allow_hyphen_values = true)]
+    #[arg(long, value_parser = kicklab_model::typed::whole::<u64>, default_value_t = 200_000, allow_hyphen_values = true)]
     messages: u64,
     /// Seed of the random cost streams.
-    #[arg(long, value_parser = crate::args::whole::<u64>, default_value_t = 1, allow_hyphen_values = true)]
+    #[arg(long, value_parser = kicklab_model::typed::whole::<u64>, default_value_t = 1, allow_hyphen_values = true)]
     seed: u64,
     /// Search every family over a fine grid (slower; what the default
     /// search is checked against).

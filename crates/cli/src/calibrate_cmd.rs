@@ -15,14 +15,14 @@ pub struct CalibrateArgs {
     #[command(flatten)]
     be: BackendArgs,
     /// Notifications per direction per round.
-    #[arg(long, value_parser = crate::args::whole::<usize>, default_value_t = 400, allow_hyphen_values = true)]
+    #[arg(long, value_parser = kicklab_model::typed::whole::<usize>, default_value_t = 400, allow_hyphen_values = true)]
     samples: usize,
     /// How long the woken party idles before each notification (as a
     /// sleeping party does in a run; a longer idle lets its CPU halt).
     #[arg(long, default_value = "50us", value_parser = gap, allow_hyphen_values = true)]
     gap: Duration,
     /// Most rounds before giving up on stable medians (within 5%).
-    #[arg(long, value_parser = crate::args::whole::<usize>, default_value_t = 6, allow_hyphen_values = true)]
+    #[arg(long, value_parser = kicklab_model::typed::whole::<usize>, default_value_t = 6, allow_hyphen_values = true)]
     rounds: usize,
     /// The idle gaps of the idle curve (N and S after each; one round of
     /// --samples each), comma-separated, or `none`.
@@ -30,7 +30,7 @@ pub struct CalibrateArgs {
     gaps: Gaps,
     /// Runs of a polling pair with no work, for the ring's cost per
     /// message (added to W_P and W_C by the model); 0: not measured.
-    #[arg(long, value_parser = crate::args::whole::<u32>, default_value_t = 5, allow_hyphen_values = true)]
+    #[arg(long, value_parser = kicklab_model::typed::whole::<u32>, default_value_t = 5, allow_hyphen_values = true)]
     overhead_runs: u32,
     /// Write the profile (JSON) here, for --profile.
     #[arg(long, allow_hyphen_values = true)]

@@ -22,12 +22,12 @@ pub struct FlagsArgs {
     #[arg(long, default_value = "poll,epoll,bitmap", value_delimiter = ',')]
     path: Vec<FlagPath>,
     /// Signals per run.
-    #[arg(long, value_parser = crate::args::whole::<u64>, default_value_t = 20_000, allow_hyphen_values = true)]
+    #[arg(long, value_parser = kicklab_model::typed::whole::<u64>, default_value_t = 20_000, allow_hyphen_values = true)]
     signals: u64,
     /// Time between two signals (the consumer sleeps in between) [default:
     /// 20us with threads, 100us with kvm, whose signals through a port
     /// exit].
-    #[arg(long, value_parser = crate::args::duration, allow_hyphen_values = true)]
+    #[arg(long, value_parser = kicklab_model::typed::duration, allow_hyphen_values = true)]
     gap: Option<std::time::Duration>,
     /// threads (a producer and a consumer thread) or kvm (a guest
     /// signals: its bit vector and one kick ioeventfd, or a port and an
@@ -36,7 +36,7 @@ pub struct FlagsArgs {
     backend: FlagsBackend,
     /// Runs per point; the one of median wake-up cost is reported (the
     /// machine may be shared).
-    #[arg(long, value_parser = crate::args::whole::<usize>, default_value_t = 3, allow_hyphen_values = true)]
+    #[arg(long, value_parser = kicklab_model::typed::whole::<usize>, default_value_t = 3, allow_hyphen_values = true)]
     repeat: usize,
     /// Print JSON: {"runs": [{"backend", "sources", "path", "notify_ns",
     /// "wake_ns", ..., "pair_model": {"wp_ns", "T_ns", "E_ns"}}]}: each

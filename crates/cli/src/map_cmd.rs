@@ -9,7 +9,7 @@ use kicklab_model::WaitMode;
 use kicklab_report::Page;
 use kicklab_sim::Vary;
 
-use crate::args::{mode, vary, ParamArgs};
+use crate::args::ParamArgs;
 
 /// Arguments of `kicklab map`.
 #[derive(Debug, Args)]
@@ -17,19 +17,19 @@ pub struct MapArgs {
     #[command(flatten)]
     params: ParamArgs,
     /// Columns: NAME=FROM..TO:POINTS (as `sweep --vary`).
-    #[arg(long, default_value = "wp=0.1us..3us:60", value_parser = vary, allow_hyphen_values = true)]
+    #[arg(long, default_value = "wp=0.1us..3us:60", value_parser = kicklab_sim::Vary::parse_distinct, allow_hyphen_values = true)]
     pub(crate) x: Vary,
     /// Rows: NAME=FROM..TO:POINTS.
-    #[arg(long, default_value = "wc=0.1us..3us:60", value_parser = vary, allow_hyphen_values = true)]
+    #[arg(long, default_value = "wc=0.1us..3us:60", value_parser = kicklab_sim::Vary::parse_distinct, allow_hyphen_values = true)]
     pub(crate) y: Vary,
     /// How both parties wait.
-    #[arg(long = "strategy", visible_alias = "mode", value_name = "STRATEGY", default_value = "notify", value_parser = mode, allow_hyphen_values = true)]
+    #[arg(long = "strategy", visible_alias = "mode", value_name = "STRATEGY", default_value = "notify", value_parser = WaitMode::parse, allow_hyphen_values = true)]
     mode: WaitMode,
     /// Messages simulated per point (0: the model only).
-    #[arg(long, value_parser = crate::args::whole::<u64>, default_value_t = 20_000, allow_hyphen_values = true)]
+    #[arg(long, value_parser = kicklab_model::typed::whole::<u64>, default_value_t = 20_000, allow_hyphen_values = true)]
     messages: u64,
     /// Seed of the random cost streams.
-    #[arg(long, value_parser = crate::args::whole::<u64>, default_value_t = 1, allow_hyphen_values = true)]
+    #[arg(long, value_parser = kicklab_model::typed::whole::<u64>, default_value_t = 1, allow_hyphen_values = true)]
     seed: u64,
     /// Output directory: map.csv, the maps (SVG), index.html.
     #[arg(long, default_value = "map-out", allow_hyphen_values = true)]

@@ -4,7 +4,7 @@ use clap::Args;
 use kicklab_lab::unused::Unused;
 use kicklab_model::{Flag, WaitMode};
 
-use crate::args::{mode, ParamArgs};
+use crate::args::ParamArgs;
 
 /// Arguments of `kicklab model`.
 #[derive(Debug, Args)]
@@ -12,7 +12,7 @@ pub struct ModelArgs {
     #[command(flatten)]
     params: ParamArgs,
     /// notify (sleep and be woken) or poll (spin: regime GP).
-    #[arg(long, visible_alias = "mode", default_value = "notify", value_parser = mode, allow_hyphen_values = true)]
+    #[arg(long, visible_alias = "mode", default_value = "notify", value_parser = WaitMode::parse, allow_hyphen_values = true)]
     strategy: WaitMode,
     /// Print one JSON object: {"regime", "T_ns", "E_ns", "m", ...}.
     #[arg(long)]

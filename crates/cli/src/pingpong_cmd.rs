@@ -4,7 +4,6 @@ use std::time::Duration;
 
 use clap::Args;
 use kicklab_lab::pingpong::{default_idles, run_all, table};
-use kicklab_model::parse_duration_ns;
 use kicklab_testbed::pingpong::Idle;
 
 use crate::args::PingPongBackendArgs;
@@ -19,14 +18,14 @@ pub struct PingPongArgs {
     /// haltpoll:<dur> (the responder polls, then halts), poll, hint:<dur>
     /// (idle with a timeout, Denali; kvm), no-hlt-exit (kvm with --guest
     /// emulated). Repeat for several; not given: every one this backend has.
-    #[arg(long, value_parser = idle, allow_hyphen_values = true)]
+    #[arg(long, value_parser = <Idle as std::str::FromStr>::from_str, allow_hyphen_values = true)]
     idle: Vec<Idle>,
     /// Requests measured per strategy (after a tenth as many to warm up).
-    #[arg(long, value_parser = crate::args::whole::<u64>, default_value_t = 20_000, allow_hyphen_values = true)]
+    #[arg(long, value_parser = kicklab_model::typed::whole::<u64>, default_value_t = 20_000, allow_hyphen_values = true)]
     messages: u64,
     /// Work per message on each side (so the responder idles about this
     /// long between requests).
-    #[arg(long, default_value = "2us", value_parser = duration, allow_hyphen_values = true)]
+    #[arg(long, default_value = "2us", value_parser = kicklab_model::typed::duration, allow_hyphen_values = true)]
     work: Duration,
     /// How the requester waits for each response: poll (spin) or block.
     #[arg(long, default_value = "poll", value_parser = ["poll", "block"], allow_hyphen_values = true)]
@@ -36,16 +35,6 @@ pub struct PingPongArgs {
     /// else {"runs": [..], "van_riel": [..]}.
     #[arg(long)]
     json: bool,
-}
-
-fn idle(s: &str) -> Result<Idle, String> {
-    s.parse()
-}
-
-fn duration(s: &str) -> Result<Duration, String> {
-    parse_duration_ns(s)
-        .map(|ns| Duration::from_secs_f64(ns / 1e9))
-        .map_err(|e| e.to_string())
 }
 
 pub fn run(a: &PingPongArgs) -> anyhow::Result<()> {

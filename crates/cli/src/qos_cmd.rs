@@ -17,14 +17,14 @@ use kicklab_model::Flag;
 #[derive(Debug, Args)]
 pub struct QosArgs {
     /// VMs sharing the device.
-    #[arg(long, value_parser = crate::args::whole::<usize>, default_value_t = 2, allow_hyphen_values = true)]
+    #[arg(long, value_parser = kicklab_model::typed::whole::<usize>, default_value_t = 2, allow_hyphen_values = true)]
     vms: usize,
     /// Requests offered per second to every VM (see --rate for one VM).
-    #[arg(long, default_value_t = 800.0, allow_hyphen_values = true, value_parser = crate::args::number)]
+    #[arg(long, default_value_t = 800.0, allow_hyphen_values = true, value_parser = kicklab_model::typed::number)]
     offered: f64,
     /// One VM's offered rate, VM=R (VMs count from 1), e.g. --rate 2=1500;
     /// repeatable.
-    #[arg(long, value_parser = vm_rate, allow_hyphen_values = true)]
+    #[arg(long, value_parser = kicklab_model::qos::parse_vm_rate, allow_hyphen_values = true)]
     rate: Vec<(usize, f64)>,
     /// shared: every request crosses one backend (driver domain); direct:
     /// per-VM queues at the device, a small hypervisor cost per request.
@@ -33,7 +33,7 @@ pub struct QosArgs {
     path: Path,
     /// A VM's rate limit, VM=R[,burst=N] (burst in requests, default 10);
     /// repeatable.
-    #[arg(long, value_parser = vm_limit, allow_hyphen_values = true)]
+    #[arg(long, value_parser = kicklab_model::qos::parse_vm_limit, allow_hyphen_values = true)]
     limit: Vec<(usize, f64, f64)>,
     /// Where limits are enforced: ingress (at the device, before any
     /// shared stage) or post (in the shared stage, after receive).
@@ -42,19 +42,19 @@ pub struct QosArgs {
     police: Police,
     /// The shared stage's work per request [default: 1/1900 s = 526.3us on the shared
     /// path, 20us on the direct path: docs/qos.md].
-    #[arg(long, value_parser = crate::args::duration_ns, allow_hyphen_values = true)]
+    #[arg(long, value_parser = kicklab_model::typed::duration_ns, allow_hyphen_values = true)]
     shared: Option<f64>,
     /// Each VM's own work per request.
-    #[arg(long, default_value = "666.667us", value_parser = crate::args::duration_ns, allow_hyphen_values = true)]
+    #[arg(long, default_value = "666.667us", value_parser = kicklab_model::typed::duration_ns, allow_hyphen_values = true)]
     vm_service: f64,
     /// A kick on each hand-off to a sleeping stage (paid by the sender).
-    #[arg(long, default_value = "0", value_parser = crate::args::duration_ns, allow_hyphen_values = true)]
+    #[arg(long, default_value = "0", value_parser = kicklab_model::typed::duration_ns, allow_hyphen_values = true)]
     kick: f64,
     /// The wake-up of a stage that slept (paid by it).
-    #[arg(long, default_value = "0", value_parser = crate::args::duration_ns, allow_hyphen_values = true)]
+    #[arg(long, default_value = "0", value_parser = kicklab_model::typed::duration_ns, allow_hyphen_values = true)]
     wake: f64,
     /// Requests each stage can hold waiting.
-    #[arg(long, value_parser = crate::args::whole::<u32>, default_value_t = 64, allow_hyphen_values = true)]
+    #[arg(long, value_parser = kicklab_model::typed::whole::<u32>, default_value_t = 64, allow_hyphen_values = true)]
     buffer: u32,
     /// How requests arrive: deterministic (evenly spaced) or poisson.
     #[arg(long, default_value = "deterministic", value_parser = PossibleValuesParser::new(["deterministic", "poisson"])
@@ -69,21 +69,21 @@ pub struct QosArgs {
     /// Seconds measured, of the paper's time (after 1 s of warm-up); a
     /// real run (--backend futex or kvm) takes both times --scale, the
     /// warm-up at least 0.2 s of real time.
-    #[arg(long, default_value_t = 10.0, allow_hyphen_values = true, value_parser = crate::args::number)]
+    #[arg(long, default_value_t = 10.0, allow_hyphen_values = true, value_parser = kicklab_model::typed::number)]
     seconds: f64,
     /// --backend futex or kvm: real time over the paper's (service times times
     /// this, rates divided by it); figures are given in the paper's time
     /// and as measured.
-    #[arg(long, default_value_t = kicklab_lab::qos_real::DEFAULT_SCALE, allow_hyphen_values = true, value_parser = crate::args::number)]
+    #[arg(long, default_value_t = kicklab_lab::qos_real::DEFAULT_SCALE, allow_hyphen_values = true, value_parser = kicklab_model::typed::number)]
     scale: f64,
     /// --backend futex: what the VMs' own processing runs on: busy (busy
     /// work on this machine's CPUs), timed (a timed core of its own per
     /// VM), auto (busy if every stage and the device can have a CPU);
     /// with --backend kvm, a guest per VM.
-    #[arg(long, default_value = "auto", value_parser = vm_core_name, allow_hyphen_values = true)]
+    #[arg(long, default_value = "auto", value_parser = VmCoreChoice::parse, allow_hyphen_values = true)]
     vm_core: VmCoreChoice,
     /// Seed of Poisson arrivals.
-    #[arg(long, value_parser = crate::args::whole::<u64>, default_value_t = 1, allow_hyphen_values = true)]
+    #[arg(long, value_parser = kicklab_model::typed::whole::<u64>, default_value_t = 1, allow_hyphen_values = true)]
     seed: u64,
     /// Run the sweeps of the paper's Figs. 2.10-2.12 (offered load on both
     /// paths; VM2's limit at both policing points) into --out.
@@ -133,50 +133,6 @@ impl QosArgs {
     }
 }
 
-fn vm_rate(s: &str) -> Result<(usize, f64), String> {
-    let (vm, r) = s.split_once('=').ok_or_else(|| {
-        format!(
-            "expected VM=RATE such as 2=1500, got `{}`",
-            kicklab_model::shown(s)
-        )
-    })?;
-    let vm = vm.trim().parse::<usize>().map_err(|_| {
-        format!(
-            "`{}` is not a VM number (1, 2, ...)",
-            kicklab_model::shown(vm)
-        )
-    })?;
-    let r = crate::args::number(r).map_err(|e| format!("rate: {e}"))?;
-    if vm == 0 {
-        return Err(format!(
-            "VMs count from 1, got `{}`",
-            kicklab_model::shown(s)
-        ));
-    }
-    Ok((vm, r))
-}
-
-fn vm_limit(s: &str) -> Result<(usize, f64, f64), String> {
-    let (head, burst) = match s.split_once(",burst=") {
-        Some((h, b)) => (
-            h,
-            b.trim()
-                .parse::<f64>()
-                .map_err(|_| format!("`{}` is not a burst in requests", kicklab_model::shown(b)))?,
-        ),
-        None => (s, 10.0),
-    };
-    let (vm, r) = vm_rate(head)?;
-    let max = kicklab_model::qos::MAX_BURST;
-    if r <= 0.0 || !(1.0..=max).contains(&burst) || burst.fract() != 0.0 {
-        return Err(format!(
-            "a limit needs a rate > 0 and a burst of whole requests from 1 to {max:e}, got `{}`",
-            kicklab_model::shown(s)
-        ));
-    }
-    Ok((vm, r, burst))
-}
-
 pub fn run(a: &QosArgs) -> anyhow::Result<()> {
     let req = a.request();
     req.check()?;
@@ -219,16 +175,4 @@ pub fn run(a: &QosArgs) -> anyhow::Result<()> {
         Some(dir) => kicklab_term::files::commit(dir),
         None => Ok(()),
     }
-}
-
-fn vm_core_name(s: &str) -> Result<VmCoreChoice, String> {
-    VmCoreChoice::ALL
-        .into_iter()
-        .find(|c| c.name() == s)
-        .ok_or_else(|| {
-            format!(
-                "unknown VM core `{}` (use auto, busy or timed)",
-                kicklab_model::shown(s)
-            )
-        })
 }

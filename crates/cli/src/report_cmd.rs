@@ -17,13 +17,13 @@ pub struct ReportArgs {
     #[arg(long)]
     force: bool,
     /// Points per swept curve (2 to 100000).
-    #[arg(long, value_parser = crate::args::whole::<u32>, default_value_t = 120, allow_hyphen_values = true)]
+    #[arg(long, value_parser = kicklab_model::typed::whole::<u32>, default_value_t = 120, allow_hyphen_values = true)]
     points: u32,
     /// Messages simulated per point.
-    #[arg(long, value_parser = crate::args::whole::<u64>, default_value_t = 50_000, allow_hyphen_values = true)]
+    #[arg(long, value_parser = kicklab_model::typed::whole::<u64>, default_value_t = 50_000, allow_hyphen_values = true)]
     messages: u64,
     /// Seed of the random cost streams.
-    #[arg(long, value_parser = crate::args::whole::<u64>, default_value_t = 1, allow_hyphen_values = true)]
+    #[arg(long, value_parser = kicklab_model::typed::whole::<u64>, default_value_t = 1, allow_hyphen_values = true)]
     seed: u64,
     /// Skip the real runs (calibration and validation on this machine).
     #[arg(long)]
@@ -32,7 +32,7 @@ pub struct ReportArgs {
     /// with --full].
     #[arg(
         long,
-        value_parser = crate::args::whole::<u64>,
+        value_parser = kicklab_model::typed::whole::<u64>,
         allow_hyphen_values = true,
         conflicts_with = "no_testbed"
     )]
@@ -40,7 +40,7 @@ pub struct ReportArgs {
     /// Repetitions of each real run in the validation (1 to 25); medians
     /// are reported, the range drawn as error bars [default: 2, 3 with
     /// --full].
-    #[arg(long, value_parser = crate::args::whole::<u32>, allow_hyphen_values = true, conflicts_with = "no_testbed")]
+    #[arg(long, value_parser = kicklab_model::typed::whole::<u32>, allow_hyphen_values = true, conflicts_with = "no_testbed")]
     repeat: Option<u32>,
     /// The real runs at full depth (about twice as long): three
     /// repetitions per validation point and 60000 messages each, the

@@ -5,7 +5,7 @@ use kicklab_lab::real::{expected, profile_for, RunSpec};
 use kicklab_lab::unused::Unused;
 use kicklab_model::{Flag, WaitMode};
 
-use crate::args::{mode, BackendArgs, ParamArgs};
+use crate::args::{BackendArgs, ParamArgs};
 
 /// Arguments of `kicklab run`.
 #[derive(Debug, Args)]
@@ -21,34 +21,34 @@ pub struct RunArgs {
     /// (kicklab's controller). A kvm guest waits by notify, poll and
     /// spin:<B> itself and by the others through its VMM (an exit per
     /// wait); its side takes any but coalesce.
-    #[arg(long, visible_alias = "mode", default_value = "notify", value_parser = mode, allow_hyphen_values = true)]
+    #[arg(long, visible_alias = "mode", default_value = "notify", value_parser = WaitMode::parse, allow_hyphen_values = true)]
     strategy: WaitMode,
     /// How P waits (overrides --strategy for the producer).
-    #[arg(long, visible_alias = "mode-p", value_parser = mode, allow_hyphen_values = true)]
+    #[arg(long, visible_alias = "mode-p", value_parser = WaitMode::parse, allow_hyphen_values = true)]
     strategy_p: Option<WaitMode>,
     /// How C waits (overrides --strategy for the consumer).
-    #[arg(long, visible_alias = "mode-c", value_parser = mode, allow_hyphen_values = true)]
+    #[arg(long, visible_alias = "mode-c", value_parser = WaitMode::parse, allow_hyphen_values = true)]
     strategy_c: Option<WaitMode>,
     /// Bound on the p99 message latency that `adaptive` keeps (unless its
     /// strategy gives one) [default: 100us].
-    #[arg(long, value_parser = crate::args::latency_ns, allow_hyphen_values = true)]
+    #[arg(long, value_parser = kicklab_model::typed::latency_ns, allow_hyphen_values = true)]
     latency: Option<f64>,
     /// Messages measured (after a warm-up of a tenth as many).
-    #[arg(long, value_parser = crate::args::whole::<u64>, default_value_t = 200_000, allow_hyphen_values = true)]
+    #[arg(long, value_parser = kicklab_model::typed::whole::<u64>, default_value_t = 200_000, allow_hyphen_values = true)]
     messages: u64,
     /// Seed for random W_P / W_C.
-    #[arg(long, value_parser = crate::args::whole::<u64>, default_value_t = 1, allow_hyphen_values = true)]
+    #[arg(long, value_parser = kicklab_model::typed::whole::<u64>, default_value_t = 1, allow_hyphen_values = true)]
     seed: u64,
     /// Send combining: the producer publishes (and kicks at most once) every
     /// N messages (1 to L), or sooner when the ring fills or by --flush.
     /// With kvm tx the guest combines, with rx the host.
-    #[arg(long, value_parser = crate::args::whole::<u32>, default_value_t = 1, allow_hyphen_values = true)]
+    #[arg(long, value_parser = kicklab_model::typed::whole::<u32>, default_value_t = 1, allow_hyphen_values = true)]
     batch: u32,
     /// When a partial batch goes out as well: full (only when full, or when
     /// the producer must wait), timer:<T> (once the first held message is T
     /// old, checked after each write; the guest times it on its TSC) or
     /// on-interrupt (also when the consumer's kick wakes the producer).
-    #[arg(long, default_value = "full", value_parser = crate::args::flush, allow_hyphen_values = true)]
+    #[arg(long, default_value = "full", value_parser = <kicklab_sim::Flush as std::str::FromStr>::from_str, allow_hyphen_values = true)]
     flush: kicklab_sim::Flush,
     /// Print one JSON object.
     #[arg(long)]

@@ -29,16 +29,16 @@ pub struct ScaleArgs {
     backend: Backend,
     /// Requests outstanding in all (the client's concurrency), spread over
     /// the guests.
-    #[arg(long, value_parser = crate::args::whole::<usize>, default_value_t = 32, allow_hyphen_values = true)]
+    #[arg(long, value_parser = kicklab_model::typed::whole::<usize>, default_value_t = 32, allow_hyphen_values = true)]
     concurrency: usize,
     /// Work per request.
-    #[arg(long, default_value = "20us", value_parser = crate::args::duration, allow_hyphen_values = true)]
+    #[arg(long, default_value = "20us", value_parser = kicklab_model::typed::duration, allow_hyphen_values = true)]
     work: std::time::Duration,
     /// Each guest's timer period (it must run then).
-    #[arg(long, default_value = "1ms", value_parser = crate::args::duration, allow_hyphen_values = true)]
+    #[arg(long, default_value = "1ms", value_parser = kicklab_model::typed::duration, allow_hyphen_values = true)]
     timer: std::time::Duration,
     /// Seconds measured per run (after a fifth as long of warm-up).
-    #[arg(long, default_value_t = 1.0, allow_hyphen_values = true, value_parser = crate::args::number)]
+    #[arg(long, default_value_t = 1.0, allow_hyphen_values = true, value_parser = kicklab_model::typed::number)]
     seconds: f64,
     /// Print JSON: one object for one run, {"runs": [...]} for several.
     #[arg(long)]
@@ -60,22 +60,22 @@ enum Backend {
 #[command(next_help_heading = "Simulated machine (--backend sim)")]
 struct SimCosts {
     /// CPUs the guests and the client share. [default: this machine's]
-    #[arg(long, value_parser = crate::args::whole::<usize>, allow_hyphen_values = true)]
+    #[arg(long, value_parser = kicklab_model::typed::whole::<usize>, allow_hyphen_values = true)]
     cpus: Option<usize>,
     /// Scheduler slice. [default: Linux's for --cpus: 0.75 ms x (1 + log2 CPUs, up to 8)]
-    #[arg(long, value_parser = crate::args::duration_ns, allow_hyphen_values = true)]
+    #[arg(long, value_parser = kicklab_model::typed::duration_ns, allow_hyphen_values = true)]
     slice: Option<f64>,
     /// What waking a blocked guest or client costs the waker's CPU. [default: 2us, or the --profile's NP_cpu median: the notifier's CPU time in its notify]
-    #[arg(long, value_parser = crate::args::duration_ns, allow_hyphen_values = true)]
+    #[arg(long, value_parser = kicklab_model::typed::duration_ns, allow_hyphen_values = true)]
     kick: Option<f64>,
     /// A woken guest's or client's start-up on its CPU. [default: 4us, or the --profile's SC_cpu median: the woken party's own CPU time in its wake-up]
-    #[arg(long, value_parser = crate::args::duration_ns, allow_hyphen_values = true)]
+    #[arg(long, value_parser = kicklab_model::typed::duration_ns, allow_hyphen_values = true)]
     wake: Option<f64>,
     /// What resuming a preempted guest costs its CPU. [default: 1us]
-    #[arg(long, value_parser = crate::args::duration_ns, allow_hyphen_values = true)]
+    #[arg(long, value_parser = kicklab_model::typed::duration_ns, allow_hyphen_values = true)]
     switch: Option<f64>,
     /// The client's CPU per request it hands back. [default: 1us]
-    #[arg(long, value_parser = crate::args::duration_ns, allow_hyphen_values = true)]
+    #[arg(long, value_parser = kicklab_model::typed::duration_ns, allow_hyphen_values = true)]
     client_cost: Option<f64>,
     /// A calibration profile (`kicklab calibrate --save FILE`) for --kick
     /// (its notifier's CPU time, NP_cpu, not the wall time N_P) and --wake

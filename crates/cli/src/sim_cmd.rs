@@ -5,7 +5,7 @@ use kicklab_lab::unused::Unused;
 use kicklab_model::{Flag, WaitMode};
 use kicklab_sim::{default_warmup, SimConfig, Start};
 
-use crate::args::{mode, ParamArgs};
+use crate::args::ParamArgs;
 
 /// Arguments of `kicklab sim`.
 #[derive(Debug, Args)]
@@ -19,37 +19,37 @@ pub struct SimArgs {
     /// layer / io_uring), defer[:timeout=..,count=..] (NAPI),
     /// coalesce:<n>,<t> (held kicks), adaptive[:latency=<D>,check=on|off] (kicklab's
     /// controller). See docs/control.md.
-    #[arg(long, visible_alias = "mode", default_value = "notify", value_parser = mode, allow_hyphen_values = true)]
+    #[arg(long, visible_alias = "mode", default_value = "notify", value_parser = WaitMode::parse, allow_hyphen_values = true)]
     strategy: WaitMode,
     /// How P waits (overrides --strategy for the producer).
-    #[arg(long, visible_alias = "mode-p", value_name = "STRATEGY", value_parser = mode, allow_hyphen_values = true)]
+    #[arg(long, visible_alias = "mode-p", value_name = "STRATEGY", value_parser = WaitMode::parse, allow_hyphen_values = true)]
     strategy_p: Option<WaitMode>,
     /// How C waits (overrides --strategy for the consumer).
-    #[arg(long, visible_alias = "mode-c", value_name = "STRATEGY", value_parser = mode, allow_hyphen_values = true)]
+    #[arg(long, visible_alias = "mode-c", value_name = "STRATEGY", value_parser = WaitMode::parse, allow_hyphen_values = true)]
     strategy_c: Option<WaitMode>,
     /// Bound on the p99 message latency that `adaptive` keeps (unless its
     /// mode gives one) [default: 100us].
-    #[arg(long, value_parser = crate::args::latency_ns, allow_hyphen_values = true)]
+    #[arg(long, value_parser = kicklab_model::typed::latency_ns, allow_hyphen_values = true)]
     latency: Option<f64>,
     /// Send combining: P publishes (and kicks at most once) every N written
     /// messages (and always before it waits); latency counts from the write.
-    #[arg(long, value_parser = crate::args::whole::<u32>, default_value_t = 1, allow_hyphen_values = true)]
+    #[arg(long, value_parser = kicklab_model::typed::whole::<u32>, default_value_t = 1, allow_hyphen_values = true)]
     batch: u32,
     /// When a partial batch goes out as well: full (only when full, or when
     /// P must wait), timer:<T> (once the first held message is T old,
     /// checked as P writes) or on-interrupt (also when C's kick reaches P).
-    #[arg(long, default_value = "full", value_parser = crate::args::flush, allow_hyphen_values = true)]
+    #[arg(long, default_value = "full", value_parser = <kicklab_sim::Flush as std::str::FromStr>::from_str, allow_hyphen_values = true)]
     flush: kicklab_sim::Flush,
     /// Messages to consume after the warm-up. T and E are taken over the
     /// whole rounds (else the publishes) inside that stretch, so the
     /// `measured` line can count a few more or fewer (docs/cli.md, `window`).
-    #[arg(long, value_parser = crate::args::whole::<u64>, default_value_t = 1_000_000, allow_hyphen_values = true)]
+    #[arg(long, value_parser = kicklab_model::typed::whole::<u64>, default_value_t = 1_000_000, allow_hyphen_values = true)]
     messages: u64,
     /// Messages consumed before measuring [default: messages/10 + 4 L].
-    #[arg(long, value_parser = crate::args::whole::<u64>, allow_hyphen_values = true)]
+    #[arg(long, value_parser = kicklab_model::typed::whole::<u64>, allow_hyphen_values = true)]
     warmup: Option<u64>,
     /// Seed of the random cost streams (one stream per cost).
-    #[arg(long, value_parser = crate::args::whole::<u64>, default_value_t = 1, allow_hyphen_values = true)]
+    #[arg(long, value_parser = kicklab_model::typed::whole::<u64>, default_value_t = 1, allow_hyphen_values = true)]
     seed: u64,
     /// Do not record per-message latency (faster).
     #[arg(long)]

@@ -6,7 +6,7 @@ use clap::Args;
 use kicklab_model::WaitMode;
 use kicklab_sim::Vary;
 
-use crate::args::{mode, vary, ParamArgs};
+use crate::args::ParamArgs;
 
 /// Arguments of `kicklab sweep`.
 #[derive(Debug, Args)]
@@ -17,16 +17,16 @@ pub struct SweepArgs {
     /// np, nc, sp, sc, vp, vc (e.g. wp=0.1us..3us:100, kc=1..64:64). A distribution
     /// given for the swept cost keeps its shape and takes each point's
     /// value as its mean (--vary wp=0.1us..3us:30 --wp exp:1us).
-    #[arg(long, value_parser = vary, allow_hyphen_values = true)]
+    #[arg(long, value_parser = kicklab_sim::Vary::parse_distinct, allow_hyphen_values = true)]
     pub(crate) vary: Vary,
     /// How both parties wait (polling is always run alongside).
-    #[arg(long = "strategy", visible_alias = "mode", value_name = "STRATEGY", default_value = "notify", value_parser = mode, allow_hyphen_values = true)]
+    #[arg(long = "strategy", visible_alias = "mode", value_name = "STRATEGY", default_value = "notify", value_parser = WaitMode::parse, allow_hyphen_values = true)]
     mode: WaitMode,
     /// Messages simulated per point (after the warm-up).
-    #[arg(long, value_parser = crate::args::whole::<u64>, default_value_t = 50_000, allow_hyphen_values = true)]
+    #[arg(long, value_parser = kicklab_model::typed::whole::<u64>, default_value_t = 50_000, allow_hyphen_values = true)]
     messages: u64,
     /// Seed of the random cost streams.
-    #[arg(long, value_parser = crate::args::whole::<u64>, default_value_t = 1, allow_hyphen_values = true)]
+    #[arg(long, value_parser = kicklab_model::typed::whole::<u64>, default_value_t = 1, allow_hyphen_values = true)]
     seed: u64,
     /// Output directory: sweep.csv, T.svg, E.svg, index.html.
     #[arg(long, default_value = "sweep-out", allow_hyphen_values = true)]

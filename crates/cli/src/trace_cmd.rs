@@ -18,11 +18,11 @@ pub struct TraceArgs {
     /// sched:sched_switch -e sched:sched_waking ...` (docs/trace.md).
     file: PathBuf,
     /// Messages the pair passed in the traced window.
-    #[arg(long, value_parser = crate::args::whole::<u64>, allow_hyphen_values = true, conflicts_with = "rate")]
+    #[arg(long, value_parser = kicklab_model::typed::whole::<u64>, allow_hyphen_values = true, conflicts_with = "rate")]
     messages: Option<u64>,
     /// The pair's rate over the window [messages per second]; the messages
     /// are this times the window.
-    #[arg(long, value_parser = crate::args::number, allow_hyphen_values = true)]
+    #[arg(long, value_parser = kicklab_model::typed::number, allow_hyphen_values = true)]
     rate: Option<f64>,
     /// The producer: a thread id or a thread name as the trace prints it.
     #[arg(long, allow_hyphen_values = true)]
@@ -35,13 +35,13 @@ pub struct TraceArgs {
     #[arg(long, default_value = "tx", value_parser = ["tx", "rx"])]
     direction: String,
     /// Queue length L [slots] of the pair's ring.
-    #[arg(long, value_parser = crate::args::whole::<u32>, default_value_t = 256, allow_hyphen_values = true)]
+    #[arg(long, value_parser = kicklab_model::typed::whole::<u32>, default_value_t = 256, allow_hyphen_values = true)]
     len: u32,
     /// k_P: P wakes a sleeping C once this many messages are queued.
-    #[arg(long, value_parser = crate::args::whole::<u32>, default_value_t = 1, allow_hyphen_values = true)]
+    #[arg(long, value_parser = kicklab_model::typed::whole::<u32>, default_value_t = 1, allow_hyphen_values = true)]
     kp: u32,
     /// k_C: C wakes a sleeping P once this many slots are free.
-    #[arg(long, value_parser = crate::args::whole::<u32>, default_value_t = 1, allow_hyphen_values = true)]
+    #[arg(long, value_parser = kicklab_model::typed::whole::<u32>, default_value_t = 1, allow_hyphen_values = true)]
     kc: u32,
     /// A calibration profile: its costs stand where the trace has none
     /// (a guest's kick without kvm_entry); without one, the paper's.
@@ -56,7 +56,7 @@ pub struct TraceArgs {
     #[arg(long, value_name = "FILE.svg")]
     timeline: Option<PathBuf>,
     /// Bound on the p99 message latency the advice keeps.
-    #[arg(long, default_value = "100us", value_parser = crate::args::latency_ns, allow_hyphen_values = true)]
+    #[arg(long, default_value = "100us", value_parser = kicklab_model::typed::latency_ns, allow_hyphen_values = true)]
     latency: f64,
     /// The real mechanisms to give settings for (as `advise --for`), or none.
     #[arg(long = "for", value_name = "MECHANISMS", default_value = "all", value_parser = Mechanism::parse, allow_hyphen_values = true)]

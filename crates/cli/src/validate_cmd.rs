@@ -8,7 +8,7 @@ use kicklab_model::{fmt_ns, Flag};
 use kicklab_report::Page;
 use kicklab_sim::Vary;
 
-use crate::args::{vary, BackendArgs, ParamArgs};
+use crate::args::{BackendArgs, ParamArgs};
 
 /// Arguments of `kicklab validate`.
 #[derive(Debug, Args)]
@@ -18,16 +18,16 @@ pub struct ValidateArgs {
     #[command(flatten)]
     be: BackendArgs,
     /// The W_P sweep.
-    #[arg(long, default_value = kicklab_lab::validate::FIG4_SWEEP, value_parser = vary, allow_hyphen_values = true)]
+    #[arg(long, default_value = kicklab_lab::validate::FIG4_SWEEP, value_parser = kicklab_sim::Vary::parse_distinct, allow_hyphen_values = true)]
     pub(crate) vary: Vary,
     /// Messages per real run.
-    #[arg(long, value_parser = crate::args::whole::<u64>, default_value_t = 60_000, allow_hyphen_values = true)]
+    #[arg(long, value_parser = kicklab_model::typed::whole::<u64>, default_value_t = 60_000, allow_hyphen_values = true)]
     messages: u64,
     /// Repetitions of the notify and the polling run at each point (1 to
     /// 25): the measured values are their medians, the charts draw their
     /// range. A disturbed repetition is run again (up to 3 extra tries per
     /// point).
-    #[arg(long, value_parser = crate::args::whole::<u32>, default_value_t = kicklab_lab::validate::DEFAULT_REPEAT, allow_hyphen_values = true)]
+    #[arg(long, value_parser = kicklab_model::typed::whole::<u32>, default_value_t = kicklab_lab::validate::DEFAULT_REPEAT, allow_hyphen_values = true)]
     repeat: u32,
     /// Output directory: index.html, the charts (validate-<backend>-T.svg,
     /// validate-<backend>-E.svg) and validate.csv. [default: validate-out;
@@ -39,7 +39,7 @@ pub struct ValidateArgs {
     #[arg(long)]
     force: bool,
     /// Seed.
-    #[arg(long, value_parser = crate::args::whole::<u64>, default_value_t = 1, allow_hyphen_values = true)]
+    #[arg(long, value_parser = kicklab_model::typed::whole::<u64>, default_value_t = 1, allow_hyphen_values = true)]
     seed: u64,
     /// Print one JSON object (every point, the summary) instead of the table.
     #[arg(long)]

@@ -47,6 +47,7 @@ mod regime;
 mod stats;
 mod strategy;
 mod time;
+pub mod typed;
 
 pub use closed_form::{
     predict, predict_with_start_spread, ss_best_case, ss_formula, ModelError, OperatingPoint,

@@ -568,6 +568,53 @@ pub fn solve_on_cpus(sys: &QosSystem, host: &Host) -> CpuSolution {
     }
 }
 
+/// One VM's rate as typed: `VM=RATE` (VMs count from 1), e.g. `2=1500`.
+///
+/// # Errors
+///
+/// The reason, as text.
+pub fn parse_vm_rate(s: &str) -> Result<(usize, f64), String> {
+    let (vm, r) = s
+        .split_once('=')
+        .ok_or_else(|| format!("expected VM=RATE such as 2=1500, got `{}`", crate::shown(s)))?;
+    let vm = vm
+        .trim()
+        .parse::<usize>()
+        .map_err(|_| format!("`{}` is not a VM number (1, 2, ...)", crate::shown(vm)))?;
+    let r = crate::typed::number(r).map_err(|e| format!("rate: {e}"))?;
+    if vm == 0 {
+        return Err(format!("VMs count from 1, got `{}`", crate::shown(s)));
+    }
+    Ok((vm, r))
+}
+
+/// One VM's limit as typed: `VM=RATE[,burst=N]` (burst in requests,
+/// default 10).
+///
+/// # Errors
+///
+/// The reason, as text.
+pub fn parse_vm_limit(s: &str) -> Result<(usize, f64, f64), String> {
+    let (head, burst) = match s.split_once(",burst=") {
+        Some((h, b)) => (
+            h,
+            b.trim()
+                .parse::<f64>()
+                .map_err(|_| format!("`{}` is not a burst in requests", crate::shown(b)))?,
+        ),
+        None => (s, 10.0),
+    };
+    let (vm, r) = parse_vm_rate(head)?;
+    let max = MAX_BURST;
+    if r <= 0.0 || !(1.0..=max).contains(&burst) || burst.fract() != 0.0 {
+        return Err(format!(
+            "a limit needs a rate > 0 and a burst of whole requests from 1 to {max:e}, got `{}`",
+            crate::shown(s)
+        ));
+    }
+    Ok((vm, r, burst))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -148,6 +148,26 @@ impl Vary {
             .then(|| (self.to - self.from).abs().floor() + 1.0)
     }
 
+    /// [`Vary::parse`], refusing a count (L, k) given more points than
+    /// whole numbers in its range: they would repeat rows.
+    ///
+    /// # Errors
+    ///
+    /// The reason, as text.
+    pub fn parse_distinct(s: &str) -> Result<Vary, String> {
+        let v = Vary::parse(s).map_err(|e| e.0)?;
+        if let Some(values) = v.distinct_values().filter(|&n| f64::from(v.points) > n) {
+            return Err(format!(
+                "{} takes whole numbers: {} points over {}..{} would repeat values; use at most {values}",
+                v.param.name(),
+                v.points,
+                v.from,
+                v.to
+            ));
+        }
+        Ok(v)
+    }
+
     /// `base` with the parameter set to `value`. A cost keeps its kind of
     /// distribution and takes `value` as its mean.
     #[allow(clippy::cast_possible_truncation, clippy::cast_sign_loss)]

@@ -4,7 +4,7 @@
 //! controller's targets checked on the spot (the paper's Fig. 5,
 //! reproduced and extended). What does not live here: the study's data
 //! (`data`), the targets (`targets`), replaying recorded studies
-//! (`replay`), the strategies themselves
+//! (`replay`), the command's request checked (`request`), the strategies themselves
 //! (`kicklab_model::control`), the loops that run them
 //! (`kicklab_sim::simulate_control`, the testbed), printing.
 
@@ -17,6 +17,7 @@ use rayon::prelude::*;
 mod data;
 pub mod render;
 pub mod replay;
+pub mod request;
 pub mod targets;
 
 use data::PHASE;

@@ -72,6 +72,23 @@ pub enum VmCoreChoice {
 }
 
 impl VmCoreChoice {
+    /// A choice by its name.
+    ///
+    /// # Errors
+    ///
+    /// An unknown name.
+    pub fn parse(s: &str) -> Result<VmCoreChoice, String> {
+        VmCoreChoice::ALL
+            .into_iter()
+            .find(|c| c.name() == s)
+            .ok_or_else(|| {
+                format!(
+                    "unknown VM core `{}` (use auto, busy or timed)",
+                    kicklab_model::shown(s)
+                )
+            })
+    }
+
     /// Every choice, in the order `--help` lists them.
     pub const ALL: [VmCoreChoice; 3] =
         [VmCoreChoice::Auto, VmCoreChoice::Busy, VmCoreChoice::Timed];
