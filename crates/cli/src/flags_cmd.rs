@@ -4,7 +4,7 @@
 
 use clap::Args;
 use kicklab_lab::flags::FlagsRequest;
-use kicklab_testbed::flags::{FlagPath, FlagsBackend, FlagsConfig};
+use kicklab_testbed::flags::{FlagPath, FlagsBackend};
 
 /// Arguments of `kicklab flags`.
 #[derive(Debug, Args)]
@@ -64,23 +64,11 @@ pub fn run(a: &FlagsArgs) -> anyhow::Result<()> {
     if !a.json {
         outln!("{}", kicklab_lab::flags::text_header());
     }
-    let mut runs = Vec::new();
-    for &sources in &req.sources {
-        for &path in &req.paths {
-            let cfg = FlagsConfig {
-                backend: a.backend,
-                sources,
-                path,
-                signals: a.signals,
-                gap: req.gap,
-            };
-            let r = kicklab_lab::flags::median_run(&cfg, a.repeat, &|| {})?;
-            if !a.json {
-                outln!("{}", kicklab_lab::flags::text_line(&r));
-            }
-            runs.push(r);
+    let runs = req.run(&|r| {
+        if !a.json {
+            outln!("{}", kicklab_lab::flags::text_line(r));
         }
-    }
+    })?;
     if a.json {
         return crate::show::print_json(&kicklab_lab::flags::runs_json(&runs)?);
     }

@@ -1,9 +1,10 @@
 //! `kicklab sim`: one simulation run (or `--bench`: simulator speed).
 
 use clap::Args;
+use kicklab_lab::sim_command::SimRequest;
 use kicklab_lab::unused::Unused;
 use kicklab_model::{Flag, WaitMode};
-use kicklab_sim::{default_warmup, SimConfig, Start};
+use kicklab_sim::Start;
 
 use crate::args::ParamArgs;
 
@@ -85,34 +86,18 @@ pub fn run(a: &SimArgs) -> anyhow::Result<()> {
     if a.bench {
         return crate::bench::run(a.json);
     }
-    // Explicit, so that the JSON names the bound adaptive keeps (as `run`).
-    let latency = a.latency.unwrap_or(kicklab_model::DEFAULT_LATENCY_NS);
-    let bound = |m: WaitMode| m.with_latency(Some(latency));
-    let (mode_p, mode_c) = (
-        bound(a.strategy_p.unwrap_or(a.strategy)),
-        bound(a.strategy_c.unwrap_or(a.strategy)),
-    );
-    // With a profile, the simulator gets the measured spread of N and S.
-    let notify = mode_p == WaitMode::Notify && mode_c == WaitMode::Notify;
-    let params =
-        a.params
-            .input()
-            .params_for(a.params.input().load_profile()?.as_ref(), true, notify)?;
-    // With a profile, each start-up scales with the sleeper's idle time on
-    // the profile's idle curve, and each nap wakes as the profile's did.
-    let (idle_scale, nap_ns) = a
-        .params
-        .input()
-        .load_profile()?
-        .map_or(([None, None], [None, None]), |p| p.sim_costs());
-    let cfg = SimConfig {
-        params,
-        mode_p,
-        mode_c,
+    let cfg = SimRequest {
+        pair: a.params.input(),
+        strategy: a.strategy,
+        strategy_p: a.strategy_p,
+        strategy_c: a.strategy_c,
+        latency_ns: a.latency,
+        combine: kicklab_sim::Combine {
+            batch: a.batch,
+            flush: a.flush,
+        },
         messages: a.messages,
-        warmup: a
-            .warmup
-            .unwrap_or_else(|| default_warmup(a.messages, params.len)),
+        warmup: a.warmup,
         seed: a.seed,
         latency: !a.no_latency,
         start: if a.start == "full" {
@@ -120,20 +105,16 @@ pub fn run(a: &SimArgs) -> anyhow::Result<()> {
         } else {
             Start::Empty
         },
-        combine: kicklab_sim::Combine {
-            batch: a.batch,
-            flush: a.flush,
-        },
-        idle_scale,
-        nap_ns,
-    };
+    }
+    .config()?;
     let out = kicklab_lab::sim_command::run(&cfg)?;
     for w in &out.warnings {
         errln!("warning: {w}");
     }
-    if let Some(w) =
-        crate::show::latency_bound_missed([mode_p, mode_c], out.result.rates.latency_ns.as_ref())
-    {
+    if let Some(w) = crate::show::latency_bound_missed(
+        [cfg.mode_p, cfg.mode_c],
+        out.result.rates.latency_ns.as_ref(),
+    ) {
         errln!("warning: {w}");
     }
     if a.json {

@@ -202,6 +202,34 @@ impl FlagsRequest {
     }
 }
 
+impl FlagsRequest {
+    /// Runs every source count over every path (each the median of the
+    /// repetitions), calling `each` with each result as it comes.
+    ///
+    /// # Errors
+    ///
+    /// The request's check ([`FlagsRequest::check`]), a run that fails.
+    pub fn run(&self, each: &dyn Fn(&FlagsResult)) -> Result<Vec<FlagsResult>, LabError> {
+        self.check()?;
+        let mut runs = Vec::new();
+        for &sources in &self.sources {
+            for &path in &self.paths {
+                let cfg = FlagsConfig {
+                    backend: self.backend,
+                    sources,
+                    path,
+                    signals: self.signals,
+                    gap: self.gap,
+                };
+                let r = median_run(&cfg, self.repeat, &|| {})?;
+                each(&r);
+                runs.push(r);
+            }
+        }
+        Ok(runs)
+    }
+}
+
 fn backend_name(b: FlagsBackend) -> String {
     format!("{b:?}").to_lowercase()
 }

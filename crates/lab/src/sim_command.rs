@@ -25,6 +25,74 @@ pub struct SimOutput {
     pub warnings: Vec<String>,
 }
 
+/// What `sim` was given: the pair, how each party waits, send
+/// combining, the run's length and start.
+#[derive(Clone, Debug)]
+pub struct SimRequest {
+    /// The pair as given.
+    pub pair: crate::pair_input::PairInput,
+    /// How both parties wait.
+    pub strategy: WaitMode,
+    /// How P waits, where it differs.
+    pub strategy_p: Option<WaitMode>,
+    /// How C waits, where it differs.
+    pub strategy_c: Option<WaitMode>,
+    /// The p99 bound `adaptive` keeps where its mode gives none [ns].
+    pub latency_ns: Option<f64>,
+    /// Send combining.
+    pub combine: kicklab_sim::Combine,
+    /// Messages measured.
+    pub messages: u64,
+    /// Messages before measuring (default: a tenth and 4 L).
+    pub warmup: Option<u64>,
+    /// The seed of the cost streams.
+    pub seed: u64,
+    /// Whether to record each message's latency.
+    pub latency: bool,
+    /// The state at t = 0.
+    pub start: Start,
+}
+
+impl SimRequest {
+    /// The simulator's configuration: each party's strategy with the
+    /// bound made explicit (so that the JSON names it), the parameters
+    /// with the profile's spread where one is named (and W plus the ring's
+    /// cost as measured for a notifying pair, or a polling one), each
+    /// start-up on the profile's idle curve and each nap as it woke.
+    ///
+    /// # Errors
+    ///
+    /// The parameter, or the profile, at fault.
+    pub fn config(&self) -> Result<SimConfig, LabError> {
+        let latency = self.latency_ns.unwrap_or(kicklab_model::DEFAULT_LATENCY_NS);
+        let bound = |m: WaitMode| m.with_latency(Some(latency));
+        let mode_p = bound(self.strategy_p.unwrap_or(self.strategy));
+        let mode_c = bound(self.strategy_c.unwrap_or(self.strategy));
+        let notify = mode_p == WaitMode::Notify && mode_c == WaitMode::Notify;
+        let profile = self.pair.load_profile()?;
+        let params = self.pair.params_for(profile.as_ref(), true, notify)?;
+        let (idle_scale, nap_ns) = profile.as_ref().map_or(
+            ([None, None], [None, None]),
+            kicklab_model::Profile::sim_costs,
+        );
+        Ok(SimConfig {
+            params,
+            mode_p,
+            mode_c,
+            messages: self.messages,
+            warmup: self
+                .warmup
+                .unwrap_or_else(|| kicklab_sim::default_warmup(self.messages, params.len)),
+            seed: self.seed,
+            latency: self.latency,
+            start: self.start,
+            combine: self.combine,
+            idle_scale,
+            nap_ns,
+        })
+    }
+}
+
 /// Simulates `cfg` once.
 ///
 /// # Errors
