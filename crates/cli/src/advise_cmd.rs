@@ -2,7 +2,7 @@
 //! the paper's costs or a calibration profile, searched with the simulator.
 
 use clap::Args;
-use kicklab_lab::advise::{advise, ring_past_search, AdviseSpec};
+use kicklab_lab::advise_command::AdviseRequest;
 use kicklab_lab::knobs::{Mechanism, Mechanisms};
 
 use crate::args::ParamArgs;
@@ -43,62 +43,20 @@ pub struct AdviseArgs {
 }
 
 pub fn run(a: &AdviseArgs) -> anyhow::Result<()> {
-    let profile = a.params.input().load_profile()?;
-    let params = a.params.input().params_for(profile.as_ref(), true, false)?;
-    if let Some(profile) = &profile {
-        if let Some(why) = ring_past_search(&a.params.input().params_from(Some(profile))?, &params)
-        {
-            return Err(kicklab_term::Usage(format!("--profile: {why}")).into());
-        }
-    }
-    let (idle_scale, nap_ns) = profile
-        .as_ref()
-        .map_or(([None, None], [None, None]), |p| p.sim_costs());
-    let spec = AdviseSpec {
-        params,
-        idle_scale,
-        nap_ns,
+    let out = AdviseRequest {
+        pair: a.params.input(),
         latency_ns: a.latency,
         messages: a.messages,
         seed: a.seed,
         exhaustive: a.exhaustive,
         mechanisms: a.mechanisms.0.clone(),
-    };
-    if let Some(backend) = a.check {
-        match &profile {
-            Some(p) if p.backend == backend.name() => {}
-            _ => {
-                return Err(kicklab_term::Usage(format!(
-                    "--check: needs --profile of a calibration on {0} (kicklab calibrate --backend {0} --save FILE): the predictions must use the costs the runs meet",
-                    backend.name()
-                ))
-                .into())
-            }
-        }
+        check: a.check,
     }
-    let advice = advise(&spec, &kicklab_term::progress::Bars::default())?;
-    let checks = match (a.check, &profile) {
-        (Some(backend), Some(p)) => Some(kicklab_lab::advise_check::check(
-            &advice,
-            &kicklab_lab::advise_check::CheckSpec {
-                params: a.params.input().params_from(Some(p))?,
-                backend,
-                latency_ns: a.latency,
-                messages: a.messages,
-                seed: a.seed,
-            },
-            &kicklab_term::progress::Bars::default(),
-        )?),
-        _ => None,
-    };
+    .run(&kicklab_term::progress::Bars::default())?;
     if a.json {
-        let mut v = serde_json::to_value(&advice)?;
-        if let Some(c) = &checks {
-            v["checked"] = serde_json::to_value(c)?;
-        }
-        return crate::show::print_json(&v);
+        return crate::show::print_json(&out.json);
     }
-    for line in kicklab_lab::advise_text::lines(&advice, checks.as_deref()) {
+    for line in &out.text {
         outln!("{line}");
     }
     Ok(())

@@ -1,7 +1,7 @@
 //! `kicklab run`: parses, calls `kicklab_lab::real`, prints.
 
 use clap::Args;
-use kicklab_lab::real::{expected, profile_for, RunSpec};
+use kicklab_lab::run_command::RunRequest;
 use kicklab_lab::unused::Unused;
 use kicklab_model::{Flag, WaitMode};
 
@@ -69,45 +69,28 @@ impl RunArgs {
 }
 
 pub fn run(a: &RunArgs) -> anyhow::Result<()> {
-    a.be.input().check()?;
-    let params = a.params.input().params()?;
-    let (mode_p, mode_c) = (
-        a.strategy_p.unwrap_or(a.strategy),
-        a.strategy_c.unwrap_or(a.strategy),
-    );
-    let mut spec = RunSpec {
+    let out = RunRequest {
+        pair: a.params.input(),
+        backend: a.be.input(),
+        strategy: a.strategy,
+        strategy_p: a.strategy_p,
+        strategy_c: a.strategy_c,
+        latency_ns: a.latency,
+        messages: a.messages,
+        seed: a.seed,
         batch: a.batch,
         flush: a.flush,
-        mode_p,
-        mode_c,
-        // Explicit, so that the JSON names the bound adaptive kept.
-        latency_bound_ns: Some(a.latency.unwrap_or(kicklab_model::DEFAULT_LATENCY_NS)),
-        latency: true,
-        ..RunSpec::new(params, a.be.input().get(), a.strategy, a.messages, a.seed)
-    };
-    kicklab_lab::real::check(&spec)?;
-    let profile = profile_for(
-        a.be.input().get(),
-        a.params.input().load_profile()?,
-        &kicklab_term::progress::Bars::default(),
-    )?;
-    // A planning strategy (adaptive) estimates with this machine's costs.
-    spec.params = a.params.input().params_from(Some(&profile))?;
-    let r = kicklab_lab::real::run(&spec)?;
-    // The prediction: the model (or, where it has no closed form, the
-    // simulator) with this machine's N and S.
-    let expected = expected(&spec, &profile)?;
-    let warnings = kicklab_lab::disturbance::check_modes(&r, &params, [mode_p, mode_c], &profile)?;
-    crate::show::print_warnings("", &warnings);
-    if let Some(w) = crate::show::latency_bound_missed(spec.modes(), r.rates.latency_ns.as_ref()) {
+    }
+    .run(&kicklab_term::progress::Bars::default())?;
+    crate::show::print_warnings("", &out.warnings);
+    let latency = out.result.rates.latency_ns.as_ref();
+    if let Some(w) = crate::show::latency_bound_missed(out.spec.modes(), latency) {
         errln!("warning: {w}");
     }
     if a.json {
-        let given = (a.strategy, a.strategy_p, a.strategy_c);
-        let v = kicklab_lab::run_output::json(&spec, &r, &profile, &expected, &warnings, given)?;
-        return crate::show::print_json(&v);
+        return crate::show::print_json(&out.json);
     }
-    for line in kicklab_lab::run_output::lines(&spec, &r, &profile, &expected) {
+    for line in &out.text {
         outln!("{line}");
     }
     Ok(())

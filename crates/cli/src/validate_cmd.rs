@@ -3,9 +3,7 @@
 use std::path::PathBuf;
 
 use clap::Args;
-use kicklab_lab::validate::{section, table, validate, Options};
-use kicklab_model::{fmt_ns, Flag};
-use kicklab_report::Page;
+use kicklab_lab::validate::{Options, ValidateRequest};
 use kicklab_sim::Vary;
 
 use crate::args::{BackendArgs, ParamArgs};
@@ -47,14 +45,17 @@ pub struct ValidateArgs {
 }
 
 pub fn run(a: &ValidateArgs) -> anyhow::Result<()> {
-    a.be.input().check()?;
-    let params = a.params.input().params()?;
-    let opts = Options {
-        messages: a.messages,
-        seed: a.seed,
-        repeat: a.repeat,
+    let request = ValidateRequest {
+        pair: a.params.input(),
+        backend: a.be.input(),
+        vary: a.vary,
+        options: Options {
+            messages: a.messages,
+            seed: a.seed,
+            repeat: a.repeat,
+        },
     };
-    kicklab_lab::validate::check(&params, a.be.input().get(), &a.vary, &opts)?;
+    request.check()?;
     let out = match (&a.out, a.json) {
         (Some(dir), _) => Some(dir.clone()),
         (None, false) => Some(PathBuf::from("validate-out")),
@@ -69,54 +70,18 @@ pub fn run(a: &ValidateArgs) -> anyhow::Result<()> {
         )?),
         None => None,
     };
-    let bars = kicklab_term::progress::Bars::default();
-    let profile = kicklab_lab::real::profile_for(
-        a.be.input().get(),
-        a.params.input().load_profile()?,
-        &bars,
-    )?;
-    let doubtful = kicklab_lab::disturbance::check_profile(&profile);
-    for w in &doubtful {
-        errln!("warning: {w}: every point will be marked disturbed");
+    let done = request.run(&kicklab_term::progress::Bars::default())?;
+    for line in &done.warnings {
+        errln!("{line}");
     }
-    let points = validate(&params, &profile, a.be.input().get(), &a.vary, &opts, &bars)?;
-    // The profile's warnings were said once above.
-    for p in &points {
-        if let Some(line) = p.run_disturbance() {
-            errln!("warning: W_P {}: {line}", fmt_ns(p.x));
-        }
-    }
-    let be = a.be.input().get().name();
     if let Some(dir) = &out {
-        let cmd =
-            a.be.input()
-                .command_line("validate")
-                .arg_some(
-                    Flag::Profile,
-                    a.params.profile.as_ref().map(|p| p.display()),
-                )
-                .arg(Flag::Vary, a.vary)
-                .arg(Flag::Messages, a.messages)
-                .arg(Flag::Repeat, a.repeat)
-                .to_string();
-        let page = Page {
-            title: format!("kicklab validate ({be})"),
-            intro_html: String::new(),
-            sections: vec![section(&points, &profile, be, &cmd)?],
-        };
-        page.write(dir.path())?;
-        kicklab_report::write_atomic(&dir.path().join("validate.csv"), table(&points).to_csv())?;
+        done.page.write(dir.path())?;
+        kicklab_report::write_atomic(&dir.path().join("validate.csv"), &done.csv)?;
     }
     if a.json {
-        crate::show::print_json(&kicklab_lab::validate::to_json(
-            &points,
-            &params,
-            a.be.input().get(),
-            &a.vary,
-            &opts,
-        ))?;
+        crate::show::print_json(&done.json)?;
     } else {
-        for line in kicklab_lab::validate::text_lines(&points) {
+        for line in &done.text {
             outln!("{line}");
         }
     }

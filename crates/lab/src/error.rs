@@ -96,6 +96,8 @@ pub enum Input {
     HaltPoll,
     /// How the kvm guest runs.
     Guest,
+    /// The backend an advice is checked on.
+    Check,
 }
 
 impl Input {
@@ -145,6 +147,7 @@ impl Input {
             Input::Direction => "direction",
             Input::HaltPoll => "halt_poll",
             Input::Guest => "guest",
+            Input::Check => "check",
         }
     }
 }

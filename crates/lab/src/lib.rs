@@ -14,6 +14,7 @@
 
 pub mod advise;
 pub mod advise_check;
+pub mod advise_command;
 pub mod advise_text;
 pub mod backend_input;
 pub mod bench;
@@ -36,6 +37,7 @@ pub mod rates_text;
 pub mod real;
 pub mod replay;
 pub mod report;
+pub mod run_command;
 pub mod run_output;
 pub mod scale;
 pub mod scale_command;

@@ -6,10 +6,12 @@
 //! of the errors, charts, tables, JSON and a report section.
 //!
 //! `types` holds the data, `run` runs the sweep, `judge` computes the
-//! errors and the summary, `render` draws and prints them.
+//! errors and the summary, `render` draws and prints them, `request` is
+//! the command as one call.
 
 mod judge;
 mod render;
+mod request;
 mod run;
 #[cfg(test)]
 mod tests;
@@ -17,5 +19,6 @@ mod types;
 
 pub use judge::*;
 pub use render::*;
+pub use request::*;
 pub use run::*;
 pub use types::*;

@@ -1,0 +1,111 @@
+//! `kicklab run` as one library call: a [`RunRequest`] (the pair, where it
+//! runs, how each party waits) in; the run, its prediction with this
+//! machine's costs, its disturbance warnings, its JSON object and its text
+//! out ([`RunOutput`]). What does not live here: running the pair and
+//! predicting it ([`crate::real`]), the words of its output
+//! ([`crate::run_output`]), the warning on a latency bound written
+//! without its unit (it reads how the bound was typed).
+
+use kicklab_model::{Profile, WaitMode};
+use kicklab_testbed::PairResult;
+
+use crate::backend_input::BackendInput;
+use crate::disturbance::Warning;
+use crate::pair_input::PairInput;
+use crate::real::{Expected, RunSpec};
+use crate::{LabError, Progress};
+
+/// What `run` was given.
+#[derive(Clone, Debug)]
+pub struct RunRequest {
+    /// The pair as given.
+    pub pair: PairInput,
+    /// Where it runs.
+    pub backend: BackendInput,
+    /// How both parties wait.
+    pub strategy: WaitMode,
+    /// How P waits, where it differs.
+    pub strategy_p: Option<WaitMode>,
+    /// How C waits, where it differs.
+    pub strategy_c: Option<WaitMode>,
+    /// The p99 bound `adaptive` keeps where its mode gives none [ns].
+    pub latency_ns: Option<f64>,
+    /// Messages measured.
+    pub messages: u64,
+    /// The seed of random work.
+    pub seed: u64,
+    /// Send combining: messages per publish.
+    pub batch: u32,
+    /// When a partial batch goes out.
+    pub flush: kicklab_sim::Flush,
+}
+
+/// A real run and all that is said of it.
+#[derive(Debug)]
+pub struct RunOutput {
+    /// The run as it ran (its parameters with this machine's costs).
+    pub spec: RunSpec,
+    /// The measurement.
+    pub result: PairResult,
+    /// The costs it was predicted with.
+    pub profile: Profile,
+    /// The prediction.
+    pub expected: Expected,
+    /// Why its numbers may not be the pair's alone.
+    pub warnings: Vec<Warning>,
+    /// The JSON object of the contract (docs/cli.md, `run --json`).
+    pub json: serde_json::Value,
+    /// The text output, line by line.
+    pub text: Vec<String>,
+}
+
+impl RunRequest {
+    /// Checks the request, finds this machine's costs (the profile named,
+    /// or a quick calibration, said on `progress`), runs the pair and
+    /// predicts it.
+    ///
+    /// # Errors
+    ///
+    /// The input at fault; a run that failed.
+    pub fn run(&self, progress: &dyn Progress) -> Result<RunOutput, LabError> {
+        self.backend.check()?;
+        let params = self.pair.params()?;
+        let backend = self.backend.get();
+        let mut spec = RunSpec {
+            batch: self.batch,
+            flush: self.flush,
+            mode_p: self.strategy_p.unwrap_or(self.strategy),
+            mode_c: self.strategy_c.unwrap_or(self.strategy),
+            // Explicit, so that the JSON names the bound adaptive kept.
+            latency_bound_ns: Some(self.latency_ns.unwrap_or(kicklab_model::DEFAULT_LATENCY_NS)),
+            latency: true,
+            ..RunSpec::new(params, backend, self.strategy, self.messages, self.seed)
+        };
+        crate::real::check(&spec)?;
+        let profile = crate::real::profile_for(backend, self.pair.load_profile()?, progress)?;
+        // A planning strategy (adaptive) estimates with this machine's costs.
+        spec.params = self.pair.params_from(Some(&profile))?;
+        let result = crate::real::run(&spec)?;
+        // The prediction: the model (or, where it has no closed form, the
+        // simulator) with this machine's N and S.
+        let expected = crate::real::expected(&spec, &profile)?;
+        let warnings = crate::disturbance::check_modes(
+            &result,
+            &params,
+            [spec.mode_p, spec.mode_c],
+            &profile,
+        )?;
+        let given = (self.strategy, self.strategy_p, self.strategy_c);
+        let json = crate::run_output::json(&spec, &result, &profile, &expected, &warnings, given)?;
+        let text = crate::run_output::lines(&spec, &result, &profile, &expected);
+        Ok(RunOutput {
+            spec,
+            result,
+            profile,
+            expected,
+            warnings,
+            json,
+            text,
+        })
+    }
+}
