@@ -4,9 +4,8 @@
 use std::path::PathBuf;
 
 use clap::Args;
-use kicklab_lab::map::{csv, map, section, MapSpec};
+use kicklab_lab::map::MapSpec;
 use kicklab_model::WaitMode;
-use kicklab_report::Page;
 use kicklab_sim::Vary;
 
 use crate::args::ParamArgs;
@@ -51,20 +50,10 @@ pub fn run(a: &MapArgs) -> anyhow::Result<()> {
         sim_messages: (a.messages > 0).then_some(a.messages),
         seed: a.seed,
     };
-    kicklab_lab::map::check_page(&spec)?;
-    let points = map(&spec, &kicklab_term::progress::Bars::default())?;
-    let cmd = format!(
-        "kicklab map --x {} --y {} --strategy {} --messages {}",
-        a.x, a.y, a.mode, a.messages
-    );
-    let page = Page {
-        title: "kicklab map".into(),
-        intro_html: String::new(),
-        sections: vec![section(&points, &spec, &cmd)?],
-    };
-    page.write(dir.path())?;
-    kicklab_report::write_atomic(&dir.path().join("map.csv"), csv(&points, &spec))?;
-    outln!("{}", kicklab_lab::map::summary(&points, a.mode));
+    let out = kicklab_lab::map_command::run(&spec, &kicklab_term::progress::Bars::default())?;
+    out.page.write(dir.path())?;
+    kicklab_report::write_atomic(&dir.path().join("map.csv"), &out.csv)?;
+    outln!("{}", out.summary);
     errln!(
         "wrote map.csv, the maps and index.html in {}",
         a.out.display()

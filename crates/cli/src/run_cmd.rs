@@ -84,7 +84,11 @@ pub fn run(a: &RunArgs) -> anyhow::Result<()> {
     .run(&kicklab_term::progress::Bars::default())?;
     crate::show::print_warnings("", &out.warnings);
     let latency = out.result.rates.latency_ns.as_ref();
-    if let Some(w) = crate::show::latency_bound_missed(out.spec.modes(), latency) {
+    if let Some(w) = kicklab_lab::disturbance::latency_bound_missed(
+        out.spec.modes(),
+        latency,
+        crate::show::latency_written_bare(),
+    ) {
         errln!("warning: {w}");
     }
     if a.json {

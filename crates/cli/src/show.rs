@@ -37,32 +37,6 @@ pub fn print_warnings(context: &str, warnings: &[kicklab_lab::disturbance::Warni
     }
 }
 
-/// Where a party runs `adaptive` and the run's p99 latency came out above
-/// the bound it keeps (the tightest of the two), a line saying so; a
-/// bound under a microsecond was most likely written without its unit (a
-/// bare number is nanoseconds), and the line says that too. `None` where
-/// no party adapts, latency was not measured, or the bound held.
-pub fn latency_bound_missed(
-    modes: [kicklab_model::WaitMode; 2],
-    latency: Option<&kicklab_model::Latency>,
-) -> Option<String> {
-    let bound = kicklab_model::WaitMode::latency_bound(modes)?;
-    let p99 = latency?.p99;
-    (p99 > bound).then(|| {
-        let fmt = kicklab_model::fmt_ns;
-        let unit = if bound < 1e3 && latency_written_bare() {
-            format!(" (a bare number is nanoseconds: for {bound} microseconds write {bound}us)")
-        } else {
-            String::new()
-        };
-        format!(
-            "p99 latency {} is above the bound adaptive keeps, {}{unit}",
-            fmt(p99),
-            fmt(bound)
-        )
-    })
-}
-
 /// Whether a latency bound on the command line (`--latency D` or
 /// `latency=D` in a strategy) was written as a bare number, without its
 /// unit.

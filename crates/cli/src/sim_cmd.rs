@@ -111,9 +111,10 @@ pub fn run(a: &SimArgs) -> anyhow::Result<()> {
     for w in &out.warnings {
         errln!("warning: {w}");
     }
-    if let Some(w) = crate::show::latency_bound_missed(
+    if let Some(w) = kicklab_lab::disturbance::latency_bound_missed(
         [cfg.mode_p, cfg.mode_c],
         out.result.rates.latency_ns.as_ref(),
+        crate::show::latency_written_bare(),
     ) {
         errln!("warning: {w}");
     }

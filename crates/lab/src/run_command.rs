@@ -3,8 +3,8 @@
 //! machine's costs, its disturbance warnings, its JSON object and its text
 //! out ([`RunOutput`]). What does not live here: running the pair and
 //! predicting it ([`crate::real`]), the words of its output
-//! ([`crate::run_output`]), the warning on a latency bound written
-//! without its unit (it reads how the bound was typed).
+//! ([`crate::run_output`]), the latency bound's verdict
+//! ([`crate::disturbance::latency_bound_missed`]).
 
 use kicklab_model::{Profile, WaitMode};
 use kicklab_testbed::PairResult;

@@ -2,8 +2,9 @@
 //! run's JSON object (the contract's), its text, and its warnings out, with
 //! the model's operating point beside it where a closed form exists. What
 //! does not live here: the simulator (`kicklab_sim`), parsing the command
-//! line, and the warning on a latency bound written without its unit (it
-//! reads how the bound was typed).
+//! line, the latency bound's verdict
+//! ([`crate::disturbance::latency_bound_missed`], told by the front end
+//! whether the bound was typed without its unit).
 
 use kicklab_model::{fmt_ns, predict, Regime, WaitMode};
 use kicklab_sim::{simulate, SimConfig, SimError, SimResult, Start, Window};

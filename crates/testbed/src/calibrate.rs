@@ -42,6 +42,35 @@ pub const DEFAULT_GAPS: [Duration; 7] = [
 /// The most gaps an idle curve takes (what the simulator's curve holds).
 pub const MAX_GAPS: usize = kicklab_model::IdleScale::MAX_POINTS;
 
+/// The idle gaps of a calibration's idle curve as typed: `none`, or
+/// durations separated by commas (each above 0, at most [`MAX_GAPS`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Gaps(pub Vec<Duration>);
+
+impl std::str::FromStr for Gaps {
+    type Err = String;
+
+    fn from_str(s: &str) -> Result<Gaps, String> {
+        if s.trim() == "none" {
+            return Ok(Gaps(Vec::new()));
+        }
+        let v = s
+            .split(',')
+            .map(|g| {
+                let d = kicklab_model::typed::duration(g)?;
+                if d.is_zero() {
+                    return Err(format!("`{}`: every gap must be longer than 0", g.trim()));
+                }
+                Ok(d)
+            })
+            .collect::<Result<Vec<_>, String>>()?;
+        if v.len() > MAX_GAPS {
+            return Err(format!("at most {MAX_GAPS} gaps"));
+        }
+        Ok(Gaps(v))
+    }
+}
+
 /// The most runs of the overhead measurement.
 pub const MAX_OVERHEAD_RUNS: u32 = 100;
 
