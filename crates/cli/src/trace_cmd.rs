@@ -5,7 +5,7 @@ use std::path::PathBuf;
 
 use clap::Args;
 use kicklab_lab::knobs::{Mechanism, Mechanisms};
-use kicklab_lab::trace::{analyze, TraceReport, TraceSpec};
+use kicklab_lab::trace::{analyze, TraceSpec};
 use kicklab_model::Params;
 use kicklab_trace::{Naming, Who};
 
@@ -124,21 +124,8 @@ pub fn run(a: &TraceArgs) -> anyhow::Result<()> {
     if a.json {
         return crate::show::print_json(&serde_json::to_value(&report)?);
     }
-    print(&report);
-    Ok(())
-}
-
-fn print(r: &TraceReport) {
-    for line in kicklab_lab::trace_text::lines(r) {
+    for line in kicklab_lab::trace_text::lines(&report) {
         outln!("{line}");
     }
-    if let Some(advice) = &r.advice {
-        outln!("\nuse            --strategy {}", advice.strategy);
-        outln!("why            {}", advice.reason);
-        for k in &advice.knobs {
-            for line in kicklab_lab::advise_text::knob(k) {
-                outln!("{line}");
-            }
-        }
-    }
+    Ok(())
 }

@@ -1,14 +1,31 @@
 //! What `kicklab trace` prints of a [`TraceReport`], as lines: the pair,
 //! its rates and costs, the regime beside the model's, where each cost
-//! came from and what the trace lacked. The advice is printed as
-//! `advise` prints it, by the binary.
+//! came from and what the trace lacked; then the advice, as `advise`
+//! prints its knobs ([`crate::advise_text::knob`]).
 
 use kicklab_model::fmt_ns_short as fmt_ns;
 
 use crate::trace::TraceReport;
 
-/// The report's lines, without the advice.
+/// The report's lines, the advice last where there is one.
 pub fn lines(r: &TraceReport) -> Vec<String> {
+    let mut out = facts(r);
+    if let Some(advice) = &r.advice {
+        out.push(format!(
+            "\nuse            {} {}",
+            kicklab_model::Flag::Strategy,
+            advice.strategy
+        ));
+        out.push(format!("why            {}", advice.reason));
+        for k in &advice.knobs {
+            out.extend(crate::advise_text::knob(k));
+        }
+    }
+    out
+}
+
+/// The report's lines without the advice.
+fn facts(r: &TraceReport) -> Vec<String> {
     let ns = |v: Option<f64>| v.map_or_else(|| "not in the trace".to_string(), fmt_ns);
     let role = |g: &str| if r.guest == Some(g) { " (vCPU)" } else { "" };
     let [np, nc] = r.rates.notifications_per_message();
