@@ -50,6 +50,11 @@ pub struct RunArgs {
     /// on-interrupt (also when the consumer's kick wakes the producer).
     #[arg(long, default_value = "full", value_parser = <kicklab_sim::Flush as std::str::FromStr>::from_str, allow_hyphen_values = true)]
     flush: kicklab_sim::Flush,
+    /// Draw the window's first kicks and sleeps of both parties, as
+    /// measured, to this SVG file (host threads only: futex, eventfd,
+    /// pipe).
+    #[arg(long, value_name = "FILE.svg", allow_hyphen_values = true)]
+    timeline: Option<std::path::PathBuf>,
     /// Print one JSON object.
     #[arg(long)]
     json: bool,
@@ -69,7 +74,7 @@ impl RunArgs {
 }
 
 pub fn run(a: &RunArgs) -> anyhow::Result<()> {
-    let out = RunRequest {
+    let request = RunRequest {
         pair: a.params.input(),
         backend: a.be.input(),
         strategy: a.strategy,
@@ -80,8 +85,13 @@ pub fn run(a: &RunArgs) -> anyhow::Result<()> {
         seed: a.seed,
         batch: a.batch,
         flush: a.flush,
+        timeline: a.timeline.is_some(),
+    };
+    request.check()?;
+    if let Some(path) = &a.timeline {
+        kicklab_term::files::check_out_file(path, "--timeline")?;
     }
-    .run(&kicklab_term::progress::Bars::default())?;
+    let out = request.run(&kicklab_term::progress::Bars::default())?;
     crate::show::print_warnings("", &out.warnings);
     let latency = out.result.rates.latency_ns.as_ref();
     if let Some(w) = kicklab_lab::disturbance::latency_bound_missed(
@@ -90,6 +100,16 @@ pub fn run(a: &RunArgs) -> anyhow::Result<()> {
         crate::show::latency_written_bare(),
     ) {
         errln!("warning: {w}");
+    }
+    if let Some(path) = &a.timeline {
+        let svg = out.timeline_svg.as_ref().ok_or_else(|| {
+            anyhow::anyhow!(
+                "--timeline: the window holds fewer than {} kicks and sleeps of the pair (both parties poll?): nothing to draw",
+                kicklab_lab::trace::TIMELINE_MARKS + 1
+            )
+        })?;
+        kicklab_term::files::save(path, "--timeline", svg.as_bytes())?;
+        errln!("drew {}", path.display());
     }
     if a.json {
         return crate::show::print_json(&out.json);

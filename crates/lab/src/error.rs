@@ -98,6 +98,8 @@ pub enum Input {
     Guest,
     /// The backend an advice is checked on.
     Check,
+    /// The file a run's picture is drawn to.
+    Timeline,
 }
 
 impl Input {
@@ -148,6 +150,7 @@ impl Input {
             Input::HaltPoll => "halt_poll",
             Input::Guest => "guest",
             Input::Check => "check",
+            Input::Timeline => "timeline",
         }
     }
 }

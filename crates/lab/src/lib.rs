@@ -28,6 +28,7 @@ pub mod forecast;
 pub mod knobs;
 pub mod map;
 pub mod map_command;
+pub mod measured_timeline;
 pub mod model_command;
 pub mod pair_input;
 pub mod pingpong;

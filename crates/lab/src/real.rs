@@ -12,7 +12,7 @@ use std::time::Duration;
 use kicklab_model::{predict, Cost, Params, Party, Prediction, Rates, WaitMode};
 use kicklab_sim::{simulate, SimConfig};
 use kicklab_testbed::{
-    calibrate_backend, run_pair, Backend, Calibration, PairConfig, PairResult, Profile,
+    calibrate_backend, Backend, Calibration, PairConfig, PairResult, Profile, Record,
 };
 
 use crate::{Input, LabError, Progress};
@@ -50,6 +50,9 @@ pub struct RunSpec {
     pub batch: u32,
     /// Send combining: when a partial batch goes out as well.
     pub flush: kicklab_testbed::Flush,
+    /// Kicks and sleeps to record per party for a picture of the run
+    /// ([`run_recorded`]); 0 records none.
+    pub record: usize,
 }
 
 impl RunSpec {
@@ -73,6 +76,7 @@ impl RunSpec {
             seed,
             batch: 1,
             flush: kicklab_testbed::Flush::Full,
+            record: 0,
         }
     }
 
@@ -177,6 +181,7 @@ fn config(spec: &RunSpec) -> PairConfig {
         batch: spec.batch,
         flush: spec.flush,
         latency: spec.latency,
+        record: spec.record,
     }
 }
 
@@ -187,15 +192,25 @@ fn config(spec: &RunSpec) -> PairConfig {
 /// Bad inputs ([`check`]), a failed run, or a failed message check.
 #[allow(clippy::cast_precision_loss)]
 pub fn run(spec: &RunSpec) -> Result<PairResult, LabError> {
+    run_recorded(spec).map(|(r, _)| r)
+}
+
+/// [`run`], with the record of the parties' first kicks and sleeps that
+/// `spec.record` asks for (host threads only).
+///
+/// # Errors
+///
+/// As [`run`].
+pub fn run_recorded(spec: &RunSpec) -> Result<(PairResult, Record), LabError> {
     check(spec)?;
-    let r = run_pair(&config(spec))?;
+    let (r, record) = spec.backend.run_pair_recorded(&config(spec))?;
     if r.lost != 0 || r.duplicated_or_reordered != 0 {
         return Err(LabError::MessageCheck {
             lost: r.lost,
             bad: r.duplicated_or_reordered,
         });
     }
-    Ok(r)
+    Ok((r, record))
 }
 
 /// The model's prediction for a real run: the pair with the profile's N,

@@ -13,7 +13,7 @@ use crate::backend_input::BackendInput;
 use crate::disturbance::Warning;
 use crate::pair_input::PairInput;
 use crate::real::{Expected, RunSpec};
-use crate::{LabError, Progress};
+use crate::{Input, LabError, Progress};
 
 /// What `run` was given.
 #[derive(Clone, Debug)]
@@ -38,6 +38,9 @@ pub struct RunRequest {
     pub batch: u32,
     /// When a partial batch goes out.
     pub flush: kicklab_sim::Flush,
+    /// Record the window's first kicks and sleeps and draw them
+    /// ([`RunOutput::timeline_svg`]).
+    pub timeline: bool,
 }
 
 /// A real run and all that is said of it.
@@ -57,9 +60,27 @@ pub struct RunOutput {
     pub json: serde_json::Value,
     /// The text output, line by line.
     pub text: Vec<String>,
+    /// The run's first kicks and sleeps drawn, where asked and recorded.
+    pub timeline_svg: Option<String>,
 }
 
 impl RunRequest {
+    /// Checks what can be checked before anything runs.
+    ///
+    /// # Errors
+    ///
+    /// The input at fault.
+    pub fn check(&self) -> Result<(), LabError> {
+        self.backend.check()?;
+        if self.timeline && matches!(self.backend.backend, kicklab_testbed::Backend::Kvm(_)) {
+            return Err(LabError::input(
+                Input::Timeline,
+                "host threads only (futex, eventfd, pipe): a guest's party keeps no record of its kicks and sleeps",
+            ));
+        }
+        Ok(())
+    }
+
     /// Checks the request, finds this machine's costs (the profile named,
     /// or a quick calibration, said on `progress`), runs the pair and
     /// predicts it.
@@ -68,7 +89,7 @@ impl RunRequest {
     ///
     /// The input at fault; a run that failed.
     pub fn run(&self, progress: &dyn Progress) -> Result<RunOutput, LabError> {
-        self.backend.check()?;
+        self.check()?;
         let params = self.pair.params()?;
         let backend = self.backend.get();
         let mut spec = RunSpec {
@@ -79,13 +100,18 @@ impl RunRequest {
             // Explicit, so that the JSON names the bound adaptive kept.
             latency_bound_ns: Some(self.latency_ns.unwrap_or(kicklab_model::DEFAULT_LATENCY_NS)),
             latency: true,
+            record: if self.timeline {
+                crate::measured_timeline::RECORD
+            } else {
+                0
+            },
             ..RunSpec::new(params, backend, self.strategy, self.messages, self.seed)
         };
         crate::real::check(&spec)?;
         let profile = crate::real::profile_for(backend, self.pair.load_profile()?, progress)?;
         // A planning strategy (adaptive) estimates with this machine's costs.
         spec.params = self.pair.params_from(Some(&profile))?;
-        let result = crate::real::run(&spec)?;
+        let (result, record) = crate::real::run_recorded(&spec)?;
         // The prediction: the model (or, where it has no closed form, the
         // simulator) with this machine's N and S.
         let expected = crate::real::expected(&spec, &profile)?;
@@ -98,7 +124,21 @@ impl RunRequest {
         let given = (self.strategy, self.strategy_p, self.strategy_c);
         let json = crate::run_output::json(&spec, &result, &profile, &expected, &warnings, given)?;
         let text = crate::run_output::lines(&spec, &result, &profile, &expected);
+        let timeline_svg = if self.timeline {
+            let title = format!(
+                "measured {} pair, {} {}, {} {} (work includes polling and spinning)",
+                backend.name(),
+                kicklab_model::Param::Wp.symbol(),
+                kicklab_model::fmt_ns_short(spec.params.w_p.mean_ns()),
+                kicklab_model::Param::Wc.symbol(),
+                kicklab_model::fmt_ns_short(spec.params.w_c.mean_ns()),
+            );
+            crate::measured_timeline::svg(&[(&record, title)])
+        } else {
+            None
+        };
         Ok(RunOutput {
+            timeline_svg,
             spec,
             result,
             profile,

@@ -246,7 +246,8 @@ pub fn section(
             }
         }
     }
-    let ratio = |n| ratio_at(runs, n).map_or("-".into(), |x| format!("{x:.1}x"));
+    let ratio =
+        |n| ratio_at(runs, n).map_or("-".into(), |x| format!("{}x", kicklab_model::sig(x, 3)));
     let cpus = runs.first().map_or(1, |r| r.cpus);
     let (r2, r4, r8, r16) = (ratio(2), ratio(4), ratio(8), ratio(16));
     let (id, heading, html) = match backend {
@@ -324,7 +325,8 @@ pub fn section(
          above.</p>",
     );
     if let Some(o) = simulated {
-        let sim8 = ratio_at(&o.runs, 8).map_or("-".into(), |x| format!("{x:.1}x"));
+        let sim8 =
+            ratio_at(&o.runs, 8).map_or("-".into(), |x| format!("{}x", kicklab_model::sig(x, 3)));
         let _ = write!(
             s.html,
             "<p>Dashed: the simulator on the same load and {cpus} CPUs, with the CPU a kick costs its sender ({}) and a \

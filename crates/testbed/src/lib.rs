@@ -27,7 +27,7 @@ pub use backend::threads::calibrate;
 pub use backend::Backend;
 pub use calibrate::{Calibration, IdlePoint, Profile, Stat};
 pub use error::{Setting, TestbedError};
-pub use pair::{basic_strategy, stall_limit, Flush, PairConfig, PairResult};
+pub use pair::{basic_strategy, stall_limit, Flush, PairConfig, PairResult, Record, RecordedSpan};
 
 /// Calibrates `backend` as `c` says: N, V and S, the idle curve, the
 /// ring's cost per message (see [`Backend::calibrate_with`]).

@@ -57,6 +57,11 @@ pub struct PairConfig {
     /// own TSC, related to the host's by a ping exchange; a guest that
     /// consumes (kvm rx) and the emulated guest are not measured.
     pub latency: bool,
+    /// Record the first this many kicks and sleeps of each party in the
+    /// window, each with its start and end ([`PairResult::spans`]), for a
+    /// picture of the run; 0 records none. Host threads only (a guest's
+    /// party keeps no such record).
+    pub record: usize,
 }
 
 /// The ring's fixed strategy for `notify`, `poll` and `spin:<B>`; `None`
@@ -197,6 +202,27 @@ pub struct PairResult {
     /// `wake_*_ns`, a guest end's latency) use the first exchange's
     /// offset, so they are off by up to this. `None` otherwise.
     pub clock_drift_ns: Option<f64>,
+}
+
+/// A run's record of its parties' first kicks and sleeps in the window
+/// ([`PairConfig::record`]): P's, then C's, each in time order. Empty where
+/// none was asked for, and for a guest's party.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Record {
+    /// P's and C's.
+    pub spans: [Vec<RecordedSpan>; 2],
+}
+
+/// One kick (the notify call) or one sleep (a wait that blocked, from the
+/// start of the wait to its return) of a party.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct RecordedSpan {
+    /// A kick, else a sleep.
+    pub kick: bool,
+    /// Its start and end, from the window's start [ns].
+    pub from_ns: f64,
+    /// See `from_ns`.
+    pub to_ns: f64,
 }
 
 /// Runs of the pair in progress in this process.

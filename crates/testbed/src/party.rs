@@ -38,8 +38,18 @@ use crate::clock::{rdtsc, thread_cpu_ns, Tsc, TscClock};
 use crate::pair::basic_strategy;
 use crate::TestbedError;
 
+/// A kick or a sleep of a party, by this host's TSC ([`HostParty::record`]).
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Recorded {
+    /// A kick (else a wait that blocked).
+    pub kick: bool,
+    /// Its start and end [TSC ticks].
+    pub t0: u64,
+    pub t1: u64,
+}
+
 /// What one host party saw at the start and the end of the window.
-#[derive(Debug, Default, Clone, Copy)]
+#[derive(Debug, Default, Clone)]
 pub(crate) struct Marks {
     pub t0: u64,
     pub t1: u64,
@@ -71,6 +81,8 @@ pub(crate) struct Marks {
     pub bad: u64,
     /// Consumer: the window's message latency, where measured.
     pub latency: Option<Latency>,
+    /// The first kicks and sleeps of the window ([`HostParty::record`]).
+    pub recorded: Vec<Recorded>,
 }
 
 /// One host party: everything its loop needs.
@@ -119,6 +131,8 @@ pub(crate) struct HostParty<'a> {
     /// Producer: the consumer's completion stamps, for latency where the
     /// consumer is a guest (`None`: not measured this way).
     pub done: Option<DoneStamps<'a>>,
+    /// Record the first this many kicks and sleeps of the window (0: none).
+    pub record: usize,
 }
 
 /// A guest consumer's completion stamps, read back by the host producer:
@@ -287,12 +301,26 @@ impl Waits {
     }
 }
 
-/// What a party's loop keeps: its waits, its held kick, its counters.
+/// What a party's loop keeps: its waits, its held kick, its counters, and
+/// its record of kicks and sleeps once the window starts.
 struct Loop {
     waits: Waits,
     coalesce: Option<Coalescer>,
     stats: WaitStats,
     timing: Timing,
+    recorded: Vec<Recorded>,
+    /// How many more to record (0 until the window starts, and after).
+    to_record: usize,
+}
+
+impl Loop {
+    /// Notes a kick or a sleep while the record is open.
+    fn note(&mut self, kick: bool, t0: u64, t1: u64) {
+        if self.to_record > 0 {
+            self.to_record -= 1;
+            self.recorded.push(Recorded { kick, t0, t1 });
+        }
+    }
 }
 
 impl Marks {
@@ -318,14 +346,16 @@ impl Marks {
 
 impl HostParty<'_> {
     /// A notify call, timed (and stamped for the peer's wake-up).
-    fn kick(&self, kick: &dyn Notifier, t: &mut Timing) -> Result<(), TestbedError> {
+    fn kick(&self, kick: &dyn Notifier, l: &mut Loop) -> Result<(), TestbedError> {
         let t0 = rdtsc();
         if let Some(s) = self.stamps {
             s.mine(t0);
         }
         kick.notify()?;
-        t.kick_ticks += rdtsc().wrapping_sub(t0);
-        t.kicks += 1;
+        let t1 = rdtsc();
+        l.timing.kick_ticks += t1.wrapping_sub(t0);
+        l.timing.kicks += 1;
+        l.note(true, t0, t1);
         Ok(())
     }
 
@@ -346,6 +376,8 @@ impl HostParty<'_> {
             coalesce: Coalescer::of(self.mode, len),
             stats: WaitStats::default(),
             timing: Timing::default(),
+            recorded: Vec::with_capacity(self.record),
+            to_record: 0,
         }
     }
 
@@ -368,7 +400,7 @@ impl HostParty<'_> {
             (Some(_), _) => false,
         };
         if go {
-            self.kick(self.kick_peer, &mut l.timing)?;
+            self.kick(self.kick_peer, l)?;
         }
         Ok(())
     }
@@ -376,7 +408,7 @@ impl HostParty<'_> {
     /// Sends a held kick: before this party waits or finishes.
     fn flush_held(&self, l: &mut Loop) -> Result<(), TestbedError> {
         if l.coalesce.as_mut().is_some_and(Coalescer::flush) {
-            self.kick(self.kick_peer, &mut l.timing)?;
+            self.kick(self.kick_peer, l)?;
         }
         Ok(())
     }
@@ -508,6 +540,7 @@ impl HostParty<'_> {
         for seq in 0..self.total {
             if seq == self.warmup {
                 self.mark(&mut m, l.timing, &l.stats, false);
+                l.to_record = self.record;
             }
             if pending > 0 && producer.free()? == 0 {
                 self.publish(producer, &mut l, pending)?;
@@ -515,7 +548,7 @@ impl HostParty<'_> {
             }
             if producer.free()? == 0 {
                 self.flush_held(&mut l)?;
-                let blocks = l.stats.blocks();
+                let (blocks, waited) = (l.stats.blocks(), rdtsc());
                 match &mut l.waits {
                     Waits::Fixed(s) => {
                         producer.wait_for_space(self.k, *s, self.wait_on, &mut l.stats)?;
@@ -525,6 +558,9 @@ impl HostParty<'_> {
                     }
                 }
                 let kicked = l.stats.blocks() > blocks;
+                if kicked {
+                    l.note(false, waited, rdtsc());
+                }
                 self.woke(kicked, &mut l.timing);
                 // Flush on interrupt: the peer's kick woke us. (In a
                 // one-way pair nothing is held here: see above.)
@@ -573,6 +609,7 @@ impl HostParty<'_> {
         }
         self.flush_held(&mut l)?;
         self.mark(&mut m, l.timing, &l.stats, true);
+        m.recorded = std::mem::take(&mut l.recorded);
         // End of stream: fewer than k_P messages may wait for a kick.
         self.kick_peer.notify()?;
         Ok(m)
@@ -591,10 +628,11 @@ impl HostParty<'_> {
         while done < self.total {
             if done == self.warmup {
                 self.mark(&mut m, l.timing, &l.stats, false);
+                l.to_record = self.record;
             }
             if consumer.available()? == 0 {
                 self.flush_held(&mut l)?;
-                let blocks = l.stats.blocks();
+                let (blocks, waited) = (l.stats.blocks(), rdtsc());
                 match &mut l.waits {
                     Waits::Fixed(s) => {
                         consumer.wait_for_messages(self.k, *s, self.wait_on, &mut l.stats)?;
@@ -603,7 +641,11 @@ impl HostParty<'_> {
                         consumer.wait_for_messages_by(self.k, by, self.wait_on, &mut l.stats)?;
                     }
                 }
-                self.woke(l.stats.blocks() > blocks, &mut l.timing);
+                let blocked = l.stats.blocks() > blocks;
+                if blocked {
+                    l.note(false, waited, rdtsc());
+                }
+                self.woke(blocked, &mut l.timing);
             }
             if self.stop.load(Ordering::Relaxed) {
                 return Err(stopped());
@@ -655,6 +697,7 @@ impl HostParty<'_> {
         self.mark(&mut m, l.timing, &l.stats, true);
         m.lost = m.lost.saturating_add(self.total.saturating_sub(next));
         m.latency = hist.filter(|h| !h.is_empty()).map(|h| latency_of(&h));
+        m.recorded = std::mem::take(&mut l.recorded);
         Ok(m)
     }
 }

@@ -60,6 +60,7 @@ fn cfg(
         batch: 1,
         flush: Flush::Full,
         latency: false,
+        record: 0,
     }
 }
 
@@ -741,6 +742,7 @@ fn randomized_guest_pairs_lose_nothing_and_never_hang() {
             batch,
             flush,
             latency: rng.below(2) == 0,
+            record: 0,
         };
         let r = run_pair(&cfg).unwrap_or_else(|e| panic!("{e} with {cfg:?}"));
         assert_eq!(r.lost, 0, "lost messages with {cfg:?}");

@@ -1153,6 +1153,74 @@ fn kvm_runs_in_both_directions_where_there_is_kvm() {
     }
 }
 
+/// `run --timeline` draws the window's first kicks and sleeps as the
+/// testbed recorded them: the notifying pair's kicks and sleeps are in
+/// the drawing; a polling pair has none to draw (exit 1, no file).
+#[test]
+#[ignore = "measures: real runs on every backend (CI runs it after the test command)"]
+fn run_draws_its_kicks_and_sleeps() {
+    let dir = tmp("run-timeline");
+    std::fs::create_dir_all(&dir).unwrap();
+    let svg = dir.join("pair.svg");
+    let out = kicklab(&[
+        "run",
+        "--backend",
+        "futex",
+        "--wp",
+        "2us",
+        "--messages",
+        "20000",
+        "--timeline",
+        svg.to_str().unwrap(),
+    ]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let text = std::fs::read_to_string(&svg).unwrap();
+    assert!(
+        text.starts_with("<svg") && text.contains("measured futex pair"),
+        "{text}"
+    );
+    assert!(
+        text.contains("kick (N): ") && text.contains("sleep: "),
+        "{text}"
+    );
+    let polled = dir.join("poll.svg");
+    let out = kicklab(&[
+        "run",
+        "--backend",
+        "futex",
+        "--strategy",
+        "poll",
+        "--messages",
+        "20000",
+        "--timeline",
+        polled.to_str().unwrap(),
+    ]);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("--timeline: "));
+    assert!(!polled.exists());
+}
+
+/// A guest's party keeps no record of its kicks and sleeps: refused
+/// before anything runs.
+#[test]
+fn run_timeline_is_host_threads_only() {
+    let out = kicklab(&["run", "--backend", "kvm", "--timeline", "x.svg"]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    if err.contains("kvm is not usable here") {
+        return;
+    }
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(
+        err.starts_with("error: --timeline: host threads only"),
+        "{err}"
+    );
+    assert_eq!(err.lines().count(), 1, "{err}");
+}
+
 #[test]
 #[ignore = "measures: real runs on every backend (CI runs it after the test command)"]
 fn run_send_combining_on_threads() {

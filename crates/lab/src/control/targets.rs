@@ -74,11 +74,17 @@ pub fn judge_simulated(p: &mut Point, adaptive: &str, latency_ns: f64) {
     p.best_anchor = anchor.as_ref().map(|r| r.strategy.clone());
     let mut fail = Vec::new();
     if p.t_ratio > t_max {
-        fail.push(format!("T {:.3}x polling's (target <= {t_max})", p.t_ratio));
+        fail.push(format!(
+            "T {}x polling's, above the target {t_max}x",
+            kicklab_model::sig(p.t_ratio, 3)
+        ));
     }
     if let Some(x) = p.excess_ratio {
         if x > x_max {
-            fail.push(format!("excess {x:.3}x polling's (target <= {x_max})"));
+            fail.push(format!(
+                "excess {}x polling's, above the target {x_max}x",
+                kicklab_model::sig(x, 3)
+            ));
         }
     }
     if p.workload == Workload::Const && a.latency_ns[1] > latency_ns {
@@ -136,17 +142,18 @@ pub fn judge_real(p: &mut Point, adaptive: &str, latency_ns: f64) {
     let mut fail = Vec::new();
     if p.t_ratio > REAL_T_RATIO {
         fail.push(format!(
-            "T {:.3}x polling's (target <= {REAL_T_RATIO})",
-            p.t_ratio
+            "T {}x polling's, above the target {REAL_T_RATIO}x",
+            kicklab_model::sig(p.t_ratio, 3)
         ));
     }
     if let (Some(x), Some(c)) = (p.excess_ratio, &cheapest) {
         let reached = c.excess_ns / poll.excess_ns;
         if x > REAL_EXCESS_RATIO && reached <= REAL_EXCESS_RATIO {
             fail.push(format!(
-                "excess {x:.3}x polling's where {} reached {reached:.3}x (target <= \
-                 {REAL_EXCESS_RATIO})",
-                c.strategy
+                "excess {}x polling's where {} reached {}x (target <= {REAL_EXCESS_RATIO}x)",
+                kicklab_model::sig(x, 3),
+                c.strategy,
+                kicklab_model::sig(reached, 3)
             ));
         }
     }
@@ -344,7 +351,7 @@ mod tests {
         ));
         assert_eq!(f.len(), 2, "{f:?}");
         assert!(
-            f[0].contains("where defer:timeout=20us,count=10 reached 0.300x"),
+            f[0].contains("where defer:timeout=20us,count=10 reached 0.3x"),
             "{f:?}"
         );
         assert!(f[1].contains("above 1.1x defer"), "{f:?}");
@@ -365,7 +372,10 @@ mod tests {
             345.0,
             run("adaptive:latency=100us", 1600.0, 200.0, 90_000.0),
         ));
-        assert!(f[0].starts_with("T 1.333x polling's"), "{f:?}");
+        assert!(
+            f[0].starts_with("T 1.33x polling's, above the target"),
+            "{f:?}"
+        );
         assert!(f[1].starts_with("worse than notify"), "{f:?}");
         assert_eq!(f.len(), 2, "{f:?}");
     }

@@ -242,7 +242,87 @@ pub(super) fn testbed_sections(
             .arg(Flag::Repeat, a.repeat)
     );
     let val = crate::validate::section(&points, &profile, be.name(), &cmd)?;
-    Ok((vec![calib, val], profile, points))
+    let mut sections = vec![calib, val];
+    sections.extend(measured_rounds(be, &profile, a.seed, progress)?);
+    Ok((sections, profile, points))
+}
+
+/// The Fig. 4 pair run for real at a W_P where the paper's costs give FC
+/// and one where they give FP, each drawn kick by kick as the testbed
+/// recorded it: the measured counterpart of the simulator's regime
+/// timelines. `None` where neither run recorded enough to draw.
+fn measured_rounds(
+    be: kicklab_ring::NotifierKind,
+    profile: &Profile,
+    seed: u64,
+    progress: &dyn Progress,
+) -> Result<Option<Section>, LabError> {
+    const MESSAGES: u64 = 20_000;
+    progress.note("report: the measured pair, kick by kick ...");
+    let mut runs = Vec::new();
+    let mut lines = Vec::new();
+    for w_p_ns in [2000.0, 800.0] {
+        let mut params = Params {
+            w_p: kicklab_model::Cost::Const(w_p_ns),
+            ..Params::default()
+        };
+        profile.apply_costs(&mut params, false);
+        let spec = crate::real::RunSpec {
+            record: crate::measured_timeline::RECORD,
+            ..crate::real::RunSpec::new(
+                params,
+                kicklab_testbed::Backend::Threads(be),
+                kicklab_model::WaitMode::Notify,
+                MESSAGES,
+                seed,
+            )
+        };
+        let (r, record) = crate::real::run_recorded(&spec)?;
+        let model = kicklab_model::predict(&params, kicklab_model::WaitMode::Notify).ok();
+        let regime = model.map_or_else(|| "no closed form".to_string(), |m| m.regime.to_string());
+        let [np, nc] = r.rates.notifications_per_message();
+        lines.push(format!(
+            "W_P {}: T {} measured, the model says {regime}; P kicked {} and C {} times per message",
+            fmt_ns_short(w_p_ns),
+            fmt_ns_short(r.rates.t_ns),
+            kicklab_model::sig(np, 2),
+            kicklab_model::sig(nc, 2)
+        ));
+        let title = format!(
+            "measured {} pair, W_P {}, W_C {}: the model's {regime}",
+            be.name(),
+            fmt_ns_short(w_p_ns),
+            fmt_ns_short(params.w_c.mean_ns())
+        );
+        runs.push((record, title));
+    }
+    let panels: Vec<(&kicklab_testbed::Record, String)> =
+        runs.iter().map(|(r, t)| (r, t.clone())).collect();
+    let Some(svg) = crate::measured_timeline::svg(&panels) else {
+        return Ok(None);
+    };
+    let html = format!(
+        "<p>{}.</p><p>The Fig. 4 pair run for real on {} with this machine's costs, {MESSAGES} messages each, and the \
+         first kicks and sleeps of each run's window drawn as the testbed recorded them (each thread's TSC; between \
+         a party's kicks and sleeps it works, polls or spins, drawn as work).</p><p>Reproduce: <code>{}</code>.</p>",
+        html_escape(&lines.join("; ")),
+        be.name(),
+        CommandLine::new("run")
+            .arg(Flag::Backend, be.name())
+            .arg(Flag::Param(kicklab_model::Param::Wp), "2us")
+            .arg(Flag::Timeline, "pair.svg")
+    );
+    Ok(Some(Section {
+        id: "measured-rounds".into(),
+        heading: "The measured pair, kick by kick".into(),
+        html,
+        figures: vec![(
+            "measured-rounds".into(),
+            svg,
+            "The measured pair's first kicks and sleeps at two W_P".into(),
+        )],
+        layout: kicklab_report::Layout::Summary,
+    }))
 }
 
 /// What the KVM sections measured, for the findings: per direction
@@ -303,7 +383,10 @@ pub(super) fn kvm_sections(
     paper.extend([d.n_p, d.n_c, d.s_p, d.s_c].map(|c| Cell::from(fmt_ns_short(c.mean_ns()))));
     table.push(paper);
     let mut ratios = vec![Cell::from("ratio (means)")];
-    ratios.extend(p.means_over_paper().map(|r| Cell::from(format!("{r:.1}x"))));
+    ratios.extend(
+        p.means_over_paper()
+            .map(|r| Cell::from(format!("{}x", kicklab_model::sig(r, 3)))),
+    );
     table.push(ratios);
     h.push_str(&table.to_html());
     let _ = write!(

@@ -51,17 +51,31 @@ impl Backend {
     /// guest, or a run in which no message moved for `cfg.timeout` (a
     /// hang).
     pub fn run_pair(self, cfg: &PairConfig) -> Result<PairResult, TestbedError> {
+        self.run_pair_recorded(cfg).map(|(r, _)| r)
+    }
+
+    /// [`Backend::run_pair`], with the record of the parties' first kicks
+    /// and sleeps that `cfg.record` asks for (host threads only: a guest's
+    /// run records none).
+    ///
+    /// # Errors
+    ///
+    /// As [`Backend::run_pair`].
+    pub fn run_pair_recorded(
+        self,
+        cfg: &PairConfig,
+    ) -> Result<(PairResult, crate::pair::Record), TestbedError> {
         self.check_pair(cfg)?;
         let _cpus = crate::cpu_lock::hold()?;
         let others = crate::clock::OthersLoad::mark();
-        let mut r = match self {
-            Backend::Threads(kind) => threads::run_pair(cfg, kind),
-            Backend::Kvm(opts) => kvm::run_pair(cfg, opts),
-        }?;
+        let (mut r, record) = match self {
+            Backend::Threads(kind) => threads::run_pair(cfg, kind)?,
+            Backend::Kvm(opts) => (kvm::run_pair(cfg, opts)?, crate::pair::Record::default()),
+        };
         let load = others.and_then(|o| o.surely());
         r.others_cpu = load.map(|l| l.0);
         r.stolen_cpu = load.map(|l| l.1);
-        Ok(r)
+        Ok((r, record))
     }
 
     /// Checks a run on this backend before anything starts (what
@@ -234,6 +248,7 @@ impl Backend {
             batch: 1,
             flush: crate::Flush::Full,
             latency: false,
+            record: 0,
         }
     }
 

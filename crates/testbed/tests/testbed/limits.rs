@@ -35,6 +35,7 @@ fn cfg(wp_ns: f64, wc_ns: f64, messages: u64, stall: Duration) -> PairConfig {
         batch: 1,
         flush: kicklab_testbed::Flush::Full,
         latency: false,
+        record: 0,
     }
 }
 

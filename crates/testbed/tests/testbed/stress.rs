@@ -86,6 +86,7 @@ fn random_config(rng: &mut Rng, messages: u64) -> PairConfig {
             _ => Flush::OnInterrupt,
         },
         latency: rng.below(2) == 0,
+        record: 0,
     }
 }
 
@@ -189,6 +190,7 @@ fn every_strategy_family_on_futex_loses_nothing() {
                     batch: 1,
                     flush: Flush::Full,
                     latency: true,
+                    record: 0,
                 };
                 let r = checked(&cfg);
                 let rates = &r.rates;

@@ -465,6 +465,7 @@ pub fn run_pair_with(
             publish_times: stamp_times.or(host_writes_h.as_deref()),
             stamp_offset: if write_stamps { offset_ticks } else { 0 },
             done,
+            record: 0,
         };
         let m = if tx_dir {
             drop(producer);

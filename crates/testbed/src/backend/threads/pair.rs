@@ -16,7 +16,7 @@ use kicklab_ring::{ring, Notifier, NotifierKind, RawRing};
 use kicklab_sim::Sampler;
 
 use crate::clock::{pin_cpu, Tsc};
-use crate::pair::{busy_waits, placement, RunGuard};
+use crate::pair::{busy_waits, placement, Record, RecordedSpan, RunGuard};
 use crate::party::{join_within, HostParty, Marks, Stoppable, ThreadStamps, TICK};
 use crate::watchdog::{Stall, Tids};
 use crate::{PairConfig, PairResult, Setting, TestbedError};
@@ -56,7 +56,10 @@ pub fn check_pair(cfg: &PairConfig) -> Result<u64, TestbedError> {
 /// that cannot be created or fails, a corrupt ring (a bug), or a run in
 /// which no message moved for `cfg.timeout` (a hang: a lost wake-up).
 #[allow(clippy::cast_precision_loss)]
-pub fn run_pair(cfg: &PairConfig, kind: NotifierKind) -> Result<PairResult, TestbedError> {
+pub fn run_pair(
+    cfg: &PairConfig,
+    kind: NotifierKind,
+) -> Result<(PairResult, Record), TestbedError> {
     let total = check_pair(cfg)?;
     let mut guard = RunGuard::enter();
     let tsc = Tsc::get();
@@ -124,6 +127,7 @@ pub fn run_pair(cfg: &PairConfig, kind: NotifierKind) -> Result<PairResult, Test
                 publish_times: publish_times.as_deref(),
                 stamp_offset: 0,
                 done: None,
+                record: c.record,
             };
             let m = match end {
                 Endpoint::P(mut pr) => party.produce(&mut pr),
@@ -208,6 +212,21 @@ pub fn run_pair(cfg: &PairConfig, kind: NotifierKind) -> Result<PairResult, Test
         (cm.lost, cm.bad),
         cm.latency,
     );
+    // Both parties' TSC is this host's: one origin, the window's start.
+    let start = pm.t0.min(cm.t0);
+    let spans = |m: &Marks| {
+        m.recorded
+            .iter()
+            .map(|r| RecordedSpan {
+                kick: r.kick,
+                from_ns: tsc.ns(r.t0.saturating_sub(start)),
+                to_ns: tsc.ns(r.t1.saturating_sub(start)),
+            })
+            .collect()
+    };
+    let record = Record {
+        spans: [spans(&pm), spans(&cm)],
+    };
     let others = guard.others();
     placement(
         &mut r,
@@ -216,7 +235,7 @@ pub fn run_pair(cfg: &PairConfig, kind: NotifierKind) -> Result<PairResult, Test
         others,
         busy_waits(cfg.mode_p) || busy_waits(cfg.mode_c),
     );
-    Ok(r)
+    Ok((r, record))
 }
 
 /// The endpoint a thread gets.
