@@ -102,14 +102,8 @@ pub fn run(a: &RunArgs) -> anyhow::Result<()> {
         errln!("warning: {w}");
     }
     if let Some(path) = &a.timeline {
-        let svg = out.timeline_svg.as_ref().ok_or_else(|| {
-            anyhow::anyhow!(
-                "--timeline: the window holds fewer than {} kicks and sleeps of the pair (both parties poll?): nothing to draw",
-                kicklab_lab::trace::TIMELINE_MARKS + 1
-            )
-        })?;
-        kicklab_term::files::save(path, "--timeline", svg.as_bytes())?;
-        errln!("drew {}", path.display());
+        let svg = out.timeline_svg.as_deref();
+        crate::show::save_timeline(path, svg, "the run's window holds (both parties poll?)")?;
     }
     if a.json {
         return crate::show::print_json(&out.json);

@@ -1,6 +1,6 @@
 //! What commands share for showing a run: repeated list items refused,
-//! the disturbance warnings, the latency bound's verdict, JSON on
-//! standard output. What does not live here: the write macros, their
+//! the disturbance warnings, whether a latency bound was typed without
+//! its unit, JSON on standard output, a `--timeline` drawing saved. What does not live here: the write macros, their
 //! failure handling and the progress bars (`kicklab_term`).
 
 use kicklab_term::cmdline::args_text;
@@ -59,5 +59,27 @@ pub fn latency_written_bare() -> bool {
 /// Prints `value` as one JSON object on stdout.
 pub fn print_json(value: &serde_json::Value) -> anyhow::Result<()> {
     outln!("{}", serde_json::to_string(value)?);
+    Ok(())
+}
+
+/// Writes a `--timeline` drawing to `path`; where there is none, the
+/// error says that `source` holds too few kicks and sleeps to draw.
+///
+/// # Errors
+///
+/// Nothing to draw, or a failed write.
+pub fn save_timeline(
+    path: &std::path::Path,
+    svg: Option<&str>,
+    source: &str,
+) -> anyhow::Result<()> {
+    let svg = svg.ok_or_else(|| {
+        anyhow::anyhow!(
+            "--timeline: {source} fewer than {} kicks and sleeps of the pair: nothing to draw",
+            kicklab_lab::trace::TIMELINE_MARKS + 1
+        )
+    })?;
+    kicklab_term::files::save(path, "--timeline", svg.as_bytes())?;
+    errln!("drew {}", path.display());
     Ok(())
 }

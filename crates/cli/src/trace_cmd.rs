@@ -112,14 +112,8 @@ pub fn run(a: &TraceArgs) -> anyhow::Result<()> {
         errln!("saved {}", path.display());
     }
     if let Some(path) = &a.timeline {
-        let svg = kicklab_lab::trace::timeline_svg(&report).ok_or_else(|| {
-            anyhow::anyhow!(
-                "--timeline: the trace times fewer than {} notifications and sleeps of the pair: nothing to draw",
-                kicklab_lab::trace::TIMELINE_MARKS + 1
-            )
-        })?;
-        kicklab_term::files::save(path, "--timeline", svg.as_bytes())?;
-        errln!("drew {}", path.display());
+        let svg = kicklab_lab::trace::timeline_svg(&report);
+        crate::show::save_timeline(path, svg.as_deref(), "the trace times")?;
     }
     if a.json {
         return crate::show::print_json(&serde_json::to_value(&report)?);

@@ -44,17 +44,12 @@ pub fn when_polling(modes: [WaitMode; 2], given: &dyn Fn(Flag) -> bool) -> Vec<U
     if modes != [WaitMode::Poll; 2] {
         return Vec::new();
     }
-    let flags = [
-        Param::Kp,
-        Param::Kc,
-        Param::Np,
-        Param::Nc,
-        Param::Sp,
-        Param::Sc,
-        Param::Vp,
-        Param::Vc,
-    ]
-    .map(Flag::Param);
+    // Every parameter but L and the work.
+    let flags: Vec<Flag> = Param::ALL
+        .into_iter()
+        .filter(|p| !matches!(p, Param::Len | Param::Wp | Param::Wc))
+        .map(Flag::Param)
+        .collect();
     say(
         &flags,
         given,
