@@ -5,7 +5,7 @@
 
 use std::time::Duration;
 
-use kicklab_report::{Chart, Section, Series, Style, YScale};
+use kicklab_report::{Chart, ErrorBar, Section, Series, Style, YScale};
 use kicklab_testbed::flags::{flags, FlagPath, FlagsBackend, FlagsConfig, FlagsResult};
 
 use crate::{Input, LabError, Progress};
@@ -62,7 +62,7 @@ pub fn sweep(
     signals: u64,
     repeat: usize,
     progress: &dyn Progress,
-) -> Result<Vec<FlagsResult>, LabError> {
+) -> Result<Vec<(FlagsResult, Ranges)>, LabError> {
     progress.start("flags", (SOURCES.len() * 3 * repeat.max(1)) as u64);
     let mut out = Vec::new();
     for sources in SOURCES {
@@ -81,9 +81,14 @@ pub fn sweep(
     Ok(out)
 }
 
+/// The lowest and the highest of a point's repetitions: the wake-up's and
+/// the notification's cost [ns].
+pub type Ranges = [(f64, f64); 2];
+
 /// Runs `cfg` `repeat` times (at least once) and keeps the run of median
 /// wake-up cost (the machine may be shared: one run can meet a
-/// neighbour's burst); `step` is called after each run.
+/// neighbour's burst), with the range of the repetitions; `step` is
+/// called after each run.
 ///
 /// # Errors
 ///
@@ -92,7 +97,7 @@ pub fn median_run(
     cfg: &FlagsConfig,
     repeat: usize,
     step: &dyn Fn(),
-) -> Result<FlagsResult, LabError> {
+) -> Result<(FlagsResult, Ranges), LabError> {
     let mut reps = Vec::with_capacity(repeat.max(1));
     for _ in 0..repeat.max(1) {
         let r = flags(cfg)?;
@@ -107,9 +112,17 @@ pub fn median_run(
         reps.push(r);
         step();
     }
+    let range = |f: fn(&FlagsResult) -> f64| {
+        reps.iter()
+            .map(f)
+            .fold((f64::INFINITY, f64::NEG_INFINITY), |(lo, hi), v| {
+                (lo.min(v), hi.max(v))
+            })
+    };
+    let ranges = [range(|r| r.wake_ns), range(|r| r.notify_ns)];
     reps.sort_by(|a, b| a.wake_ns.total_cmp(&b.wake_ns));
     let mid = reps.len() / 2;
-    Ok(reps.swap_remove(mid))
+    Ok((reps.swap_remove(mid), ranges))
 }
 
 /// How far the bit vector's wake-up cost may spread across the number of
@@ -221,7 +234,7 @@ impl FlagsRequest {
                     signals: self.signals,
                     gap: self.gap,
                 };
-                let r = median_run(&cfg, self.repeat, &|| {})?;
+                let (r, _) = median_run(&cfg, self.repeat, &|| {})?;
                 each(&r);
                 runs.push(r);
             }
@@ -295,7 +308,14 @@ pub fn runs_json(runs: &[FlagsResult]) -> Result<serde_json::Value, LabError> {
 /// # Errors
 ///
 /// A chart that cannot be drawn.
-pub fn section(runs: &[FlagsResult], signals: u64, repeat: usize) -> Result<Section, LabError> {
+/// `ranges`: each run's repetitions, drawn as bars where there were
+/// several.
+pub fn section(
+    runs: &[FlagsResult],
+    ranges: &[Ranges],
+    signals: u64,
+    repeat: usize,
+) -> Result<Section, LabError> {
     #[allow(clippy::cast_precision_loss)]
     let line = |path: FlagPath, f: &dyn Fn(&FlagsResult) -> f64| -> Vec<(f64, f64)> {
         runs.iter()
@@ -311,26 +331,44 @@ pub fn section(runs: &[FlagsResult], signals: u64, repeat: usize) -> Result<Sect
     };
     let epoll_name = format!("epoll over one {fd_name} each");
     let poll_name = format!("poll over one {fd_name} each (select family)");
-    let chart = |title: &str, y: &str, f: &dyn Fn(&FlagsResult) -> f64| Chart {
-        title: title.into(),
-        x_label: "sources watched".into(),
-        y_label: y.into(),
-        series: [
-            (bitmap_name, FlagPath::Bitmap, Style::Thick),
-            (epoll_name.as_str(), FlagPath::Epoll, Style::Line),
-            (poll_name.as_str(), FlagPath::Poll, Style::Dashed),
-        ]
-        .into_iter()
-        .map(|(name, p, style)| Series {
-            name: name.into(),
-            points: line(p, f),
-            style,
-            error_bars: Vec::new(),
-        })
-        .collect(),
-        y_scale: YScale::Auto,
-        ..Chart::default()
+    // The repetitions' lowest and highest, per path, where there were
+    // several: `which` 0 is the wake-up, 1 the notification.
+    #[allow(clippy::cast_precision_loss)]
+    let bars = |path: FlagPath, which: Option<usize>| -> Vec<ErrorBar> {
+        let Some(which) = which.filter(|_| repeat > 1) else {
+            return Vec::new();
+        };
+        runs.iter()
+            .zip(ranges)
+            .filter(|(r, _)| r.path == path)
+            .map(|(r, range)| ErrorBar {
+                x: r.sources as f64,
+                lo: range[which].0 / 1e3,
+                hi: range[which].1 / 1e3,
+            })
+            .collect()
     };
+    let chart =
+        |title: &str, y: &str, f: &dyn Fn(&FlagsResult) -> f64, which: Option<usize>| Chart {
+            title: title.into(),
+            x_label: "sources watched".into(),
+            y_label: y.into(),
+            series: [
+                (bitmap_name, FlagPath::Bitmap, Style::Thick),
+                (epoll_name.as_str(), FlagPath::Epoll, Style::Line),
+                (poll_name.as_str(), FlagPath::Poll, Style::Dashed),
+            ]
+            .into_iter()
+            .map(|(name, p, style)| Series {
+                name: name.into(),
+                points: line(p, f),
+                style,
+                error_bars: bars(p, which),
+            })
+            .collect(),
+            y_scale: YScale::Auto,
+            ..Chart::default()
+        };
     let (wake_title, notify_title) = if kvm {
         (
             "Host thread's CPU per wake-up (a guest signals)",
@@ -344,12 +382,13 @@ pub fn section(runs: &[FlagsResult], signals: u64, repeat: usize) -> Result<Sect
     } else {
         ("CPU per wake-up [us]", "CPU per notification [us]")
     };
-    let wake = chart(wake_title, wake_y, &|r| r.wake_ns / 1e3);
-    let notify = chart(notify_title, notify_y, &|r| r.notify_ns / 1e3);
+    let wake = chart(wake_title, wake_y, &|r| r.wake_ns / 1e3, Some(0));
+    let notify = chart(notify_title, notify_y, &|r| r.notify_ns / 1e3, Some(1));
     let pair_e = chart(
         "The pair's CPU per message, the model fed these costs as N_P and S_C",
         "E [us] (W_P 2 us, W_C 1.1 us)",
         &|r| pair_model(r).map_or(f64::NAN, |(_, e)| e / 1e3),
+        None,
     )
     // The paths differ by a little at a level far from 0.
     .with_fitted_y();
@@ -371,7 +410,7 @@ pub fn section(runs: &[FlagsResult], signals: u64, repeat: usize) -> Result<Sect
          \"a slower wakeup time improves performance\" (section 3.1, said of throughput), here applied to CPU per \
          message: the path whose wake-up grows with the sources need not cost the pair more per message.",
         if repeat > 1 {
-            format!("the median of {repeat} runs")
+            format!("the median of {repeat} runs, bars from the lowest to the highest")
         } else {
             format!("one run per point (the median of {REPEAT} in the full report)")
         },
@@ -425,4 +464,53 @@ pub fn section(runs: &[FlagsResult], signals: u64, repeat: usize) -> Result<Sect
         )?;
     }
     Ok(s)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn run(sources: usize, path: FlagPath, wake_ns: f64) -> FlagsResult {
+        FlagsResult {
+            backend: FlagsBackend::Threads,
+            sources,
+            path,
+            notify_ns: 1000.0,
+            wake_ns,
+            wakeups: 100,
+            signals: 100,
+            received: 100,
+        }
+    }
+
+    #[test]
+    fn repeated_points_draw_their_range_and_single_ones_none() {
+        let runs: Vec<FlagsResult> = SOURCES
+            .iter()
+            .flat_map(|&n| {
+                [FlagPath::Poll, FlagPath::Epoll, FlagPath::Bitmap].map(|p| run(n, p, 2000.0))
+            })
+            .collect();
+        let ranges: Vec<Ranges> = runs
+            .iter()
+            .map(|_| [(1500.0, 2600.0), (900.0, 1100.0)])
+            .collect();
+        let repeated = section(&runs, &ranges, 100, 3).unwrap();
+        assert!(repeated
+            .html
+            .contains("bars from the lowest to the highest"));
+        let single = section(&runs, &ranges, 100, 1).unwrap();
+        assert!(!single.html.contains("bars from the lowest"));
+        // The wake-up and notification charts carry a bar per point and
+        // path; the model's chart and the single runs' none.
+        let bars = |s: &Section| -> Vec<usize> {
+            s.figures
+                .iter()
+                .map(|(_, svg, _)| svg.matches("class=\"errbar\"").count())
+                .collect()
+        };
+        let points = SOURCES.len() * 3;
+        assert_eq!(bars(&repeated), [points, points, 0]);
+        assert_eq!(bars(&single), [0, 0, 0]);
+    }
 }

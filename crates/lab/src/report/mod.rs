@@ -476,26 +476,35 @@ pub fn build(a: &ReportOptions, progress: &dyn Progress) -> Result<Report, LabEr
             }
             Err(why) => progress.note(&format!("report: no KVM guests at scale ({why})")),
         }
-        let flags = crate::flags::sweep(
+        let (flags, ranges): (Vec<_>, Vec<_>) = crate::flags::sweep(
             kicklab_testbed::flags::FlagsBackend::Threads,
             FLAG_SIGNALS,
             flag_repeat,
             progress,
-        )?;
+        )?
+        .into_iter()
+        .unzip();
         glance.push((
             "flags",
             "notification flags: the bit vector's wake-up flat across sources (threads)",
             Verdict::spread(&flags),
         ));
-        sections.push(crate::flags::section(&flags, FLAG_SIGNALS, flag_repeat)?);
+        sections.push(crate::flags::section(
+            &flags,
+            &ranges,
+            FLAG_SIGNALS,
+            flag_repeat,
+        )?);
         match kicklab_testbed::kvm::available() {
             Ok(()) => {
-                let flags = crate::flags::sweep(
+                let (flags, ranges): (Vec<_>, Vec<_>) = crate::flags::sweep(
                     kicklab_testbed::flags::FlagsBackend::Kvm,
                     FLAG_SIGNALS_KVM,
                     flag_repeat,
                     progress,
-                )?;
+                )?
+                .into_iter()
+                .unzip();
                 glance.push((
                     "flags-kvm",
                     "notification flags: the bit vector's wake-up flat across sources (KVM guest)",
@@ -503,6 +512,7 @@ pub fn build(a: &ReportOptions, progress: &dyn Progress) -> Result<Report, LabEr
                 ));
                 sections.push(crate::flags::section(
                     &flags,
+                    &ranges,
                     FLAG_SIGNALS_KVM,
                     flag_repeat,
                 )?);
