@@ -279,14 +279,26 @@ fn measured_rounds(
         };
         let (r, record) = crate::real::run_recorded(&spec)?;
         let model = kicklab_model::predict(&params, kicklab_model::WaitMode::Notify).ok();
-        let regime = model.map_or_else(|| "no closed form".to_string(), |m| m.regime.to_string());
+        let regime = model
+            .as_ref()
+            .map_or_else(|| "no closed form".to_string(), |m| m.regime.to_string());
         let [np, nc] = r.rates.notifications_per_message();
+        let said = |i: usize| {
+            model.as_ref().map_or_else(String::new, |m| {
+                format!(
+                    " (the model {})",
+                    kicklab_model::sig(m.rates.notifications_per_message()[i], 2)
+                )
+            })
+        };
         lines.push(format!(
-            "W_P {}: T {} measured, the model says {regime}; P kicked {} and C {} times per message",
+            "W_P {}: T {} measured, the model says {regime}; P kicked {}{} and C {}{} times per message",
             fmt_ns_short(w_p_ns),
             fmt_ns_short(r.rates.t_ns),
             kicklab_model::sig(np, 2),
-            kicklab_model::sig(nc, 2)
+            said(0),
+            kicklab_model::sig(nc, 2),
+            said(1)
         ));
         let title = format!(
             "measured {} pair, W_P {}, W_C {}: the model's {regime}",
