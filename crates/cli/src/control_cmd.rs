@@ -95,9 +95,8 @@ pub fn run(a: &ControlArgs) -> anyhow::Result<()> {
         backend: a.backend.0,
         direction: a.direction,
     };
-    a.params.input().params()?;
-    let dir = kicklab_term::files::out_dir(&a.out, "--out", "kicklab control", a.force)?;
     let (spec, notes) = request.spec()?;
+    let dir = kicklab_term::files::out_dir(&a.out, "--out", "kicklab control", a.force)?;
     for note in notes {
         errln!("note: {note}");
     }

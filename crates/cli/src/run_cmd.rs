@@ -103,7 +103,7 @@ pub fn run(a: &RunArgs) -> anyhow::Result<()> {
     }
     if let Some(path) = &a.timeline {
         let svg = out.timeline_svg.as_deref();
-        crate::show::save_timeline(path, svg, "the run's window holds (both parties poll?)")?;
+        crate::show::save_timeline(path, svg, "the run's window holds")?;
     }
     if a.json {
         return crate::show::print_json(&out.json);

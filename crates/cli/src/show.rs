@@ -75,7 +75,7 @@ pub fn save_timeline(
 ) -> anyhow::Result<()> {
     let svg = svg.ok_or_else(|| {
         anyhow::anyhow!(
-            "--timeline: {source} fewer than {} kicks and sleeps of the pair: nothing to draw",
+            "--timeline: {source} fewer than {} kicks and sleeps of the pair (a polling pair has none): nothing to draw",
             kicklab_lab::trace::TIMELINE_MARKS + 1
         )
     })?;

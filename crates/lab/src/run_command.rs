@@ -90,7 +90,8 @@ impl RunRequest {
     /// The input at fault; a run that failed.
     pub fn run(&self, progress: &dyn Progress) -> Result<RunOutput, LabError> {
         self.check()?;
-        let params = self.pair.params()?;
+        let named = self.pair.load_profile()?;
+        let params = self.pair.params_from(named.as_ref())?;
         let backend = self.backend.get();
         let mut spec = RunSpec {
             batch: self.batch,
@@ -108,7 +109,7 @@ impl RunRequest {
             ..RunSpec::new(params, backend, self.strategy, self.messages, self.seed)
         };
         crate::real::check(&spec)?;
-        let profile = crate::real::profile_for(backend, self.pair.load_profile()?, progress)?;
+        let profile = crate::real::profile_for(backend, named, progress)?;
         // A planning strategy (adaptive) estimates with this machine's costs.
         spec.params = self.pair.params_from(Some(&profile))?;
         let (result, record) = crate::real::run_recorded(&spec)?;

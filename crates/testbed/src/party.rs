@@ -314,6 +314,16 @@ struct Loop {
 }
 
 impl Loop {
+    /// The TSC while the record is open, else 0 (no clock read on the
+    /// way into a wait of a run that records nothing).
+    fn clock_if_recording(&self) -> u64 {
+        if self.to_record > 0 {
+            rdtsc()
+        } else {
+            0
+        }
+    }
+
     /// Notes a kick or a sleep while the record is open.
     fn note(&mut self, kick: bool, t0: u64, t1: u64) {
         if self.to_record > 0 {
@@ -548,7 +558,7 @@ impl HostParty<'_> {
             }
             if producer.free()? == 0 {
                 self.flush_held(&mut l)?;
-                let (blocks, waited) = (l.stats.blocks(), rdtsc());
+                let (blocks, waited) = (l.stats.blocks(), l.clock_if_recording());
                 match &mut l.waits {
                     Waits::Fixed(s) => {
                         producer.wait_for_space(self.k, *s, self.wait_on, &mut l.stats)?;
@@ -558,7 +568,7 @@ impl HostParty<'_> {
                     }
                 }
                 let kicked = l.stats.blocks() > blocks;
-                if kicked {
+                if kicked && l.to_record > 0 {
                     l.note(false, waited, rdtsc());
                 }
                 self.woke(kicked, &mut l.timing);
@@ -632,7 +642,7 @@ impl HostParty<'_> {
             }
             if consumer.available()? == 0 {
                 self.flush_held(&mut l)?;
-                let (blocks, waited) = (l.stats.blocks(), rdtsc());
+                let (blocks, waited) = (l.stats.blocks(), l.clock_if_recording());
                 match &mut l.waits {
                     Waits::Fixed(s) => {
                         consumer.wait_for_messages(self.k, *s, self.wait_on, &mut l.stats)?;
@@ -642,7 +652,7 @@ impl HostParty<'_> {
                     }
                 }
                 let blocked = l.stats.blocks() > blocks;
-                if blocked {
+                if blocked && l.to_record > 0 {
                     l.note(false, waited, rdtsc());
                 }
                 self.woke(blocked, &mut l.timing);

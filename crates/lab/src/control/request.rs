@@ -44,7 +44,8 @@ impl ControlRequest {
     /// [`LabError::Input`] naming the input at fault; a profile of
     /// another backend.
     pub fn spec(&self) -> Result<(ControlSpec, Vec<String>), LabError> {
-        let params = self.pair.params()?;
+        let profile = self.pair.load_profile()?;
+        let params = self.pair.params_from(profile.as_ref())?;
         let (from, to) = self.range;
         // As `sweep`: one point is one value (the study would take FROM).
         if self.points == 1 && from != to {
@@ -72,7 +73,6 @@ impl ControlRequest {
             }),
             other => other,
         });
-        let profile = self.pair.load_profile()?;
         // A real study plans with the profile's costs: they must be this
         // backend's (as `run` and `validate` check).
         if let (Some(b), Some(p)) = (backend, &profile) {

@@ -50,9 +50,20 @@ impl ValidateRequest {
     ///
     /// The input at fault.
     pub fn check(&self) -> Result<(), LabError> {
+        self.check_with(self.pair.load_profile()?.as_ref())
+            .map(|_| ())
+    }
+
+    /// [`ValidateRequest::check`] with the profile read, giving the
+    /// pair's parameters.
+    fn check_with(
+        &self,
+        named: Option<&kicklab_model::Profile>,
+    ) -> Result<kicklab_model::Params, LabError> {
         self.backend.check()?;
-        let params = self.pair.params()?;
-        super::check(&params, self.backend.get(), &self.vary, &self.options)
+        let params = self.pair.params_from(named)?;
+        super::check(&params, self.backend.get(), &self.vary, &self.options)?;
+        Ok(params)
     }
 
     /// Finds this machine's costs (the profile named, or a calibration,
@@ -62,10 +73,10 @@ impl ValidateRequest {
     ///
     /// The input at fault; a failed run.
     pub fn run(&self, progress: &dyn Progress) -> Result<ValidateOutput, LabError> {
-        self.check()?;
-        let params = self.pair.params()?;
+        let named = self.pair.load_profile()?;
+        let params = self.check_with(named.as_ref())?;
         let be = self.backend.get();
-        let profile = crate::real::profile_for(be, self.pair.load_profile()?, progress)?;
+        let profile = crate::real::profile_for(be, named, progress)?;
         // Said before the sweep: it takes minutes.
         for w in crate::disturbance::check_profile(&profile) {
             progress.note(&format!(
