@@ -32,13 +32,17 @@ record futex --backend futex --profile futex.profile.json --messages 50000 --wp 
 T=/sys/kernel/tracing
 if [ -w "$T/tracing_on" ]; then
   ev="sched/sched_switch sched/sched_waking syscalls/sys_enter_futex syscalls/sys_exit_futex"
-  size=$(cat "$T/buffer_size_kb")
+  # Before the buffer was first used it reads "7 (expanded: 1408)": the
+  # size to give back is the expanded one.
+  size=$(sed -E 's/.*expanded: ([0-9]+).*/\1/; s/^([0-9]+).*/\1/' "$T/buffer_size_kb")
   echo 0 > "$T/tracing_on"; echo > "$T/trace"; echo 20000 > "$T/buffer_size_kb"
   for e in $ev; do echo 1 > "$T/events/$e/enable"; done
   echo 1 > "$T/tracing_on"
   "$kicklab" run --backend futex --profile futex.profile.json --messages 50000 --wp 2us --json > futex-ftrace.run.json
   echo 0 > "$T/tracing_on"
-  gzip -9 < "$T/trace" > futex-ftrace.txt.gz
+  # Through a pipe: tracefs gives the file no size, and gzip reading it
+  # directly warns that its size changed.
+  cat "$T/trace" | gzip -9 > futex-ftrace.txt.gz
   for e in $ev; do echo 0 > "$T/events/$e/enable"; done
   echo > "$T/trace"; echo "$size" > "$T/buffer_size_kb"; echo 1 > "$T/tracing_on"
 fi
