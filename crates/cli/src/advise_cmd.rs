@@ -53,11 +53,5 @@ pub fn run(a: &AdviseArgs) -> anyhow::Result<()> {
         check: a.check,
     }
     .run(&kicklab_term::progress::Bars::default())?;
-    if a.json {
-        return crate::show::print_json(&out.json);
-    }
-    for line in &out.text {
-        outln!("{line}");
-    }
-    Ok(())
+    kicklab_term::show::result(a.json, &out.json, &out.text)
 }

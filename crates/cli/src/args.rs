@@ -4,8 +4,6 @@
 use clap::Args;
 use kicklab_model::Cost;
 
-use kicklab_term::Usage;
-
 /// The pair's parameters. Defaults: the paper's Fig. 4 set-up.
 #[derive(Debug, Clone, Args)]
 pub struct ParamArgs {
@@ -82,39 +80,9 @@ pub struct ParamArgs {
 pub fn backend(s: &str) -> Result<kicklab_testbed::Backend, String> {
     let be: kicklab_testbed::Backend = s.parse()?;
     if let kicklab_testbed::Backend::Kvm(_) = be {
-        kvm_usable().map_err(|why| why.to_string())?;
+        kicklab_lab::backend_input::kvm_unusable().map_or(Ok(()), Err)?;
     }
     Ok(be)
-}
-
-/// Whether this machine's KVM can run kicklab's guests; the refusal is
-/// the same line in every command (`--backend`, why), whether clap's
-/// parser or the command's own check finds it.
-///
-/// # Errors
-///
-/// The reason, as one line.
-pub fn kvm_usable() -> Result<(), KvmUnusable> {
-    kicklab_testbed::kvm::available().map_err(KvmUnusable)
-}
-
-/// `--backend kvm` where KVM cannot run kicklab's guests.
-#[derive(Debug)]
-pub struct KvmUnusable(String);
-
-impl std::fmt::Display for KvmUnusable {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "kvm is not usable here: {}", self.0)
-    }
-}
-
-impl From<KvmUnusable> for anyhow::Error {
-    fn from(k: KvmUnusable) -> anyhow::Error {
-        Usage(format!(
-            "invalid value 'kvm' for '--backend <BACKEND>': {k}"
-        ))
-        .into()
-    }
 }
 
 /// `--backend` and the options of the kvm backend.

@@ -52,19 +52,13 @@ pub fn run(a: &CalibrateArgs) -> anyhow::Result<()> {
     };
     request.calibration()?;
     if let Some(path) = &a.save {
-        kicklab_term::files::check_out_file(path, "--save")?;
+        kicklab_term::files::check_out_file(path, kicklab_model::Flag::Save)?;
     }
     let out = request.run(&kicklab_term::progress::Bars::default())?;
     if let Some(path) = &a.save {
         let json = serde_json::to_string_pretty(&out.profile)?;
-        kicklab_term::files::save(path, "--save", json.as_bytes())?;
+        kicklab_term::files::save(path, kicklab_model::Flag::Save, json.as_bytes())?;
         errln!("saved {}", path.display());
     }
-    if a.json {
-        return crate::show::print_json(&out.json);
-    }
-    for line in &out.text {
-        outln!("{line}");
-    }
-    Ok(())
+    kicklab_term::show::result(a.json, &out.json, &out.text)
 }

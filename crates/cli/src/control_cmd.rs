@@ -96,7 +96,8 @@ pub fn run(a: &ControlArgs) -> anyhow::Result<()> {
         direction: a.direction,
     };
     let (spec, notes) = request.spec()?;
-    let dir = kicklab_term::files::out_dir(&a.out, "--out", "kicklab control", a.force)?;
+    let dir =
+        kicklab_term::files::out_dir(&a.out, kicklab_model::Flag::Out, "kicklab control", a.force)?;
     for note in notes {
         errln!("note: {note}");
     }
@@ -105,7 +106,7 @@ pub fn run(a: &ControlArgs) -> anyhow::Result<()> {
     page.write(dir.path())?;
     kicklab_report::write_atomic(&dir.path().join("control.csv"), csv(&study))?;
     if a.json {
-        crate::show::print_json(&serde_json::to_value(&study)?)?;
+        kicklab_term::show::print_json(&serde_json::to_value(&study)?)?;
         return kicklab_term::files::commit(dir);
     }
     for line in kicklab_lab::control::render::lines(&study) {

@@ -59,7 +59,7 @@ pub fn run(a: &FlagsArgs) -> anyhow::Result<()> {
     };
     req.check()?;
     if a.backend == FlagsBackend::Kvm {
-        crate::args::kvm_usable()?;
+        kicklab_lab::backend_input::kvm_usable()?;
     }
     if !a.json {
         outln!("{}", kicklab_lab::flags::text_header());
@@ -70,7 +70,7 @@ pub fn run(a: &FlagsArgs) -> anyhow::Result<()> {
         }
     })?;
     if a.json {
-        return crate::show::print_json(&kicklab_lab::flags::runs_json(&runs)?);
+        return kicklab_term::show::print_json(&kicklab_lab::flags::runs_json(&runs)?);
     }
     Ok(())
 }

@@ -18,7 +18,6 @@ mod args;
 mod bench;
 mod calibrate_cmd;
 mod control_cmd;
-mod errors;
 mod flags_cmd;
 mod map_cmd;
 mod model_cmd;
@@ -28,7 +27,6 @@ mod replay_cmd;
 mod report_cmd;
 mod run_cmd;
 mod scale_cmd;
-mod show;
 mod sim_cmd;
 mod sweep_cmd;
 mod trace_cmd;
@@ -36,7 +34,8 @@ mod validate_cmd;
 
 use clap::{Parser, Subcommand};
 use kicklab_model::Flag;
-use kicklab_term::{cmdline::one_line, out};
+use kicklab_term::cmdline::{given, given_value, one_line};
+use kicklab_term::out;
 
 #[derive(Debug, Parser)]
 #[command(
@@ -153,7 +152,7 @@ fn kicklab() -> u8 {
         Cmd::Report(a) => report_cmd::run(&a),
         Cmd::Replay(a) => replay_cmd::run(&a),
     };
-    kicklab_term::exit_code(result, &notes, errors::usage_of)
+    kicklab_term::exit_code(result, &notes)
 }
 
 /// Said when another kicklab process holds the CPUs this one's real runs
@@ -178,13 +177,7 @@ fn overridden_flag(cmd: &Cmd, matches: &clap::ArgMatches) -> Option<String> {
         _ => return None,
     };
     let sub = matches.subcommand_matches(name)?;
-    let value = |flag: Flag| {
-        let id = flag.name().replace('-', "_");
-        let given = sub.value_source(&id) == Some(clap::parser::ValueSource::CommandLine);
-        let raw = sub.try_get_raw(&id).ok().flatten()?.next()?;
-        given.then(|| raw.to_string_lossy().into_owned())
-    };
-    kicklab_lab::unused::overridden(name, &sets, &value)
+    kicklab_lab::unused::overridden(name, &sets, &|flag| given_value(sub, flag))
 }
 
 /// Flags given on the command line that this combination leaves unused
@@ -195,16 +188,12 @@ fn unused_flags(cmd: &Cmd, matches: &clap::ArgMatches) -> Vec<String> {
     let Some((_, sub)) = matches.subcommand() else {
         return Vec::new();
     };
-    let given = |flag: Flag| {
-        let id = flag.name().replace('-', "_");
-        sub.try_get_raw(&id).is_ok()
-            && sub.value_source(&id) == Some(clap::parser::ValueSource::CommandLine)
-    };
+    let was_given = |flag: Flag| given(sub, flag);
     let unused = match cmd {
-        Cmd::Model(a) => a.unused(&given),
-        Cmd::Sim(a) => a.unused(&given),
-        Cmd::Run(a) => a.unused(&given),
-        Cmd::Qos(a) => a.unused(&given),
+        Cmd::Model(a) => a.unused(&was_given),
+        Cmd::Sim(a) => a.unused(&was_given),
+        Cmd::Run(a) => a.unused(&was_given),
+        Cmd::Qos(a) => a.unused(&was_given),
         _ => Vec::new(),
     };
     unused.iter().map(ToString::to_string).collect()

@@ -41,7 +41,8 @@ pub struct MapArgs {
 
 pub fn run(a: &MapArgs) -> anyhow::Result<()> {
     let base = a.params.input().params()?;
-    let dir = kicklab_term::files::out_dir(&a.out, "--out", "kicklab map", a.force)?;
+    let dir =
+        kicklab_term::files::out_dir(&a.out, kicklab_model::Flag::Out, "kicklab map", a.force)?;
     let spec = MapSpec {
         base,
         x: a.x,

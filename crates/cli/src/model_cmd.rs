@@ -36,11 +36,5 @@ pub fn run(a: &ModelArgs) -> anyhow::Result<()> {
     for note in &out.notes {
         errln!("note: {note}");
     }
-    if a.json {
-        return crate::show::print_json(&out.json);
-    }
-    for line in &out.text {
-        outln!("{line}");
-    }
-    Ok(())
+    kicklab_term::show::result(a.json, &out.json, &out.text)
 }

@@ -3,7 +3,7 @@
 use std::time::Duration;
 
 use clap::Args;
-use kicklab_lab::pingpong::{default_idles, run_all, table};
+use kicklab_lab::pingpong::PingPongRequest;
 use kicklab_testbed::pingpong::Idle;
 
 use crate::args::PingPongBackendArgs;
@@ -38,34 +38,13 @@ pub struct PingPongArgs {
 }
 
 pub fn run(a: &PingPongArgs) -> anyhow::Result<()> {
-    a.be.input().check()?;
-    let be = a.be.input().get();
-    let names: Vec<String> = a.idle.iter().map(ToString::to_string).collect();
-    crate::show::no_repeats("--idle", &names)?;
-    let idles = if a.idle.is_empty() {
-        default_idles(be)
-    } else {
-        a.idle.clone()
-    };
-    let polls = a.requester == "poll";
-    let runs = run_all(
-        be,
-        &idles,
-        a.messages,
-        a.work,
-        polls,
-        &kicklab_term::progress::Bars::default(),
-    )?;
-    if a.json {
-        return crate::show::print_json(&kicklab_lab::pingpong::runs_json(
-            be, &runs, a.work, polls,
-        )?);
+    let out = PingPongRequest {
+        backend: a.be.input(),
+        idles: a.idle.clone(),
+        messages: a.messages,
+        work: a.work,
+        requester_polls: a.requester == "poll",
     }
-    for l in kicklab_lab::pingpong::header(be, a.messages, a.work, polls)
-        .into_iter()
-        .chain(table(be, &runs, true))
-    {
-        outln!("{l}");
-    }
-    Ok(())
+    .run(&kicklab_term::progress::Bars::default())?;
+    kicklab_term::show::result(a.json, &out.json, &out.text)
 }

@@ -63,8 +63,7 @@ pub struct QosArgs {
     /// sim (events), model (analytic), futex (threads over kicklab rings,
     /// the paper's times scaled by --scale), kvm (as futex, with a real
     /// KVM guest per VM consuming over a ring in its memory).
-    #[arg(long, default_value = "sim", value_parser = PossibleValuesParser::new(QosBackend::ALL.map(QosBackend::name))
-        .map(|s| QosBackend::ALL.into_iter().find(|b| b.name() == s).unwrap_or(QosBackend::Sim)))]
+    #[arg(long, default_value = "sim", value_parser = kicklab_term::cmdline::choice(&QosBackend::ALL, QosBackend::name))]
     backend: QosBackend,
     /// Seconds measured, of the paper's time (after 1 s of warm-up); a
     /// real run (--backend futex or kvm) takes both times --scale, the
@@ -137,12 +136,12 @@ pub fn run(a: &QosArgs) -> anyhow::Result<()> {
     let req = a.request();
     req.check()?;
     if a.backend == QosBackend::Kvm {
-        crate::args::kvm_usable()?;
+        kicklab_lab::backend_input::kvm_usable()?;
     }
     let dir = if a.figures {
         Some(kicklab_term::files::out_dir(
             &a.out,
-            "--out",
+            kicklab_model::Flag::Out,
             "kicklab qos",
             a.force,
         )?)
@@ -155,7 +154,7 @@ pub fn run(a: &QosArgs) -> anyhow::Result<()> {
         kicklab_report::write_atomic(&dir.path().join(files.csv_name), &files.csv)?;
     }
     if a.json {
-        crate::show::print_json(&output.json)?;
+        kicklab_term::show::print_json(&output.json)?;
     } else {
         for line in &output.text {
             outln!("{line}");

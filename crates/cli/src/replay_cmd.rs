@@ -34,13 +34,13 @@ pub fn run(a: &ReplayArgs) -> anyhow::Result<()> {
     let lines = if a.control {
         let picks = replay_control(&a.dir)?;
         if a.json {
-            return crate::show::print_json(&serde_json::to_value(&picks)?);
+            return kicklab_term::show::print_json(&serde_json::to_value(&picks)?);
         }
         kicklab_lab::control::replay::lines(&picks)
     } else {
         let sets = replay(&a.dir)?;
         if a.json {
-            return crate::show::print_json(&serde_json::to_value(&sets)?);
+            return kicklab_term::show::print_json(&serde_json::to_value(&sets)?);
         }
         sets.iter().flat_map(kicklab_lab::replay::lines).collect()
     };

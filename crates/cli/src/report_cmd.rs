@@ -71,7 +71,8 @@ pub fn run(a: &ReportArgs) -> anyhow::Result<()> {
     };
     // Bad options and a bad --out fail before anything runs.
     opts.check()?;
-    let dir = kicklab_term::files::out_dir(&a.out, "--out", "kicklab report", a.force)?;
+    let dir =
+        kicklab_term::files::out_dir(&a.out, kicklab_model::Flag::Out, "kicklab report", a.force)?;
     let report = build(&opts, &kicklab_term::progress::Bars::default())?;
     report.write(dir.path())?;
     outln!("{}", a.out.join("index.html").display());

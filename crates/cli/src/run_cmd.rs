@@ -89,27 +89,21 @@ pub fn run(a: &RunArgs) -> anyhow::Result<()> {
     };
     request.check()?;
     if let Some(path) = &a.timeline {
-        kicklab_term::files::check_out_file(path, "--timeline")?;
+        kicklab_term::files::check_out_file(path, kicklab_model::Flag::Timeline)?;
     }
     let out = request.run(&kicklab_term::progress::Bars::default())?;
-    crate::show::print_warnings("", &out.warnings);
+    kicklab_term::show::print_warnings("", &out.warnings);
     let latency = out.result.rates.latency_ns.as_ref();
     if let Some(w) = kicklab_lab::disturbance::latency_bound_missed(
         out.spec.modes(),
         latency,
-        crate::show::latency_written_bare(),
+        kicklab_term::cmdline::latency_written_bare(),
     ) {
         errln!("warning: {w}");
     }
     if let Some(path) = &a.timeline {
         let svg = out.timeline_svg.as_deref();
-        crate::show::save_timeline(path, svg, "the run's window holds")?;
+        kicklab_term::show::save_timeline(path, svg, "the run's window holds")?;
     }
-    if a.json {
-        return crate::show::print_json(&out.json);
-    }
-    for line in &out.text {
-        outln!("{line}");
-    }
-    Ok(())
+    kicklab_term::show::result(a.json, &out.json, &out.text)
 }

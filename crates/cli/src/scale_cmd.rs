@@ -2,8 +2,9 @@
 //! time-sharing the CPUs, idling by spinning or with a timeout; for real
 //! (threads, KVM guests) or simulated (`--backend sim`).
 
-use clap::{Args, ValueEnum};
+use clap::Args;
 use kicklab_lab::scale_command::{plan, ScaleBackend, ScaleRequest, SimMachine};
+use kicklab_term::cmdline::choice;
 use kicklab_testbed::scale::ScaleIdle;
 
 /// Arguments of `kicklab scale`.
@@ -25,8 +26,8 @@ pub struct ScaleArgs {
     /// a tiny VM of one vCPU per guest, idling by spinning or through the
     /// VMM with a timeout (at most 64 guests); sim: the event simulator,
     /// a round-robin scheduler over --cpus CPUs (docs/vm-mechanisms.md).
-    #[arg(long, default_value = "futex")]
-    backend: Backend,
+    #[arg(long, default_value = "futex", value_parser = choice(&ScaleBackend::ALL, ScaleBackend::name))]
+    backend: ScaleBackend,
     /// Requests outstanding in all (the client's concurrency), spread over
     /// the guests.
     #[arg(long, value_parser = kicklab_model::typed::whole::<usize>, default_value_t = 32, allow_hyphen_values = true)]
@@ -45,14 +46,6 @@ pub struct ScaleArgs {
     json: bool,
     #[command(flatten)]
     sim: SimCosts,
-}
-
-/// `--backend`'s values.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-enum Backend {
-    Futex,
-    Kvm,
-    Sim,
 }
 
 /// The simulator's machine (`--backend sim` only).
@@ -85,11 +78,7 @@ struct SimCosts {
 }
 
 pub fn run(a: &ScaleArgs) -> anyhow::Result<()> {
-    let backend = match a.backend {
-        Backend::Futex => ScaleBackend::Futex,
-        Backend::Kvm => ScaleBackend::Kvm,
-        Backend::Sim => ScaleBackend::Sim,
-    };
+    let backend = a.backend;
     let c = &a.sim;
     let req = ScaleRequest {
         backend,
@@ -115,15 +104,9 @@ pub fn run(a: &ScaleArgs) -> anyhow::Result<()> {
     };
     let planned = plan(&req)?;
     if backend == ScaleBackend::Kvm {
-        crate::args::kvm_usable()?;
+        kicklab_lab::backend_input::kvm_usable()?;
     }
     let output =
         kicklab_lab::scale_command::run(&planned, &kicklab_term::progress::Bars::default())?;
-    if a.json {
-        return crate::show::print_json(&output.json);
-    }
-    for line in &output.text {
-        outln!("{line}");
-    }
-    Ok(())
+    kicklab_term::show::result(a.json, &output.json, &output.text)
 }

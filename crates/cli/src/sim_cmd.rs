@@ -114,34 +114,23 @@ pub fn run(a: &SimArgs) -> anyhow::Result<()> {
     if let Some(w) = kicklab_lab::disturbance::latency_bound_missed(
         [cfg.mode_p, cfg.mode_c],
         out.result.rates.latency_ns.as_ref(),
-        crate::show::latency_written_bare(),
+        kicklab_term::cmdline::latency_written_bare(),
     ) {
         errln!("warning: {w}");
     }
-    if a.json {
-        return crate::show::print_json(&out.json);
-    }
-    for line in &out.text {
-        outln!("{line}");
-    }
-    Ok(())
+    kicklab_term::show::result(a.json, &out.json, &out.text)
 }
 /// A flag beside `sim --bench` other than `--json`: the benchmark runs
 /// its own pairs and sizes, so the flag would be ignored without a word.
 pub fn bench_flag(matches: &clap::ArgMatches) -> Option<String> {
     let sub = matches.subcommand_matches("sim")?;
-    if !sub.get_flag("bench") {
-        return None;
-    }
-    sub.ids()
-        .map(clap::Id::as_str)
-        .filter(|id| !matches!(*id, "bench" | "json"))
-        .find(|id| sub.value_source(id) == Some(clap::parser::ValueSource::CommandLine))
-        .map(|id| {
-            format!(
-                "--{}: sim --bench measures the simulator on its own pairs and sizes; \
-                 leave --{0} out (only --json goes with --bench)",
-                id.replace('_', "-")
-            )
-        })
+    let flag = sub
+        .get_flag("bench")
+        .then(|| kicklab_term::cmdline::given_besides(sub, &[Flag::Bench, Flag::Json]))??;
+    Some(format!(
+        "{flag}: sim {} measures the simulator on its own pairs and sizes; \
+         leave {flag} out (only {} goes with {0})",
+        Flag::Bench,
+        Flag::Json
+    ))
 }

@@ -40,7 +40,8 @@ pub struct SweepArgs {
 /// Runs a sweep with a progress bar.
 pub fn run(a: &SweepArgs) -> anyhow::Result<()> {
     let params = a.params.input().params()?;
-    let dir = kicklab_term::files::out_dir(&a.out, "--out", "kicklab sweep", a.force)?;
+    let dir =
+        kicklab_term::files::out_dir(&a.out, kicklab_model::Flag::Out, "kicklab sweep", a.force)?;
     let out = kicklab_lab::sweep_command::run(
         &params,
         &a.vary,

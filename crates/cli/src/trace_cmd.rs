@@ -5,8 +5,7 @@ use std::path::PathBuf;
 
 use clap::Args;
 use kicklab_lab::knobs::{Mechanism, Mechanisms};
-use kicklab_lab::trace::{analyze, TraceSpec};
-use kicklab_model::Params;
+use kicklab_lab::trace::{analyze, TraceRequest};
 use kicklab_trace::{Naming, Who};
 
 /// Arguments of `kicklab trace`.
@@ -68,26 +67,12 @@ pub struct TraceArgs {
 
 pub fn run(a: &TraceArgs) -> anyhow::Result<()> {
     if let Some(path) = &a.save {
-        kicklab_term::files::check_out_file(path, "--save")?;
+        kicklab_term::files::check_out_file(path, kicklab_model::Flag::Save)?;
     }
     if let Some(path) = &a.timeline {
-        kicklab_term::files::check_out_file(path, "--timeline")?;
+        kicklab_term::files::check_out_file(path, kicklab_model::Flag::Timeline)?;
     }
-    let base = a
-        .profile
-        .as_deref()
-        .map(kicklab_lab::pair_input::read_profile)
-        .transpose()?;
-    let mut params = Params {
-        len: a.len,
-        k_p: a.kp,
-        k_c: a.kc,
-        ..Params::default()
-    };
-    if let Some(p) = &base {
-        p.apply_costs(&mut params, false);
-    }
-    let spec = TraceSpec {
+    let spec = TraceRequest {
         path: a.file.clone(),
         naming: Naming {
             producer: a.producer.clone(),
@@ -96,27 +81,29 @@ pub fn run(a: &TraceArgs) -> anyhow::Result<()> {
         },
         messages: a.messages,
         rate_per_s: a.rate,
-        params,
-        from_profile: base.is_some(),
-        base,
-        latency_ns: (!a.mechanisms.0.is_empty()).then_some(a.latency),
+        len: a.len,
+        k_p: a.kp,
+        k_c: a.kc,
+        profile: a.profile.clone(),
+        latency_ns: a.latency,
         mechanisms: a.mechanisms.0.clone(),
-    };
+    }
+    .spec()?;
     let report = analyze(&spec, &kicklab_term::progress::Bars::default())?;
     if let Some(path) = &a.save {
         kicklab_term::files::save(
             path,
-            "--save",
+            kicklab_model::Flag::Save,
             serde_json::to_string_pretty(&report.profile)?.as_bytes(),
         )?;
         errln!("saved {}", path.display());
     }
     if let Some(path) = &a.timeline {
         let svg = kicklab_lab::trace::timeline_svg(&report);
-        crate::show::save_timeline(path, svg.as_deref(), "the trace times")?;
+        kicklab_term::show::save_timeline(path, svg.as_deref(), "the trace times")?;
     }
     if a.json {
-        return crate::show::print_json(&serde_json::to_value(&report)?);
+        return kicklab_term::show::print_json(&serde_json::to_value(&report)?);
     }
     for line in kicklab_lab::trace_text::lines(&report) {
         outln!("{line}");

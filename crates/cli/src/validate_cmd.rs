@@ -64,7 +64,7 @@ pub fn run(a: &ValidateArgs) -> anyhow::Result<()> {
     let out = match &out {
         Some(dir) => Some(kicklab_term::files::out_dir(
             dir,
-            "--out",
+            kicklab_model::Flag::Out,
             "kicklab validate",
             a.force,
         )?),
@@ -79,7 +79,7 @@ pub fn run(a: &ValidateArgs) -> anyhow::Result<()> {
         kicklab_report::write_atomic(&dir.path().join("validate.csv"), &done.csv)?;
     }
     if a.json {
-        crate::show::print_json(&done.json)?;
+        kicklab_term::show::print_json(&done.json)?;
     } else {
         for line in &done.text {
             outln!("{line}");

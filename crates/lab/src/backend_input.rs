@@ -12,6 +12,29 @@ use kicklab_testbed::Backend;
 
 use crate::{Input, LabError};
 
+/// Why this machine's KVM cannot run kicklab's guests, as one line; `None`
+/// where it can.
+#[must_use]
+pub fn kvm_unusable() -> Option<String> {
+    kicklab_testbed::kvm::available()
+        .err()
+        .map(|why| format!("kvm is not usable here: {why}"))
+}
+
+/// Refuses the kvm backend where this machine's KVM cannot run kicklab's
+/// guests: the same reason in every command, whether the flag's parser or
+/// the command's own check finds it.
+///
+/// # Errors
+///
+/// [`LabError::Input`] ([`Input::Kvm`]) with the reason.
+pub fn kvm_usable() -> Result<(), LabError> {
+    match kvm_unusable() {
+        Some(why) => Err(LabError::input(Input::Kvm, why)),
+        None => Ok(()),
+    }
+}
+
 /// A backend and the kvm options, as given.
 #[derive(Clone, Copy, Debug)]
 pub struct BackendInput {

@@ -100,6 +100,9 @@ pub enum Input {
     Check,
     /// The file a run's picture is drawn to.
     Timeline,
+    /// The kvm backend, where this machine's KVM cannot run kicklab's
+    /// guests.
+    Kvm,
 }
 
 impl Input {
@@ -151,6 +154,7 @@ impl Input {
             Input::Guest => "guest",
             Input::Check => "check",
             Input::Timeline => "timeline",
+            Input::Kvm => "kvm",
         }
     }
 }

@@ -94,6 +94,59 @@ pub fn default_idles(be: Backend) -> Vec<Idle> {
     }
 }
 
+/// A ping-pong suite as the user asks for it.
+#[derive(Debug, Clone)]
+pub struct PingPongRequest {
+    /// Where the responder runs (the guest responds: tx).
+    pub backend: crate::backend_input::BackendInput,
+    /// The responder's idle strategies (none: every one the backend has).
+    pub idles: Vec<Idle>,
+    /// Requests per strategy.
+    pub messages: u64,
+    /// Work per message on each side.
+    pub work: Duration,
+    /// Whether the requester polls for each response (else it blocks).
+    pub requester_polls: bool,
+}
+
+/// What a ping-pong suite shows: `--json`'s object and the text lines.
+#[derive(Debug, Clone)]
+pub struct PingPongOutput {
+    /// As [`runs_json`].
+    pub json: serde_json::Value,
+    /// The header and the table beside van Riel's.
+    pub text: Vec<String>,
+}
+
+impl PingPongRequest {
+    /// Checks the request, runs every strategy once, in order, and shows
+    /// the runs.
+    ///
+    /// # Errors
+    ///
+    /// A kvm option without kvm, a strategy listed twice, and as
+    /// [`run_all`].
+    pub fn run(&self, progress: &dyn Progress) -> Result<PingPongOutput, LabError> {
+        self.backend.check()?;
+        let be = self.backend.get();
+        let names: Vec<String> = self.idles.iter().map(ToString::to_string).collect();
+        crate::error::no_repeats(Input::Idle, &names)?;
+        let idles = if self.idles.is_empty() {
+            default_idles(be)
+        } else {
+            self.idles.clone()
+        };
+        let (work, polls) = (self.work, self.requester_polls);
+        let runs = run_all(be, &idles, self.messages, work, polls, progress)?;
+        let mut text = header(be, self.messages, work, polls);
+        text.extend(table(be, &runs, true));
+        Ok(PingPongOutput {
+            json: runs_json(be, &runs, work, polls)?,
+            text,
+        })
+    }
+}
+
 /// Runs every strategy once, in order.
 ///
 /// # Errors

@@ -36,6 +36,21 @@ pub enum ScaleBackend {
     Sim,
 }
 
+impl ScaleBackend {
+    /// Every backend, in the order `--help` lists them.
+    pub const ALL: [ScaleBackend; 3] = [ScaleBackend::Futex, ScaleBackend::Kvm, ScaleBackend::Sim];
+
+    /// The backend's name as the command line gives it.
+    #[must_use]
+    pub fn name(self) -> &'static str {
+        match self {
+            ScaleBackend::Futex => "futex",
+            ScaleBackend::Kvm => "kvm",
+            ScaleBackend::Sim => "sim",
+        }
+    }
+}
+
 /// The simulated machine's settings, each `None` for its default
 /// ([`crate::scale::sim_config`]).
 #[derive(Debug, Clone, Default)]

@@ -39,6 +39,68 @@ pub struct TraceSpec {
     pub mechanisms: Vec<Mechanism>,
 }
 
+/// A trace analysis as the user asks for it: [`TraceRequest::spec`] reads
+/// the profile named and fills in the costs the trace does not give.
+#[derive(Debug, Clone)]
+pub struct TraceRequest {
+    /// The trace.
+    pub path: PathBuf,
+    /// The pair, as the user named it.
+    pub naming: Naming,
+    /// Messages in the traced window, or
+    pub messages: Option<u64>,
+    /// the pair's rate [messages/s].
+    pub rate_per_s: Option<f64>,
+    /// The ring's length L, k_P and k_C.
+    pub len: u32,
+    /// k_P.
+    pub k_p: u32,
+    /// k_C.
+    pub k_c: u32,
+    /// A calibration profile for the costs the trace does not give.
+    pub profile: Option<PathBuf>,
+    /// The bound on p99 latency advice keeps [ns].
+    pub latency_ns: f64,
+    /// The mechanisms advice gives settings for (none: no advice).
+    pub mechanisms: Vec<Mechanism>,
+}
+
+impl TraceRequest {
+    /// What to read and how to count it: the profile read, its costs
+    /// (else the paper's) where the trace gives none.
+    ///
+    /// # Errors
+    ///
+    /// [`Input::Profile`]: the profile cannot be read.
+    pub fn spec(&self) -> Result<TraceSpec, LabError> {
+        let base = self
+            .profile
+            .as_deref()
+            .map(crate::pair_input::read_profile)
+            .transpose()?;
+        let mut params = Params {
+            len: self.len,
+            k_p: self.k_p,
+            k_c: self.k_c,
+            ..Params::default()
+        };
+        if let Some(p) = &base {
+            p.apply_costs(&mut params, false);
+        }
+        Ok(TraceSpec {
+            path: self.path.clone(),
+            naming: self.naming.clone(),
+            messages: self.messages,
+            rate_per_s: self.rate_per_s,
+            params,
+            from_profile: base.is_some(),
+            base,
+            latency_ns: (!self.mechanisms.is_empty()).then_some(self.latency_ns),
+            mechanisms: self.mechanisms.clone(),
+        })
+    }
+}
+
 /// Where each cost the model was given came from.
 #[derive(Debug, Clone, Serialize)]
 pub struct Sources {

@@ -1,7 +1,8 @@
 //! The raw command line: `validate --replay` as `replay`, arguments that
-//! are not UTF-8, clap's errors cut to one line naming the flag. What
-//! does not live here: which flags a command ignores or overrides (they
-//! need the command: the binary), library errors (the binary's `errors`).
+//! are not UTF-8, clap's errors cut to one line naming the flag, which
+//! flags were given (rather than left at their defaults). What does not
+//! live here: which flags a command ignores or overrides (they need the
+//! command: the binary), library errors (the `usage` module).
 
 use kicklab_model::Flag;
 
@@ -32,6 +33,67 @@ pub fn replay_alias(args: Vec<std::ffi::OsString>) -> Vec<std::ffi::OsString> {
         }
     }
     out
+}
+
+/// Whether `flag` was given on the command line of the subcommand whose
+/// matches are `sub` (not left at its default).
+pub fn given(sub: &clap::ArgMatches, flag: Flag) -> bool {
+    let id = flag.name().replace('-', "_");
+    sub.try_get_raw(&id).is_ok()
+        && sub.value_source(&id) == Some(clap::parser::ValueSource::CommandLine)
+}
+
+/// The value `flag` was given on the command line, where it was.
+pub fn given_value(sub: &clap::ArgMatches, flag: Flag) -> Option<String> {
+    let id = flag.name().replace('-', "_");
+    let raw = sub.try_get_raw(&id).ok().flatten()?.next()?;
+    given(sub, flag).then(|| raw.to_string_lossy().into_owned())
+}
+
+/// The first flag given on the command line of `sub` other than those in
+/// `allowed`, as its name (`--messages`).
+pub fn given_besides(sub: &clap::ArgMatches, allowed: &[Flag]) -> Option<String> {
+    sub.ids()
+        .map(clap::Id::as_str)
+        .filter(|id| !allowed.iter().any(|f| f.name().replace('-', "_") == *id))
+        .find(|id| sub.value_source(id) == Some(clap::parser::ValueSource::CommandLine))
+        .map(|id| format!("--{}", id.replace('_', "-")))
+}
+
+/// A value parser over a fixed set of values, each given by its name:
+/// clap lists them in `--help` and refuses any other with its own words.
+pub fn choice<T: Copy + Send + Sync + 'static>(
+    all: &'static [T],
+    name: fn(T) -> &'static str,
+) -> impl clap::builder::TypedValueParser<Value = T> {
+    use clap::builder::TypedValueParser as _;
+    clap::builder::PossibleValuesParser::new(all.iter().map(|&v| name(v))).map(move |s| {
+        all.iter()
+            .copied()
+            .find(|&v| name(v) == s)
+            .unwrap_or(all[0])
+    })
+}
+
+/// Whether a latency bound on the command line (`--latency D` or
+/// `latency=D` in a strategy) was written as a bare number, without its
+/// unit.
+pub fn latency_written_bare() -> bool {
+    let args = args_text();
+    let flag = Flag::Latency.to_string();
+    let with_value = format!("{flag}=");
+    let bare = |v: &str| v.trim().ends_with(|c: char| c.is_ascii_digit() || c == '.');
+    args.iter().enumerate().any(|(i, a)| {
+        if *a == flag {
+            return args.get(i + 1).is_some_and(|v| bare(v));
+        }
+        if let Some(v) = a.strip_prefix(&with_value) {
+            return bare(v);
+        }
+        a.split("latency=")
+            .skip(1)
+            .any(|v| bare(v.split(',').next().unwrap_or_default()))
+    })
 }
 
 /// `line` on one line: control characters (a newline in a path, say)

@@ -6,6 +6,7 @@
 
 use std::path::Path;
 
+use kicklab_model::Flag;
 use kicklab_report::{OutDir, OutDirError};
 
 use crate::Usage;
@@ -18,7 +19,7 @@ use crate::Usage;
 /// # Errors
 ///
 /// A [`Usage`] error naming `flag`.
-pub fn out_dir(dir: &Path, flag: &str, command: &str, force: bool) -> anyhow::Result<OutDir> {
+pub fn out_dir(dir: &Path, flag: Flag, command: &str, force: bool) -> anyhow::Result<OutDir> {
     OutDir::begin(dir, command, force).map_err(|e| Usage(format!("{flag}: {e}")).into())
 }
 
@@ -40,7 +41,7 @@ pub fn commit(dir: OutDir) -> anyhow::Result<()> {
 /// # Errors
 ///
 /// A [`Usage`] error.
-pub fn check_out_file(file: &Path, flag: &str) -> anyhow::Result<()> {
+pub fn check_out_file(file: &Path, flag: Flag) -> anyhow::Result<()> {
     kicklab_report::check_writable(file).map_err(|e| Usage(format!("{flag}: {e}")).into())
 }
 
@@ -51,7 +52,7 @@ pub fn check_out_file(file: &Path, flag: &str) -> anyhow::Result<()> {
 /// # Errors
 ///
 /// What failed, naming `flag` and the path (exit 1).
-pub fn save(file: &Path, flag: &str, bytes: &[u8]) -> anyhow::Result<()> {
+pub fn save(file: &Path, flag: Flag, bytes: &[u8]) -> anyhow::Result<()> {
     kicklab_report::write_atomic(file, bytes).map_err(|e| anyhow::anyhow!("{flag}: {e}"))
 }
 

@@ -1,14 +1,15 @@
 //! How the kicklab binary meets its process: standard streams whose failed
 //! writes are seen ([`out`], with the `outln!` and `errln!` macros), the
 //! raw arguments and clap's errors cut to one line ([`cmdline`], [`parse`]),
-//! output folders committed only once the output was written ([`files`]),
-//! progress bars ([`progress`]), and the exit code ([`exit_code`]).
+//! the libraries' errors as the line naming the flag that caused them
+//! ([`usage`]), a result shown as JSON or lines ([`show`]), output folders
+//! committed only once the output was written ([`files`]), progress bars
+//! ([`progress`]), and the exit code ([`exit_code`]).
 //!
 //! A library, as ripgrep's `grep-cli` is, so that this plumbing is tested
 //! on its own and the binary keeps to parsing, one call and printing. What
-//! does not live here: the flags (the binary's `clap` definitions), the
-//! mapping of the libraries' errors to flags (the binary's `errors`), and
-//! any of the lab's work.
+//! does not live here: the flags (the binary's `clap` definitions; their
+//! names are the table [`kicklab_model::Flag`]) and any of the lab's work.
 
 #[macro_use]
 pub mod out;
@@ -16,6 +17,8 @@ pub mod out;
 pub mod cmdline;
 pub mod files;
 pub mod progress;
+pub mod show;
+pub mod usage;
 
 use cmdline::{non_utf8_argument, one_line, one_line_error, replay_alias};
 
@@ -94,13 +97,9 @@ pub fn parse<C: clap::Parser>() -> Result<(C, clap::ArgMatches), u8> {
 
 /// The exit code of a command that ran, once its output is written: 0
 /// done (each note then said on stderr), 1 failed (an I/O error, a
-/// write that failed, the machine), 2 bad input (`usage_of` finds the
-/// line naming the flag).
-pub fn exit_code(
-    result: anyhow::Result<()>,
-    notes: &[String],
-    usage_of: impl Fn(&anyhow::Error) -> Option<String>,
-) -> u8 {
+/// write that failed, the machine), 2 bad input ([`usage::line`] finds
+/// the line naming the flag).
+pub fn exit_code(result: anyhow::Result<()>, notes: &[String]) -> u8 {
     match result {
         Ok(()) => {
             for note in notes {
@@ -110,7 +109,7 @@ pub fn exit_code(
         }
         // A lost standard output or error: `finish` says which, once.
         Err(e) if out::is_write_failure(&e) => out::finish(1),
-        Err(e) => match usage_of(&e) {
+        Err(e) => match usage::line(&e) {
             Some(line) => {
                 errln!("error: {}", one_line(&line));
                 out::finish(2)
