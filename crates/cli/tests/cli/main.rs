@@ -47,6 +47,40 @@ fn refused(args: &[&str], needle: &str) -> String {
     err
 }
 
+/// A quick calibration of `backend` (`futex`, `eventfd`, `pipe`; `kvm`
+/// with its `direction`, which other backends leave out), made once per test binary and shared by the
+/// long cases that run many pairs: a run given no `--profile` calibrates
+/// first, seconds each time. What those cases check (every message
+/// moved, the counts, what each strategy does) needs this machine's
+/// costs, not precise ones; a run without a profile is still checked
+/// (`outputs`' commands).
+fn shared_profile(backend: &str, direction: &str) -> String {
+    use std::collections::BTreeMap;
+    use std::sync::{Mutex, PoisonError};
+    static MADE: Mutex<BTreeMap<String, String>> = Mutex::new(BTreeMap::new());
+    let key = format!("{backend}-{direction}");
+    let mut made = MADE.lock().unwrap_or_else(PoisonError::into_inner);
+    if let Some(path) = made.get(&key) {
+        return path.clone();
+    }
+    let dir = tmp(&format!("profile-{key}"));
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = dir.join("profile.json").to_str().unwrap().to_string();
+    let mut args = vec!["calibrate", "--backend", backend];
+    if backend == "kvm" {
+        args.extend(["--direction", direction]);
+    }
+    args.extend(["--samples", "50", "--rounds", "1", "--save", &path]);
+    let out = kicklab(&args);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    made.insert(key, path.clone());
+    path
+}
+
 fn tmp(name: &str) -> PathBuf {
     let d = std::env::temp_dir().join(format!("kicklab-cli-{}-{name}", std::process::id()));
     let _ = std::fs::remove_dir_all(&d);
@@ -774,11 +808,14 @@ fn calibrate_saves_a_profile_that_model_and_sim_load() {
 #[ignore = "measures: real runs on every backend (CI runs it after the test command)"]
 fn run_moves_every_message_on_every_backend() {
     for backend in ["futex", "eventfd", "pipe"] {
+        let profile = shared_profile(backend, "tx");
         for strategy in ["notify", "poll", "spin:2us"] {
             let v = json(&[
                 "run",
                 "--backend",
                 backend,
+                "--profile",
+                &profile,
                 "--strategy",
                 strategy,
                 "--messages",
@@ -1012,10 +1049,13 @@ fn pingpong_prints_the_contract_fields() {
 #[test]
 #[ignore = "measures: real runs on every backend (CI runs it after the test command)"]
 fn run_takes_every_strategy_and_reports_sleeps_and_latency() {
+    let profile = shared_profile("futex", "tx");
     let v = json(&[
         "run",
         "--backend",
         "futex",
+        "--profile",
+        &profile,
         "--strategy",
         "adaptive",
         "--messages",
@@ -1048,6 +1088,8 @@ fn run_takes_every_strategy_and_reports_sleeps_and_latency() {
         "run",
         "--backend",
         "futex",
+        "--profile",
+        &profile,
         "--strategy-p",
         "notify",
         "--strategy-c",
@@ -1074,6 +1116,8 @@ fn run_takes_every_strategy_and_reports_sleeps_and_latency() {
         "run",
         "--backend",
         "futex",
+        "--profile",
+        &profile,
         "--strategy",
         "notify",
         "--messages",
@@ -1092,12 +1136,15 @@ fn kvm_runs_in_both_directions_where_there_is_kvm() {
         return;
     }
     for dir in ["tx", "rx"] {
+        let profile = shared_profile("kvm", dir);
         let v = json(&[
             "run",
             "--backend",
             "kvm",
             "--direction",
             dir,
+            "--profile",
+            &profile,
             "--messages",
             "5000",
             "--np",
@@ -1124,6 +1171,8 @@ fn kvm_runs_in_both_directions_where_there_is_kvm() {
             "kvm",
             "--direction",
             dir,
+            "--profile",
+            &profile,
             "--messages",
             "5000",
             "--wp",
@@ -1162,10 +1211,13 @@ fn run_draws_its_kicks_and_sleeps() {
     let dir = tmp("run-timeline");
     std::fs::create_dir_all(&dir).unwrap();
     let svg = dir.join("pair.svg");
+    let profile = shared_profile("futex", "tx");
     let out = kicklab(&[
         "run",
         "--backend",
         "futex",
+        "--profile",
+        &profile,
         "--wp",
         "2us",
         "--messages",
@@ -1192,6 +1244,8 @@ fn run_draws_its_kicks_and_sleeps() {
         "run",
         "--backend",
         "futex",
+        "--profile",
+        &profile,
         "--strategy",
         "poll",
         "--messages",
@@ -1224,11 +1278,14 @@ fn run_timeline_is_host_threads_only() {
 #[test]
 #[ignore = "measures: real runs on every backend (CI runs it after the test command)"]
 fn run_send_combining_on_threads() {
+    let profile = shared_profile("futex", "tx");
     for flush in ["full", "timer:20us", "on-interrupt"] {
         let v = json(&[
             "run",
             "--backend",
             "futex",
+            "--profile",
+            &profile,
             "--messages",
             "8000",
             "--wp",
