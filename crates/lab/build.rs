@@ -93,7 +93,7 @@ fn build(root: &Path) -> Result<Vec<u8>, String> {
     .arg("--target-dir")
     .arg(&target_dir);
     // What the outer build set for itself, not for this one: clippy's
-    // wrapper, its flags (`--cfg loom`), its target.
+    // wrapper, its flags (`RUSTFLAGS`), its target.
     for var in [
         "RUSTC_WORKSPACE_WRAPPER",
         "RUSTC_WRAPPER",

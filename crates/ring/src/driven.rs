@@ -363,7 +363,7 @@ impl<P: Policy, C: Clock> Driven<P, C> {
             spin_hint();
             i = i.wrapping_add(1);
             // Under loom there is no clock: two rounds stand for the deadline.
-            if cfg!(loom) && deadline.is_some() && i > 2 {
+            if cfg!(feature = "loom") && deadline.is_some() && i > 2 {
                 return Ok(false);
             }
             // The clock every 8 rounds (a few hundred ns at most).
@@ -383,12 +383,12 @@ impl<P: Policy, C: Clock> Driven<P, C> {
     fn nap(&mut self, until: u64, stats: &mut WaitStats) {
         stats.sleeps += 1;
         stats.naps += 1;
-        #[cfg(loom)]
+        #[cfg(feature = "loom")]
         {
             let _ = until;
             loom::thread::yield_now();
         }
-        #[cfg(not(loom))]
+        #[cfg(not(feature = "loom"))]
         {
             let now = self.now();
             if until > now {
@@ -548,7 +548,7 @@ impl Coalescer {
     }
 }
 
-#[cfg(all(test, not(loom)))]
+#[cfg(all(test, not(feature = "loom")))]
 mod tests {
     use super::*;
     use kicklab_model::{Params, Party};

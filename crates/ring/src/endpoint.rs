@@ -5,7 +5,7 @@
 use std::ptr::NonNull;
 use std::sync::Arc;
 
-#[cfg(loom)]
+#[cfg(feature = "loom")]
 use crate::layout::Owned;
 use crate::layout::{Memory, RingHeader, WaitPoint};
 use crate::sync::{fence, AtomicU64, Ordering};
@@ -85,10 +85,10 @@ pub fn ring(len: u32) -> (Producer, Consumer) {
         (1..=1 << 31).contains(&len),
         "ring length must be in 1..=2^31"
     );
-    #[cfg(not(loom))]
+    #[cfg(not(feature = "loom"))]
     let mem: Arc<dyn Memory> = Arc::new(crate::RawRing::allocate(len));
     // Loom needs its own atomics, built with `new`, not bytes of memory.
-    #[cfg(loom)]
+    #[cfg(feature = "loom")]
     let mem: Arc<dyn Memory> = Arc::new(Owned {
         header: RingHeader::default(),
         slots: (0..len).map(|_| AtomicU64::new(0)).collect(),
@@ -99,7 +99,7 @@ pub fn ring(len: u32) -> (Producer, Consumer) {
 /// Endpoints over a caller-provided region ([`crate::RawRing`]). The
 /// region's indices are taken as they are (a guest may have started the
 /// ring); each side starts at the index it reads.
-#[cfg(not(loom))]
+#[cfg(not(feature = "loom"))]
 #[inline]
 pub fn on_raw(raw: crate::RawRing) -> (Producer, Consumer) {
     let len = raw.len();
@@ -634,7 +634,7 @@ impl Consumer {
     }
 }
 
-#[cfg(all(test, not(loom)))]
+#[cfg(all(test, not(feature = "loom")))]
 mod tests {
     use super::*;
 

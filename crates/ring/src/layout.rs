@@ -141,13 +141,13 @@ pub(crate) trait Memory: Send + Sync {
 }
 
 /// A ring of loom atomics (model checking only; real rings use [`RawRing`]).
-#[cfg(loom)]
+#[cfg(feature = "loom")]
 pub(crate) struct Owned {
     pub(crate) header: RingHeader,
     pub(crate) slots: Box<[AtomicU64]>,
 }
 
-#[cfg(loom)]
+#[cfg(feature = "loom")]
 impl Memory for Owned {
     fn header(&self) -> &RingHeader {
         &self.header
@@ -159,7 +159,7 @@ impl Memory for Owned {
 
 /// A ring in a memory region the caller provides: shared memory between
 /// processes, or guest memory of a VM.
-#[cfg(not(loom))]
+#[cfg(not(feature = "loom"))]
 pub struct RawRing {
     header: *const RingHeader,
     slots: *const AtomicU64,
@@ -169,13 +169,13 @@ pub struct RawRing {
 
 // SAFETY: the region is only accessed through atomics (header fields and
 // slots), which may be shared between threads; `_owner` is Send + Sync.
-#[cfg(not(loom))]
+#[cfg(not(feature = "loom"))]
 unsafe impl Send for RawRing {}
 // SAFETY: as for Send: every access is atomic.
-#[cfg(not(loom))]
+#[cfg(not(feature = "loom"))]
 unsafe impl Sync for RawRing {}
 
-#[cfg(not(loom))]
+#[cfg(not(feature = "loom"))]
 impl RawRing {
     /// Bytes a ring of `len` slots needs.
     pub fn region_size(len: u32) -> usize {
@@ -255,22 +255,22 @@ impl RawRing {
 /// Heap memory owned through a raw pointer (a `Box` moved after a raw
 /// pointer was taken from it would invalidate that pointer under Stacked
 /// Borrows; Miri caught exactly this in an earlier test).
-#[cfg(not(loom))]
+#[cfg(not(feature = "loom"))]
 struct HeapRegion(*mut [Block]);
 
 /// A 128-byte-aligned block of the heap region.
-#[cfg(not(loom))]
+#[cfg(not(feature = "loom"))]
 #[repr(C, align(128))]
 struct Block([u8; 2 * CACHE_LINE]);
 
 // SAFETY: plain memory, only accessed through the ring's atomics.
-#[cfg(not(loom))]
+#[cfg(not(feature = "loom"))]
 unsafe impl Send for HeapRegion {}
 // SAFETY: as for Send.
-#[cfg(not(loom))]
+#[cfg(not(feature = "loom"))]
 unsafe impl Sync for HeapRegion {}
 
-#[cfg(not(loom))]
+#[cfg(not(feature = "loom"))]
 impl Drop for HeapRegion {
     fn drop(&mut self) {
         // SAFETY: the pointer came from Box::into_raw and is freed only here.
@@ -278,7 +278,7 @@ impl Drop for HeapRegion {
     }
 }
 
-#[cfg(not(loom))]
+#[cfg(not(feature = "loom"))]
 impl Memory for RawRing {
     fn header(&self) -> &RingHeader {
         // SAFETY: `from_raw` checked size and 64-byte alignment; the caller
@@ -294,7 +294,7 @@ impl Memory for RawRing {
     }
 }
 
-#[cfg(all(test, not(loom)))]
+#[cfg(all(test, not(feature = "loom")))]
 mod tests {
     use super::*;
 

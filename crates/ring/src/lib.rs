@@ -54,23 +54,23 @@
 mod driven;
 mod endpoint;
 mod layout;
-#[cfg(not(loom))]
+#[cfg(not(feature = "loom"))]
 mod notify;
 pub mod sync;
-#[cfg(not(loom))]
+#[cfg(not(feature = "loom"))]
 pub mod untrusted;
 mod wait;
 
 pub use driven::{
     Action, Clock, Coalescer, Controller, Driven, Episode, MonotonicClock, Policy, View,
 };
-#[cfg(not(loom))]
+#[cfg(not(feature = "loom"))]
 pub use endpoint::on_raw;
 pub use endpoint::{ring, Consumer, Producer, Published, Released};
-#[cfg(not(loom))]
+#[cfg(not(feature = "loom"))]
 pub use layout::RawRing;
 pub use layout::{offsets, reached, RingHeader, WaitPoint, CACHE_LINE};
-#[cfg(not(loom))]
+#[cfg(not(feature = "loom"))]
 pub use notify::{wait_readable, EventFdNotifier, FutexNotifier, NotifierKind, PipeNotifier};
 pub use wait::{Notifier, WaitError, WaitStats, WaitStrategy};
 

@@ -192,7 +192,9 @@ fn wait_for<S: Side>(
                 i = i.wrapping_add(1);
                 // Read the clock every 64 spins (about 2 us), not every spin.
                 // Under loom there is no clock: two spins stand for the budget.
-                if (cfg!(loom) && i > 2) || (i.is_multiple_of(64) && start.elapsed() >= budget) {
+                if (cfg!(feature = "loom") && i > 2)
+                    || (i.is_multiple_of(64) && start.elapsed() >= budget)
+                {
                     break;
                 }
             }
@@ -331,7 +333,7 @@ impl Consumer {
     }
 }
 
-#[cfg(all(test, not(loom)))]
+#[cfg(all(test, not(feature = "loom")))]
 mod tests {
     use super::*;
 

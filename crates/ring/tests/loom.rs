@@ -11,9 +11,8 @@
 //! with a deadline runs out after two rounds, so every interleaving of
 //! "woke from a nap / gave up a spin just as the peer moved" is explored.
 //!
-//! Run: `RUSTFLAGS="--cfg loom" cargo test -p kicklab-ring --test loom --release`
-//! (with `CARGO_TARGET_DIR=target/loom` to keep the normal build).
-#![cfg(loom)]
+//! Run: `cargo test -p kicklab-ring --features loom --test loom --release`.
+#![cfg(feature = "loom")]
 
 use std::time::Duration;
 

@@ -1,6 +1,9 @@
 //! The host's endpoints over memory a misbehaving peer scribbles on (the
 //! property `kicklab_ring::untrusted::drive` checks), as a property test so
 //! CI runs it without the fuzzer (`fuzz/` runs the same under libFuzzer).
+//! Not with the `loom` feature: the endpoints over raw memory are not
+//! built there.
+#![cfg(not(feature = "loom"))]
 
 use proptest::prelude::*;
 
