@@ -35,6 +35,16 @@ const KNOWN_MISSES: &[(&str, &str)] = &[
          sleep:50us, which the simulator picks at 3 us with a p99 under the \
          100 us bound, measured 115 us (futex) and 223 us (kvm tx)",
     ),
+    (
+        "dev-xeon-2c-nested/2026-12-07-control",
+        "the development machine on a noisy day (the futex calibration did \
+         not settle in 6 rounds; the ring's cost per message 304 ns at its \
+         90th percentile against 86 ns at the median): sleep:200us at futex \
+         0.5 us measured 1.14x polling's T, coalesce:8,20us at 3 us 1.10x \
+         with a p99 of 117 us over the 100 us bound; sleep:50us at kvm tx \
+         3 us a p99 of 127 us (polling's own 101 us), and sleep:200us at \
+         0.5 us, within the bounds, 5.5% dearer than haltpoll's",
+    ),
 ];
 
 #[test]
