@@ -51,7 +51,7 @@ pub struct TraceRequest {
     pub messages: Option<u64>,
     /// the pair's rate [messages/s].
     pub rate_per_s: Option<f64>,
-    /// The ring's length L, k_P and k_C.
+    /// The ring's length L.
     pub len: u32,
     /// k_P.
     pub k_p: u32,

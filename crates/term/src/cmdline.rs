@@ -35,18 +35,22 @@ pub fn replay_alias(args: Vec<std::ffi::OsString>) -> Vec<std::ffi::OsString> {
     out
 }
 
+/// clap's id of `flag` (its name with `_` for `-`).
+fn arg_id(flag: Flag) -> String {
+    flag.name().replace('-', "_")
+}
+
 /// Whether `flag` was given on the command line of the subcommand whose
 /// matches are `sub` (not left at its default).
 pub fn given(sub: &clap::ArgMatches, flag: Flag) -> bool {
-    let id = flag.name().replace('-', "_");
+    let id = arg_id(flag);
     sub.try_get_raw(&id).is_ok()
         && sub.value_source(&id) == Some(clap::parser::ValueSource::CommandLine)
 }
 
 /// The value `flag` was given on the command line, where it was.
 pub fn given_value(sub: &clap::ArgMatches, flag: Flag) -> Option<String> {
-    let id = flag.name().replace('-', "_");
-    let raw = sub.try_get_raw(&id).ok().flatten()?.next()?;
+    let raw = sub.try_get_raw(&arg_id(flag)).ok().flatten()?.next()?;
     given(sub, flag).then(|| raw.to_string_lossy().into_owned())
 }
 
@@ -55,7 +59,7 @@ pub fn given_value(sub: &clap::ArgMatches, flag: Flag) -> Option<String> {
 pub fn given_besides(sub: &clap::ArgMatches, allowed: &[Flag]) -> Option<String> {
     sub.ids()
         .map(clap::Id::as_str)
-        .filter(|id| !allowed.iter().any(|f| f.name().replace('-', "_") == *id))
+        .filter(|id| !allowed.iter().any(|&f| arg_id(f) == *id))
         .find(|id| sub.value_source(id) == Some(clap::parser::ValueSource::CommandLine))
         .map(|id| format!("--{}", id.replace('_', "-")))
 }
