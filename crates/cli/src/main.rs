@@ -131,6 +131,9 @@ fn kicklab() -> u8 {
         errln!("error: {}", one_line(&line));
         return out::finish(2);
     }
+    if out::stdout_was_closed() {
+        return out::finish(1);
+    }
     // Said once the command ran: bad input stays one line.
     let notes = unused_flags(&cli.cmd, &matches);
     kicklab_testbed::cpu_lock::on_wait(say_waiting_for_cpus);

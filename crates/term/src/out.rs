@@ -69,6 +69,17 @@ pub fn write(stream: Stream, args: fmt::Arguments<'_>) {
     }
 }
 
+/// Whether standard output was closed when the process started, recorded
+/// as a failed write: every command's result goes there, so the binary
+/// stops before the work (minutes, for some) rather than after it.
+pub fn stdout_was_closed() -> bool {
+    let closed = CLOSED[Stream::Stdout as usize].load(Ordering::Relaxed);
+    if closed {
+        write(Stream::Stdout, format_args!(""));
+    }
+    closed
+}
+
 /// An I/O error in words, without the `(os error N)` tail.
 fn describe(e: &io::Error) -> String {
     let text = e.to_string();
