@@ -43,6 +43,14 @@ pub(super) struct Adaptive {
     late_next: usize,
     /// Naps timed so far.
     late_n: u32,
+    /// The last [`TAIL_KEEP`] naps' wake-ups [ps], oldest overwritten
+    /// first: their spread sizes a consumer's naps (`tail.rs`).
+    tail_recent: [f64; TAIL_KEEP],
+    /// The longest nap [ps] those wake-ups allow under the latency bound
+    /// ([`OVER_SHARE`]), worked out at the first wait after a nap was
+    /// timed (`None` until then); 0 where the stalls among them allow
+    /// none.
+    tail_nap: Option<f64>,
     /// Messages the peer handles while a producer wakes from a kicked
     /// pause and publishes once (a consumer: the producer publishes while
     /// it wakes from a kick), moving average.
@@ -92,10 +100,23 @@ pub(super) const KEEP: usize = 4;
 pub(super) const NAP_SAMPLES: u32 = 4;
 /// Naps whose wake-ups decide what a nap costs (their median).
 pub(super) const LATE_KEEP: usize = 8;
-/// A consumer whose naps woke too late to fit under the latency bound
-/// times a short one again every this many waits: rarely enough that the
-/// few messages that wait for a probe's wake-up stay well under 1%.
-pub(super) const PROBE_EVERY: u32 = 1024;
+/// Naps whose wake-ups' spread sizes a consumer's naps: enough that a
+/// wake-up in a hundred is among them.
+pub(super) const TAIL_KEEP: usize = 128;
+/// A consumer's naps keep at most this share of the messages they gather
+/// waiting past the latency bound, were they to wake as the last
+/// [`TAIL_KEEP`] did: the 1% a p99 allows. The estimate is on the safe
+/// side (each nap's first message counted as arriving when it fell
+/// asleep, two messages' work ahead of it).
+pub(super) const OVER_SHARE: f64 = 0.01;
+/// A consumer that declines to nap, its naps having woken too late to
+/// fit under the latency bound, times a short one again every this many
+/// waits: rarely enough that the few messages that wait for a probe's
+/// wake-up stay well under 1% and its wake-ups cost little (one in 128
+/// messages at most), often enough that the [`TAIL_KEEP`] naps that
+/// decide are timed afresh within some 16 000 messages once a stall has
+/// passed.
+pub(super) const PROBE_EVERY: u32 = 128;
 /// Weight of a new sample in the average of a kicked pause's wake-up: 1/4
 /// (a few wake-ups, not one, decide).
 pub(super) const KICK_WEIGHT: f64 = 4.0;
@@ -218,6 +239,8 @@ impl Adaptive {
             late_recent: [0.0; LATE_KEEP],
             late_next: 0,
             late_n: 0,
+            tail_recent: [0.0; TAIL_KEEP],
+            tail_nap: None,
             kick_wake: None,
             blocked_at: None,
             paused_margin: None,
@@ -279,6 +302,20 @@ impl Adaptive {
             kept[mid]
         };
         self.late = Some(median);
+        self.tail_recent[(self.late_n as usize - 1) % TAIL_KEEP] = x;
+        self.tail_nap = None;
+    }
+
+    /// The longest nap [ps] that the spread of its naps' wake-ups allows
+    /// (`tail.rs`), for a consumer whose own work per message is `own`.
+    fn tail_nap(&mut self, own: f64) -> f64 {
+        if let Some(y) = self.tail_nap {
+            return y;
+        }
+        let seen = &self.tail_recent[..(self.late_n as usize).min(TAIL_KEEP)];
+        let y = super::tail::longest_nap(seen, self.bound(), 2.0 * own, OVER_SHARE).unwrap_or(0.0);
+        self.tail_nap = Some(y);
+        y
     }
 
     /// The messages a producer leaves queued when it asks for a kick: what
@@ -395,7 +432,17 @@ impl Adaptive {
                 } else {
                     self.s_own
                 };
-                let nap = (self.budget - wake - 2.0 * own).min(0.5 * len * peer);
+                // Once naps are timed, no longer than their wake-ups'
+                // spread allows (`tail.rs`): the median alone let the
+                // late ones keep the first messages past the bound.
+                let tail = if self.late_n >= NAP_SAMPLES {
+                    self.tail_nap(own)
+                } else {
+                    f64::INFINITY
+                };
+                let nap = (self.budget - wake - 2.0 * own)
+                    .min(tail)
+                    .min(0.5 * len * peer);
                 let slower = peer > 1.05 * own;
                 if slower && first {
                     if let Some(a) = self.kicked_wait(v, peer, own) {

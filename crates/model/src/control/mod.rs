@@ -8,6 +8,7 @@
 
 mod adaptive;
 mod check;
+mod tail;
 
 use crate::params::{Params, Party};
 use crate::strategy::{Estimator, WaitMode, Window, DEFAULT_LATENCY_NS};

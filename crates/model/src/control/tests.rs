@@ -237,7 +237,10 @@ fn a_consumer_plans_its_naps_with_the_wake_ups_they_showed() {
     // Every PROBE_EVERY-th such wait is a short nap (one of the
     // producer's messages), timed like any other. Once four of the
     // last eight woke 10 us late (the median halfway to 79 us), it
-    // naps again, sized by them: 80 - 44.5 - 2 us.
+    // naps again: the median would allow 80 - 44.5 - 2 = 33.5 us, but
+    // five of its last fourteen naps woke 79 us late, and a nap past 19
+    // us keeps their first messages past the 100 us bound: 20.75 us, the
+    // most that keeps 1% of the messages past it (`tail.rs`).
     let (mut naps, mut last) = (0, 0);
     for i in 1..=5 * PROBE_EVERY {
         now += 3 * us;
@@ -255,7 +258,11 @@ fn a_consumer_plans_its_naps_with_the_wake_ups_they_showed() {
                 last = i;
                 c.woke(until, until + 10 * us);
             } else {
-                assert_eq!(until - now, 33_500_000);
+                assert!(
+                    (20_745_000..20_757_000).contains(&(until - now)),
+                    "{}",
+                    until - now
+                );
                 break;
             }
         }
