@@ -3,7 +3,7 @@
 //! strategies per party, and each keeps the rule that defines it.
 
 use kicklab_model::{Cost, IdleScale, Params, WaitMode};
-use kicklab_sim::{simulate, Combine, Flush, SimConfig, Start};
+use kicklab_sim::{simulate, Combine, Flush, SimConfig, SimResult, Start};
 use proptest::prelude::*;
 
 fn strategy() -> impl Strategy<Value = WaitMode> {
@@ -419,6 +419,26 @@ fn adaptive_goes_back_to_naps_where_kicked_wake_ups_cost_as_much() {
     }
 }
 
+/// Asserts that `r` kept polling's throughput (T within 5% of `poll`'s)
+/// and its p99 latency under a 100 us bound; its excess CPU and
+/// polling's (E less the work, the same draws of work in both).
+fn at_pace_under_the_bound(w_p: &str, r: &SimResult, poll: &SimResult) -> (f64, f64) {
+    let (rates, poll_rates) = (&r.rates, &poll.rates);
+    assert!(
+        rates.t_ns <= 1.05 * poll_rates.t_ns,
+        "{w_p}: T {} vs {}",
+        rates.t_ns,
+        poll_rates.t_ns
+    );
+    assert!(
+        rates.latency_ns.unwrap().p99 <= 100_000.0,
+        "{w_p}: {:?}",
+        rates.latency_ns
+    );
+    let work = r.work_ns.unwrap();
+    (rates.e_ns - work, poll_rates.e_ns - work)
+}
+
 /// Where a consumer's naps wake 19.5 us late (a timer through a nested
 /// hypervisor) and a kicked wake-up costs the pair only S_C + N_P (2.6 us
 /// at the paper's costs), a consumer that keeps up pauses until the
@@ -453,22 +473,9 @@ fn a_consumer_waits_for_the_producers_kick_where_its_naps_cost_more() {
             r.notifications_p > 100 && r.notifications_p <= r.sleeps_c,
             "{w_p}: {r:?}"
         );
-        assert!(
-            r.t_ns <= 1.05 * poll.rates.t_ns,
-            "{w_p}: T {} vs {}",
-            r.t_ns,
-            poll.rates.t_ns
-        );
-        assert!(
-            r.latency_ns.unwrap().p99 <= 100_000.0,
-            "{w_p}: {:?}",
-            r.latency_ns
-        );
         // Polling's excess (E - W_P - W_C) against the kicked waits' (the
         // same draws of work).
-        let work = kicked.work_ns.unwrap();
-        let excess = r.e_ns - work;
-        let poll_excess = poll.rates.e_ns - work;
+        let (excess, poll_excess) = at_pace_under_the_bound(w_p, &kicked, &poll);
         assert!(
             excess <= 0.25 * poll_excess,
             "{w_p}: excess {excess} vs polling's {poll_excess}"
@@ -504,19 +511,7 @@ fn a_consumer_sizes_its_naps_from_the_tail_of_its_wake_ups() {
         let r = adaptive.rates;
         assert_eq!(r.messages, 200_000);
         assert!(r.sleeps_c > 2000, "{w_p}: {r:?}");
-        assert!(
-            r.t_ns <= 1.05 * poll.rates.t_ns,
-            "{w_p}: T {} vs {}",
-            r.t_ns,
-            poll.rates.t_ns
-        );
-        assert!(
-            r.latency_ns.unwrap().p99 <= 100_000.0,
-            "{w_p}: {:?}",
-            r.latency_ns
-        );
-        let work = adaptive.work_ns.unwrap();
-        let (excess, poll_excess) = (r.e_ns - work, poll.rates.e_ns - work);
+        let (excess, poll_excess) = at_pace_under_the_bound(w_p, &adaptive, &poll);
         assert!(
             excess <= 0.8 * poll_excess,
             "{w_p}: excess {excess} vs polling's {poll_excess}"
