@@ -202,6 +202,27 @@ pub struct PairResult {
     /// `wake_*_ns`, a guest end's latency) use the first exchange's
     /// offset, so they are off by up to this. `None` otherwise.
     pub clock_drift_ns: Option<f64>,
+    /// The run's counts with its warm-up: what a system-wide trace of the
+    /// run (`kicklab trace`) sees, where the fields above hold the
+    /// measured window only.
+    pub whole_run: WholeRun,
+}
+
+/// A run's messages, kicks and sleeps with its warm-up included (a KVM
+/// guest's sleeps that the VMM takes for it, its timed and kicked pauses,
+/// are counted in the measured window only).
+#[derive(Debug, Clone, Copy, Default, Serialize)]
+pub struct WholeRun {
+    /// Messages, the warm-up's first.
+    pub messages: u64,
+    /// Notifications P sent to C.
+    pub notifications_p: u64,
+    /// Notifications C sent to P.
+    pub notifications_c: u64,
+    /// Times P slept.
+    pub sleeps_p: u64,
+    /// Times C slept.
+    pub sleeps_c: u64,
 }
 
 /// A run's record of its parties' first kicks and sleeps in the window
@@ -287,6 +308,8 @@ pub(crate) struct PartyCounts {
     pub kicks: u64,
     /// Times it slept (blocked, or a timed sleep).
     pub sleeps: u64,
+    /// Notifications and sleeps over the whole run, warm-up included.
+    pub whole_run: [u64; 2],
     /// Of those, the timed sleeps.
     pub naps: u64,
     /// Wake-ups that found nothing to do (whole run).
@@ -301,13 +324,14 @@ pub(crate) struct PartyCounts {
 }
 
 impl PairResult {
-    /// The result of a window of `messages` that took `wall_ns`, from what
+    /// The result of a window of `messages` (of a run of
+    /// `whole_run_messages`, warm-up included) that took `wall_ns`, from what
     /// each party did, the consumer's sequence check and the messages'
     /// latency where it was measured; placement is filled in by
     /// [`placement`].
     #[allow(clippy::cast_precision_loss)]
     pub(crate) fn of_window(
-        messages: u64,
+        [messages, whole_run_messages]: [u64; 2],
         wall_ns: f64,
         [p, c]: [PartyCounts; 2],
         (lost, bad): (u64, u64),
@@ -344,6 +368,13 @@ impl PairResult {
                 .map(|t| t / c.kicks as f64),
             wake_p_ns: p.wake,
             wake_c_ns: c.wake,
+            whole_run: WholeRun {
+                messages: whole_run_messages,
+                notifications_p: p.whole_run[0],
+                notifications_c: c.whole_run[0],
+                sleeps_p: p.whole_run[1],
+                sleeps_c: c.whole_run[1],
+            },
             ..PairResult::default()
         }
     }

@@ -340,6 +340,8 @@ impl Marks {
             cpu_ns: self.cpu1 - self.cpu0,
             kicks: self.kicks1 - self.kicks0,
             sleeps: self.sleeps1 - self.sleeps0,
+            // The loop's counts start at zero with its first message.
+            whole_run: [self.kicks1, self.sleeps1],
             naps: self.naps1 - self.naps0,
             spurious: self.spurious,
             #[allow(clippy::cast_precision_loss)]

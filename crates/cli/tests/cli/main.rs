@@ -1042,6 +1042,16 @@ fn pingpong_prints_the_contract_fields() {
     assert!(String::from_utf8_lossy(&out.stderr).contains("--idle"));
 }
 
+/// A run's counts with its warm-up (a tenth more messages) hold its
+/// window's.
+fn whole_run_holds_the_window(v: &serde_json::Value) {
+    let (w, messages) = (&v["whole_run"], v["messages"].as_u64().unwrap());
+    assert_eq!(w["messages"], messages + messages / 10, "{v}");
+    for k in ["notifications_p", "notifications_c", "sleeps_p", "sleeps_c"] {
+        assert!(w[k].as_u64().unwrap() >= v[k].as_u64().unwrap(), "{k}: {v}");
+    }
+}
+
 /// Every strategy runs for real: `adaptive` on both threads, and one per
 /// party; the run says how often each party slept (naps included) and the
 /// messages' latency, and sets itself against the simulator where the
@@ -1111,6 +1121,7 @@ fn run_takes_every_strategy_and_reports_sleeps_and_latency() {
     assert!(v["naps_c"].as_u64().unwrap() > 0, "{v}");
     assert_eq!(v["naps_c"], v["sleeps_c"], "{v}");
     assert_eq!(v["notifications_p"], 0, "{v}");
+    whole_run_holds_the_window(&v);
     // The closed form covers notify and poll alike: the model then.
     let v = json(&[
         "run",
@@ -1163,6 +1174,7 @@ fn kvm_runs_in_both_directions_where_there_is_kvm() {
         // The user-mode guest relates its clock to the host's before and
         // after the run.
         assert!(v["clock_drift_ns"].as_f64().unwrap() >= 0.0, "{v}");
+        whole_run_holds_the_window(&v);
         // Send combining: the guest combines in tx, the host in rx; the
         // prediction is the simulator's with the same batch and rule.
         let v = json(&[

@@ -524,6 +524,7 @@ pub fn run_pair_with(
             .wrapping_sub(mem.read_u32(map::CTRL + ctrl::WAKES0)),
     );
     let naps = delegated.naps.load(Ordering::Relaxed);
+    let delegated_sleeps = naps + delegated.kicked.load(Ordering::Relaxed);
     let guest = PartyCounts {
         cpu_ns: m.extra1.saturating_sub(m.extra0),
         kicks: u64::from(
@@ -534,8 +535,12 @@ pub fn run_pair_with(
         sleeps: u64::from(
             mem.read_u32(map::CTRL + ctrl::SLEEPS)
                 .wrapping_sub(mem.read_u32(map::CTRL + ctrl::SLEEPS0)),
-        ) + naps
-            + delegated.kicked.load(Ordering::Relaxed),
+        ) + delegated_sleeps,
+        // The guest's counters start at zero when it boots.
+        whole_run: [
+            u64::from(mem.read_u32(map::CTRL + ctrl::KICKS)),
+            u64::from(mem.read_u32(map::CTRL + ctrl::SLEEPS)) + delegated_sleeps,
+        ],
         naps,
         // Whole run, as the thread backend counts it.
         spurious: u64::from(mem.read_u32(map::CTRL + ctrl::SPURIOUS)),
@@ -575,7 +580,7 @@ pub fn run_pair_with(
     };
     drop(vm);
     let mut r = PairResult::of_window(
-        cfg.messages,
+        [cfg.messages, total],
         tsc.ns(m.t1 - m.t0),
         sides,
         (lost, bad),

@@ -206,7 +206,7 @@ pub fn run_pair(
         (rp?, rc?)
     };
     let mut r = PairResult::of_window(
-        cfg.messages,
+        [cfg.messages, total],
         tsc.ns(cm.t1 - cm.t0),
         [pm.side(), cm.side()],
         (cm.lost, cm.bad),
