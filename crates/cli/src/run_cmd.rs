@@ -51,8 +51,8 @@ pub struct RunArgs {
     #[arg(long, default_value = "full", value_parser = <kicklab_sim::Flush as std::str::FromStr>::from_str, allow_hyphen_values = true)]
     flush: kicklab_sim::Flush,
     /// Draw the window's first kicks and sleeps of both parties, as
-    /// measured, to this SVG file (host threads only: futex, eventfd,
-    /// pipe).
+    /// measured, to this SVG file (with kvm: the guest's own kicks and
+    /// halts, not the pauses its VMM takes for it).
     #[arg(long, value_name = "FILE.svg", allow_hyphen_values = true)]
     timeline: Option<std::path::PathBuf>,
     /// Print one JSON object.

@@ -196,7 +196,8 @@ pub fn run(spec: &RunSpec) -> Result<PairResult, LabError> {
 }
 
 /// [`run`], with the record of the parties' first kicks and sleeps that
-/// `spec.record` asks for (host threads only).
+/// `spec.record` asks for (a KVM guest's own kicks and halts where it runs
+/// in user mode).
 ///
 /// # Errors
 ///

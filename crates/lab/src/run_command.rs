@@ -7,6 +7,7 @@
 //! ([`crate::disturbance::latency_bound_missed`]).
 
 use kicklab_model::{Profile, WaitMode};
+use kicklab_testbed::kvm::guest::GuestMode;
 use kicklab_testbed::PairResult;
 
 use crate::backend_input::BackendInput;
@@ -72,10 +73,10 @@ impl RunRequest {
     /// The input at fault.
     pub fn check(&self) -> Result<(), LabError> {
         self.backend.check()?;
-        if self.timeline && matches!(self.backend.backend, kicklab_testbed::Backend::Kvm(_)) {
+        if self.timeline && self.backend.guest == GuestMode::Emulated {
             return Err(LabError::input(
                 Input::Timeline,
-                "host threads only (futex, eventfd, pipe): a guest's party keeps no record of its kicks and sleeps",
+                "the emulated guest keeps no record of its kicks and halts: the default --guest user does",
             ));
         }
         Ok(())

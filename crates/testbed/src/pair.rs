@@ -58,9 +58,10 @@ pub struct PairConfig {
     /// consumes (kvm rx) and the emulated guest are not measured.
     pub latency: bool,
     /// Record the first this many kicks and sleeps of each party in the
-    /// window, each with its start and end ([`PairResult::spans`]), for a
-    /// picture of the run; 0 records none. Host threads only (a guest's
-    /// party keeps no such record).
+    /// window, each with its start and end, for a picture of the run; 0
+    /// records none. With kvm the guest records its own kicks and halts
+    /// (a user-mode guest, at most a few hundred), not the pauses its VMM
+    /// takes for it.
     pub record: usize,
 }
 
@@ -227,7 +228,7 @@ pub struct WholeRun {
 
 /// A run's record of its parties' first kicks and sleeps in the window
 /// ([`PairConfig::record`]): P's, then C's, each in time order. Empty where
-/// none was asked for, and for a guest's party.
+/// none was asked for, and for an emulated guest's party.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct Record {
     /// P's and C's.

@@ -99,6 +99,79 @@ fn both_directions_deliver_every_message_with_every_strategy() {
     }
 }
 
+/// A user-mode guest records its own kicks and halts by its TSC, placed
+/// on the host's clock by the exchanges before and after the run: in tx
+/// with a faster host consumer every wake-up of the host follows a kick
+/// of the guest that began while it slept, and in rx (the guest the
+/// faster consumer) every halt of the guest ends after a kick of the
+/// host that began while it halted.
+#[test]
+fn a_guest_records_its_kicks_and_halts_on_the_hosts_clock() {
+    let _one = serial();
+    if !kvm_here() {
+        return;
+    }
+    for direction in [Direction::Tx, Direction::Rx] {
+        // The consumer the faster: it sleeps, the producer kicks.
+        let mut c = cfg(direction, WaitMode::Notify, 2000.0, 500.0, 5000);
+        c.record = 64;
+        c.latency = true;
+        let Backend::Kvm(opts) = c.backend else {
+            unreachable!()
+        };
+        let (r, record) = kvm::run_pair_recorded(&c, opts).unwrap();
+        assert_eq!(r.lost, 0, "{direction:?}");
+        let (guest, host) = match direction {
+            Direction::Tx => (&record.spans[0], &record.spans[1]),
+            Direction::Rx => (&record.spans[1], &record.spans[0]),
+        };
+        // The sleeper's spans, and the kicks that should have woken them.
+        let (sleeper, kicker) = match direction {
+            Direction::Tx => (host, guest),
+            Direction::Rx => (guest, host),
+        };
+        assert!(
+            guest.len() >= 32 && host.len() >= 32,
+            "{direction:?}: {record:?}"
+        );
+        for side in [guest, host] {
+            assert!(
+                side.iter().all(|s| s.from_ns <= s.to_ns),
+                "{direction:?}: {side:?}"
+            );
+            assert!(
+                side.windows(2).all(|w| w[0].from_ns <= w[1].from_ns),
+                "{direction:?}: out of order: {side:?}"
+            );
+        }
+        let kicks: Vec<_> = kicker.iter().filter(|s| s.kick).collect();
+        let (first, last) = (kicks[0].from_ns, kicks[kicks.len() - 1].from_ns);
+        // The clocks are related to well under a microsecond here; a
+        // wake-up takes several.
+        let slack_ns = 1000.0;
+        let sleeps: Vec<_> = sleeper
+            .iter()
+            .filter(|s| !s.kick && s.from_ns >= first && s.to_ns <= last)
+            .collect();
+        let woken = sleeps
+            .iter()
+            .filter(|s| {
+                kicks
+                    .iter()
+                    .any(|k| k.from_ns >= s.from_ns - slack_ns && k.from_ns <= s.to_ns)
+            })
+            .count();
+        eprintln!(
+            "{direction:?}: {} guest spans, {} host spans; {woken} of {} sleeps ended after a kick that began in them",
+            guest.len(),
+            host.len(),
+            sleeps.len()
+        );
+        assert!(sleeps.len() >= 16, "{direction:?}: {record:?}");
+        assert!(10 * woken >= 9 * sleeps.len(), "{direction:?}: {record:?}");
+    }
+}
+
 /// A guest producer twice as fast as the host, run by `adaptive` with a
 /// kicked pause's wake-up estimated at nothing (S_P = N_C = 0): its VMM's
 /// naps wake later than that on any machine (20 us or more nested here,

@@ -1212,6 +1212,38 @@ fn kvm_runs_in_both_directions_where_there_is_kvm() {
         // or its done stamps (rx).
         assert!(v["latency_ns"]["p99"].is_number(), "{v}");
     }
+    // The guest records its own kicks: a guest producer slower than the
+    // host kicks it awake, and the drawing shows both.
+    let dir = tmp("kvm-timeline");
+    std::fs::create_dir_all(&dir).unwrap();
+    let svg = dir.join("pair.svg");
+    let out = kicklab(&[
+        "run",
+        "--backend",
+        "kvm",
+        "--profile",
+        &shared_profile("kvm", "tx"),
+        "--wp",
+        "3us",
+        "--messages",
+        "5000",
+        "--timeline",
+        svg.to_str().unwrap(),
+    ]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let text = std::fs::read_to_string(&svg).unwrap();
+    assert!(
+        text.starts_with("<svg") && text.contains("measured kvm pair"),
+        "{text}"
+    );
+    assert!(
+        text.contains("kick (N): ") && text.contains("sleep: "),
+        "{text}"
+    );
 }
 
 /// `run --timeline` draws the window's first kicks and sleeps as the
@@ -1270,18 +1302,26 @@ fn run_draws_its_kicks_and_sleeps() {
     assert!(!polled.exists());
 }
 
-/// A guest's party keeps no record of its kicks and sleeps: refused
+/// The emulated guest keeps no record of its kicks and halts: refused
 /// before anything runs.
 #[test]
-fn run_timeline_is_host_threads_only() {
-    let out = kicklab(&["run", "--backend", "kvm", "--timeline", "x.svg"]);
+fn run_timeline_refuses_the_emulated_guest() {
+    let out = kicklab(&[
+        "run",
+        "--backend",
+        "kvm",
+        "--guest",
+        "emulated",
+        "--timeline",
+        "x.svg",
+    ]);
     let err = String::from_utf8_lossy(&out.stderr);
     if err.contains("kvm is not usable here") {
         return;
     }
     assert_eq!(out.status.code(), Some(2), "{err}");
     assert!(
-        err.starts_with("error: --timeline: host threads only"),
+        err.starts_with("error: --timeline: the emulated guest keeps no record"),
         "{err}"
     );
     assert_eq!(err.lines().count(), 1, "{err}");

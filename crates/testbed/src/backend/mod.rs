@@ -55,8 +55,8 @@ impl Backend {
     }
 
     /// [`Backend::run_pair`], with the record of the parties' first kicks
-    /// and sleeps that `cfg.record` asks for (host threads only: a guest's
-    /// run records none).
+    /// and sleeps that `cfg.record` asks for (with kvm, a user-mode
+    /// guest's own kicks and halts; not the pauses its VMM takes for it).
     ///
     /// # Errors
     ///
@@ -70,7 +70,7 @@ impl Backend {
         let others = crate::clock::OthersLoad::mark();
         let (mut r, record) = match self {
             Backend::Threads(kind) => threads::run_pair(cfg, kind)?,
-            Backend::Kvm(opts) => (kvm::run_pair(cfg, opts)?, crate::pair::Record::default()),
+            Backend::Kvm(opts) => kvm::run_pair_recorded(cfg, opts)?,
         };
         let load = others.and_then(|o| o.surely());
         r.others_cpu = load.map(|l| l.0);

@@ -34,7 +34,7 @@ pub mod vm;
 mod waits;
 
 pub use calibrate::calibrate;
-pub use pair::{check_pair, run_pair, run_pair_with};
+pub use pair::{check_pair, run_pair, run_pair_recorded, run_pair_with};
 pub use vm::available;
 
 pub use kicklab_model::Direction;

@@ -39,7 +39,9 @@ use super::vm::{clock_ns, GuestMemory, GuestWaits, Vm, VmOptions};
 use super::waits::{DelegatedCounts, DelegatedWaits};
 use super::{Direction, KvmOptions};
 use crate::clock::Tsc;
-use crate::pair::{basic_strategy, busy_waits, placement, PartyCounts, RunGuard};
+use crate::pair::{
+    basic_strategy, busy_waits, placement, PartyCounts, Record, RecordedSpan, RunGuard,
+};
 use crate::party::{DoneStamps, HostParty, KickStamps};
 use crate::{Flush, PairConfig, PairResult, Setting, TestbedError};
 
@@ -256,17 +258,40 @@ pub fn run_pair(cfg: &PairConfig, opts: KvmOptions) -> Result<PairResult, Testbe
     run_pair_with(cfg, opts, Misbehavior::None)
 }
 
+/// [`run_pair`] with the record of the parties' first kicks and sleeps
+/// that `cfg.record` asks for: the host's, and a user-mode guest's own
+/// kicks and halts (its TSC stamps placed on the host's clock), not the
+/// pauses its VMM takes for it.
+///
+/// # Errors
+///
+/// As [`run_pair`].
+pub fn run_pair_recorded(
+    cfg: &PairConfig,
+    opts: KvmOptions,
+) -> Result<(PairResult, Record), TestbedError> {
+    run(cfg, opts, Misbehavior::None)
+}
+
 /// [`run_pair`] with a deliberately broken guest (for tests).
 ///
 /// # Errors
 ///
 /// As [`run_pair`].
-#[allow(clippy::too_many_lines, clippy::cast_precision_loss)]
 pub fn run_pair_with(
     cfg: &PairConfig,
     opts: KvmOptions,
     misbehavior: Misbehavior,
 ) -> Result<PairResult, TestbedError> {
+    run(cfg, opts, misbehavior).map(|(r, _)| r)
+}
+
+#[allow(clippy::too_many_lines, clippy::cast_precision_loss)]
+fn run(
+    cfg: &PairConfig,
+    opts: KvmOptions,
+    misbehavior: Misbehavior,
+) -> Result<(PairResult, Record), TestbedError> {
     let total32 = check_pair(cfg, opts.direction)?;
     let total = u64::from(total32);
     let p = &cfg.params;
@@ -349,6 +374,16 @@ pub fn run_pair_with(
     }
     .assemble()?;
     let timed = opts.guest == GuestMode::User;
+    // The spans the guest may record (its count is untrusted: read back
+    // against this).
+    let record_cap = if timed {
+        u32::try_from(cfg.record)
+            .unwrap_or(u32::MAX)
+            .min(map::RECORD_MAX)
+    } else {
+        0
+    };
+    mem.write_u32(map::RECORD, record_cap);
 
     // The host's endpoint over the ring in guest memory.
     let owner: Box<dyn Send + Sync> = Box::new(Arc::clone(&mem));
@@ -465,7 +500,7 @@ pub fn run_pair_with(
             publish_times: stamp_times.or(host_writes_h.as_deref()),
             stamp_offset: if write_stamps { offset_ticks } else { 0 },
             done,
-            record: 0,
+            record: host_cfg.record,
         };
         let m = if tx_dir {
             drop(producer);
@@ -478,14 +513,14 @@ pub fn run_pair_with(
         };
         // The clocks again (the guest answers after its loop): how far its
         // clock moved against ours while the offset above was in use.
-        let drift = match before {
+        let clocks = match before {
             Some(b) => {
                 let after = super::clocks::ping(&mem_h, SYNC + 1, SYNC, stop, None)?;
-                Some(super::clocks::ClockMap::new(b, after).drift())
+                Some(super::clocks::ClockMap::new(b, after))
             }
             None => None,
         };
-        Ok((pinned, m, offset_ticks, done_hist.into_inner(), drift))
+        Ok((pinned, m, offset_ticks, done_hist.into_inner(), clocks))
     };
     let combining_guest = tx_dir && (cfg.batch > 1 || cfg.flush != Flush::Full);
     // The run must keep moving: host messages or the guest's index.
@@ -498,7 +533,7 @@ pub fn run_pair_with(
         )
     };
     let now2 = now.clone();
-    let (host_pinned, m, offset_ticks, done_hist, drift) =
+    let (host_pinned, m, offset_ticks, done_hist, clocks) =
         session.run("kicklab-host", host, cfg.timeout, now, || {
             let (done, index) = now2();
             format!(
@@ -578,6 +613,7 @@ pub fn run_pair_with(
         }
         None => m.latency,
     };
+    let record = record_of(&mem, &m, clocks.as_ref(), record_cap, tx_dir);
     drop(vm);
     let mut r = PairResult::of_window(
         [cfg.messages, total],
@@ -592,7 +628,7 @@ pub fn run_pair_with(
     } else {
         (host_pinned, guest_cpu)
     };
-    r.clock_drift_ns = drift.map(|d| tsc.ns(d));
+    r.clock_drift_ns = clocks.as_ref().map(|c| tsc.ns(c.drift()));
     let others = guard.others();
     placement(
         &mut r,
@@ -601,7 +637,74 @@ pub fn run_pair_with(
         others,
         busy_waits(cfg.mode_p) || busy_waits(cfg.mode_c),
     );
-    Ok(r)
+    Ok((r, record))
+}
+
+/// The run's record: the host party's first kicks and sleeps (its TSC)
+/// and the guest's (its TSC stamps placed on the host's clock by the
+/// exchanges before and after), from the earlier of the host's window
+/// start and the guest's first span.
+fn record_of(
+    mem: &GuestMemory,
+    host: &crate::party::Marks,
+    clocks: Option<&super::clocks::ClockMap>,
+    cap: u32,
+    tx_dir: bool,
+) -> Record {
+    let tsc = Tsc::get();
+    let len = host.t1.saturating_sub(host.t0);
+    let guest = clocks.map_or_else(Vec::new, |c| {
+        let within = (host.t0.saturating_sub(len), host.t1.saturating_add(len));
+        guest_record(mem, cap, c, within)
+    });
+    let origin = guest.first().map_or(host.t0, |g| g.1.min(host.t0));
+    let span = |kick: bool, from: u64, to: u64| RecordedSpan {
+        kick,
+        from_ns: tsc.ns(from.saturating_sub(origin)),
+        to_ns: tsc.ns(to.saturating_sub(origin)),
+    };
+    let host_spans = host
+        .recorded
+        .iter()
+        .map(|r| span(r.kick, r.t0, r.t1))
+        .collect();
+    let guest_spans = guest
+        .iter()
+        .map(|&(kick, from, to)| span(kick, from, to))
+        .collect();
+    Record {
+        spans: if tx_dir {
+            [guest_spans, host_spans]
+        } else {
+            [host_spans, guest_spans]
+        },
+    }
+}
+
+/// The guest's record ([`map::RECORD`]) in host TSC: (kick, start, end)
+/// of each span that starts no later than it ends and lies within
+/// `within` (host ticks). Untrusted: a count past `cap` (the record never
+/// opened, or a guest that wrote past what it was given) reads as none.
+fn guest_record(
+    mem: &GuestMemory,
+    cap: u32,
+    clocks: &super::clocks::ClockMap,
+    within: (u64, u64),
+) -> Vec<(bool, u64, u64)> {
+    let n = mem.read_u32(map::RECORD + 4);
+    if n > cap {
+        return Vec::new();
+    }
+    let host = |stamp: u64| u64::try_from(clocks.host(stamp)).ok();
+    (0..n)
+        .filter_map(|i| {
+            let at = map::RECORD_SPANS + 16 * i;
+            let (from, to) = (mem.load_u64(at), mem.load_u64(at + 8));
+            let kick = from & map::RECORD_KICK != 0;
+            let (from, to) = (host(from & !map::RECORD_KICK)?, host(to)?);
+            (from <= to && within.0 <= from && to <= within.1).then_some((kick, from, to))
+        })
+        .collect()
 }
 
 #[cfg(test)]

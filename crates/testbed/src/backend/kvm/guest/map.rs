@@ -37,6 +37,20 @@ pub const TABLE_LEN: u32 = 2048;
 pub const SAMPLES: u32 = 0x5000;
 /// Most calibration samples.
 pub const SAMPLES_MAX: u32 = 0x3000 / 24;
+/// A pair program's record of the window's first kicks and halts (64-bit
+/// guest only; the calibration samples' region, which a pair program does
+/// not use): at `RECORD` the most spans the host wants (u32, host-written),
+/// at `RECORD + 4` the spans written (u32, the guest's count, which it
+/// holds at `u32::MAX` until its window starts), and from
+/// [`RECORD_SPANS`] the spans, each two u64 TSC values (its start, with
+/// [`RECORD_KICK`] set for a kick, and its end).
+pub const RECORD: u32 = SAMPLES;
+/// The first span of the record.
+pub const RECORD_SPANS: u32 = RECORD + 16;
+/// Most spans the record holds.
+pub const RECORD_MAX: u32 = (0x3000 - 16) / 16;
+/// The bit of a span's start that marks a kick (a halt's has it clear).
+pub const RECORD_KICK: u64 = 1 << 63;
 /// The ring (`kicklab_ring::RingHeader` then the slots).
 pub const RING: u32 = 0x8000;
 /// Bytes for the ring.
@@ -71,6 +85,7 @@ const _: () = {
     assert!(0x2000 < USER_STACK_TOP && USER_STACK_TOP < STACK_TOP);
     assert!(TABLE + 4 * TABLE_LEN <= SAMPLES);
     assert!(SAMPLES + 24 * SAMPLES_MAX <= RING);
+    assert!(RECORD_SPANS + 16 * RECORD_MAX <= RING);
     assert!(RING as usize + RING_BYTES <= PML4);
     assert!(PML4 + 3 * 0x1000 <= STAMPS as usize);
     assert!(STAMPS as usize + 8 * MAX_LEN as usize <= MEM_SIZE);

@@ -3,7 +3,8 @@
 //! instruction for instruction, and the deliberate faults of [`Misbehavior`].
 
 use iced_x86::code_asm::{
-    al, dword_ptr, eax, ebp, ecx, edi, edx, esi, qword_ptr, rax, rcx, CodeAssembler, CodeLabel,
+    al, dword_ptr, eax, ebp, ecx, edi, edx, esi, qword_ptr, r8, r8d, r9, rax, rcx, CodeAssembler,
+    CodeLabel,
 };
 
 use super::asm::{
@@ -160,6 +161,9 @@ impl Side {
         a.inc(c(ctrl::SLEEPS))?;
         halt(a, mode)?;
         if mode == GuestMode::User {
+            tsc64(a)?;
+            a.mov(rcx, qword_ptr(map::CTRL + ctrl::SLEEP_STAMP))?;
+            record_span(a, false)?;
             time_wake_up(a)?;
         }
         a.xor(ecx, ecx)?;
@@ -308,12 +312,38 @@ fn pause_mark(a: &mut CodeAssembler) -> R {
     Ok(())
 }
 
-/// A kick, timed in user mode.
+/// A kick, timed and recorded in user mode.
 fn any_kick(a: &mut CodeAssembler, misbehavior: Misbehavior, mode: GuestMode) -> R {
     match mode {
-        GuestMode::User => timed_kick(a, misbehavior),
+        GuestMode::User => {
+            timed_kick(a, misbehavior)?;
+            // rcx: the kick's start; rax: its length.
+            a.add(rax, rcx)?;
+            record_span(a, true)
+        }
         GuestMode::Emulated => kick(a, misbehavior),
     }
+}
+
+/// Adds the span from rcx to rax (TSC) to the record ([`map::RECORD`])
+/// if the window has started and the host wants more. Clobbers r8, r9.
+fn record_span(a: &mut CodeAssembler, kick: bool) -> R {
+    let mut skip = a.create_label();
+    a.mov(r8d, dword_ptr(map::RECORD + 4))?; // zero-extends into r8
+    a.cmp(r8d, dword_ptr(map::RECORD))?;
+    a.jae(skip)?;
+    a.shl(r8, 4)?;
+    a.mov(r9, rcx)?;
+    if kick {
+        a.bts(r9, 63)?;
+    }
+    a.mov(qword_ptr(r8 + map::RECORD_SPANS), r9)?;
+    a.mov(qword_ptr(r8 + map::RECORD_SPANS + 8), rax)?;
+    a.inc(dword_ptr(map::RECORD + 4))?;
+    a.set_label(&mut skip)?;
+    // One label per instruction: callers may place theirs next.
+    a.nop()?;
+    Ok(())
 }
 
 fn window_start(a: &mut CodeAssembler, warmup: u32, mode: GuestMode) -> R {
@@ -337,6 +367,7 @@ fn window_start(a: &mut CodeAssembler, warmup: u32, mode: GuestMode) -> R {
         }
         a.mov(eax, c(ctrl::WAKES))?;
         a.mov(c(ctrl::WAKES0), eax)?;
+        a.mov(dword_ptr(map::RECORD + 4), 0)?; // the record opens
     }
     a.set_label(&mut skip)?;
     Ok(())
@@ -365,6 +396,10 @@ impl PairProgram {
         if self.sync > 0 {
             a.xor(esi, esi)?;
             ping_answers(a, self.sync, slow)?;
+        }
+        if mode == GuestMode::User {
+            // The record stays shut until the window starts.
+            a.mov(dword_ptr(map::RECORD + 4), -1)?;
         }
         a.xor(esi, esi)?; // messages handled
         a.xor(edi, edi)?; // byte offset of the next slot
