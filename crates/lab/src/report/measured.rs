@@ -11,6 +11,7 @@ use kicklab_model::{fmt_ns_short, CommandLine, Flag, Params};
 use kicklab_model::{Party, Profile, Stat};
 use kicklab_report::{html_escape, Cell, Chart, Column, Mark, Section, Series, Style, Table};
 use kicklab_sim::Vary;
+use kicklab_testbed::Backend;
 
 use crate::{LabError, Progress};
 
@@ -243,25 +244,41 @@ pub(super) fn testbed_sections(
     );
     let val = crate::validate::section(&points, &profile, be.name(), &cmd)?;
     let mut sections = vec![calib, val];
-    sections.extend(measured_rounds(be, &profile, a.seed, progress)?);
+    sections.extend(measured_rounds(
+        Backend::Threads(be),
+        &profile,
+        [2000.0, 800.0],
+        a.seed,
+        progress,
+    )?);
     Ok((sections, profile, points))
 }
 
-/// The Fig. 4 pair run for real at a W_P where the paper's costs give FC
-/// and one where they give FP, each drawn kick by kick as the testbed
-/// recorded it: the measured counterpart of the simulator's regime
-/// timelines. `None` where neither run recorded enough to draw.
+/// The Fig. 4 pair on `backend` run for real at two W_P (for threads one
+/// where the paper's costs give FC and one where they give FP; for a KVM
+/// guest one in FC and one next to the balance with W_C, where the pair
+/// can leave a kick per message for the batched point), each drawn kick
+/// by kick as the testbed recorded it: the measured counterpart of the
+/// simulator's regime timelines. `None` where neither run recorded enough
+/// to draw.
 fn measured_rounds(
-    be: kicklab_ring::NotifierKind,
+    backend: Backend,
     profile: &Profile,
+    w_ps_ns: [f64; 2],
     seed: u64,
     progress: &dyn Progress,
 ) -> Result<Option<Section>, LabError> {
     const MESSAGES: u64 = 20_000;
-    progress.note("report: the measured pair, kick by kick ...");
+    let name = match backend {
+        Backend::Kvm(o) => format!("kvm {}", o.direction.name()),
+        Backend::Threads(k) => k.name().to_string(),
+    };
+    progress.note(&format!(
+        "report: the measured {name} pair, kick by kick ..."
+    ));
     let mut runs = Vec::new();
     let mut lines = Vec::new();
-    for w_p_ns in [2000.0, 800.0] {
+    for w_p_ns in w_ps_ns {
         let mut params = Params {
             w_p: kicklab_model::Cost::Const(w_p_ns),
             ..Params::default()
@@ -271,7 +288,7 @@ fn measured_rounds(
             record: crate::measured_timeline::RECORD,
             ..crate::real::RunSpec::new(
                 params,
-                kicklab_testbed::Backend::Threads(be),
+                backend,
                 kicklab_model::WaitMode::Notify,
                 MESSAGES,
                 seed,
@@ -301,8 +318,7 @@ fn measured_rounds(
             said(1)
         ));
         let title = format!(
-            "measured {} pair, W_P {}, W_C {}: the model's {regime}",
-            be.name(),
+            "measured {name} pair, W_P {}, W_C {}: the model's {regime}",
             fmt_ns_short(w_p_ns),
             fmt_ns_short(params.w_c.mean_ns())
         );
@@ -313,25 +329,43 @@ fn measured_rounds(
     let Some(svg) = crate::measured_timeline::svg(&panels) else {
         return Ok(None);
     };
+    let (clock, id, heading) = match backend {
+        Backend::Kvm(_) => (
+            "the host's TSC, the guest's own stamps placed on it; between a party's kicks and sleeps it works \
+             or polls, drawn as work; a guest's kick spans its whole exit",
+            format!("measured-rounds-{}", name.replace(' ', "-")),
+            format!("The measured {name} pair, kick by kick"),
+        ),
+        Backend::Threads(_) => (
+            "each thread's TSC; between a party's kicks and sleeps it works, polls or spins, drawn as work",
+            "measured-rounds".to_string(),
+            "The measured pair, kick by kick".to_string(),
+        ),
+    };
+    let mut reproduce = CommandLine::new("run").arg(Flag::Backend, backend.name());
+    if let Backend::Kvm(o) = backend {
+        reproduce = reproduce.arg(Flag::Direction, o.direction.name());
+    }
+    let reproduce = reproduce
+        .arg(
+            Flag::Param(kicklab_model::Param::Wp),
+            fmt_ns_short(w_ps_ns[0]),
+        )
+        .arg(Flag::Timeline, "pair.svg");
     let html = format!(
-        "<p>{}.</p><p>The Fig. 4 pair run for real on {} with this machine's costs, {MESSAGES} messages each, and the \
-         first kicks and sleeps of each run's window drawn as the testbed recorded them (each thread's TSC; between \
-         a party's kicks and sleeps it works, polls or spins, drawn as work).</p><p>Reproduce: <code>{}</code>.</p>",
+        "<p>{}.</p><p>The Fig. 4 pair run for real on {name} with this machine's costs, {MESSAGES} messages each, \
+         and the first kicks and sleeps of each run's window drawn as the testbed recorded them ({clock}).</p>\
+         <p>Reproduce: <code>{reproduce}</code>.</p>",
         html_escape(&lines.join("; ")),
-        be.name(),
-        CommandLine::new("run")
-            .arg(Flag::Backend, be.name())
-            .arg(Flag::Param(kicklab_model::Param::Wp), "2us")
-            .arg(Flag::Timeline, "pair.svg")
     );
     Ok(Some(Section {
-        id: "measured-rounds".into(),
-        heading: "The measured pair, kick by kick".into(),
+        id: id.clone(),
+        heading,
         html,
         figures: vec![(
-            "measured-rounds".into(),
+            id,
             svg,
-            "The measured pair's first kicks and sleeps at two W_P".into(),
+            format!("The measured {name} pair's first kicks and sleeps at two W_P"),
         )],
         layout: kicklab_report::Layout::Summary,
     }))
@@ -348,7 +382,6 @@ pub(super) fn kvm_sections(
     progress: &dyn Progress,
 ) -> Result<(Vec<Section>, KvmValidations), LabError> {
     use kicklab_testbed::kvm::{Direction, KvmOptions};
-    use kicklab_testbed::Backend;
     if let Err(why) = kicklab_testbed::kvm::available() {
         progress.note(&format!("report: skipping the KVM sections: {why}"));
         return Ok((
@@ -489,6 +522,18 @@ pub(super) fn kvm_sections(
             &format!("kvm {d}"),
             &cmd,
         )?);
+        if direction == Direction::Tx {
+            // The guest's own kicks beside the host's sleeps: at 3 us a
+            // kick per message; at 1.2 us, next to W_C, where the pair can
+            // leave that point for the batched one.
+            vals.extend(measured_rounds(
+                dbe,
+                &profile,
+                [3000.0, 1200.0],
+                a.seed,
+                progress,
+            )?);
+        }
         measured.push((format!("kvm {d}"), profile, points));
     }
     let work = std::time::Duration::from_micros(2);
