@@ -1,9 +1,10 @@
 //! A measured pair's picture: the first kicks and sleeps of its window as
 //! the testbed recorded them ([`kicklab_testbed::Record`], on the host's
-//! TSC: a KVM guest's own stamps placed on it by the clock exchanges), drawn as the simulator's regime timelines and a traced
-//! pair's are ([`crate::trace::traced_timeline`]): the time between them
-//! the party ran (its work, and its polling or spinning). What does not
-//! live here: recording them (`kicklab_testbed`), the drawing
+//! TSC: a KVM guest's own stamps placed on it by the clock exchanges),
+//! drawn as the simulator's regime timelines and a traced pair's are
+//! ([`crate::trace::traced_timeline`]): the time between them the party
+//! ran (its work, and its polling or spinning). What does not live here:
+//! recording them (`kicklab_testbed`), the drawing
 //! (`kicklab_report::timeline_svg`).
 
 use kicklab_testbed::Record;

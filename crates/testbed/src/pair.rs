@@ -209,9 +209,7 @@ pub struct PairResult {
     pub whole_run: WholeRun,
 }
 
-/// A run's messages, kicks and sleeps with its warm-up included (a KVM
-/// guest's sleeps that the VMM takes for it, its timed and kicked pauses,
-/// are counted in the measured window only).
+/// A run's messages, kicks and sleeps with its warm-up included.
 #[derive(Debug, Clone, Copy, Default, Serialize)]
 pub struct WholeRun {
     /// Messages, the warm-up's first.
@@ -241,7 +239,9 @@ pub struct Record {
 pub struct RecordedSpan {
     /// A kick, else a sleep.
     pub kick: bool,
-    /// Its start and end, from the window's start [ns].
+    /// Its start and end, from the window's start [ns] (with a KVM guest,
+    /// from the earlier of the host's window start and the guest's first
+    /// span).
     pub from_ns: f64,
     /// See `from_ns`.
     pub to_ns: f64,

@@ -1,7 +1,8 @@
 //! The report's sections measured on this machine: the calibrated costs
 //! of every thread backend and the Fig. 4 validation on futex, the KVM
 //! guest's calibration against the paper's costs, its Fig. 4 in both
-//! directions, and the message-passing tables. What does not live here:
+//! directions, the measured pair kick by kick (futex and kvm tx), and the
+//! message-passing tables. What does not live here:
 //! the calibration and the validation themselves (`kicklab_testbed`,
 //! `validate`), the page's assembly (`report`).
 

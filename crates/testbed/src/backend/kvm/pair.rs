@@ -286,6 +286,7 @@ pub fn run_pair_with(
     run(cfg, opts, misbehavior).map(|(r, _)| r)
 }
 
+/// [`run_pair_recorded`] with a guest that misbehaves as told.
 #[allow(clippy::too_many_lines, clippy::cast_precision_loss)]
 fn run(
     cfg: &PairConfig,
@@ -574,7 +575,8 @@ fn run(
         // The guest's counters start at zero when it boots.
         whole_run: [
             u64::from(mem.read_u32(map::CTRL + ctrl::KICKS)),
-            u64::from(mem.read_u32(map::CTRL + ctrl::SLEEPS)) + delegated_sleeps,
+            u64::from(mem.read_u32(map::CTRL + ctrl::SLEEPS))
+                + delegated.all.load(Ordering::Relaxed),
         ],
         naps,
         // Whole run, as the thread backend counts it.
@@ -657,6 +659,7 @@ fn record_of(
         let within = (host.t0.saturating_sub(len), host.t1.saturating_add(len));
         guest_record(mem, cap, c, within)
     });
+    // Sorted by start (below): the first is the earliest.
     let origin = guest.first().map_or(host.t0, |g| g.1.min(host.t0));
     let span = |kick: bool, from: u64, to: u64| RecordedSpan {
         kick,
@@ -683,8 +686,9 @@ fn record_of(
 
 /// The guest's record ([`map::RECORD`]) in host TSC: (kick, start, end)
 /// of each span that starts no later than it ends and lies within
-/// `within` (host ticks). Untrusted: a count past `cap` (the record never
-/// opened, or a guest that wrote past what it was given) reads as none.
+/// `within` (host ticks), in order of start. Untrusted: a count past
+/// `cap` (the record never opened, or a guest that wrote past what it was
+/// given) reads as none.
 fn guest_record(
     mem: &GuestMemory,
     cap: u32,
@@ -696,7 +700,7 @@ fn guest_record(
         return Vec::new();
     }
     let host = |stamp: u64| u64::try_from(clocks.host(stamp)).ok();
-    (0..n)
+    let mut spans = (0..n)
         .filter_map(|i| {
             let at = map::RECORD_SPANS + 16 * i;
             let (from, to) = (mem.load_u64(at), mem.load_u64(at + 8));
@@ -704,7 +708,9 @@ fn guest_record(
             let (from, to) = (host(from & !map::RECORD_KICK)?, host(to)?);
             (from <= to && within.0 <= from && to <= within.1).then_some((kick, from, to))
         })
-        .collect()
+        .collect::<Vec<_>>();
+    spans.sort_by_key(|s| s.1);
+    spans
 }
 
 #[cfg(test)]
@@ -720,6 +726,40 @@ mod tests {
             received: AtomicU64::new(0),
             storm_limit: 1000,
         }
+    }
+
+    /// The guest's record is untrusted: a count past what the host gave
+    /// (or the record never opened) reads as none, and spans that end
+    /// before they start, or lie far outside the run, are dropped; the
+    /// rest come back on the host's clock, in order of start.
+    #[test]
+    fn a_guests_record_is_read_against_the_hosts_count_and_the_run() {
+        let mem = GuestMemory::new(map::MEM_SIZE).unwrap();
+        let exchange = super::super::clocks::Exchange {
+            at: 1_000_000,
+            offset: 500, // the guest's clock 500 ticks ahead
+            uncertainty: 10,
+        };
+        let clocks = super::super::clocks::ClockMap::new(exchange, exchange);
+        let span = |i: u32, from: u64, to: u64| {
+            mem.store_u64(map::RECORD_SPANS + 16 * i, from);
+            mem.store_u64(map::RECORD_SPANS + 16 * i + 8, to);
+        };
+        let within = (1_000_000, 2_000_000);
+        span(0, 1_200_500 | map::RECORD_KICK, 1_300_500); // a kick
+        span(1, 1_100_500, 1_150_500); // a halt, earlier: sorted first
+        span(2, 1_500_500, 1_400_500); // ends before it starts
+        span(3, !map::RECORD_KICK, u64::MAX); // far past the run
+        span(4, 0, 10); // long before it
+        mem.write_u32(map::RECORD + 4, 5);
+        assert_eq!(
+            guest_record(&mem, 8, &clocks, within),
+            vec![(false, 1_100_000, 1_150_000), (true, 1_200_000, 1_300_000)]
+        );
+        // Past the count the host gave, or never opened: none.
+        assert!(guest_record(&mem, 4, &clocks, within).is_empty());
+        mem.write_u32(map::RECORD + 4, u32::MAX);
+        assert!(guest_record(&mem, map::RECORD_MAX, &clocks, within).is_empty());
     }
 
     #[test]

@@ -57,7 +57,7 @@ unsafe impl Send for GuestMemory {}
 unsafe impl Sync for GuestMemory {}
 
 impl GuestMemory {
-    fn new(size: usize) -> Result<GuestMemory, TestbedError> {
+    pub(super) fn new(size: usize) -> Result<GuestMemory, TestbedError> {
         // SAFETY: a fresh private anonymous mapping; nothing else refers to it.
         let ptr = unsafe {
             rustix::mm::mmap_anonymous(

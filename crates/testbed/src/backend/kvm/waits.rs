@@ -44,6 +44,9 @@ pub(crate) struct DelegatedCounts {
     pub naps: AtomicU64,
     /// Pauses until the host's kick that slept, in the window.
     pub kicked: AtomicU64,
+    /// Timed sleeps and kicked pauses over the whole run, warm-up
+    /// included.
+    pub all: AtomicU64,
 }
 
 /// One guest's strategy, carried out by its vCPU thread.
@@ -201,6 +204,7 @@ impl DelegatedWaits {
         if handled >= self.window.0 && handled < self.window.1 {
             self.counts.naps.fetch_add(1, Ordering::Relaxed);
         }
+        self.counts.all.fetch_add(1, Ordering::Relaxed);
         loop {
             let now = self.now();
             if now >= until || stop.load(Ordering::Relaxed) {
@@ -259,6 +263,7 @@ impl DelegatedWaits {
         if handled >= self.window.0 && handled < self.window.1 {
             self.counts.kicked.fetch_add(1, Ordering::Relaxed);
         }
+        self.counts.all.fetch_add(1, Ordering::Relaxed);
         super::vm::halt(doorbell, Duration::ZERO, None, stop)?;
         self.wait_point().cancel();
         Ok(true)

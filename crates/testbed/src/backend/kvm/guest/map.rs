@@ -1,5 +1,6 @@
 //! The guest's memory map: where code, stacks, the control block, the work
-//! table, calibration samples and the ring lie in guest-physical memory;
+//! table, calibration samples (or a pair's record of its kicks and halts)
+//! and the ring lie in guest-physical memory;
 //! the control block's fields ([`ctrl`]), the ring's fields ([`ring`]) and
 //! the I/O ports ([`port`]). Only constants: no code lives here.
 //!

@@ -161,10 +161,10 @@ impl Side {
         a.inc(c(ctrl::SLEEPS))?;
         halt(a, mode)?;
         if mode == GuestMode::User {
+            time_wake_up(a)?;
             tsc64(a)?;
             a.mov(rcx, qword_ptr(map::CTRL + ctrl::SLEEP_STAMP))?;
             record_span(a, false)?;
-            time_wake_up(a)?;
         }
         a.xor(ecx, ecx)?;
         a.xchg(m(self.need), ecx)?; // finish_sleep
@@ -377,6 +377,9 @@ fn window_end(a: &mut CodeAssembler) -> R {
     a.rdtsc()?;
     a.mov(c(ctrl::T1), eax)?;
     a.mov(c(ctrl::T1 + 4), edx)?;
+    // The record closes: the end-of-stream kick is not the window's. (The
+    // host reads the record against its own count, not this one.)
+    a.mov(dword_ptr(map::RECORD), 0)?;
     Ok(())
 }
 
