@@ -76,7 +76,7 @@ impl RunRequest {
         if self.timeline && self.backend.guest == GuestMode::Emulated {
             return Err(LabError::input(
                 Input::Timeline,
-                "the emulated guest keeps no record of its kicks and halts: the default --guest user does",
+                "the emulated guest keeps no record of its kicks and halts (the user-mode guest, the default, does)",
             ));
         }
         Ok(())
