@@ -169,46 +169,66 @@ pub fn lines(p: &Profile, guest_mode: Option<GuestMode>) -> Vec<String> {
     }
     if let Some(r) = &p.in_run {
         const TAKES: &str = "the model takes these";
-        for (name, stat, what, use_) in [
+        for (name, stat, what, use_, counted) in [
             (
                 "N_P run",
                 &r.np,
                 "P's notify inside runs (W_P 2us, W_C 1us: C sleeps)",
                 TAKES,
+                "runs",
             ),
             (
                 "N_C run",
                 &r.nc,
                 "C's notify inside runs (the mirror: P sleeps)",
                 TAKES,
+                "runs",
             ),
             (
                 "R_P run",
                 &r.rp,
                 "C's notify starts -> P runs, inside runs (V_C + S_P)",
                 TAKES,
+                "runs",
             ),
             (
                 "R_C run",
                 &r.rc,
                 "P's notify starts -> C runs, inside runs (V_P + S_C)",
                 TAKES,
+                "runs",
+            ),
+            (
+                "start P run",
+                &r.start_p,
+                "C's notify returns -> P runs, round by round inside runs (the batch race's s_P)",
+                "recorded, not yet in the forecast",
+                "rounds",
+            ),
+            (
+                "start C run",
+                &r.start_c,
+                "P's notify returns -> C runs, round by round inside runs (the batch race's s_C)",
+                "recorded, not yet in the forecast",
+                "rounds",
             ),
             (
                 "sleep P cpu",
                 &r.sleep_p_cpu,
                 "P's CPU per sleep in the runs where it sleeps, less work, ring and kicks",
                 "E counts it per sleep",
+                "runs",
             ),
             (
                 "sleep C cpu",
                 &r.sleep_c_cpu,
                 "C's CPU per sleep in the runs where it sleeps, less work, ring and kicks",
                 "E counts it per sleep",
+                "runs",
             ),
         ] {
             let Some(s) = stat else { continue };
-            lines.push(row(name, s, &format!("{what}; {} runs; {use_}", s.n)));
+            lines.push(row(name, s, &format!("{what}; {} {counted}; {use_}", s.n)));
         }
     }
     if let (Some(sync), Some(drift)) = (p.clock_sync_ns, p.clock_drift_ns) {

@@ -585,6 +585,10 @@ pub fn profile_json(p: &Profile) -> serde_json::Value {
             "RC_ns": mean(r.rc.as_ref()),
             "sleep_P_cpu_ns": mean(r.sleep_p_cpu.as_ref()),
             "sleep_C_cpu_ns": mean(r.sleep_c_cpu.as_ref()),
+            "start_P_ns": median(r.start_p.as_ref()),
+            "start_C_ns": median(r.start_c.as_ref()),
+            "start_P_p10_p90_ns": r.start_p.map(|s| [s.p10_ns, s.p90_ns]),
+            "start_C_p10_p90_ns": r.start_c.map(|s| [s.p10_ns, s.p90_ns]),
         })),
         "idle_curve": p.idle_curve.iter().map(|q| serde_json::json!({
             "gap_ns": q.gap_ns,

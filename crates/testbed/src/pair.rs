@@ -247,6 +247,31 @@ pub struct RecordedSpan {
     pub to_ns: f64,
 }
 
+impl Record {
+    /// The sleeper's start-ups after the other party's kicks: for each
+    /// sleep of `sleeper` during which a kick of the other began, the time
+    /// from the end of the last such kick to the sleeper running again
+    /// [ns] (its R less the kick's N: the batch race's s; negative where
+    /// it woke inside the kick).
+    #[must_use]
+    pub fn starts_after_kicks(&self, sleeper: kicklab_model::Party) -> Vec<f64> {
+        let (sleeps, kicks) = match sleeper {
+            kicklab_model::Party::P => (&self.spans[0], &self.spans[1]),
+            kicklab_model::Party::C => (&self.spans[1], &self.spans[0]),
+        };
+        sleeps
+            .iter()
+            .filter(|s| !s.kick)
+            .filter_map(|s| {
+                kicks
+                    .iter()
+                    .rfind(|k| k.kick && k.from_ns >= s.from_ns && k.from_ns <= s.to_ns)
+                    .map(|k| s.to_ns - k.to_ns)
+            })
+            .collect()
+    }
+}
+
 /// Runs of the pair in progress in this process.
 static ACTIVE_RUNS: AtomicU32 = AtomicU32::new(0);
 /// Runs of the pair started in this process so far.
@@ -385,6 +410,40 @@ impl PairResult {
 mod tests {
     use super::*;
     use kicklab_model::Cost;
+
+    /// A sleep's start-up is counted from the end of the last kick that
+    /// began in it; a sleep no kick began in (a spurious wake-up, a
+    /// timed nap) gives none.
+    #[test]
+    fn start_ups_run_from_the_end_of_the_kick_that_began_in_the_sleep() {
+        let span = |kick, from_ns, to_ns| RecordedSpan {
+            kick,
+            from_ns,
+            to_ns,
+        };
+        let record = Record {
+            spans: [
+                vec![
+                    span(true, 100.0, 130.0),  // wakes C's first sleep
+                    span(true, 300.0, 340.0),  // the second's: ends after C runs
+                    span(true, 500.0, 520.0),  // before the third began
+                    span(false, 600.0, 650.0), // P's own sleep: not a kick
+                ],
+                vec![
+                    span(false, 90.0, 150.0),
+                    span(false, 290.0, 330.0),
+                    span(false, 530.0, 560.0),
+                ],
+            ],
+        };
+        assert_eq!(
+            record.starts_after_kicks(kicklab_model::Party::C),
+            vec![20.0, -10.0]
+        );
+        assert!(record
+            .starts_after_kicks(kicklab_model::Party::P)
+            .is_empty());
+    }
 
     #[test]
     fn the_default_stall_limit_scales_with_the_largest_cost() {

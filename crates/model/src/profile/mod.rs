@@ -299,6 +299,15 @@ pub struct InRunCosts {
         skip_serializing_if = "Option::is_none"
     )]
     pub sleep_c_cpu: Option<Stat>,
+    /// P's start-up round by round in the mirror pair: from the end of
+    /// C's notify to P running again (R_P - N_C, the s_P of the batch
+    /// race, `docs/model.md`), from the runs' records of their first
+    /// kicks and sleeps; negative where P woke inside the notify.
+    #[serde(rename = "start_P", default, skip_serializing_if = "Option::is_none")]
+    pub start_p: Option<Stat>,
+    /// C's, the same (R_C - N_P), in the pair where C sleeps.
+    #[serde(rename = "start_C", default, skip_serializing_if = "Option::is_none")]
+    pub start_c: Option<Stat>,
 }
 
 /// N, V and S measured after one idle gap: a point of

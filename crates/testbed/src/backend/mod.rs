@@ -276,15 +276,23 @@ impl Backend {
                 w_c: Cost::Const(w_c),
                 ..Params::default()
             };
-            self.reference(params, WaitMode::Notify, 60_000)
+            PairConfig {
+                // Their first kicks and sleeps, for the start-ups round by
+                // round.
+                record: START_ROUNDS,
+                ..self.reference(params, WaitMode::Notify, 60_000)
+            }
         };
         let (slow, fast) = kicklab_model::REFERENCE_PAIR_NS;
         let (fc, fp) = (pair(slow, fast), pair(fast, slow));
         let mut v: [Vec<f64>; 4] = Default::default();
+        let mut starts: [Vec<f64>; 2] = Default::default();
         let mut sleeps = SleepSamples::default();
         for _ in 0..runs {
-            let a = self.run_pair(&fc)?;
-            let b = self.run_pair(&fp)?;
+            let (a, record_a) = self.run_pair_recorded(&fc)?;
+            let (b, record_b) = self.run_pair_recorded(&fp)?;
+            starts[0].extend(record_b.starts_after_kicks(Party::P));
+            starts[1].extend(record_a.starts_after_kicks(Party::C));
             sleeps
                 .c
                 .extend(SleepSamples::of(&a, Party::C, fc.params.w_c.mean_ns()));
@@ -301,12 +309,16 @@ impl Backend {
         if v.iter().all(Vec::is_empty) {
             return Ok((None, sleeps));
         }
-        let [np, nc, rp, rc] = v.map(|x| (!x.is_empty()).then(|| Stat::of(x)));
+        let stat = |x: Vec<f64>| (!x.is_empty()).then(|| Stat::of(x));
+        let [np, nc, rp, rc] = v.map(stat);
+        let [start_p, start_c] = starts.map(stat);
         let costs = InRunCosts {
             np,
             nc,
             rp,
             rc,
+            start_p,
+            start_c,
             ..InRunCosts::default()
         };
         Ok((Some(costs), sleeps))
@@ -406,6 +418,10 @@ impl SleepSamples {
         (!v.is_empty()).then(|| Stat::of(v))
     }
 }
+
+/// Kicks and sleeps recorded per party in each reference pair with
+/// notifications: their start-ups round by round ([`Backend::in_run`]).
+const START_ROUNDS: usize = 256;
 
 /// Naps a calibration times on each party's CPU.
 const NAPS: usize = 200;
