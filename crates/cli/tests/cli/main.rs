@@ -1216,13 +1216,24 @@ fn kvm_runs_in_both_directions_where_there_is_kvm() {
     // host kicks it awake, and the drawing shows both.
     let dir = tmp("kvm-timeline");
     std::fs::create_dir_all(&dir).unwrap();
-    let svg = dir.join("pair.svg");
-    let out = kicklab(&[
-        "run",
-        "--backend",
-        "kvm",
-        "--profile",
-        &shared_profile("kvm", "tx"),
+    draws_kicks_and_sleeps(
+        &dir.join("pair.svg"),
+        &[
+            "--backend",
+            "kvm",
+            "--profile",
+            &shared_profile("kvm", "tx"),
+        ],
+        "measured kvm pair",
+    );
+}
+
+/// `kicklab run ARGS --wp 3us --messages 5000 --timeline SVG` succeeds and
+/// draws the pair's kicks and sleeps under `title`.
+fn draws_kicks_and_sleeps(svg: &std::path::Path, args: &[&str], title: &str) {
+    let mut all = vec!["run"];
+    all.extend_from_slice(args);
+    all.extend_from_slice(&[
         "--wp",
         "3us",
         "--messages",
@@ -1230,16 +1241,14 @@ fn kvm_runs_in_both_directions_where_there_is_kvm() {
         "--timeline",
         svg.to_str().unwrap(),
     ]);
+    let out = kicklab(&all);
     assert!(
         out.status.success(),
         "{}",
         String::from_utf8_lossy(&out.stderr)
     );
-    let text = std::fs::read_to_string(&svg).unwrap();
-    assert!(
-        text.starts_with("<svg") && text.contains("measured kvm pair"),
-        "{text}"
-    );
+    let text = std::fs::read_to_string(svg).unwrap();
+    assert!(text.starts_with("<svg") && text.contains(title), "{text}");
     assert!(
         text.contains("kick (N): ") && text.contains("sleep: "),
         "{text}"
@@ -1254,34 +1263,11 @@ fn kvm_runs_in_both_directions_where_there_is_kvm() {
 fn run_draws_its_kicks_and_sleeps() {
     let dir = tmp("run-timeline");
     std::fs::create_dir_all(&dir).unwrap();
-    let svg = dir.join("pair.svg");
     let profile = shared_profile("futex", "tx");
-    let out = kicklab(&[
-        "run",
-        "--backend",
-        "futex",
-        "--profile",
-        &profile,
-        "--wp",
-        "2us",
-        "--messages",
-        "20000",
-        "--timeline",
-        svg.to_str().unwrap(),
-    ]);
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let text = std::fs::read_to_string(&svg).unwrap();
-    assert!(
-        text.starts_with("<svg") && text.contains("measured futex pair"),
-        "{text}"
-    );
-    assert!(
-        text.contains("kick (N): ") && text.contains("sleep: "),
-        "{text}"
+    draws_kicks_and_sleeps(
+        &dir.join("pair.svg"),
+        &["--backend", "futex", "--profile", &profile],
+        "measured futex pair",
     );
     let polled = dir.join("poll.svg");
     let out = kicklab(&[
