@@ -102,17 +102,28 @@ pub(crate) fn find(
 /// about 400 KB).
 const MAX_FILE: u64 = 16 << 20;
 
+/// A recording's JSON file: a regular file (a FIFO would block for ever
+/// in the open, a device never end), read up to [`MAX_FILE`].
 pub(crate) fn read_json(path: &Path) -> Result<serde_json::Value, String> {
-    let len = std::fs::metadata(path)
-        .map_err(|e| format!("{}: {e}", path.display()))?
-        .len();
+    use std::io::Read as _;
+    let cannot = |e: &dyn std::fmt::Display| format!("{}: {e}", path.display());
+    let meta = std::fs::metadata(path).map_err(|e| cannot(&e))?;
+    if !meta.is_file() {
+        return Err(cannot(&"not a regular file"));
+    }
+    let len = meta.len();
     if len > MAX_FILE {
         return Err(format!(
             "{}: {len} bytes, more than a recording holds",
             path.display()
         ));
     }
-    let text = std::fs::read_to_string(path).map_err(|e| format!("{}: {e}", path.display()))?;
+    let mut text = String::new();
+    std::fs::File::open(path)
+        .map_err(|e| cannot(&e))?
+        .take(MAX_FILE + 1)
+        .read_to_string(&mut text)
+        .map_err(|e| cannot(&e))?;
     serde_json::from_str(&text).map_err(|e| format!("{}: not JSON: {e}", path.display()))
 }
 

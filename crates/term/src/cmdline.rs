@@ -179,7 +179,16 @@ pub fn non_utf8_argument() -> Option<String> {
 /// subcommand) and the possible values, where it gives them, are kept in
 /// parentheses.
 pub fn one_line_error(e: &clap::Error) -> String {
-    let text = e.render().to_string();
+    let mut text = e.render().to_string();
+    // A value with a newline in it would cut the message short, before it
+    // names the flag: the message (up to clap's blank line) as one line,
+    // its control characters shown escaped.
+    if e.get(clap::error::ContextKind::InvalidValue)
+        .is_some_and(|v| v.to_string().chars().any(char::is_control))
+    {
+        let end = text.find("\n\n").unwrap_or(text.len());
+        text = format!("{}{}", one_line(&text[..end]), &text[end..]);
+    }
     let mut lines = text.lines().map(str::trim).filter(|l| !l.is_empty());
     let mut out = shorten_echo(lines.next().unwrap_or("error: bad arguments"));
     let rest: Vec<&str> = lines.collect();

@@ -25,13 +25,23 @@ pub struct Lines {
 }
 
 impl Lines {
-    /// Opens `path`.
+    /// Opens `path`: a regular file, since the trace is read twice (a pipe
+    /// would give its lines once; a FIFO blocks in the open, a device
+    /// never ends).
     pub fn open(path: &Path) -> Result<Lines, TraceError> {
         let name = path.display().to_string();
         let io = |e: std::io::Error| TraceError::Read {
             path: name.clone(),
             why: e.to_string(),
         };
+        if !std::fs::metadata(path).map_err(io)?.is_file() {
+            return Err(TraceError::Read {
+                path: name,
+                why: "not a regular file: kicklab trace reads the file twice, so save the trace \
+                      to a file first (perf script --ns > FILE)"
+                    .into(),
+            });
+        }
         let mut file = BufReader::with_capacity(1 << 20, File::open(path).map_err(io)?);
         let gzip = file.fill_buf().map_err(io)?.starts_with(&[0x1f, 0x8b]);
         let reader: Box<dyn BufRead> = if gzip {

@@ -1857,18 +1857,11 @@ fn a_long_bad_value_is_not_repeated_whole_and_a_real_study_checks_its_profile() 
     let _ = std::fs::remove_dir_all(&dir);
 }
 
-#[test]
-fn a_profile_that_is_a_fifo_is_refused_without_waiting_for_a_writer() {
-    let dir = tmp("fifo");
-    std::fs::create_dir_all(&dir).unwrap();
-    let fifo = dir.join("profile.json");
-    let made = Command::new("mkfifo")
-        .arg(&fifo)
-        .status()
-        .expect("run mkfifo");
-    assert!(made.success());
+/// `kicklab ARGS` exits within 10 s (it must not wait on a FIFO for a
+/// writer): its status and stderr.
+fn without_waiting(args: &[&str]) -> (std::process::ExitStatus, String) {
     let mut child = Command::new(env!("CARGO_BIN_EXE_kicklab"))
-        .args(["sim", "--profile", fifo.to_str().unwrap(), "--json"])
+        .args(args)
         .stderr(std::process::Stdio::piped())
         .stdout(std::process::Stdio::null())
         .spawn()
@@ -1880,17 +1873,60 @@ fn a_profile_that_is_a_fifo_is_refused_without_waiting_for_a_writer() {
         }
         if started.elapsed() > std::time::Duration::from_secs(10) {
             let _ = child.kill();
-            panic!("kicklab waited on the FIFO for a writer");
+            panic!("{args:?}: kicklab waited on the FIFO for a writer");
         }
         std::thread::sleep(std::time::Duration::from_millis(20));
     };
     let mut err = String::new();
     std::io::Read::read_to_string(&mut child.stderr.take().unwrap(), &mut err).unwrap();
-    assert_eq!(status.code(), Some(2), "{err}");
-    assert!(
-        err.contains("--profile") && err.contains("not a regular file"),
-        "{err}"
-    );
+    (status, err)
+}
+
+/// A FIFO where a file is read (a profile, a recording in a replay
+/// folder, a trace) is refused without waiting for a writer; so is a
+/// device that never ends.
+#[test]
+fn a_fifo_or_device_read_as_a_file_is_refused_without_waiting_for_a_writer() {
+    let dir = tmp("fifo");
+    std::fs::create_dir_all(&dir).unwrap();
+    let fifo = |name: &str| {
+        let at = dir.join(name);
+        let made = Command::new("mkfifo")
+            .arg(&at)
+            .status()
+            .expect("run mkfifo");
+        assert!(made.success());
+        at.to_str().unwrap().to_string()
+    };
+    let profile = fifo("profile.json");
+    let set = dir.join("recorded/set");
+    std::fs::create_dir_all(&set).unwrap();
+    std::fs::copy(
+        PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+            .join("../../data/machines/xeon-2c-nested/2026-11-28a/profile-futex.json"),
+        set.join("profile-futex.json"),
+    )
+    .unwrap();
+    let validation = fifo("recorded/set/validate-futex.json");
+    let trace = fifo("trace.txt");
+    let recorded = dir.join("recorded");
+    for (args, what) in [
+        (vec!["sim", "--profile", &profile, "--json"], "--profile"),
+        (
+            vec!["replay", recorded.to_str().unwrap()],
+            validation.as_str(),
+        ),
+        (vec!["trace", &trace, "--messages", "1"], trace.as_str()),
+        (vec!["trace", "/dev/zero", "--messages", "1"], "/dev/zero"),
+    ] {
+        let (status, err) = without_waiting(&args);
+        assert_eq!(status.code(), Some(2), "{args:?}: {err}");
+        assert_eq!(err.trim_end().lines().count(), 1, "{args:?}: {err}");
+        assert!(
+            err.contains(what) && err.contains("not a regular file"),
+            "{args:?}: {err}"
+        );
+    }
     let _ = std::fs::remove_dir_all(&dir);
 }
 

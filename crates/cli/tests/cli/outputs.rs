@@ -243,6 +243,17 @@ fn a_path_with_a_newline_stays_one_line() {
     assert_eq!(err.trim_end().lines().count(), 1, "{err}");
     assert!(err.contains("a\\nb"), "{err}");
     let _ = std::fs::remove_dir_all(&root);
+    // A flag's value with a newline: the one line still names the flag.
+    for (args, flag) in [
+        (["model", "--wp", "1us\n2us"], "--wp"),
+        (["sim", "--messages", "2\n0"], "--messages"),
+    ] {
+        let out = kicklab(&args);
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {err}");
+        assert_eq!(err.trim_end().lines().count(), 1, "{args:?}: {err}");
+        assert!(err.contains(flag) && err.contains("\\n"), "{args:?}: {err}");
+    }
 }
 
 fn spawn(args: &[String]) -> std::process::Child {
