@@ -113,8 +113,11 @@ pub fn run(a: &ControlArgs) -> anyhow::Result<()> {
         outln!("{line}");
     }
     errln!(
-        "wrote control.csv, the charts and index.html in {}",
-        a.out.display()
+        "{}",
+        kicklab_term::cmdline::one_line(&format!(
+            "wrote control.csv, the charts and index.html in {}",
+            a.out.display()
+        ))
     );
     kicklab_term::files::commit(dir)
 }

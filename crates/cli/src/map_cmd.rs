@@ -56,8 +56,11 @@ pub fn run(a: &MapArgs) -> anyhow::Result<()> {
     kicklab_report::write_atomic(&dir.path().join("map.csv"), &out.csv)?;
     outln!("{}", out.summary);
     errln!(
-        "wrote map.csv, the maps and index.html in {}",
-        a.out.display()
+        "{}",
+        kicklab_term::cmdline::one_line(&format!(
+            "wrote map.csv, the maps and index.html in {}",
+            a.out.display()
+        ))
     );
     kicklab_term::files::commit(dir)
 }

@@ -164,9 +164,12 @@ pub fn run(a: &QosArgs) -> anyhow::Result<()> {
         }
         if let Some(files) = &output.files {
             errln!(
-                "wrote {}, the charts and index.html in {}",
-                files.csv_name,
-                a.out.display()
+                "{}",
+                kicklab_term::cmdline::one_line(&format!(
+                    "wrote {}, the charts and index.html in {}",
+                    files.csv_name,
+                    a.out.display()
+                ))
             );
         }
     }

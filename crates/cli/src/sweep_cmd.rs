@@ -60,9 +60,12 @@ pub fn run(a: &SweepArgs) -> anyhow::Result<()> {
         errln!("warning: {w} (raise --messages)");
     }
     errln!(
-        "wrote {}, T.svg, E.svg, index.html in {}",
-        a.out.join("sweep.csv").display(),
-        a.out.display()
+        "{}",
+        kicklab_term::cmdline::one_line(&format!(
+            "wrote {}, T.svg, E.svg, index.html in {}",
+            a.out.join("sweep.csv").display(),
+            a.out.display()
+        ))
     );
     kicklab_term::files::commit(dir)
 }

@@ -96,7 +96,10 @@ pub fn run(a: &TraceArgs) -> anyhow::Result<()> {
             kicklab_model::Flag::Save,
             serde_json::to_string_pretty(&report.profile)?.as_bytes(),
         )?;
-        errln!("saved {}", path.display());
+        errln!(
+            "saved {}",
+            kicklab_term::cmdline::one_line(&path.display().to_string())
+        );
     }
     if let Some(path) = &a.timeline {
         let svg = kicklab_lab::trace::timeline_svg(&report);

@@ -87,7 +87,12 @@ pub fn run(a: &ValidateArgs) -> anyhow::Result<()> {
     }
     match out {
         Some(dir) => {
-            errln!("wrote {}", dir.target().join("index.html").display());
+            errln!(
+                "wrote {}",
+                kicklab_term::cmdline::one_line(
+                    &dir.target().join("index.html").display().to_string()
+                )
+            );
             kicklab_term::files::commit(dir)
         }
         None => Ok(()),

@@ -63,6 +63,9 @@ pub fn save_timeline(
         )
     })?;
     crate::files::save(path, Flag::Timeline, svg.as_bytes())?;
-    errln!("drew {}", path.display());
+    errln!(
+        "drew {}",
+        crate::cmdline::one_line(&path.display().to_string())
+    );
     Ok(())
 }

@@ -243,6 +243,22 @@ fn a_path_with_a_newline_stays_one_line() {
     assert_eq!(err.trim_end().lines().count(), 1, "{err}");
     assert!(err.contains("a\\nb"), "{err}");
     let _ = std::fs::remove_dir_all(&root);
+    // So is the note that says where the files went.
+    let out = kicklab(&[
+        "map",
+        "--messages",
+        "0",
+        "--x",
+        "wp=0.5us..1us:2",
+        "--y",
+        "wc=0.5us..1us:2",
+        "--out",
+        root.join("m\nx").to_str().unwrap(),
+    ]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{err}");
+    assert!(err.trim_end().ends_with("m\\nx"), "{err}");
+    let _ = std::fs::remove_dir_all(&root);
     // A flag's value with a newline: the one line still names the flag.
     for (args, flag) in [
         (["model", "--wp", "1us\n2us"], "--wp"),
