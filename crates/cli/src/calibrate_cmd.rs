@@ -58,10 +58,7 @@ pub fn run(a: &CalibrateArgs) -> anyhow::Result<()> {
     if let Some(path) = &a.save {
         let json = serde_json::to_string_pretty(&out.profile)?;
         kicklab_term::files::save(path, kicklab_model::Flag::Save, json.as_bytes())?;
-        errln!(
-            "saved {}",
-            kicklab_term::cmdline::one_line(&path.display().to_string())
-        );
+        noteln!("saved {}", path.display());
     }
     kicklab_term::show::result(a.json, &out.json, &out.text)
 }

@@ -112,12 +112,9 @@ pub fn run(a: &ControlArgs) -> anyhow::Result<()> {
     for line in kicklab_lab::control::render::lines(&study) {
         outln!("{line}");
     }
-    errln!(
-        "{}",
-        kicklab_term::cmdline::one_line(&format!(
-            "wrote control.csv, the charts and index.html in {}",
-            a.out.display()
-        ))
+    noteln!(
+        "wrote control.csv, the charts and index.html in {}",
+        a.out.display()
     );
     kicklab_term::files::commit(dir)
 }

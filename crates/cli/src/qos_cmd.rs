@@ -163,13 +163,10 @@ pub fn run(a: &QosArgs) -> anyhow::Result<()> {
             errln!("{line}");
         }
         if let Some(files) = &output.files {
-            errln!(
-                "{}",
-                kicklab_term::cmdline::one_line(&format!(
-                    "wrote {}, the charts and index.html in {}",
-                    files.csv_name,
-                    a.out.display()
-                ))
+            noteln!(
+                "wrote {}, the charts and index.html in {}",
+                files.csv_name,
+                a.out.display()
             );
         }
     }

@@ -59,13 +59,10 @@ pub fn run(a: &SweepArgs) -> anyhow::Result<()> {
     if let Some(w) = &out.warning {
         errln!("warning: {w} (raise --messages)");
     }
-    errln!(
-        "{}",
-        kicklab_term::cmdline::one_line(&format!(
-            "wrote {}, T.svg, E.svg, index.html in {}",
-            a.out.join("sweep.csv").display(),
-            a.out.display()
-        ))
+    noteln!(
+        "wrote {}, T.svg, E.svg, index.html in {}",
+        a.out.join("sweep.csv").display(),
+        a.out.display()
     );
     kicklab_term::files::commit(dir)
 }

@@ -96,10 +96,7 @@ pub fn run(a: &TraceArgs) -> anyhow::Result<()> {
             kicklab_model::Flag::Save,
             serde_json::to_string_pretty(&report.profile)?.as_bytes(),
         )?;
-        errln!(
-            "saved {}",
-            kicklab_term::cmdline::one_line(&path.display().to_string())
-        );
+        noteln!("saved {}", path.display());
     }
     if let Some(path) = &a.timeline {
         let svg = kicklab_lab::trace::timeline_svg(&report);

@@ -87,12 +87,7 @@ pub fn run(a: &ValidateArgs) -> anyhow::Result<()> {
     }
     match out {
         Some(dir) => {
-            errln!(
-                "wrote {}",
-                kicklab_term::cmdline::one_line(
-                    &dir.target().join("index.html").display().to_string()
-                )
-            );
+            noteln!("wrote {}", dir.target().join("index.html").display());
             kicklab_term::files::commit(dir)
         }
         None => Ok(()),

@@ -106,6 +106,15 @@ macro_rules! errln {
     };
 }
 
+/// A note on standard error kept to one line: control characters (a
+/// newline in a path it names) shown escaped.
+#[macro_export]
+macro_rules! noteln {
+    ($($arg:tt)*) => {
+        $crate::errln!("{}", $crate::cmdline::one_line(&format!($($arg)*)))
+    };
+}
+
 /// A write to standard output or standard error failed.
 #[derive(Debug)]
 pub struct WriteFailed(String);

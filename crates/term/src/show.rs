@@ -63,9 +63,6 @@ pub fn save_timeline(
         )
     })?;
     crate::files::save(path, Flag::Timeline, svg.as_bytes())?;
-    errln!(
-        "drew {}",
-        crate::cmdline::one_line(&path.display().to_string())
-    );
+    crate::noteln!("drew {}", path.display());
     Ok(())
 }
