@@ -19,7 +19,7 @@ use std::fs::File;
 use std::os::unix::io::AsRawFd as _;
 use std::path::{Path, PathBuf};
 
-use crate::temporaries::{forget_temporary, register_temporary};
+use crate::temporaries::{forget_temporary, make_registered};
 
 /// The file in every output folder kicklab writes: says which command
 /// wrote it, and marks the folder as kicklab's to replace.
@@ -97,22 +97,25 @@ impl OutDir {
             Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
             _ => PathBuf::from("."),
         };
-        let made_parents = make_parents(&parent).map_err(io)?;
-        let mut made = Guard(made_parents);
-        if target.is_dir() {
-            check_placeable(target, &parent, &shown)?;
-            check_replaceable(target, &shown, replace)?;
-        }
         let staging = parent.join(format!(".{name}.kicklab-staging"));
-        let lock = claim(&staging, &shown)?;
-        register_temporary(&staging);
-        for p in &made.0 {
-            register_temporary(p);
-        }
+        // Made and registered in one step: a signal at any moment finds
+        // either nothing made or everything registered for removal.
+        let (made_parents, lock) = make_registered(|| {
+            let mut made = Guard(make_parents(&parent).map_err(io)?);
+            if target.is_dir() {
+                check_placeable(target, &parent, &shown)?;
+                check_replaceable(target, &shown, replace)?;
+            }
+            let lock = claim(&staging, &shown)?;
+            let made = std::mem::take(&mut made.0);
+            let mut registered = made.clone();
+            registered.push(staging.clone());
+            Ok::<_, OutDirError>(((made, lock), registered))
+        })?;
         let out = OutDir {
             target: target.to_path_buf(),
             staging,
-            made_parents: std::mem::take(&mut made.0),
+            made_parents,
             _lock: lock,
             committed: false,
             replace,
@@ -179,8 +182,10 @@ impl OutDir {
             }
         });
         moved.map_err(|e| OutDirError::Io(shown, e))?;
-        // The staging path now holds the earlier run's files, if any.
+        // The staging path now holds the earlier run's files, if any
+        // (registered until removed).
         let _ = std::fs::remove_dir_all(&self.staging);
+        forget_temporary(&self.staging);
         // The parents it made now hold the run's folder: kept.
         for p in &self.made_parents {
             forget_temporary(p);
@@ -495,6 +500,13 @@ mod tests {
         let staged = o.path().to_path_buf();
         assert!(crate::temporaries::is_registered(&staged));
         o.commit().unwrap();
+        assert!(!crate::temporaries::is_registered(&staged));
+        // Replacing an earlier run: the swapped-out files are registered
+        // until removed, then nothing is.
+        let o = OutDir::begin(&r.join("out"), "kicklab test", true).unwrap();
+        assert!(crate::temporaries::is_registered(&staged));
+        o.commit().unwrap();
+        assert!(!staged.exists());
         assert!(!crate::temporaries::is_registered(&staged));
         let _ = std::fs::remove_dir_all(&r);
     }

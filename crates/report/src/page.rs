@@ -267,15 +267,15 @@ impl Page {
         h
     }
 
-    /// Writes `index.html` and one `<stem>.svg` per figure into `dir`
-    /// (created if missing), each with [`write_atomic`]: SVGs first, the
-    /// page last.
+    /// Writes `index.html` and one `<stem>.svg` per figure into `dir`,
+    /// each with [`write_atomic`]: SVGs first, the page last. `dir` must
+    /// exist (an output folder being staged): it is never made here, so
+    /// that a folder a signal's clean-up removed is not made again.
     ///
     /// # Errors
     ///
     /// [`ReportError::Io`] naming the file that failed.
     pub fn write(&self, dir: &Path) -> Result<(), ReportError> {
-        std::fs::create_dir_all(dir).map_err(|e| ReportError::Io(dir.display().to_string(), e))?;
         for s in &self.sections {
             for (stem, svg, _) in &s.figures {
                 write_atomic(&dir.join(format!("{stem}.svg")), svg)?;
@@ -411,6 +411,14 @@ mod tests {
         let _ = std::fs::remove_dir_all(&dir);
         let mut s = Section::new("s", "S");
         s.push_chart("fig", &Chart::default(), 300, 200).unwrap();
+        let p = Page {
+            sections: vec![s.clone()],
+            ..Page::default()
+        };
+        // A missing folder is not made: it may be one a signal removed.
+        assert!(p.write(&dir).is_err());
+        assert!(!dir.exists());
+        std::fs::create_dir(&dir).unwrap();
         let p = Page {
             sections: vec![s],
             ..Page::default()

@@ -21,19 +21,33 @@ pub fn register_temporary(path: &Path) {
     temporaries().push(path.to_path_buf());
 }
 
+/// Runs `make` (which makes files or folders) with the registry locked
+/// and registers the paths it returns: a signal's clean-up runs wholly
+/// before anything is made or wholly after it is registered, never
+/// between the two.
+pub fn make_registered<T, E>(make: impl FnOnce() -> Result<(T, Vec<PathBuf>), E>) -> Result<T, E> {
+    let mut held = temporaries();
+    let (out, made) = make()?;
+    held.extend(made);
+    Ok(out)
+}
+
 /// Unregisters `path` (moved into place, or removed by its owner).
 pub fn forget_temporary(path: &Path) {
     temporaries().retain(|p| p != path);
 }
 
 /// Runs `step` (a move into place) with the registry locked, then
-/// unregisters `path`: a signal's clean-up runs wholly before (and the
-/// step finds nothing to move) or wholly after (and finds nothing to
-/// remove), never in the middle of the move.
+/// unregisters `path` if nothing is left there: a signal's clean-up runs
+/// wholly before (and the step finds nothing to move) or wholly after
+/// (and finds nothing to remove, or what the move left at `path`: an
+/// earlier run's files swapped out), never in the middle of the move.
 pub fn settle<T>(path: &Path, step: impl FnOnce() -> T) -> T {
     let mut held = temporaries();
     let out = step();
-    held.retain(|p| p != path);
+    if !path.exists() {
+        held.retain(|p| p != path);
+    }
     out
 }
 

@@ -519,7 +519,9 @@ fn a_signal_during_any_folder_writing_command_leaves_its_folder_whole_or_none() 
     let root = tmp("signal-all");
     std::fs::create_dir_all(&root).unwrap();
     for (i, cmd) in COMMANDS.iter().filter(|c| c.contains(&"{out}")).enumerate() {
-        for (j, delay_ms) in [5u64, 40, 150].iter().enumerate() {
+        // Early and close together: the first milliseconds are when the
+        // folder is being made.
+        for (j, delay_ms) in [2u64, 4, 6, 9, 40, 150].iter().enumerate() {
             let out = root.join(format!("c{i}-{j}"));
             let mut child = spawn(&args_with(cmd, &out));
             std::thread::sleep(Duration::from_millis(*delay_ms));
