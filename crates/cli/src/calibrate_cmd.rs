@@ -57,8 +57,7 @@ pub fn run(a: &CalibrateArgs) -> anyhow::Result<()> {
     let out = request.run(&kicklab_term::progress::Bars::default())?;
     if let Some(path) = &a.save {
         let json = serde_json::to_string_pretty(&out.profile)?;
-        kicklab_term::files::save(path, kicklab_model::Flag::Save, json.as_bytes())?;
-        noteln!("saved {}", path.display());
+        kicklab_term::files::save(path, kicklab_model::Flag::Save, json.as_bytes(), "saved")?;
     }
     kicklab_term::show::result(a.json, &out.json, &out.text)
 }

@@ -104,7 +104,10 @@ pub extern "C" fn main(_argc: libc::c_int, _argv: *const *const libc::c_char) ->
     // them, it is exit 101 as in any Rust program.
     match std::panic::catch_unwind(kicklab) {
         Ok(code) => libc::c_int::from(code),
-        Err(_) => 101,
+        Err(_) => {
+            let _ = kicklab_term::files::commit_saved(false);
+            101
+        }
     }
 }
 

@@ -95,8 +95,8 @@ pub fn run(a: &TraceArgs) -> anyhow::Result<()> {
             path,
             kicklab_model::Flag::Save,
             serde_json::to_string_pretty(&report.profile)?.as_bytes(),
+            "saved",
         )?;
-        noteln!("saved {}", path.display());
     }
     if let Some(path) = &a.timeline {
         let svg = kicklab_lab::trace::timeline_svg(&report);

@@ -64,7 +64,7 @@ pub struct ReplaySet {
 pub fn replay(dir: &Path) -> Result<Vec<ReplaySet>, LabError> {
     let bad = |why: String| LabError::input(Input::Replay, why);
     let mut files = Vec::new();
-    find(dir, "validate-", &mut files, 0).map_err(|e| bad(format!("{}: {e}", dir.display())))?;
+    find(dir, "validate-", &mut files).map_err(|e| bad(format!("{}: {e}", dir.display())))?;
     files.sort();
     if files.is_empty() {
         return Err(bad(format!(
@@ -76,21 +76,39 @@ pub fn replay(dir: &Path) -> Result<Vec<ReplaySet>, LabError> {
     files.iter().map(|f| replay_file(f)).collect()
 }
 
-/// Collects `<prefix>*.json` files, at most 4 folders down.
-pub(crate) fn find(
+/// Collects `<prefix>*.json` files, at most 4 folders down, each once:
+/// a folder or file reached again through a link (a loop, or two links
+/// to one recording) is skipped.
+pub(crate) fn find(dir: &Path, prefix: &str, out: &mut Vec<PathBuf>) -> std::io::Result<()> {
+    let mut seen = std::collections::HashSet::new();
+    walk(dir, prefix, out, 0, &mut seen)
+}
+
+fn walk(
     dir: &Path,
     prefix: &str,
     out: &mut Vec<PathBuf>,
     depth: u32,
+    seen: &mut std::collections::HashSet<PathBuf>,
 ) -> std::io::Result<()> {
-    for e in std::fs::read_dir(dir)? {
-        let p = e?.path();
-        if p.is_dir() && depth < 4 {
-            find(&p, prefix, out, depth + 1)?;
+    if !seen.insert(std::fs::canonicalize(dir)?) {
+        return Ok(());
+    }
+    let mut entries: Vec<PathBuf> = std::fs::read_dir(dir)?
+        .map(|e| e.map(|e| e.path()))
+        .collect::<Result<_, _>>()?;
+    // Files and folders before links to them: a link is what is skipped.
+    entries.sort_by_key(|p| (p.is_symlink(), p.clone()));
+    for p in entries {
+        if p.is_dir() {
+            if depth < 4 {
+                walk(&p, prefix, out, depth + 1, seen)?;
+            }
         } else if p
             .file_name()
             .and_then(|n| n.to_str())
             .is_some_and(|n| n.starts_with(prefix) && n.ends_with(".json"))
+            && std::fs::canonicalize(&p).map_or(true, |c| seen.insert(c))
         {
             out.push(p);
         }

@@ -340,7 +340,21 @@ pub fn analyze(spec: &TraceSpec, progress: &dyn Progress) -> Result<TraceReport,
     #[allow(clippy::cast_precision_loss, clippy::cast_possible_truncation, clippy::cast_sign_loss)]
     let messages = match (spec.messages, spec.rate_per_s) {
         (Some(m), _) => m,
-        (None, Some(r)) => (r * e.window_ns / 1e9).round().max(1.0) as u64,
+        (None, Some(r)) => {
+            let m = (r * e.window_ns / 1e9).round();
+            if m < 1.0 {
+                return Err(LabError::input(
+                    Input::Rate,
+                    format!(
+                        "{r:e} messages a second is less than one message in the traced window of {}; \
+                         give at least {} a second, or the message count",
+                        kicklab_model::fmt_ns_short(e.window_ns),
+                        kicklab_model::sig(0.5e9 / e.window_ns, 3)
+                    ),
+                ));
+            }
+            m as u64
+        }
         (None, None) => {
             return Err(LabError::input(
                 Input::Messages,

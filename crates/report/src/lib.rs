@@ -34,7 +34,7 @@ pub use temporaries::{
     forget_temporary, is_registered, register_temporary, remove_temporaries, TemporariesRemoved,
 };
 pub use timeline::{timeline_svg, TimelinePanel};
-pub use write::{check_writable, write_atomic};
+pub use write::{check_writable, stage_file, write_atomic, Staged};
 
 /// A chart or a page could not be written.
 #[derive(Debug, thiserror::Error)]

@@ -52,6 +52,56 @@ pub fn check_writable(file: &Path) -> Result<(), String> {
 ///
 /// [`ReportError::Io`] naming `path`.
 pub fn write_atomic(path: &Path, bytes: impl AsRef<[u8]>) -> Result<(), ReportError> {
+    match stage_file(path, bytes)? {
+        Some(staged) => staged.commit(),
+        None => Ok(()),
+    }
+}
+
+/// A file written whole under a temporary name beside its path, waiting
+/// to be renamed into place ([`Staged::commit`]); dropped uncommitted, the
+/// temporary file is removed and the path keeps what it held.
+#[derive(Debug)]
+pub struct Staged {
+    tmp: PathBuf,
+    path: PathBuf,
+}
+
+impl Staged {
+    /// Renames the file into place.
+    ///
+    /// # Errors
+    ///
+    /// [`ReportError::Io`] naming the path.
+    pub fn commit(self) -> Result<(), ReportError> {
+        let moved = std::fs::rename(&self.tmp, &self.path);
+        moved.map_err(|e| ReportError::Io(self.path.display().to_string(), e))
+        // Drop removes the temporary name where the rename failed.
+    }
+
+    /// The path the file goes to.
+    #[must_use]
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+}
+
+impl Drop for Staged {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_file(&self.tmp);
+        crate::temporaries::forget_temporary(&self.tmp);
+    }
+}
+
+/// The first half of [`write_atomic`]: `bytes` written whole and flushed
+/// under a temporary name (registered, so that a signal removes it), to
+/// be renamed into place by [`Staged::commit`]. A path that is no regular
+/// file is written to at once (`None`: nothing to commit).
+///
+/// # Errors
+///
+/// [`ReportError::Io`] naming `path`.
+pub fn stage_file(path: &Path, bytes: impl AsRef<[u8]>) -> Result<Option<Staged>, ReportError> {
     let err = |e| ReportError::Io(path.display().to_string(), e);
     match std::fs::metadata(path) {
         Ok(m) if !m.is_file() && !m.is_dir() => {
@@ -62,27 +112,27 @@ pub fn write_atomic(path: &Path, bytes: impl AsRef<[u8]>) -> Result<(), ReportEr
                     f.write_all(bytes.as_ref())?;
                     f.flush()
                 })
+                .map(|()| None)
                 .map_err(err);
         }
         Ok(m) if m.is_file() && path.is_symlink() => {
             let target = std::fs::canonicalize(path).map_err(err)?;
-            return write_atomic(&target, bytes);
+            return stage_file(&target, bytes);
         }
         _ => {}
     }
-    let tmp = tmp_path(path);
-    crate::temporaries::register_temporary(&tmp);
-    let result = (|| {
-        let mut f = std::fs::File::create(&tmp)?;
+    let staged = Staged {
+        tmp: tmp_path(path),
+        path: path.to_path_buf(),
+    };
+    crate::temporaries::register_temporary(&staged.tmp);
+    let written = (|| {
+        let mut f = std::fs::File::create(&staged.tmp)?;
         f.write_all(bytes.as_ref())?;
-        f.sync_all()?;
-        std::fs::rename(&tmp, path)
+        f.sync_all()
     })();
-    if result.is_err() {
-        let _ = std::fs::remove_file(&tmp);
-    }
-    crate::temporaries::forget_temporary(&tmp);
-    result.map_err(err)
+    // On failure `staged` drops: the temporary name is removed.
+    written.map(|()| Some(staged)).map_err(err)
 }
 
 #[cfg(test)]
@@ -155,5 +205,27 @@ mod tests {
         std::fs::remove_dir_all(&d).unwrap();
         // A missing directory is an error too, naming the file.
         assert!(write_atomic(&d.join("x.svg"), "x").is_err());
+    }
+
+    #[test]
+    fn a_staged_file_appears_only_when_committed() {
+        let d = dir("staged");
+        let f = d.join("p.json");
+        std::fs::write(&f, "old").unwrap();
+        let staged = stage_file(&f, "new").unwrap().unwrap();
+        assert_eq!(std::fs::read_to_string(&f).unwrap(), "old");
+        assert!(crate::temporaries::is_registered(&tmp_path(&f)));
+        drop(staged);
+        assert_eq!(std::fs::read_to_string(&f).unwrap(), "old");
+        assert!(!tmp_path(&f).exists());
+        assert!(!crate::temporaries::is_registered(&tmp_path(&f)));
+        stage_file(&f, "new").unwrap().unwrap().commit().unwrap();
+        assert_eq!(std::fs::read_to_string(&f).unwrap(), "new");
+        let names: Vec<_> = std::fs::read_dir(&d)
+            .unwrap()
+            .map(|e| e.unwrap().file_name())
+            .collect();
+        assert_eq!(names, ["p.json"]);
+        std::fs::remove_dir_all(&d).unwrap();
     }
 }

@@ -179,16 +179,34 @@ pub fn non_utf8_argument() -> Option<String> {
 /// subcommand) and the possible values, where it gives them, are kept in
 /// parentheses.
 pub fn one_line_error(e: &clap::Error) -> String {
-    let mut text = e.render().to_string();
-    // A value with a newline in it would cut the message short, before it
-    // names the flag: the message (up to clap's blank line) as one line,
-    // its control characters shown escaped.
-    if e.get(clap::error::ContextKind::InvalidValue)
-        .is_some_and(|v| v.to_string().chars().any(char::is_control))
+    // A value with a control character in it (a newline would cut the
+    // message short, before it names the flag; clap's rendering drops the
+    // others): the line is made here, the value shown escaped.
+    if let Some(value) = e
+        .get(clap::error::ContextKind::InvalidValue)
+        .map(ToString::to_string)
+        .filter(|v| v.chars().any(char::is_control))
     {
-        let end = text.find("\n\n").unwrap_or(text.len());
-        text = format!("{}{}", one_line(&text[..end]), &text[end..]);
+        let arg = e
+            .get(clap::error::ContextKind::InvalidArg)
+            .map(ToString::to_string)
+            .unwrap_or_default();
+        let why = std::error::Error::source(e).map(ToString::to_string);
+        return one_line(&match why {
+            Some(why) => format!("error: invalid value '{value}' for '{arg}': {why}"),
+            None => format!("error: invalid value '{value}' for '{arg}'"),
+        });
     }
+    if e.kind() == clap::error::ErrorKind::UnknownArgument {
+        if let Some(arg) = e
+            .get(clap::error::ContextKind::InvalidArg)
+            .map(ToString::to_string)
+            .filter(|v| v.chars().any(char::is_control))
+        {
+            return one_line(&format!("error: unexpected argument '{arg}' found"));
+        }
+    }
+    let text = e.render().to_string();
     let mut lines = text.lines().map(str::trim).filter(|l| !l.is_empty());
     let mut out = shorten_echo(lines.next().unwrap_or("error: bad arguments"));
     let rest: Vec<&str> = lines.collect();

@@ -45,15 +45,70 @@ pub fn check_out_file(file: &Path, flag: Flag) -> anyhow::Result<()> {
     kicklab_report::check_writable(file).map_err(|e| Usage(format!("{flag}: {e}")).into())
 }
 
-/// Writes `bytes` to `file` (the value of `flag`) whole: through a
-/// temporary file renamed into place, so that a full disk or a signal
-/// leaves the file that was there, never a truncated one.
+/// Writes `bytes` to `file` (the value of `flag`) whole, under a
+/// temporary name: it is renamed into place by [`commit_saved`] once the
+/// command succeeded and its standard output took the result, and removed
+/// otherwise; `verb` says so then (`saved p.json`, `drew t.svg`). So a
+/// full disk, a signal, a later error or a lost standard output leaves
+/// the file that was there, never a truncated one, and a failed command
+/// leaves no new file beside its error.
 ///
 /// # Errors
 ///
 /// What failed, naming `flag` and the path (exit 1).
-pub fn save(file: &Path, flag: Flag, bytes: &[u8]) -> anyhow::Result<()> {
-    kicklab_report::write_atomic(file, bytes).map_err(|e| anyhow::anyhow!("{flag}: {e}"))
+pub fn save(file: &Path, flag: Flag, bytes: &[u8], verb: &'static str) -> anyhow::Result<()> {
+    let staged =
+        kicklab_report::stage_file(file, bytes).map_err(|e| anyhow::anyhow!("{flag}: {e}"))?;
+    saved().push(Saved {
+        flag,
+        shown: file.display().to_string(),
+        verb,
+        staged,
+    });
+    Ok(())
+}
+
+/// A file [`save`]d and not yet in place (`staged` is `None` for a
+/// device or pipe, written at once).
+struct Saved {
+    flag: Flag,
+    shown: String,
+    verb: &'static str,
+    staged: Option<kicklab_report::Staged>,
+}
+
+fn saved() -> std::sync::MutexGuard<'static, Vec<Saved>> {
+    static SAVED: std::sync::Mutex<Vec<Saved>> = std::sync::Mutex::new(Vec::new());
+    SAVED
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
+}
+
+/// Puts every [`save`]d file in place where `succeeded` (each said on
+/// standard error first), or removes them.
+///
+/// # Errors
+///
+/// A failed write to the standard streams, or the first move that failed,
+/// naming its flag and path (exit 1).
+pub fn commit_saved(succeeded: bool) -> anyhow::Result<()> {
+    let files = std::mem::take(&mut *saved());
+    if !succeeded {
+        return Ok(());
+    }
+    for f in &files {
+        crate::noteln!("{} {}", f.verb, f.shown);
+    }
+    crate::out::check()?;
+    for f in files {
+        if let Some(staged) = f.staged {
+            let flag = f.flag;
+            staged
+                .commit()
+                .map_err(|e| anyhow::anyhow!("{flag}: {e}"))?;
+        }
+    }
+    Ok(())
 }
 
 /// Starts a thread that, on SIGINT or SIGTERM, removes every staged folder

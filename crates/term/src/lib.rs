@@ -100,6 +100,13 @@ pub fn parse<C: clap::Parser>() -> Result<(C, clap::ArgMatches), u8> {
 /// write that failed, the machine), 2 bad input ([`usage::line`] finds
 /// the line naming the flag).
 pub fn exit_code(result: anyhow::Result<()>, notes: &[String]) -> u8 {
+    // Saved files go in place only when the command succeeded and its
+    // output was taken (`files::save`).
+    let result = result.and_then(|()| {
+        out::check()?;
+        files::commit_saved(true)
+    });
+    let _ = files::commit_saved(false);
     match result {
         Ok(()) => {
             for note in notes {

@@ -62,7 +62,6 @@ pub fn save_timeline(
             kicklab_lab::trace::TIMELINE_MARKS + 1
         )
     })?;
-    crate::files::save(path, Flag::Timeline, svg.as_bytes())?;
-    crate::noteln!("drew {}", path.display());
+    crate::files::save(path, Flag::Timeline, svg.as_bytes(), "drew")?;
     Ok(())
 }

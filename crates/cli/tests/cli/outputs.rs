@@ -270,6 +270,85 @@ fn a_path_with_a_newline_stays_one_line() {
         assert_eq!(err.trim_end().lines().count(), 1, "{args:?}: {err}");
         assert!(err.contains(flag) && err.contains("\\n"), "{args:?}: {err}");
     }
+    // Other control characters and escape sequences are shown escaped,
+    // never dropped (a value that reads `1us` in the error was not 1us).
+    for (args, shown) in [
+        (vec!["model", "--wp", "1\x07us"], "'1\\u{7}us' for '--wp"),
+        (
+            vec!["model", "--wp", "1\x1b[31mus"],
+            "'1\\u{1b}[31mus' for '--wp",
+        ),
+        (
+            vec!["run", "--backend", "fu\x01tex"],
+            "'fu\\u{1}tex' for '--backend",
+        ),
+        (
+            vec!["model", "--w\x01p", "1us"],
+            "unexpected argument '--w\\u{1}p'",
+        ),
+    ] {
+        let out = kicklab(&args);
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {err}");
+        assert_eq!(err.trim_end().lines().count(), 1, "{args:?}: {err}");
+        assert!(err.contains(shown), "{args:?}: {err} lacks {shown}");
+        assert!(
+            !err.chars().any(|c| c.is_control() && c != '\n'),
+            "{args:?}: {err:?}"
+        );
+    }
+}
+
+/// A file a command writes beside its printed result (`--save`,
+/// `--timeline`) appears only when the command succeeded: a lost
+/// standard output leaves none, and an earlier file stays as it was.
+#[test]
+fn a_saved_file_appears_only_when_the_output_was_taken() {
+    let root = tmp("side-files");
+    std::fs::create_dir_all(&root).unwrap();
+    let svg = root.join("t.svg");
+    let args = [
+        "run",
+        "--backend",
+        "futex",
+        "--wp",
+        "3us",
+        "--messages",
+        "20000",
+        "--json",
+        "--timeline",
+        svg.to_str().unwrap(),
+    ];
+    let full = Command::new(env!("CARGO_BIN_EXE_kicklab"))
+        .args(args)
+        .stdout(std::fs::File::create("/dev/full").unwrap())
+        .output()
+        .unwrap();
+    assert_eq!(
+        full.status.code(),
+        Some(1),
+        "{}",
+        String::from_utf8_lossy(&full.stderr)
+    );
+    assert!(leftovers(&root).is_empty(), "{:?}", leftovers(&root));
+    std::fs::write(&svg, "earlier").unwrap();
+    let full = Command::new(env!("CARGO_BIN_EXE_kicklab"))
+        .args(args)
+        .stdout(std::fs::File::create("/dev/full").unwrap())
+        .output()
+        .unwrap();
+    assert_eq!(full.status.code(), Some(1));
+    assert_eq!(std::fs::read_to_string(&svg).unwrap(), "earlier");
+    assert_eq!(leftovers(&root), ["t.svg"]);
+    let ok = kicklab(&args);
+    let err = String::from_utf8_lossy(&ok.stderr);
+    assert!(ok.status.success(), "{err}");
+    assert!(std::fs::read_to_string(&svg).unwrap().starts_with("<svg"));
+    assert!(
+        err.trim_end().ends_with(&format!("drew {}", svg.display())),
+        "{err}"
+    );
+    let _ = std::fs::remove_dir_all(&root);
 }
 
 fn spawn(args: &[String]) -> std::process::Child {

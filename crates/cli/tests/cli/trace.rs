@@ -266,6 +266,11 @@ fn bad_traces_are_refused_in_one_line() {
     );
     refused(&["trace", &at("tx.txt"), "--messages", "0"], "--messages");
     refused(&["trace", &at("tx.txt"), "--rate", "1e30"], "--rate");
+    // A rate that gives less than one message in the traced window.
+    refused(
+        &["trace", &at("tx.txt"), "--rate", "1e-300"],
+        "--rate: 1e-300 messages a second is less than one message in the traced window",
+    );
 
     // A line of a megabyte and bytes that are not UTF-8 are skipped, not
     // fatal.

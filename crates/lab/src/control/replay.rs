@@ -51,7 +51,7 @@ pub struct PickReplay {
 pub fn replay_control(dir: &Path) -> Result<Vec<PickReplay>, LabError> {
     let bad = |why: String| LabError::input(Input::Replay, why);
     let mut files = Vec::new();
-    find(dir, "control-", &mut files, 0).map_err(|e| bad(format!("{}: {e}", dir.display())))?;
+    find(dir, "control-", &mut files).map_err(|e| bad(format!("{}: {e}", dir.display())))?;
     files.sort();
     if files.is_empty() {
         return Err(bad(format!(

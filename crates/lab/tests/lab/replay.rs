@@ -78,6 +78,21 @@ fn a_recording_of_the_forecasts_own_values_is_covered_exactly() {
     let again = replay(&dir).unwrap();
     assert_eq!(again[0].summary.coverage, 1.0);
     assert!(again[0].summary.median_err_t < 1e-12);
+    // A link back to the folder (a loop) and a second link to the same
+    // recording: each recording is replayed once.
+    std::os::unix::fs::symlink(&dir, dir.join("loop")).unwrap();
+    std::os::unix::fs::symlink(
+        dir.join(name),
+        dir.join(name.replace("validate-", "validate-again-")),
+    )
+    .unwrap();
+    let linked = replay(&dir).unwrap();
+    assert_eq!(
+        linked.len(),
+        1,
+        "{:?}",
+        linked.iter().map(|s| &s.file).collect::<Vec<_>>()
+    );
     let _ = std::fs::remove_dir_all(&dir);
 }
 
