@@ -139,7 +139,7 @@ impl PingPongRequest {
         let (work, polls) = (self.work, self.requester_polls);
         let runs = run_all(be, &idles, self.messages, work, polls, progress)?;
         let mut text = header(be, self.messages, work, polls);
-        text.extend(table(be, &runs, true));
+        text.extend(table(be, &as_rounds(&runs), true));
         Ok(PingPongOutput {
             json: runs_json(be, &runs, work, polls)?,
             text,
@@ -210,6 +210,50 @@ pub fn run_all(
     Ok(out)
 }
 
+/// Runs every strategy `rounds` times, `messages` requests each: round
+/// after round of [`run_all`], so that a drift of the machine falls on
+/// every strategy alike. Each strategy with its runs, in order.
+///
+/// # Errors
+///
+/// As [`run_all`].
+pub fn run_rounds(
+    be: Backend,
+    idles: &[Idle],
+    messages: u64,
+    work: Duration,
+    requester_polls: bool,
+    rounds: usize,
+    progress: &dyn Progress,
+) -> Result<Vec<(Idle, Vec<PingPongResult>)>, LabError> {
+    let mut out: Vec<(Idle, Vec<PingPongResult>)> =
+        idles.iter().map(|&i| (i, Vec::new())).collect();
+    for _ in 0..rounds.max(1) {
+        let runs = run_all(be, idles, messages, work, requester_polls, progress)?;
+        for ((_, all), (_, r)) in out.iter_mut().zip(runs) {
+            all.push(r);
+        }
+    }
+    Ok(out)
+}
+
+/// Each strategy's single run as a round of one ([`table`] takes rounds).
+#[must_use]
+pub fn as_rounds(runs: &[(Idle, PingPongResult)]) -> Vec<(Idle, Vec<PingPongResult>)> {
+    runs.iter().map(|&(i, r)| (i, vec![r])).collect()
+}
+
+/// The median of `f` over `runs` (0 for none).
+fn median(runs: &[PingPongResult], f: impl Fn(&PingPongResult) -> f64) -> f64 {
+    let mut v: Vec<f64> = runs.iter().map(f).collect();
+    v.sort_by(f64::total_cmp);
+    match v.len() {
+        0 => 0.0,
+        n if n % 2 == 1 => v[n / 2],
+        n => (v[n / 2 - 1] + v[n / 2]) / 2.0,
+    }
+}
+
 /// The runs as `pingpong --json` prints them: one object for one
 /// strategy (the result with `backend`, `idle`, `work_ns` and
 /// `requester`), else `{"runs": [..], "van_riel": [..]}`.
@@ -258,16 +302,20 @@ pub fn header(be: Backend, messages: u64, work: Duration, polls: bool) -> Vec<St
 }
 
 /// The table as text lines: ours with ratios to `halt`, then (if
-/// `van_riel`) his.
+/// `van_riel`) his. Each strategy's figures are the medians of its runs;
+/// where it ran more than once, a column gives its lowest and highest
+/// rate.
 #[allow(clippy::cast_precision_loss)]
-pub fn table(be: Backend, runs: &[(Idle, PingPongResult)], van_riel: bool) -> Vec<String> {
+pub fn table(be: Backend, runs: &[(Idle, Vec<PingPongResult>)], van_riel: bool) -> Vec<String> {
+    let rate_of = |r: &[PingPongResult]| median(r, |r| r.rate_per_s);
     let halt = runs
         .iter()
         .find(|(i, _)| *i == Idle::Halt)
-        .map(|(_, r)| r.rate_per_s);
-    let base = halt.unwrap_or_else(|| runs.first().map_or(1.0, |(_, r)| r.rate_per_s));
+        .map(|(_, r)| rate_of(r));
+    let base = halt.unwrap_or_else(|| runs.first().map_or(1.0, |(_, r)| rate_of(r)));
+    let repeated = runs.iter().any(|(_, r)| r.len() > 1);
     let mut lines = vec![format!(
-        "{:<22} {:>12} {:>9} {:>14} {:>12}",
+        "{:<22} {:>12} {:>9} {:>14} {:>12}{}",
         format!("{} idle", be.name()),
         "requests/s",
         match (halt, runs.first()) {
@@ -275,17 +323,32 @@ pub fn table(be: Backend, runs: &[(Idle, PingPongResult)], van_riel: bool) -> Ve
             _ => "vs halt".into(),
         },
         "CPU/request",
-        "idle sleeps"
+        "idle sleeps",
+        if repeated {
+            "  requests/s, lowest-highest run"
+        } else {
+            ""
+        }
     )];
     for (idle, r) in runs {
+        let range = if repeated {
+            let lo = r.iter().map(|r| r.rate_per_s).fold(f64::INFINITY, f64::min);
+            let hi = r
+                .iter()
+                .map(|r| r.rate_per_s)
+                .fold(f64::NEG_INFINITY, f64::max);
+            format!("  {lo:.0}-{hi:.0} ({} runs)", r.len())
+        } else {
+            String::new()
+        };
         lines.push(format!(
-            "{:<22} {:>12.0} {:>8}x {:>14} {:>11}",
+            "{:<22} {:>12.0} {:>8}x {:>14} {:>11}{range}",
             idle.to_string(),
-            r.rate_per_s,
-            sig(r.rate_per_s / base, SHORT_DIGITS),
-            fmt_ns_short(r.cpu_ns_per_msg),
+            rate_of(r),
+            sig(rate_of(r) / base, SHORT_DIGITS),
+            fmt_ns_short(median(r, |r| r.cpu_ns_per_msg)),
             sig(
-                r.responder_sleeps as f64 / r.messages.max(1) as f64,
+                median(r, |r| r.responder_sleeps as f64 / r.messages.max(1) as f64),
                 SHORT_DIGITS
             )
         ));
@@ -305,7 +368,7 @@ pub fn table(be: Backend, runs: &[(Idle, PingPongResult)], van_riel: bool) -> Ve
         let ratios: Vec<f64> = runs
             .iter()
             .filter(|(idle, _)| here.iter().any(|h| is_named(*idle, h)))
-            .map(|(_, r)| r.rate_per_s / base)
+            .map(|(_, r)| rate_of(r) / base)
             .collect();
         let measured = match (
             ratios.iter().copied().reduce(f64::min),
@@ -383,7 +446,7 @@ mod tests {
             &crate::Silent,
         )
         .unwrap();
-        let lines = table(be, &runs, true);
+        let lines = table(be, &as_rounds(&runs), true);
         assert_eq!(lines.len(), 1 + runs.len() + 2 + VAN_RIEL.len());
         assert!(
             lines[2].starts_with("halt") && lines[2].contains(" 1x "),
@@ -401,11 +464,53 @@ mod tests {
         assert!(his[1].ends_with("halt-poll: not run"), "{his:?}");
         assert!(his[2].contains("no counterpart"), "{his:?}");
         // Without a halt run: the ratios name their base, his rows none.
-        let lines = table(be, &runs[..1], true);
+        let lines = table(be, &as_rounds(&runs[..1]), true);
         assert!(lines[0].contains("vs poll"), "{lines:?}");
         assert!(
             lines[4].ends_with("halt: no halt run to compare with"),
             "{lines:?}"
         );
+    }
+
+    #[test]
+    fn repeated_runs_show_their_median_and_range() {
+        let run = |rate: f64| PingPongResult {
+            rate_per_s: rate,
+            cpu_ns_per_msg: 1e9 / rate,
+            cpu_requester_ns: 0.0,
+            cpu_responder_ns: 0.0,
+            messages: 1000,
+            responder_sleeps: 500,
+        };
+        let be = Backend::Threads(kicklab_ring::NotifierKind::Futex);
+        let runs = vec![
+            (
+                Idle::Halt,
+                vec![run(100_000.0), run(90_000.0), run(120_000.0)],
+            ),
+            (
+                Idle::Poll,
+                vec![run(200_000.0), run(150_000.0), run(210_000.0)],
+            ),
+        ];
+        let lines = table(be, &runs, false);
+        assert!(
+            lines[0].ends_with("requests/s, lowest-highest run"),
+            "{lines:?}"
+        );
+        // halt: median 100 000 of 90 000-120 000; poll 2x halt's median.
+        assert!(lines[1].starts_with("halt"), "{lines:?}");
+        assert!(
+            lines[1].contains(" 100000 ") && lines[1].ends_with("90000-120000 (3 runs)"),
+            "{lines:?}"
+        );
+        assert!(
+            lines[2].contains(" 200000 ") && lines[2].contains(" 2x "),
+            "{lines:?}"
+        );
+        assert!(lines[2].ends_with("150000-210000 (3 runs)"), "{lines:?}");
+        // Single runs: no range column.
+        let single = table(be, &as_rounds(&[(Idle::Halt, run(1000.0))]), false);
+        assert!(!single[0].contains("lowest"), "{single:?}");
     }
 }

@@ -7,7 +7,7 @@
 use std::fmt::Write as _;
 
 use kicklab_model::{fmt_ns_short, CommandLine, Flag, Profile};
-use kicklab_report::{Chart, Section, Series, Style};
+use kicklab_report::{Chart, ErrorBar, Section, Series, Style};
 use kicklab_sim::scale::{simulate_scale, ScaleSim};
 use kicklab_testbed::scale::{scale, ScaleConfig, ScaleIdle, ScaleResult};
 
@@ -83,12 +83,44 @@ pub const TARGET_AT_8: f64 = 1.5;
 /// Idle-with-timeout's throughput over spinning's at `vms` guests, where
 /// both ran.
 pub fn ratio_at(runs: &[ScaleResult], vms: usize) -> Option<f64> {
-    let at = |idle| runs.iter().find(|r| r.vms == vms && r.idle == idle);
-    Some(at(ScaleIdle::Timeout)?.throughput_per_s / at(ScaleIdle::Spin)?.throughput_per_s)
+    let at = |idle| median_at(runs, vms, idle, &|r| r.throughput_per_s);
+    Some(at(ScaleIdle::Timeout)? / at(ScaleIdle::Spin)?)
 }
 
-/// Runs every count with both idle strategies, `seconds` each (measured or
-/// simulated; simulated with the default costs).
+/// The median of `f` over the runs of `vms` guests idling by `idle` (a
+/// sweep repeated holds several).
+fn median_at(
+    runs: &[ScaleResult],
+    vms: usize,
+    idle: ScaleIdle,
+    f: &dyn Fn(&ScaleResult) -> f64,
+) -> Option<f64> {
+    let mut v: Vec<f64> = runs
+        .iter()
+        .filter(|r| r.vms == vms && r.idle == idle)
+        .map(f)
+        .collect();
+    v.sort_by(f64::total_cmp);
+    match v.len() {
+        0 => None,
+        n if n % 2 == 1 => Some(v[n / 2]),
+        n => Some((v[n / 2 - 1] + v[n / 2]) / 2.0),
+    }
+}
+
+/// How many runs a sweep holds of each point (the first point's count).
+fn repeats_of(runs: &[ScaleResult]) -> usize {
+    runs.first().map_or(0, |f| {
+        runs.iter()
+            .filter(|r| r.vms == f.vms && r.idle == f.idle)
+            .count()
+    })
+}
+
+/// Runs every count with both idle strategies, `seconds` each, `repeats`
+/// times (the sweep over again, so that a drift of the machine falls on
+/// every point alike); measured or simulated, simulated with the default
+/// costs.
 ///
 /// # Errors
 ///
@@ -96,9 +128,10 @@ pub fn ratio_at(runs: &[ScaleResult], vms: usize) -> Option<f64> {
 pub fn sweep(
     backend: ScaleBackend,
     seconds: f64,
+    repeats: usize,
     progress: &dyn Progress,
 ) -> Result<Vec<ScaleResult>, LabError> {
-    sweep_with(backend, seconds, None, progress)
+    sweep_with(backend, seconds, repeats, None, progress)
 }
 
 /// As [`sweep`], the simulator taking its kick and start-up from
@@ -110,25 +143,29 @@ pub fn sweep(
 pub fn sweep_with(
     backend: ScaleBackend,
     seconds: f64,
+    repeats: usize,
     profile: Option<&Profile>,
     progress: &dyn Progress,
 ) -> Result<Vec<ScaleResult>, LabError> {
     let duration = std::time::Duration::from_secs_f64(seconds.clamp(0.01, 600.0));
     let cpus = std::thread::available_parallelism().map_or(1, std::num::NonZeroUsize::get);
-    progress.start("scale", (VMS.len() * 2) as u64);
+    let repeats = repeats.max(1);
+    progress.start("scale", (VMS.len() * 2 * repeats) as u64);
     let mut out = Vec::new();
-    for vms in VMS {
-        for idle in [ScaleIdle::Spin, ScaleIdle::Timeout] {
-            let cfg = ScaleConfig {
-                duration,
-                ..ScaleConfig::new(vms, idle)
-            };
-            out.push(match backend {
-                ScaleBackend::Threads => scale(&cfg)?,
-                ScaleBackend::Kvm => kicklab_testbed::kvm::scale::scale(&cfg)?,
-                ScaleBackend::Sim => simulate(&cfg, cpus, profile)?,
-            });
-            progress.step();
+    for _ in 0..repeats {
+        for vms in VMS {
+            for idle in [ScaleIdle::Spin, ScaleIdle::Timeout] {
+                let cfg = ScaleConfig {
+                    duration,
+                    ..ScaleConfig::new(vms, idle)
+                };
+                out.push(match backend {
+                    ScaleBackend::Threads => scale(&cfg)?,
+                    ScaleBackend::Kvm => kicklab_testbed::kvm::scale::scale(&cfg)?,
+                    ScaleBackend::Sim => simulate(&cfg, cpus, profile)?,
+                });
+                progress.step();
+            }
         }
     }
     progress.finish();
@@ -158,12 +195,32 @@ pub fn section(
     backend: ScaleBackend,
     simulated: Option<&Overlay>,
 ) -> Result<Section, LabError> {
+    // Each point the median of its runs; where a point was run more than
+    // once, a bar from its lowest run to its highest.
     #[allow(clippy::cast_precision_loss)]
     let line_of = |runs: &[ScaleResult], idle: ScaleIdle, f: &dyn Fn(&ScaleResult) -> f64| {
-        runs.iter()
-            .filter(|r| r.idle == idle)
-            .map(|r| (r.vms as f64, f(r)))
+        VMS.iter()
+            .filter_map(|&n| median_at(runs, n, idle, f).map(|m| (n as f64, m)))
             .collect::<Vec<(f64, f64)>>()
+    };
+    #[allow(clippy::cast_precision_loss)]
+    let bars_of = |idle: ScaleIdle, f: &dyn Fn(&ScaleResult) -> f64| {
+        if repeats_of(runs) < 2 {
+            return Vec::new();
+        }
+        VMS.iter()
+            .filter_map(|&n| {
+                let v = runs.iter().filter(|r| r.vms == n && r.idle == idle).map(f);
+                let (lo, hi) = v.fold((f64::INFINITY, f64::NEG_INFINITY), |(lo, hi), x| {
+                    (lo.min(x), hi.max(x))
+                });
+                lo.is_finite().then_some(ErrorBar {
+                    x: n as f64,
+                    lo,
+                    hi,
+                })
+            })
+            .collect()
     };
     let line = |idle, f: &dyn Fn(&ScaleResult) -> f64| line_of(runs, idle, f);
     let series = |name: &str, style, points| Series {
@@ -172,7 +229,17 @@ pub fn section(
         style,
         error_bars: Vec::new(),
     };
-    // Measured points are single runs: each drawn as a dot, joined.
+    let measured = |name: &str, style, idle, f: &dyn Fn(&ScaleResult) -> f64| Series {
+        error_bars: bars_of(idle, f),
+        ..series(name, style, line(idle, f))
+    };
+    let repeats = repeats_of(runs);
+    let per_point = if repeats > 1 {
+        format!("the median of {repeats} runs per point, bars from the lowest to the highest")
+    } else {
+        "one run per point".into()
+    };
+    // Measured points: each drawn as a dot, joined.
     let (timeout_style, spin_style) = match backend {
         ScaleBackend::Sim => (Style::Thick, Style::Line),
         ScaleBackend::Threads | ScaleBackend::Kvm => (Style::LinePoints, Style::LinePoints),
@@ -181,24 +248,23 @@ pub fn section(
         title: format!(
             "Throughput over guests time-sharing the CPUs ({})",
             match backend {
-                ScaleBackend::Threads => "threads, one run per point",
-                ScaleBackend::Kvm => "KVM guests, one run per point",
-                ScaleBackend::Sim => "simulated",
+                ScaleBackend::Threads => format!("threads, {per_point}"),
+                ScaleBackend::Kvm => format!("KVM guests, {per_point}"),
+                ScaleBackend::Sim => "simulated".into(),
             }
         ),
         x_label: "guests".into(),
         y_label: "requests/s, all guests".into(),
         series: vec![
-            series(
+            measured(
                 "idle with timeout",
                 timeout_style,
-                line(ScaleIdle::Timeout, &|r| r.throughput_per_s),
+                ScaleIdle::Timeout,
+                &|r| r.throughput_per_s,
             ),
-            series(
-                "idle by spinning",
-                spin_style,
-                line(ScaleIdle::Spin, &|r| r.throughput_per_s),
-            ),
+            measured("idle by spinning", spin_style, ScaleIdle::Spin, &|r| {
+                r.throughput_per_s
+            }),
         ],
         // Spinning guests' throughput falls by decades as guests share CPUs;
         // the guests double from point to point.
@@ -211,16 +277,15 @@ pub fn section(
         x_label: "guests".into(),
         y_label: "CPU used [share of all CPUs]".into(),
         series: vec![
-            series(
+            measured(
                 "idle with timeout",
                 timeout_style,
-                line(ScaleIdle::Timeout, &|r| r.cpu_util),
+                ScaleIdle::Timeout,
+                &|r| r.cpu_util,
             ),
-            series(
-                "idle by spinning",
-                spin_style,
-                line(ScaleIdle::Spin, &|r| r.cpu_util),
-            ),
+            measured("idle by spinning", spin_style, ScaleIdle::Spin, &|r| {
+                r.cpu_util
+            }),
         ],
         y_range: Some((0.0, 1.05)),
         x_log: true,
@@ -261,7 +326,7 @@ pub fn section(
                  the CPU away, idling with a timeout it exits to its VMM with \"wake me on a request or at my timer\" and \
                  its vCPU thread sleeps. {cpus} CPUs; more vCPU threads than CPUs time-share them. Idle-with-timeout over \
                  spinning: {r2} at 2 guests, {r4} at 4, {r8} at 8 (target {TARGET_AT_8}x; Denali: more than 2x), {r16} at 16 \
-                 (one run of {seconds} s per point, so no spread is drawn).</p>\
+                 ({per_point}, {seconds} s each).</p>\
                  <p>Reproduce: <code>{reproduce}</code>.</p>",
                 kvm = CommandLine::new("scale").arg(Flag::Backend, "kvm"),
                 reproduce = CommandLine::new("scale")
@@ -307,8 +372,8 @@ pub fn section(
                  more than a factor of two as the same load spreads over more VMs. Here each guest is a thread (the OS \
                  scheduler plays the hypervisor) on this {cpus}-CPU machine, with a 1 ms timer and a share of one closed \
                  load of 32 requests of 20 us each; more guests than CPUs time-share them. Idle-with-timeout over \
-                 spinning: {r2} at 2 guests, {r4} at 4, {r8} at 8, {r16} at 16 (one run of {seconds} s per point, so no \
-                 spread is drawn). The KVM version follows.</p>\
+                 spinning: {r2} at 2 guests, {r4} at 4, {r8} at 8, {r16} at 16 ({per_point}, \
+                 {seconds} s each). The KVM version follows.</p>\
                  <p>Reproduce: <code>{reproduce}</code>.</p>",
                 reproduce = CommandLine::new("scale").arg(Flag::Vms, "1,2,4,8,16"),
             ),

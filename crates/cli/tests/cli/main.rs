@@ -566,6 +566,7 @@ fn report_with_the_testbed_writes_its_measured_sections() {
             "Fig. 2",
             "Calibrated costs of this machine",
             "Model vs simulator vs measurement (futex)",
+            "the median of 3 runs per point, bars from the lowest to the highest",
             "Explorer: the model and the simulator, live",
             "window.kicklabCharts",
         ],

@@ -376,6 +376,9 @@ fn measured_rounds(
 /// (`kvm tx`, `kvm rx`), its profile and its validation's points.
 type KvmValidations = Vec<(String, Profile, Vec<crate::validate::Point>)>;
 
+/// Runs of each idle strategy in the report's ping-pong tables.
+const PINGPONG_ROUNDS: usize = 3;
+
 /// The KVM sections: calibration against the paper's numbers, Fig. 4 with
 /// the producer in a guest, and the message-passing table (van Riel).
 pub(super) fn kvm_sections(
@@ -538,11 +541,14 @@ pub(super) fn kvm_sections(
         measured.push((format!("kvm {d}"), profile, points));
     }
     let work = std::time::Duration::from_micros(2);
-    let requests = a.real_messages / 3;
+    // Each strategy three times, a third of the requests each: the spread
+    // for the time one run took.
+    let requests = (a.real_messages / 9).max(200);
     let mut pp = format!(
         "<p>Request/response between a host thread (the requester, polling for each response) and a responder that \
          idles between requests: the guest (kvm) or a thread (futex). Each side works 2 us per message; each idle \
-         strategy is one run of {requests} requests, so no spread is shown. Reproduce: \
+         strategy runs {PINGPONG_ROUNDS} times, {requests} requests each, round after round: the table gives its medians \
+         and its lowest and highest rate. Reproduce: \
          <code>{kvm}</code>, <code>{futex}</code>. CPU/request is \
          both threads' CPU time: the requester polls throughout, so it alone is one CPU (1/rate of it per request); \
          what the responder's idle strategy saves is the rest. Van Riel's rows follow the KVM table, each with the \
@@ -555,7 +561,15 @@ pub(super) fn kvm_sections(
         (Backend::Threads(kicklab_ring::NotifierKind::Futex), false),
     ] {
         let idles = crate::pingpong::default_idles(be);
-        let runs = crate::pingpong::run_all(be, &idles, requests, work, true, progress)?;
+        let runs = crate::pingpong::run_rounds(
+            be,
+            &idles,
+            requests,
+            work,
+            true,
+            PINGPONG_ROUNDS,
+            progress,
+        )?;
         let _ = write!(
             pp,
             "<pre>{}</pre>",
@@ -568,12 +582,13 @@ pub(super) fn kvm_sections(
         guest: kicklab_testbed::kvm::guest::GuestMode::Emulated,
         ..KvmOptions::default()
     });
-    let runs = crate::pingpong::run_all(
+    let runs = crate::pingpong::run_rounds(
         emulated,
         &crate::pingpong::default_idles(emulated),
-        (a.real_messages / 30).max(200),
+        (a.real_messages / 90).max(100),
         std::time::Duration::from_micros(20),
         true,
+        PINGPONG_ROUNDS,
         progress,
     )?;
     let _ = write!(

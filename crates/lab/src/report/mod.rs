@@ -182,9 +182,12 @@ const QOS_SECONDS: f64 = 5.0;
 /// and quick.
 const QOS_REAL_SECONDS: [f64; 2] = [5.0, 2.5];
 
-/// Seconds per run of the idle-with-timeout sweep (10 runs), full and
-/// quick.
-const SCALE_SECONDS: [f64; 2] = [0.5, 0.25];
+/// Seconds per run of the idle-with-timeout sweep, full and quick: each
+/// of its 10 points run [`SCALE_REPEATS`] times.
+const SCALE_SECONDS: [f64; 2] = [0.2, 0.1];
+/// Runs per point of the measured idle-with-timeout sweeps: their spread
+/// is drawn.
+const SCALE_REPEATS: usize = 3;
 /// Simulated seconds per point of the simulated scale sweep.
 const SCALE_SIM_SECONDS: f64 = 1.0;
 
@@ -374,7 +377,7 @@ pub fn build(a: &ReportOptions, progress: &dyn Progress) -> Result<Report, LabEr
     sections.push(crate::qos::section(&qos, QOS_SECONDS, a.seed)?);
     csvs.push(("qos.csv".into(), crate::qos::csv(&qos)));
     // Idle-with-timeout at scale (Denali), simulated (well under a second).
-    let runs = crate::scale::sweep(ScaleBackend::Sim, SCALE_SIM_SECONDS, progress)?;
+    let runs = crate::scale::sweep(ScaleBackend::Sim, SCALE_SIM_SECONDS, 1, progress)?;
     glance.push((
         "scale-sim",
         "idle-with-timeout at 8 guests (simulated)",
@@ -437,11 +440,17 @@ pub fn build(a: &ReportOptions, progress: &dyn Progress) -> Result<Report, LabEr
         let (testbed, futex, futex_points) = testbed_sections(a, progress)?;
         sections.extend(testbed);
         validated.push(("futex".into(), futex.clone(), futex_points));
-        let runs = crate::scale::sweep(ScaleBackend::Threads, SCALE_SECONDS[depth], progress)?;
+        let runs = crate::scale::sweep(
+            ScaleBackend::Threads,
+            SCALE_SECONDS[depth],
+            SCALE_REPEATS,
+            progress,
+        )?;
         let overlay = crate::scale::Overlay {
             runs: crate::scale::sweep_with(
                 ScaleBackend::Sim,
                 SCALE_SIM_SECONDS,
+                1,
                 Some(&futex),
                 progress,
             )?,
@@ -461,7 +470,12 @@ pub fn build(a: &ReportOptions, progress: &dyn Progress) -> Result<Report, LabEr
         )?);
         match kicklab_testbed::kvm::available() {
             Ok(()) => {
-                let runs = crate::scale::sweep(ScaleBackend::Kvm, SCALE_SECONDS[depth], progress)?;
+                let runs = crate::scale::sweep(
+                    ScaleBackend::Kvm,
+                    SCALE_SECONDS[depth],
+                    SCALE_REPEATS,
+                    progress,
+                )?;
                 glance.push((
                     "scale-kvm",
                     "idle-with-timeout at 8 guests (KVM guests)",
