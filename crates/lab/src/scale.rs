@@ -239,6 +239,11 @@ pub fn section(
     } else {
         "one run per point".into()
     };
+    let per_point_short = if repeats > 1 {
+        format!("median of {repeats} runs, bars min-max")
+    } else {
+        "one run per point".into()
+    };
     // Measured points: each drawn as a dot, joined.
     let (timeout_style, spin_style) = match backend {
         ScaleBackend::Sim => (Style::Thick, Style::Line),
@@ -246,10 +251,10 @@ pub fn section(
     };
     let thr = Chart {
         title: format!(
-            "Throughput over guests time-sharing the CPUs ({})",
+            "Throughput over guests sharing the CPUs ({})",
             match backend {
-                ScaleBackend::Threads => format!("threads, {per_point}"),
-                ScaleBackend::Kvm => format!("KVM guests, {per_point}"),
+                ScaleBackend::Threads => format!("threads; {per_point_short}"),
+                ScaleBackend::Kvm => format!("KVM guests; {per_point_short}"),
                 ScaleBackend::Sim => "simulated".into(),
             }
         ),
