@@ -78,7 +78,9 @@ impl AdviseRequest {
         };
         let checked = match (self.check, &profile) {
             (None, _) => None,
-            (Some(backend), Some(p)) if p.backend == backend.name() => Some((backend, p)),
+            (Some(backend), Some(p)) if p.backend == backend.name() => {
+                Some((as_calibrated(backend, p)?, p))
+            }
             (Some(backend), _) => {
                 return Err(LabError::input(
                     Input::Check,
@@ -120,4 +122,28 @@ impl AdviseRequest {
             text,
         })
     }
+}
+
+/// `backend` as the profile was calibrated on it: a KVM guest on the
+/// profile's side and run as it ran (`--guest`), so that the checked runs
+/// meet the costs the predictions use.
+///
+/// # Errors
+///
+/// A guest mode in the profile that kicklab does not know.
+fn as_calibrated(backend: Backend, p: &kicklab_model::Profile) -> Result<Backend, LabError> {
+    let Backend::Kvm(o) = backend else {
+        return Ok(backend);
+    };
+    let guest = match &p.guest {
+        Some(g) => g
+            .parse()
+            .map_err(|e: String| LabError::input(Input::Profile, e))?,
+        None => o.guest,
+    };
+    Ok(Backend::Kvm(kicklab_testbed::kvm::KvmOptions {
+        direction: p.direction.unwrap_or(o.direction),
+        guest,
+        ..o
+    }))
 }

@@ -56,6 +56,9 @@ pub fn lines(advice: &Advice, checks: Option<&[SettingCheck]>) -> Vec<String> {
                     _ => format!("{name:<56} not run: {}", c.not_run.as_deref().unwrap_or("")),
                 },
             );
+            if let Some(note) = &c.note {
+                out.push(format!("  ({note})"));
+            }
         }
     }
     out.extend(knobs(advice));

@@ -2263,6 +2263,8 @@ fn advise_check_runs_the_settings_for_real() {
             "{c}"
         );
         assert!(c["e_error"].is_number() && c["not_run"].is_null(), "{c}");
+        // On threads every rule is kicklab's own.
+        assert!(c["ran_by"] == "kicklab" && c["note"].is_null(), "{c}");
     }
     // Without a calibration of that backend the comparison is refused.
     let out = kicklab(&["advise", "--check", "futex"]);

@@ -185,6 +185,7 @@ impl Profile {
             tsc_ghz: 0.0,
             cpus: 0,
             direction: None,
+            guest: None,
             clock_sync_ns: None,
             clock_drift_ns: None,
             kick_visible: None,

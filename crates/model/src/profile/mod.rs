@@ -180,6 +180,10 @@ pub struct Profile {
     /// KVM: which side the guest is (`tx`: the guest is P).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub direction: Option<Direction>,
+    /// KVM: how the guest ran, `user` or `emulated` (`calibrate --guest`);
+    /// absent in profiles from before it was recorded, which are `user`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub guest: Option<String>,
     /// KVM: uncertainty of the guest-to-host clock mapping [ns].
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub clock_sync_ns: Option<f64>,

@@ -309,6 +309,7 @@ pub fn calibrate(
         tsc_ghz: Tsc::get().ticks_per_ns,
         cpus: crate::clock::cpus(),
         direction: Some(direction),
+        guest: Some(mode.name().into()),
         clock_sync_ns: Some(all.sync_ns),
         clock_drift_ns: Some(all.drift_ns),
         kick_visible: Some(st(&all.kick_visible)),

@@ -250,6 +250,7 @@ pub fn calibrate(
         tsc_ghz: Tsc::get().ticks_per_ns,
         cpus: crate::clock::cpus(),
         direction: None,
+        guest: None,
         clock_sync_ns: None,
         clock_drift_ns: None,
         kick_visible: None,
