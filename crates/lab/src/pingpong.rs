@@ -254,6 +254,25 @@ fn median(runs: &[PingPongResult], f: impl Fn(&PingPongResult) -> f64) -> f64 {
     }
 }
 
+/// The lowest and highest ratio, over `halt`'s median rate, of the
+/// median rates of the strategies called `name` (`halt-poll` takes every
+/// window); `None` without a halt run or such a strategy.
+#[must_use]
+pub fn over_halt(runs: &[(Idle, Vec<PingPongResult>)], name: &str) -> Option<(f64, f64)> {
+    let rate = |r: &[PingPongResult]| median(r, |r| r.rate_per_s);
+    let halt = runs
+        .iter()
+        .find(|(i, _)| *i == Idle::Halt)
+        .map(|(_, r)| rate(r))?;
+    runs.iter()
+        .filter(|(i, _)| is_named(*i, name))
+        .map(|(_, r)| rate(r) / halt)
+        .fold(None, |acc, x| match acc {
+            None => Some((x, x)),
+            Some((lo, hi)) => Some((f64::min(lo, x), f64::max(hi, x))),
+        })
+}
+
 /// The runs as `pingpong --json` prints them: one object for one
 /// strategy (the result with `backend`, `idle`, `work_ns` and
 /// `requester`), else `{"runs": [..], "van_riel": [..]}`.
@@ -509,6 +528,9 @@ mod tests {
             "{lines:?}"
         );
         assert!(lines[2].ends_with("150000-210000 (3 runs)"), "{lines:?}");
+        assert_eq!(over_halt(&runs, "poll"), Some((2.0, 2.0)));
+        assert_eq!(over_halt(&runs, "halt-poll"), None);
+        assert_eq!(over_halt(&runs[1..], "poll"), None, "no halt run");
         // Single runs: no range column.
         let single = table(be, &as_rounds(&[(Idle::Halt, run(1000.0))]), false);
         assert!(!single[0].contains("lowest"), "{single:?}");

@@ -28,10 +28,12 @@ const ORDER: [&[&str]; 5] = [
         "kvm-calibration",
         "validate-kvm-tx",
         "validate-kvm-rx",
-        "pingpong",
+        "measured-rounds",
+        "measured-rounds-kvm-tx",
     ],
     &["knobs", "control"],
     &[
+        "pingpong",
         "qos",
         "qos-real",
         "qos-real-kvm",
