@@ -78,12 +78,6 @@ impl Staged {
         moved.map_err(|e| ReportError::Io(self.path.display().to_string(), e))
         // Drop removes the temporary name where the rename failed.
     }
-
-    /// The path the file goes to.
-    #[must_use]
-    pub fn path(&self) -> &Path {
-        &self.path
-    }
 }
 
 impl Drop for Staged {

@@ -1,7 +1,8 @@
 //! The command line's side of writing files: an `--out` folder taken
 //! through [`kicklab_report::OutDir`] (refusals naming the flag) and
-//! committed only once standard output took the result; a `--save` file
-//! written whole; temporaries removed on SIGINT and SIGTERM. What is not
+//! committed only once standard output took the result; a `--save` or
+//! `--timeline` file written whole and put in place only when the command
+//! succeeded; temporaries removed on SIGINT and SIGTERM. What is not
 //! here: what the files hold (the commands and the libraries).
 
 use std::path::Path;
@@ -57,6 +58,19 @@ pub fn check_out_file(file: &Path, flag: Flag) -> anyhow::Result<()> {
 ///
 /// What failed, naming `flag` and the path (exit 1).
 pub fn save(file: &Path, flag: Flag, bytes: &[u8], verb: &'static str) -> anyhow::Result<()> {
+    // Two flags naming one file: the second would replace the first.
+    let same = |a: &Path| std::path::absolute(a).ok();
+    if let Some(other) = saved()
+        .iter()
+        .find(|s| same(Path::new(&s.shown)) == same(file))
+    {
+        return Err(Usage(format!(
+            "{flag}: {} is also the file of {}; give each its own file",
+            file.display(),
+            other.flag
+        ))
+        .into());
+    }
     let staged =
         kicklab_report::stage_file(file, bytes).map_err(|e| anyhow::anyhow!("{flag}: {e}"))?;
     saved().push(Saved {

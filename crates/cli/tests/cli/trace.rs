@@ -266,6 +266,21 @@ fn bad_traces_are_refused_in_one_line() {
     );
     refused(&["trace", &at("tx.txt"), "--messages", "0"], "--messages");
     refused(&["trace", &at("tx.txt"), "--rate", "1e30"], "--rate");
+    // Two outputs into one file: the second would replace the first.
+    refused(
+        &[
+            "trace",
+            &at("tx.txt"),
+            "--messages",
+            "22000",
+            "--save",
+            &at("both.out"),
+            "--timeline",
+            &at("both.out"),
+        ],
+        "is also the file of --save",
+    );
+    assert!(!dir.join("both.out").exists());
     // A rate that gives less than one message in the traced window.
     refused(
         &["trace", &at("tx.txt"), "--rate", "1e-300"],
