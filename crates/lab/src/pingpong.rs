@@ -243,15 +243,9 @@ pub fn as_rounds(runs: &[(Idle, PingPongResult)]) -> Vec<(Idle, Vec<PingPongResu
     runs.iter().map(|&(i, r)| (i, vec![r])).collect()
 }
 
-/// The median of `f` over `runs` (0 for none).
+/// The median of `f` over `runs` (NaN for none).
 fn median(runs: &[PingPongResult], f: impl Fn(&PingPongResult) -> f64) -> f64 {
-    let mut v: Vec<f64> = runs.iter().map(f).collect();
-    v.sort_by(f64::total_cmp);
-    match v.len() {
-        0 => 0.0,
-        n if n % 2 == 1 => v[n / 2],
-        n => (v[n / 2 - 1] + v[n / 2]) / 2.0,
-    }
+    kicklab_model::median(runs.iter().map(f).collect())
 }
 
 /// The lowest and highest ratio, over `halt`'s median rate, of the

@@ -95,17 +95,12 @@ fn median_at(
     idle: ScaleIdle,
     f: &dyn Fn(&ScaleResult) -> f64,
 ) -> Option<f64> {
-    let mut v: Vec<f64> = runs
+    let v: Vec<f64> = runs
         .iter()
         .filter(|r| r.vms == vms && r.idle == idle)
         .map(f)
         .collect();
-    v.sort_by(f64::total_cmp);
-    match v.len() {
-        0 => None,
-        n if n % 2 == 1 => Some(v[n / 2]),
-        n => Some((v[n / 2 - 1] + v[n / 2]) / 2.0),
-    }
+    (!v.is_empty()).then(|| kicklab_model::median(v))
 }
 
 /// How many runs a sweep holds of each point (the first point's count).
