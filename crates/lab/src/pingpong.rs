@@ -248,19 +248,23 @@ fn median(runs: &[PingPongResult], f: impl Fn(&PingPongResult) -> f64) -> f64 {
     kicklab_model::median(runs.iter().map(f).collect())
 }
 
+/// The median rate of a strategy's runs [requests/s].
+fn median_rate(runs: &[PingPongResult]) -> f64 {
+    median(runs, |r| r.rate_per_s)
+}
+
 /// The lowest and highest ratio, over `halt`'s median rate, of the
 /// median rates of the strategies called `name` (`halt-poll` takes every
 /// window); `None` without a halt run or such a strategy.
 #[must_use]
 pub fn over_halt(runs: &[(Idle, Vec<PingPongResult>)], name: &str) -> Option<(f64, f64)> {
-    let rate = |r: &[PingPongResult]| median(r, |r| r.rate_per_s);
     let halt = runs
         .iter()
         .find(|(i, _)| *i == Idle::Halt)
-        .map(|(_, r)| rate(r))?;
+        .map(|(_, r)| median_rate(r))?;
     runs.iter()
         .filter(|(i, _)| is_named(*i, name))
-        .map(|(_, r)| rate(r) / halt)
+        .map(|(_, r)| median_rate(r) / halt)
         .fold(None, |acc, x| match acc {
             None => Some((x, x)),
             Some((lo, hi)) => Some((f64::min(lo, x), f64::max(hi, x))),
@@ -320,12 +324,11 @@ pub fn header(be: Backend, messages: u64, work: Duration, polls: bool) -> Vec<St
 /// rate.
 #[allow(clippy::cast_precision_loss)]
 pub fn table(be: Backend, runs: &[(Idle, Vec<PingPongResult>)], van_riel: bool) -> Vec<String> {
-    let rate_of = |r: &[PingPongResult]| median(r, |r| r.rate_per_s);
     let halt = runs
         .iter()
         .find(|(i, _)| *i == Idle::Halt)
-        .map(|(_, r)| rate_of(r));
-    let base = halt.unwrap_or_else(|| runs.first().map_or(1.0, |(_, r)| rate_of(r)));
+        .map(|(_, r)| median_rate(r));
+    let base = halt.unwrap_or_else(|| runs.first().map_or(1.0, |(_, r)| median_rate(r)));
     let repeated = runs.iter().any(|(_, r)| r.len() > 1);
     let mut lines = vec![format!(
         "{:<22} {:>12} {:>9} {:>14} {:>12}{}",
@@ -357,8 +360,8 @@ pub fn table(be: Backend, runs: &[(Idle, Vec<PingPongResult>)], van_riel: bool) 
         lines.push(format!(
             "{:<22} {:>12.0} {:>8}x {:>14} {:>11}{range}",
             idle.to_string(),
-            rate_of(r),
-            sig(rate_of(r) / base, SHORT_DIGITS),
+            median_rate(r),
+            sig(median_rate(r) / base, SHORT_DIGITS),
             fmt_ns_short(median(r, |r| r.cpu_ns_per_msg)),
             sig(
                 median(r, |r| r.responder_sleeps as f64 / r.messages.max(1) as f64),
@@ -381,7 +384,7 @@ pub fn table(be: Backend, runs: &[(Idle, Vec<PingPongResult>)], van_riel: bool) 
         let ratios: Vec<f64> = runs
             .iter()
             .filter(|(idle, _)| here.iter().any(|h| is_named(*idle, h)))
-            .map(|(_, r)| rate_of(r) / base)
+            .map(|(_, r)| median_rate(r) / base)
             .collect();
         let measured = match (
             ratios.iter().copied().reduce(f64::min),

@@ -198,9 +198,10 @@ pub fn section(
             .filter_map(|&n| median_at(runs, n, idle, f).map(|m| (n as f64, m)))
             .collect::<Vec<(f64, f64)>>()
     };
+    let repeats = repeats_of(runs);
     #[allow(clippy::cast_precision_loss)]
     let bars_of = |idle: ScaleIdle, f: &dyn Fn(&ScaleResult) -> f64| {
-        if repeats_of(runs) < 2 {
+        if repeats < 2 {
             return Vec::new();
         }
         VMS.iter()
@@ -228,7 +229,6 @@ pub fn section(
         error_bars: bars_of(idle, f),
         ..series(name, style, line(idle, f))
     };
-    let repeats = repeats_of(runs);
     let per_point = if repeats > 1 {
         format!("the median of {repeats} runs per point, bars from the lowest to the highest")
     } else {
