@@ -100,11 +100,13 @@ fn both_directions_deliver_every_message_with_every_strategy() {
 }
 
 /// A user-mode guest records its own kicks and halts by its TSC, placed
-/// on the host's clock by the exchanges before and after the run: in tx
-/// with a faster host consumer nine in ten wake-ups of the host or more
-/// follow a kick of the guest that began while it slept (62 of 62 here),
-/// and in rx (the guest the faster consumer) as many halts of the guest
-/// end after a kick of the host that began while it halted.
+/// on the host's clock by the exchanges before and after the run: nine
+/// in ten sleeps of either side or more end after a kick of the other
+/// that began while it slept (all of them here: 29-62 sleeps a side). The
+/// consumer is the faster, so it is mostly the one that sleeps; where
+/// the guest's exits cost more than the ring's slack (128 us of the
+/// producer's work) the producer sleeps too, and those sleeps are judged
+/// against the consumer's kicks the same way.
 #[test]
 fn a_guest_records_its_kicks_and_halts_on_the_hosts_clock() {
     let _one = serial();
@@ -112,7 +114,6 @@ fn a_guest_records_its_kicks_and_halts_on_the_hosts_clock() {
         return;
     }
     for direction in [Direction::Tx, Direction::Rx] {
-        // The consumer the faster: it sleeps, the producer kicks.
         let mut c = cfg(direction, WaitMode::Notify, 2000.0, 500.0, 5000);
         c.record = 64;
         c.latency = true;
@@ -124,11 +125,6 @@ fn a_guest_records_its_kicks_and_halts_on_the_hosts_clock() {
         let (guest, host) = match direction {
             Direction::Tx => (&record.spans[0], &record.spans[1]),
             Direction::Rx => (&record.spans[1], &record.spans[0]),
-        };
-        // The sleeper's spans, and the kicks that should have woken them.
-        let (sleeper, kicker) = match direction {
-            Direction::Tx => (host, guest),
-            Direction::Rx => (guest, host),
         };
         assert!(
             guest.len() >= 32 && host.len() >= 32,
@@ -144,36 +140,60 @@ fn a_guest_records_its_kicks_and_halts_on_the_hosts_clock() {
                 "{direction:?}: out of order: {side:?}"
             );
         }
-        let kicks: Vec<_> = kicker.iter().filter(|s| s.kick).collect();
+        let mut judged = 0;
+        for (sleeper, kicker, name) in [(host, guest, "host"), (guest, host, "guest")] {
+            let Some((woken, sleeps)) = woken_by_kicks(sleeper, kicker) else {
+                continue;
+            };
+            eprintln!(
+                "{direction:?}: {} guest spans, {} host spans; {woken} of {sleeps} sleeps of the {name} ended after a kick that began in them",
+                guest.len(),
+                host.len(),
+            );
+            assert!(
+                10 * woken >= 9 * sleeps,
+                "{direction:?}, {name}: {record:?}"
+            );
+            judged += 1;
+        }
         assert!(
-            kicks.len() >= 16,
-            "{direction:?}: too few kicks: {record:?}"
+            judged > 0,
+            "{direction:?}: neither side slept 16 times between the other's kicks: {record:?}"
         );
-        let (first, last) = (kicks[0].from_ns, kicks[kicks.len() - 1].from_ns);
-        // The clocks are related to well under a microsecond here; a
-        // wake-up takes several.
-        let slack_ns = 1000.0;
-        let sleeps: Vec<_> = sleeper
-            .iter()
-            .filter(|s| !s.kick && s.from_ns >= first && s.to_ns <= last)
-            .collect();
-        let woken = sleeps
-            .iter()
-            .filter(|s| {
-                kicks
-                    .iter()
-                    .any(|k| k.from_ns >= s.from_ns - slack_ns && k.from_ns <= s.to_ns)
-            })
-            .count();
-        eprintln!(
-            "{direction:?}: {} guest spans, {} host spans; {woken} of {} sleeps ended after a kick that began in them",
-            guest.len(),
-            host.len(),
-            sleeps.len()
-        );
-        assert!(sleeps.len() >= 16, "{direction:?}: {record:?}");
-        assert!(10 * woken >= 9 * sleeps.len(), "{direction:?}: {record:?}");
     }
+}
+
+/// Of the `sleeper`'s sleeps that lie within the `kicker`'s kicks, how
+/// many ended after a kick that began in them, and how many there were;
+/// `None` below 16 kicks or 16 such sleeps (too few to judge).
+fn woken_by_kicks(
+    sleeper: &[kicklab_testbed::RecordedSpan],
+    kicker: &[kicklab_testbed::RecordedSpan],
+) -> Option<(usize, usize)> {
+    let kicks: Vec<_> = kicker.iter().filter(|s| s.kick).collect();
+    if kicks.len() < 16 {
+        return None;
+    }
+    let (first, last) = (kicks[0].from_ns, kicks[kicks.len() - 1].from_ns);
+    // The clocks are related to well under a microsecond here; a
+    // wake-up takes several.
+    let slack_ns = 1000.0;
+    let sleeps: Vec<_> = sleeper
+        .iter()
+        .filter(|s| !s.kick && s.from_ns >= first && s.to_ns <= last)
+        .collect();
+    if sleeps.len() < 16 {
+        return None;
+    }
+    let woken = sleeps
+        .iter()
+        .filter(|s| {
+            kicks
+                .iter()
+                .any(|k| k.from_ns >= s.from_ns - slack_ns && k.from_ns <= s.to_ns)
+        })
+        .count();
+    Some((woken, sleeps.len()))
 }
 
 /// A guest producer twice as fast as the host, run by `adaptive` with a
