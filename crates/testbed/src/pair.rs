@@ -6,6 +6,7 @@
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::Duration;
 
+use kicklab_model::control::CheckStats;
 use kicklab_model::{Params, WaitMode, MAX_DURATION_NS};
 use kicklab_ring::WaitStrategy;
 pub use kicklab_sim::Flush;
@@ -207,6 +208,14 @@ pub struct PairResult {
     /// run (`kicklab trace`) sees, where the fields above hold the
     /// measured window only.
     pub whole_run: WholeRun,
+    /// What `adaptive`'s self-check did over the whole run, P's and C's:
+    /// the epochs each of planner and fallback ran, and how its trials
+    /// ended; absent for other strategies and for a guest's side.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub self_check_p: Option<CheckStats>,
+    /// See `self_check_p`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub self_check_c: Option<CheckStats>,
 }
 
 /// A run's messages, kicks and sleeps with its warm-up included.
@@ -347,6 +356,9 @@ pub(crate) struct PartyCounts {
     /// after a sleep [ns] (R = V + S as the run met it); `None` where not
     /// timed or it never slept.
     pub wake: Option<f64>,
+    /// What `adaptive`'s self-check did (whole run); `None` for other
+    /// strategies and for a guest's side.
+    pub check: Option<CheckStats>,
 }
 
 impl PairResult {
@@ -394,6 +406,8 @@ impl PairResult {
                 .map(|t| t / c.kicks as f64),
             wake_p_ns: p.wake,
             wake_c_ns: c.wake,
+            self_check_p: p.check,
+            self_check_c: c.check,
             whole_run: WholeRun {
                 messages: whole_run_messages,
                 notifications_p: p.whole_run[0],

@@ -28,6 +28,7 @@ use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 use hdrhistogram::Histogram;
+use kicklab_model::control::CheckStats;
 use kicklab_model::{Latency, Params, Party, WaitMode};
 use kicklab_ring::{
     Coalescer, Consumer, Controller, Driven, Notifier, Producer, WaitStats, WaitStrategy,
@@ -83,6 +84,8 @@ pub(crate) struct Marks {
     pub latency: Option<Latency>,
     /// The first kicks and sleeps of the window ([`HostParty::record`]).
     pub recorded: Vec<Recorded>,
+    /// What `adaptive`'s self-check did (whole run), where it ran.
+    pub check: Option<CheckStats>,
 }
 
 /// One host party: everything its loop needs.
@@ -264,6 +267,14 @@ enum WorkTimer {
 }
 
 impl Waits {
+    /// What `adaptive`'s self-check did so far, where it runs.
+    fn check_stats(&self) -> Option<CheckStats> {
+        match self {
+            Waits::Fixed(_) => None,
+            Waits::Driven { by, .. } => by.policy.check_stats(),
+        }
+    }
+
     fn new(mode: WaitMode, party: Party, params: &Params) -> Waits {
         if let Some(s) = basic_strategy(mode) {
             return Waits::Fixed(s);
@@ -352,6 +363,7 @@ impl Marks {
                     / Tsc::get().ticks_per_ns
                     / (self.wakes1 - self.wakes0) as f64
             }),
+            check: self.check,
         }
     }
 }
@@ -622,6 +634,7 @@ impl HostParty<'_> {
         self.flush_held(&mut l)?;
         self.mark(&mut m, l.timing, &l.stats, true);
         m.recorded = std::mem::take(&mut l.recorded);
+        m.check = l.waits.check_stats();
         // End of stream: fewer than k_P messages may wait for a kick.
         self.kick_peer.notify()?;
         Ok(m)
@@ -710,6 +723,7 @@ impl HostParty<'_> {
         m.lost = m.lost.saturating_add(self.total.saturating_sub(next));
         m.latency = hist.filter(|h| !h.is_empty()).map(|h| latency_of(&h));
         m.recorded = std::mem::take(&mut l.recorded);
+        m.check = l.waits.check_stats();
         Ok(m)
     }
 }

@@ -110,6 +110,50 @@ pub(super) struct Sample {
     pub latency: f64,
 }
 
+/// What one party's self-check did over a run: the epochs each of the
+/// two ran in (counted at each epoch's start, warm-up included), and how
+/// its trials ended. A trial that ends without a verdict (its two
+/// weighings disagreed) changes nothing; one whose window started too late
+/// in its epoch, or that saw too few messages, is dropped unjudged.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct CheckStats {
+    /// Epochs the planner ran in.
+    pub epochs_planner: u64,
+    /// Epochs the fallback ([`super::FALLBACK`]) ran in.
+    pub epochs_fallback: u64,
+    /// Trials that reached a verdict the same as the one before.
+    pub kept: u64,
+    /// Trials that reached a verdict against the one before (a narrow
+    /// loss first sets a doubt; the second in a row changes the verdict).
+    pub against: u64,
+    /// Times the verdict changed.
+    pub switched: u64,
+    /// Trials whose two weighings disagreed.
+    pub undecided: u64,
+    /// Of the trials kept, those whose loser was cut short (far behind,
+    /// or filling the ring past the bound).
+    pub cut_short: u64,
+    /// Trials dropped unjudged.
+    pub dropped: u64,
+    /// Of the trials with a verdict (kept or against), those the pace
+    /// decided (one slowed the pair by more than 6%), those the latency
+    /// bound decided, and those the CPU decided (or a tie, which keeps
+    /// the verdict).
+    pub on_pace: u64,
+    /// See `on_pace`.
+    pub on_latency: u64,
+    /// See `on_pace`.
+    pub on_cpu: u64,
+}
+
+/// What decided one weighing.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Basis {
+    Pace,
+    Latency,
+    Cpu,
+}
+
 /// The latency [ps] past which a loser whose verdict showed `kept`
 /// loses on latency (unless it wins on the pace): the bound where the
 /// verdict kept it, else the verdict's latency and its tie.
@@ -187,6 +231,11 @@ pub(super) struct Check {
     epoch_start: Option<(u64, u64)>,
     /// The ring's occupancy at the window's looks so far.
     looks: Vec<u32>,
+    /// What the check did so far.
+    stats: CheckStats,
+    /// Whether the party has consulted yet (its first epoch is counted
+    /// then).
+    consulted: bool,
 }
 
 impl Check {
@@ -209,12 +258,19 @@ impl Check {
             pace: None,
             epoch_start: None,
             looks: Vec::new(),
+            stats: CheckStats::default(),
+            consulted: false,
         }
     }
 
     /// What runs now.
     pub(super) fn running(&self) -> Pick {
         self.running
+    }
+
+    /// What the check did so far.
+    pub(super) fn stats(&self) -> CheckStats {
+        self.stats
     }
 
     /// The verdict so far (the planner until a trial says otherwise).
@@ -245,6 +301,12 @@ impl Check {
         self.settle_pause(v, wake);
         let count = self.count(v);
         let epoch = count / EPOCH;
+        if !self.consulted {
+            self.consulted = true;
+            if epoch == self.epoch {
+                self.stats.epochs_planner += 1;
+            }
+        }
         if epoch == self.epoch {
             if self.window.is_some() {
                 self.look(v);
@@ -280,6 +342,10 @@ impl Check {
             }),
             _ => None,
         };
+        match self.running {
+            Pick::Planner => self.stats.epochs_planner += 1,
+            Pick::Fallback => self.stats.epochs_fallback += 1,
+        }
         if own {
             // A window that starts late would mix in the epoch before.
             if self.trial.is_some() && count - epoch * EPOCH <= EPOCH / 4 {
@@ -294,6 +360,9 @@ impl Check {
                 self.looks.clear();
                 self.look(v);
             } else {
+                if self.trial.is_some() {
+                    self.stats.dropped += 1;
+                }
                 self.trial = None;
             }
         }
@@ -378,6 +447,12 @@ impl Check {
             && w.past * 100 > w.looked.max(EPOCH)
             && wall >= (1.0 - T_MARGIN) * first.t * consumed as f64;
         if slow || late {
+            self.stats.cut_short += 1;
+            if slow {
+                self.stats.on_pace += 1;
+            } else {
+                self.stats.on_latency += 1;
+            }
             self.window = None;
             self.running = self.chosen;
             self.trial = None;
@@ -396,6 +471,7 @@ impl Check {
             return;
         };
         if own < EPOCH / 2 || consumed == 0 || v.now <= w.now {
+            self.stats.dropped += 1;
             return;
         }
         let wall = (v.now - w.now) as f64;
@@ -433,9 +509,14 @@ impl Check {
         // The loser against the verdict before it and after it: where the
         // two say different things, the workload or the machine moved
         // under the trial, and another comes soon.
-        let (first, far_first) = self.judge_against(before, loser);
-        let (second, far_second) = self.judge_against(after, loser);
+        let (first, far_first, basis) = self.judge_against(before, loser);
+        let (second, far_second, _) = self.judge_against(after, loser);
         if first == second {
+            match basis {
+                Basis::Pace => self.stats.on_pace += 1,
+                Basis::Latency => self.stats.on_latency += 1,
+                Basis::Cpu => self.stats.on_cpu += 1,
+            }
             let pace = if first == self.chosen {
                 before.t.max(after.t)
             } else {
@@ -448,43 +529,44 @@ impl Check {
             };
             self.verdict(first, loss, pace);
         } else {
+            self.stats.undecided += 1;
             self.next_trial = self.epoch / 4 + INTERVAL_FIRST;
         }
     }
 
     /// [`Check::judge`] with the verdict's sample `kept` and the loser's.
-    fn judge_against(&self, kept: Sample, loser: Sample) -> (Pick, bool) {
+    fn judge_against(&self, kept: Sample, loser: Sample) -> (Pick, bool, Basis) {
         match self.chosen {
             Pick::Planner => self.judge(&kept, &loser),
             Pick::Fallback => self.judge(&loser, &kept),
         }
     }
 
-    /// Which of the two did better in one trial, and whether the loser
-    /// was far behind in T.
-    fn judge(&self, p: &Sample, f: &Sample) -> (Pick, bool) {
+    /// Which of the two did better in one trial, whether the loser was
+    /// far behind in T, and what decided.
+    fn judge(&self, p: &Sample, f: &Sample) -> (Pick, bool, Basis) {
         if p.t > f.t * (1.0 + T_MARGIN) {
-            (Pick::Fallback, p.t > f.t * FAR_BEHIND)
+            (Pick::Fallback, p.t > f.t * FAR_BEHIND, Basis::Pace)
         } else if f.t > p.t * (1.0 + T_MARGIN) {
-            (Pick::Planner, f.t > p.t * FAR_BEHIND)
+            (Pick::Planner, f.t > p.t * FAR_BEHIND, Basis::Pace)
         } else {
-            let pick = if self.nearer_the_bound(p, f) {
-                Pick::Planner
+            let (pick, basis) = if self.nearer_the_bound(p, f) {
+                (Pick::Planner, Basis::Latency)
             } else if self.nearer_the_bound(f, p) {
-                Pick::Fallback
+                (Pick::Fallback, Basis::Latency)
             } else if p.cpu < f.cpu * (1.0 - CPU_TIE) {
-                Pick::Planner
+                (Pick::Planner, Basis::Cpu)
             } else if f.cpu < p.cpu * (1.0 - CPU_TIE) {
-                Pick::Fallback
+                (Pick::Fallback, Basis::Cpu)
             } else {
-                self.chosen
+                (self.chosen, Basis::Cpu)
             };
             // One that has slowed the pair does not win back on latency or
             // CPU: a trial's epoch is too short to see a slow collapse.
             if Some(pick) == self.barred {
-                (self.chosen, false)
+                (self.chosen, false, Basis::Pace)
             } else {
-                (pick, false)
+                (pick, false, basis)
             }
         }
     }
@@ -502,6 +584,11 @@ impl Check {
     /// message varies, and one trial's margin can be chance).
     fn verdict(&mut self, pick: Pick, loss: Loss, pace: f64) {
         self.pace = Some(pace);
+        if pick == self.chosen {
+            self.stats.kept += 1;
+        } else {
+            self.stats.against += 1;
+        }
         if loss == Loss::Far {
             // The loser slowed the pair: it wins back only on the pace.
             self.barred = Some(pick.other());
@@ -521,6 +608,7 @@ impl Check {
         } else if loss == Loss::Far || self.doubt {
             self.doubt = false;
             self.chosen = pick;
+            self.stats.switched += 1;
             self.interval = INTERVAL_FIRST;
         } else {
             self.doubt = true;
@@ -644,6 +732,17 @@ mod tests {
             planner_epochs <= 1.0,
             "{planner_epochs} epochs of the planner after the first verdict"
         );
+        // What the stats say: every epoch counted once; one trial against
+        // the planner, far behind, switched at once; the later ones cut
+        // the planner short and kept the fallback.
+        let s = c.stats();
+        assert_eq!(s.epochs_planner + s.epochs_fallback, 200, "{s:?}");
+        // The planner ran epochs 0-4 and 6-8 (5 was the fallback's
+        // trial), then only the trials that cut it short.
+        assert_eq!(s.epochs_planner, 8 + s.cut_short, "{s:?}");
+        assert_eq!((s.against, s.switched, s.undecided), (1, 1, 0), "{s:?}");
+        assert!(s.cut_short >= 2 && s.kept >= s.cut_short, "{s:?}");
+        assert_eq!(s.on_pace, s.kept + s.against, "{s:?}");
     }
 
     #[test]
@@ -708,6 +807,13 @@ mod tests {
             c.chosen(),
             Pick::Fallback,
             "a trial showed the planner slower"
+        );
+        let s = c.stats();
+        assert_eq!(s.switched, 1, "{s:?}");
+        assert_eq!(
+            s.on_pace + s.on_latency + s.on_cpu,
+            s.kept + s.against,
+            "{s:?}"
         );
     }
 

@@ -14,6 +14,7 @@ use crate::params::{Params, Party};
 use crate::strategy::{Estimator, WaitMode, Window, DEFAULT_LATENCY_NS};
 use crate::time::to_ps;
 use adaptive::Adaptive;
+pub use check::CheckStats;
 use check::{Check, Pick};
 
 /// What a party can see when it decides: its clock and the ring's indices.
@@ -247,6 +248,15 @@ impl Controller {
             _ => {}
         }
         self
+    }
+
+    /// What `adaptive`'s self-check did so far; `None` for every other
+    /// strategy, and for `adaptive:check=off`.
+    pub fn check_stats(&self) -> Option<CheckStats> {
+        match &self.state {
+            State::Checked(c) => Some(c.check.stats()),
+            _ => None,
+        }
     }
 
     /// The party cannot go on at `v.now`: the next step. `first` is true

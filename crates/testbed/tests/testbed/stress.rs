@@ -206,6 +206,16 @@ fn every_strategy_family_on_futex_loses_nothing() {
                 if let WaitMode::Sleep { .. } = mode_c {
                     assert_eq!(r.naps_c, rates.sleeps_c, "C {mode_c} only naps");
                 }
+                // The self-check's account: only adaptive's, and at most an
+                // entry per epoch of 1024 of the party's 5 500 messages.
+                for (mode, check) in [(mode_p, r.self_check_p), (mode_c, r.self_check_c)] {
+                    let checked = matches!(mode, WaitMode::Adaptive { check: true, .. });
+                    assert_eq!(check.is_some(), checked, "{mode}: {check:?}");
+                    if let Some(c) = check {
+                        let epochs = c.epochs_planner + c.epochs_fallback;
+                        assert!((1..=6).contains(&epochs), "{mode}: {c:?}");
+                    }
+                }
                 runs += 1;
             }
         }
