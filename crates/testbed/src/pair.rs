@@ -210,7 +210,8 @@ pub struct PairResult {
     pub whole_run: WholeRun,
     /// What `adaptive`'s self-check did over the whole run, P's and C's:
     /// the epochs each of planner and fallback ran, and how its trials
-    /// ended; absent for other strategies and for a guest's side.
+    /// ended; absent for other strategies (a KVM guest's side has it: its
+    /// VMM runs its waits).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub self_check_p: Option<CheckStats>,
     /// See `self_check_p`.
@@ -357,7 +358,7 @@ pub(crate) struct PartyCounts {
     /// timed or it never slept.
     pub wake: Option<f64>,
     /// What `adaptive`'s self-check did (whole run); `None` for other
-    /// strategies and for a guest's side.
+    /// strategies.
     pub check: Option<CheckStats>,
 }
 

@@ -361,6 +361,19 @@ fn either_side_runs_adaptive_and_timed_sleeps_a_guest_does_not_coalesce() {
             assert_eq!((r.lost, r.duplicated_or_reordered), (0, 0), "{guest}");
             assert!(r.rates.t_ns >= 190_000.0, "{guest}: T {}", r.rates.t_ns);
             assert!(guest_naps <= guest_sleeps, "{guest}: naps are sleeps");
+            // The VMM ran the guest's waits, adaptive's self-check too: its
+            // account comes back with the guest's side, and only there.
+            let (guest_check, host_check) = if direction == Direction::Tx {
+                (r.self_check_p, r.self_check_c)
+            } else {
+                (r.self_check_c, r.self_check_p)
+            };
+            assert_eq!(
+                guest_check.is_some(),
+                guest == "adaptive",
+                "{guest}: {guest_check:?}"
+            );
+            assert_eq!(host_check, None, "a notify host");
             if guest == "sleep:20us" {
                 // The faster guest naps; napping, it never asks for a kick.
                 assert!(guest_naps > 0, "the faster guest naps");

@@ -584,7 +584,8 @@ fn run(
         kick_ns: timed.then(|| tsc.ns(ctrl_u64(ctrl::KICK_TICKS, ctrl::KICK_TICKS0))),
         wake: (timed && guest_wakes > 0)
             .then(|| tsc.ns(ctrl_u64(ctrl::WAKE_TICKS, ctrl::WAKE_TICKS0)) / guest_wakes as f64),
-        check: None,
+        // The VMM's waits for the guest, where it ran adaptive.
+        check: delegated.check.lock().ok().and_then(|c| *c),
     };
     let (lost, bad) = if tx_dir {
         (m.lost, m.bad)

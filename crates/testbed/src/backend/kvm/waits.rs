@@ -22,10 +22,10 @@
 //! exits (`super::vm`), the guest's code (`super::guest`).
 
 use std::sync::atomic::{fence, AtomicBool, AtomicU64, Ordering};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use kicklab_model::control::{Action, Controller, Episode, View};
+use kicklab_model::control::{Action, CheckStats, Controller, Episode, View};
 use kicklab_ring::{reached, Clock, WaitPoint};
 use vmm_sys_util::eventfd::EventFd;
 
@@ -47,6 +47,9 @@ pub(crate) struct DelegatedCounts {
     /// Timed sleeps and kicked pauses over the whole run, warm-up
     /// included.
     pub all: AtomicU64,
+    /// What `adaptive`'s self-check did, left here when the vCPU thread
+    /// drops its waits at the run's end.
+    pub check: Mutex<Option<CheckStats>>,
 }
 
 /// One guest's strategy, carried out by its vCPU thread.
@@ -72,6 +75,14 @@ pub(crate) struct DelegatedWaits {
     /// What the host writes to wake the guest (user mode): a pause until
     /// the host's kick sleeps on it. `None`: no such pauses.
     doorbell: Option<EventFd>,
+}
+
+impl Drop for DelegatedWaits {
+    fn drop(&mut self) {
+        if let Ok(mut check) = self.counts.check.lock() {
+            *check = self.controller.check_stats();
+        }
+    }
 }
 
 impl DelegatedWaits {
