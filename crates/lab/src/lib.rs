@@ -44,6 +44,7 @@ pub mod run_command;
 pub mod run_output;
 pub mod scale;
 pub mod scale_command;
+pub mod self_check_text;
 pub mod sim_command;
 pub mod sweep_command;
 pub mod trace;

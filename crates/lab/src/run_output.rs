@@ -3,7 +3,6 @@
 //! its text. What does not live here: the run and its prediction
 //! ([`crate::real`]), the disturbance checks ([`crate::disturbance`]).
 
-use kicklab_model::control::CheckStats;
 use kicklab_model::{fmt_ns, Profile, WaitMode};
 use kicklab_testbed::PairResult;
 use serde_json::json;
@@ -116,13 +115,7 @@ pub fn lines(
             r.naps_p, r.naps_c
         ));
     }
-    let checks: Vec<String> = [("P", r.self_check_p), ("C", r.self_check_c)]
-        .into_iter()
-        .filter_map(|(party, c)| c.map(|c| format!("{party} {}", check_text(&c))))
-        .collect();
-    if !checks.is_empty() {
-        lines.push(format!("self-check     {}", checks.join("; ")));
-    }
+    lines.extend(crate::self_check_text::line(r.self_check_p, r.self_check_c));
     if spec.combine().is_on() {
         #[allow(clippy::cast_precision_loss)]
         let per = r.rates.notifications_p as f64 / r.rates.messages.max(1) as f64;
@@ -181,24 +174,4 @@ pub fn lines(
         )),
     }
     lines
-}
-
-/// One party's self-check in a line: the epochs the fallback ran, and how
-/// the trials ended.
-fn check_text(c: &CheckStats) -> String {
-    let trials = c.kept + c.against + c.undecided + c.dropped;
-    format!(
-        "ran {} in {} of {} epochs; {trials} trials: {} kept the verdict, {} went against it ({} switched), {} undecided, {} dropped; decided on the pace {}, the latency bound {}, the CPU {}",
-        kicklab_model::control::FALLBACK,
-        c.epochs_fallback,
-        c.epochs_planner + c.epochs_fallback,
-        c.kept,
-        c.against,
-        c.switched,
-        c.undecided,
-        c.dropped,
-        c.on_pace,
-        c.on_latency,
-        c.on_cpu
-    )
 }

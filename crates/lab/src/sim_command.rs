@@ -186,6 +186,7 @@ fn lines(
         Window::Messages => "messages (no notification rounds)",
         Window::Consumed => "messages consumed after the warm-up",
     };
+    out.extend(crate::self_check_text::line(r.self_check_p, r.self_check_c));
     let n = r.rates.messages;
     let noun = if n == 1 { "message" } else { "messages" };
     out.push(format!("measured       {n} {noun} over {window}"));

@@ -4,6 +4,7 @@
 //! to, and its errors. What does not live here: the event loops
 //! (`engine`, `control`), sweeps (`sweep`).
 
+use kicklab_model::control::CheckStats;
 use kicklab_model::{IdleScale, Params, Party, Rates, WaitMode};
 use serde::{Deserialize, Serialize};
 use thiserror::Error;
@@ -269,6 +270,14 @@ pub struct SimResult {
     /// not blur.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub work_ns: Option<f64>,
+    /// What `adaptive`'s self-check did over the whole run, P's and C's
+    /// (`kicklab_model::control::Controller::check_stats`); absent for
+    /// other strategies.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub self_check_p: Option<CheckStats>,
+    /// See `self_check_p`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub self_check_c: Option<CheckStats>,
 }
 
 impl SimResult {

@@ -566,5 +566,7 @@ fn run(
             latency_sum_ps: latency_sum,
         },
         work_ns: Some(per(work0, work_sum)),
+        self_check_p: s[0].ctl.check_stats(),
+        self_check_c: s[1].ctl.check_stats(),
     })
 }

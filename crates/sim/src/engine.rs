@@ -751,5 +751,7 @@ fn run<const CONST: bool, const LAT: bool>(
             latency_sum_ps: latency_sum,
         },
         work_ns: None,
+        self_check_p: None,
+        self_check_c: None,
     })
 }
