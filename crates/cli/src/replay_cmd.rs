@@ -8,7 +8,7 @@ use clap::Args;
 use kicklab_lab::control::replay::replay_control;
 use kicklab_lab::replay::replay;
 
-/// Arguments of `kicklab validate --replay`.
+/// Arguments of `kicklab replay` (and of `kicklab validate --replay`).
 #[derive(Debug, Args)]
 pub struct ReplayArgs {
     /// A folder of recorded validations: `validate-<name>.json` (what

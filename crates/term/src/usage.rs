@@ -67,6 +67,8 @@ fn input_flags(input: Input) -> String {
         Input::Mode => Flag::Strategy.to_string(),
         Input::Warmup => format!("{} (with {})", Flag::Warmup, Flag::Messages),
         Input::Kvm => format!("invalid value 'kvm' for '{} <BACKEND>'", Flag::Backend),
+        // `kicklab replay DIR`, which `validate --replay DIR` also reaches.
+        Input::Replay => "replay <DIR>".to_string(),
         other => format!("--{}", other.name().replace('_', "-")),
     }
 }

@@ -3101,7 +3101,7 @@ fn replay_control_reads_the_recorded_studies() {
     let err = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(2), "{err}");
     assert!(
-        err.contains("--replay") && err.contains("no control-*.json"),
+        err.starts_with("error: replay <DIR>: ") && err.contains("no control-*.json"),
         "{err}"
     );
     assert_eq!(err.trim().lines().count(), 1, "{err}");
