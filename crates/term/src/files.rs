@@ -36,14 +36,41 @@ pub fn commit(dir: OutDir) -> anyhow::Result<()> {
     dir.commit().map_err(|e: OutDirError| anyhow::anyhow!(e))
 }
 
-/// Fails (a [`Usage`] naming `flag`) unless `file` can be created; checked
-/// before any work is done, and leaves no file behind.
+/// Fails (a [`Usage`] naming `flag`) unless `file` can be created, or
+/// where it is the file or pipe standard output already writes (the
+/// command's result would be mixed into it, `--timeline /dev/stdout`);
+/// checked before any work is done, and leaves no file behind.
 ///
 /// # Errors
 ///
 /// A [`Usage`] error.
 pub fn check_out_file(file: &Path, flag: Flag) -> anyhow::Result<()> {
+    if is_standard_output(file) {
+        return Err(Usage(format!(
+            "{flag}: {} is standard output, which takes the command's result; give a file of its own",
+            file.display()
+        ))
+        .into());
+    }
     kicklab_report::check_writable(file).map_err(|e| Usage(format!("{flag}: {e}")).into())
+}
+
+/// Whether `file` exists and is the file, pipe or socket standard output
+/// writes to (a terminal or `/dev/null` named twice mixes nothing that
+/// matters, and is let be).
+fn is_standard_output(file: &Path) -> bool {
+    use std::os::fd::AsFd;
+    use std::os::unix::fs::{FileTypeExt, MetadataExt};
+    let Ok(named) = std::fs::metadata(file) else {
+        return false;
+    };
+    let Ok(out) = std::io::stdout().as_fd().try_clone_to_owned() else {
+        return false;
+    };
+    let Ok(out) = std::fs::File::from(out).metadata() else {
+        return false;
+    };
+    !out.file_type().is_char_device() && (named.dev(), named.ino()) == (out.dev(), out.ino())
 }
 
 /// Writes `bytes` to `file` (the value of `flag`) whole, under a

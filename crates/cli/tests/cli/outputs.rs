@@ -351,6 +351,71 @@ fn a_saved_file_appears_only_when_the_output_was_taken() {
     let _ = std::fs::remove_dir_all(&root);
 }
 
+/// A side file that is standard output itself (a pipe, a file it is
+/// redirected to) would mix the picture or the profile into the printed
+/// result: refused before any work, naming the flag; a terminal or
+/// `/dev/null` named again is let be.
+#[test]
+fn a_side_file_that_is_standard_output_is_refused() {
+    let root = tmp("side-stdout");
+    std::fs::create_dir_all(&root).unwrap();
+    let out = root.join("out.json");
+    let cases: [&[&str]; 2] = [
+        &[
+            "run",
+            "--backend",
+            "futex",
+            "--messages",
+            "2000",
+            "--json",
+            "--timeline",
+            "/dev/stdout",
+        ],
+        &["calibrate", "--backend", "futex", "--save", "/dev/stdout"],
+    ];
+    for args in cases {
+        let flag = args[args.len() - 2];
+        // Into a pipe (the test's), and into a file.
+        let piped = kicklab(args);
+        let to_file = Command::new(env!("CARGO_BIN_EXE_kicklab"))
+            .args(args)
+            .stdout(std::fs::File::create(&out).unwrap())
+            .output()
+            .unwrap();
+        for o in [piped, to_file] {
+            let err = String::from_utf8_lossy(&o.stderr);
+            assert_eq!(o.status.code(), Some(2), "{args:?}: {err}");
+            assert!(
+                err.starts_with(&format!("error: {flag}: /dev/stdout is standard output")),
+                "{err}"
+            );
+            assert_eq!(err.trim_end().lines().count(), 1, "{err}");
+        }
+        assert_eq!(std::fs::read(&out).unwrap(), b"", "{args:?}");
+    }
+    let null = Command::new(env!("CARGO_BIN_EXE_kicklab"))
+        .args([
+            "run",
+            "--backend",
+            "futex",
+            "--wp",
+            "3us",
+            "--messages",
+            "20000",
+            "--timeline",
+            "/dev/null",
+        ])
+        .stdout(Stdio::null())
+        .output()
+        .unwrap();
+    assert!(
+        null.status.success(),
+        "{}",
+        String::from_utf8_lossy(&null.stderr)
+    );
+    let _ = std::fs::remove_dir_all(&root);
+}
+
 fn spawn(args: &[String]) -> std::process::Child {
     Command::new(env!("CARGO_BIN_EXE_kicklab"))
         .args(args)
