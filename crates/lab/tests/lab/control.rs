@@ -137,14 +137,28 @@ fn the_study_runs_every_strategy_for_real() {
         assert_eq!(p.runs.len(), 19, "{}", study.backend);
         assert!(p.runs.iter().all(|r| r.t_ns > 0.0 && r.e_ns > 0.0));
         // The simulator's pick from the same costs, checked against the
-        // measurement: one of the strategies run, measured or not.
-        let pick = p
-            .pick
-            .as_ref()
-            .expect("a real constant point checks the simulator's pick");
-        assert!(p.run(&pick.measured).is_some(), "{pick:?}");
-        assert!(p.run(&pick.simulated).is_some(), "{pick:?}");
-        assert!(!pick.holds || pick.simulated_kept_bounds, "{pick:?}");
+        // measurement: one of the strategies run, measured or not. There
+        // is none only where no measured run qualified (every one
+        // disturbed by the machine, or off polling's pace).
+        match p.pick.as_ref() {
+            Some(pick) => {
+                assert!(p.run(&pick.measured).is_some(), "{pick:?}");
+                assert!(p.run(&pick.simulated).is_some(), "{pick:?}");
+                assert!(!pick.holds || pick.simulated_kept_bounds, "{pick:?}");
+            }
+            None => {
+                assert!(
+                    kicklab_lab::control::targets::cheapest(&p.runs, spec.latency_ns).is_none(),
+                    "{}: a point with a qualifying run has no pick: {:?}",
+                    study.backend,
+                    p.runs
+                );
+                println!(
+                    "{}: no pick, every run disturbed or off pace",
+                    study.backend
+                );
+            }
+        }
         let poll = p.run("poll").unwrap();
         // Polling never sleeps; a fixed sleep does.
         assert_eq!(poll.wakeups_per_message, 0.0, "{}", study.backend);
