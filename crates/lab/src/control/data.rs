@@ -2,6 +2,7 @@
 //! it runs, one run's outcome, a point, the whole study. What does not
 //! live here: running it (`super`), judging it (`targets`).
 
+use kicklab_model::control::CheckStats;
 use kicklab_model::{Cost, Rates, WaitMode};
 use kicklab_sim::SimResult;
 use serde::{Deserialize, Serialize};
@@ -145,6 +146,13 @@ pub struct Run {
     /// in a few words. Such a run is never the measured cheapest.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub disturbed: Option<String>,
+    /// `adaptive`'s self-check account, P's and C's, where it ran
+    /// (`kicklab run --json`'s `self_check_p`, `self_check_c`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub self_check_p: Option<CheckStats>,
+    /// See `self_check_p`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub self_check_c: Option<CheckStats>,
 }
 
 impl Run {
@@ -152,6 +160,7 @@ impl Run {
     pub(super) fn of(strategy: WaitMode, r: &SimResult, w: f64) -> Run {
         let mut run = Run::of_rates(strategy, &r.rates, w);
         run.excess_ns = r.rates.e_ns - r.work_ns.unwrap_or(w);
+        (run.self_check_p, run.self_check_c) = (r.self_check_p, r.self_check_c);
         run
     }
 
@@ -174,6 +183,8 @@ impl Run {
             wakeups_per_message: per(r.sleeps_p + r.sleeps_c),
             settle_messages: None,
             disturbed: None,
+            self_check_p: None,
+            self_check_c: None,
         }
     }
 }

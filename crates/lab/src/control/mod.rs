@@ -289,6 +289,7 @@ pub fn control_study(
                 progress.step();
                 let mut run = Run::of_rates(mode, &r.rates, w_p.mean_ns() + w_c_cost.mean_ns());
                 run.disturbed = why;
+                (run.self_check_p, run.self_check_c) = (r.self_check_p, r.self_check_c);
                 Ok((w, x, run))
             })
             .collect()

@@ -120,6 +120,21 @@ pub fn lines(study: &ControlStudy) -> Vec<String> {
             ));
         }
     }
+    // Where adaptive missed a target, what its self-check did there.
+    for p in study.points.iter().filter(|p| !p.failures.is_empty()) {
+        let checked = p
+            .runs
+            .iter()
+            .filter(|r| r.strategy.starts_with("adaptive"))
+            .find_map(|r| crate::self_check_text::parties(r.self_check_p, r.self_check_c));
+        if let Some(checked) = checked {
+            lines.push(format!(
+                "adaptive's self-check at {} W_P {}: {checked}",
+                p.workload.name(),
+                fmt_ns_short(p.w_p_ns)
+            ));
+        }
+    }
     picks(study, &mut lines);
     lines
 }

@@ -295,6 +295,8 @@ mod tests {
             wakeups_per_message: 0.0,
             settle_messages: None,
             disturbed: None,
+            self_check_p: None,
+            self_check_c: None,
         }
     }
 

@@ -80,6 +80,13 @@ const KNOWN_MISSES: &[(&str, &str)] = &[
          polling's T and a p99 of 202 us, at kvm tx 3 us sleep:50us a p99 of \
          114 us",
     ),
+    (
+        "dev-epyc-2c-nested/2026-12-07d-control",
+        "the same host an hour and a half later, as costly (futex N_P 10.6 \
+         us, naps 28-30 us late; kvm tx N_P 48.6 us): sleep:50us at 3 us \
+         measured a p99 of 163 us (futex) and 200 us (kvm tx) over the \
+         100 us bound, where polling's own was 23-28 us",
+    ),
 ];
 
 #[test]
@@ -127,6 +134,8 @@ fn run(strategy: &str, t_ns: f64, e_ns: f64, p99_ns: f64) -> Run {
         wakeups_per_message: 0.0,
         settle_messages: None,
         disturbed: None,
+        self_check_p: None,
+        self_check_c: None,
     }
 }
 
