@@ -37,40 +37,49 @@ pub fn commit(dir: OutDir) -> anyhow::Result<()> {
 }
 
 /// Fails (a [`Usage`] naming `flag`) unless `file` can be created, or
-/// where it is the file or pipe standard output already writes (the
-/// command's result would be mixed into it, `--timeline /dev/stdout`);
-/// checked before any work is done, and leaves no file behind.
+/// where it is the file or pipe standard output or standard error
+/// already writes (the command's result or notes would be mixed into
+/// it, `--timeline /dev/stdout`); checked before any work is done, and
+/// leaves no file behind.
 ///
 /// # Errors
 ///
 /// A [`Usage`] error.
 pub fn check_out_file(file: &Path, flag: Flag) -> anyhow::Result<()> {
-    if is_standard_output(file) {
-        return Err(Usage(format!(
-            "{flag}: {} is standard output, which takes the command's result; give a file of its own",
-            file.display()
-        ))
-        .into());
+    use std::os::fd::AsFd;
+    let streams = [
+        (
+            std::io::stdout().as_fd().try_clone_to_owned(),
+            "standard output, which takes the command's result",
+        ),
+        (
+            std::io::stderr().as_fd().try_clone_to_owned(),
+            "standard error, which takes the command's notes",
+        ),
+    ];
+    for (fd, what) in streams {
+        if fd.is_ok_and(|fd| is_stream(file, fd)) {
+            return Err(Usage(format!(
+                "{flag}: {} is {what}; give a file of its own",
+                file.display()
+            ))
+            .into());
+        }
     }
     kicklab_report::check_writable(file).map_err(|e| Usage(format!("{flag}: {e}")).into())
 }
 
-/// Whether `file` exists and is the file, pipe or socket standard output
+/// Whether `file` exists and is the file, pipe or socket the stream `fd`
 /// writes to (a terminal or `/dev/null` named twice mixes nothing that
 /// matters, and is let be).
-fn is_standard_output(file: &Path) -> bool {
-    use std::os::fd::AsFd;
+fn is_stream(file: &Path, fd: std::os::fd::OwnedFd) -> bool {
     use std::os::unix::fs::{FileTypeExt, MetadataExt};
-    let Ok(named) = std::fs::metadata(file) else {
+    let (Ok(named), Ok(stream)) = (std::fs::metadata(file), std::fs::File::from(fd).metadata())
+    else {
         return false;
     };
-    let Ok(out) = std::io::stdout().as_fd().try_clone_to_owned() else {
-        return false;
-    };
-    let Ok(out) = std::fs::File::from(out).metadata() else {
-        return false;
-    };
-    !out.file_type().is_char_device() && (named.dev(), named.ino()) == (out.dev(), out.ino())
+    !stream.file_type().is_char_device()
+        && (named.dev(), named.ino()) == (stream.dev(), stream.ino())
 }
 
 /// Writes `bytes` to `file` (the value of `flag`) whole, under a

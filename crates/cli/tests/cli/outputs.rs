@@ -351,12 +351,12 @@ fn a_saved_file_appears_only_when_the_output_was_taken() {
     let _ = std::fs::remove_dir_all(&root);
 }
 
-/// A side file that is standard output itself (a pipe, a file it is
-/// redirected to) would mix the picture or the profile into the printed
-/// result: refused before any work, naming the flag; a terminal or
-/// `/dev/null` named again is let be.
+/// A side file that is standard output or standard error itself (a pipe,
+/// a file it is redirected to) would mix the picture or the profile into
+/// the printed result or the notes: refused before any work, naming the
+/// flag; a terminal or `/dev/null` named again is let be.
 #[test]
-fn a_side_file_that_is_standard_output_is_refused() {
+fn a_side_file_that_is_a_standard_stream_is_refused() {
     let root = tmp("side-stdout");
     std::fs::create_dir_all(&root).unwrap();
     let out = root.join("out.json");
@@ -393,6 +393,14 @@ fn a_side_file_that_is_standard_output_is_refused() {
         }
         assert_eq!(std::fs::read(&out).unwrap(), b"", "{args:?}");
     }
+    // The same for standard error, which takes the notes.
+    let err = kicklab(&["calibrate", "--backend", "futex", "--save", "/dev/stderr"]);
+    let text = String::from_utf8_lossy(&err.stderr);
+    assert_eq!(err.status.code(), Some(2), "{text}");
+    assert!(
+        text.starts_with("error: --save: /dev/stderr is standard error"),
+        "{text}"
+    );
     let null = Command::new(env!("CARGO_BIN_EXE_kicklab"))
         .args([
             "run",
