@@ -299,6 +299,17 @@ fn a_path_with_a_newline_stays_one_line() {
     }
 }
 
+/// A run with kicks and sleeps enough to draw (`--timeline`).
+const DRAWN_RUN: [&str; 7] = [
+    "run",
+    "--backend",
+    "futex",
+    "--wp",
+    "3us",
+    "--messages",
+    "20000",
+];
+
 /// A file a command writes beside its printed result (`--save`,
 /// `--timeline`) appears only when the command succeeded: a lost
 /// standard output leaves none, and an earlier file stays as it was.
@@ -308,19 +319,12 @@ fn a_saved_file_appears_only_when_the_output_was_taken() {
     std::fs::create_dir_all(&root).unwrap();
     let svg = root.join("t.svg");
     let args = [
-        "run",
-        "--backend",
-        "futex",
-        "--wp",
-        "3us",
-        "--messages",
-        "20000",
-        "--json",
-        "--timeline",
-        svg.to_str().unwrap(),
-    ];
+        &DRAWN_RUN[..],
+        &["--json", "--timeline", svg.to_str().unwrap()],
+    ]
+    .concat();
     let full = Command::new(env!("CARGO_BIN_EXE_kicklab"))
-        .args(args)
+        .args(&args)
         .stdout(std::fs::File::create("/dev/full").unwrap())
         .output()
         .unwrap();
@@ -333,7 +337,7 @@ fn a_saved_file_appears_only_when_the_output_was_taken() {
     assert!(leftovers(&root).is_empty(), "{:?}", leftovers(&root));
     std::fs::write(&svg, "earlier").unwrap();
     let full = Command::new(env!("CARGO_BIN_EXE_kicklab"))
-        .args(args)
+        .args(&args)
         .stdout(std::fs::File::create("/dev/full").unwrap())
         .output()
         .unwrap();
@@ -402,17 +406,8 @@ fn a_side_file_that_is_a_standard_stream_is_refused() {
         "{text}"
     );
     let null = Command::new(env!("CARGO_BIN_EXE_kicklab"))
-        .args([
-            "run",
-            "--backend",
-            "futex",
-            "--wp",
-            "3us",
-            "--messages",
-            "20000",
-            "--timeline",
-            "/dev/null",
-        ])
+        .args(DRAWN_RUN)
+        .args(["--timeline", "/dev/null"])
         .stdout(Stdio::null())
         .output()
         .unwrap();
