@@ -18,7 +18,7 @@
 //! (`super::guest`, `ping_answers`), what the stamps mean (the callers).
 
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use super::guest::{ctrl, map};
 use super::vm::GuestMemory;
@@ -67,13 +67,18 @@ pub(super) fn spin_until(
 }
 
 /// A clock exchange of `sync` pings, numbered from `first`. A guest that
-/// stops answering is an error once `stop` is set or `until` passes.
+/// stops answering is an error once `stop` is set, or once one ping goes
+/// unanswered for `answer_within`: a limit on each ping, not on the
+/// exchange, since each takes both the host's thread and the vCPU's on a
+/// CPU at once, which a machine with more runnable threads than CPUs
+/// grants only a time slice at a time (300 pings took over 2 s beside
+/// two busy loops on 2 cores, each answered).
 pub(super) fn ping(
     mem: &GuestMemory,
     first: u32,
     sync: u32,
     stop: &AtomicBool,
-    until: Option<Instant>,
+    answer_within: Option<Duration>,
 ) -> Result<Exchange, TestbedError> {
     let mut best = Exchange {
         at: 0,
@@ -83,6 +88,7 @@ pub(super) fn ping(
     for i in first..first + sync {
         let h0 = rdtsc();
         mem.write_u32(map::CTRL + ctrl::REQ, i);
+        let until = answer_within.map(|d| Instant::now() + d);
         spin_until(mem, map::CTRL + ctrl::RESP, i, stop, until)?;
         let h1 = rdtsc();
         let g = mem.read_u64(map::CTRL + ctrl::PONG_TSC);

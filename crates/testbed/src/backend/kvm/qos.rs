@@ -353,16 +353,10 @@ impl Outlets for GuestOutlets {
             if o.producer.peer_wants_kick(published) {
                 o.doorbell.write(1)?;
             }
-            let after = ping(
-                &o.mem,
-                SYNC + 1,
-                SYNC,
-                &ctx.abort,
-                Some(Instant::now() + self.drain),
-            )
+            let after = ping(&o.mem, SYNC + 1, SYNC, &ctx.abort, Some(self.drain))
             .map_err(|e| match e {
                 TestbedError::Hang(_) => TestbedError::Hang(format!(
-                    "VM {}'s guest did not answer the clock exchange after its run within {:?} (it hung, crashed or stopped)",
+                    "VM {}'s guest left a ping of the clock exchange after its run unanswered for {:?} (it hung, crashed or stopped)",
                     id + 1,
                     self.drain
                 )),
