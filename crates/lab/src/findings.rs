@@ -523,6 +523,8 @@ mod tests {
             verdict: Verdict {
                 coverage: 0.6667,
                 sharpness: Some(0.2),
+                width: 0.2,
+                knife_edges: 0,
                 median_err_t: 0.0614,
                 wide_points: 1,
                 knife_edges_missed: 0,

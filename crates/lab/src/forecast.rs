@@ -14,7 +14,10 @@
 //! (the regime it classifies, and the other one where the pair is
 //! bistable) is kept. A forecast whose corners name more than one
 //! operating point is a **knife-edge**: the real pair may sit in either,
-//! or move between them, and its band spans them all. The central value
+//! or move between them, and its band spans them all. A regime whose T
+//! moves by more than [`WIDE`] across the corners (its rounds are one
+//! message at some and dozens at others) is two operating points, its
+//! cheapest and its dearest corner. The central value
 //! is the simulator's T from an empty queue with the costs drawn from the
 //! profile's spread: the pair's own mixture of its operating points; each
 //! point's `share` is the fraction of the simulated messages that the
@@ -29,6 +32,11 @@ use crate::LabError;
 /// Messages the simulator runs for a forecast's central value.
 pub const SIM_MESSAGES: u64 = 200_000;
 
+/// A regime whose corners' T span more than this factor is two operating
+/// points: the spread of repetitions the judge calls wide
+/// ([`Verdict::wide_points`]).
+pub const WIDE: f64 = 2.0;
+
 /// One operating point of a pair: a regime and its T and E.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct OperatingPoint {
@@ -42,6 +50,8 @@ pub struct OperatingPoint {
     pub e_ns: f64,
     /// The share of messages the simulated pair spends there (0 to 1).
     pub share: f64,
+    /// Messages per round there (`None` where the regime has no rounds).
+    pub round_messages: Option<u64>,
 }
 
 /// A forecast of one pair; see the module doc.
@@ -93,7 +103,19 @@ impl Forecast {
             let pts: Vec<String> = self
                 .operating_points
                 .iter()
-                .map(|o| format!("{} {}", o.name, f(o.t_ns)))
+                .map(|o| {
+                    let twice = self
+                        .operating_points
+                        .iter()
+                        .filter(|p| p.name == o.name)
+                        .count()
+                        > 1;
+                    match o.round_messages {
+                        Some(1) if twice => format!("{} {} (a kick a message)", o.name, f(o.t_ns)),
+                        Some(m) if twice => format!("{} {} ({m} a round)", o.name, f(o.t_ns)),
+                        _ => format!("{} {}", o.name, f(o.t_ns)),
+                    }
+                })
                 .collect();
             s.push_str(&format!(" knife-edge: {}", pts.join(" or ")));
         }
@@ -134,13 +156,15 @@ pub fn forecast(pair: &Params, profile: &Profile, seed: u64) -> Result<Forecast,
         shifts(profile.vp.as_ref().unwrap_or(&zero)),
         shifts(profile.vc.as_ref().unwrap_or(&zero)),
     ];
-    // (regime, T, E) of every operating point at every corner.
-    let mut seen: Vec<(Regime, f64, f64)> = Vec::new();
+    // (regime, T, E, messages per round) of every operating point at
+    // every corner.
+    let mut seen: Vec<(Regime, f64, f64, Option<u64>)> = Vec::new();
     let point = |regime: Regime, round: Option<u64>, t: f64, e: f64, at: &Params| {
         (
             regime,
             t,
             crate::real::cpu_per_message(regime, round, e, at, profile),
+            round,
         )
     };
     // The six costs and the ring's (one bit for both parties').
@@ -205,34 +229,44 @@ pub fn forecast(pair: &Params, profile: &Profile, seed: u64) -> Result<Forecast,
             names.push(s.0);
         }
     }
-    let typical_of = |r: Regime| -> (f64, f64) {
+    let typical_of = |r: Regime| -> (f64, f64, Option<u64>) {
         if central_point.0 == r {
-            return (central_point.1, central_point.2);
+            return (central_point.1, central_point.2, central_point.3);
         }
         if let Some(o) = m.other.filter(|o| o.regime == r) {
             let p = point(o.regime, o.round_messages, o.t_ns, o.e_ns, &typical);
-            return (p.1, p.2);
+            return (p.1, p.2, p.3);
         }
-        let mut ts: Vec<(f64, f64)> = seen
+        let mut ts: Vec<(f64, f64, Option<u64>)> = seen
             .iter()
             .filter(|s| s.0 == r)
-            .map(|s| (s.1, s.2))
+            .map(|s| (s.1, s.2, s.3))
             .collect();
         ts.sort_by(|a, b| a.0.total_cmp(&b.0));
         ts[ts.len() / 2]
     };
-    let mut points: Vec<OperatingPoint> = names
-        .iter()
-        .map(|&r| {
-            let (t_ns, e_ns) = typical_of(r);
-            OperatingPoint {
-                name: r.name().to_string(),
-                t_ns,
-                e_ns,
-                share: 0.0,
+    let op = |r: Regime, (t_ns, e_ns, round_messages): (f64, f64, Option<u64>)| OperatingPoint {
+        name: r.name().to_string(),
+        t_ns,
+        e_ns,
+        share: 0.0,
+        round_messages,
+    };
+    let mut points: Vec<OperatingPoint> = Vec::new();
+    for &r in &names {
+        // A regime whose rounds move with the costs from one message to
+        // many: its cheapest and its dearest corner.
+        let corners = seen.iter().filter(|s| s.0 == r);
+        let lo = corners.clone().min_by(|a, b| a.1.total_cmp(&b.1));
+        let hi = corners.max_by(|a, b| a.1.total_cmp(&b.1));
+        match (lo, hi) {
+            (Some(lo), Some(hi)) if hi.1 > WIDE * lo.1 => {
+                points.push(op(r, (lo.1, lo.2, lo.3)));
+                points.push(op(r, (hi.1, hi.2, hi.3)));
             }
-        })
-        .collect();
+            _ => points.push(op(r, typical_of(r))),
+        }
+    }
     points.sort_by(|a, b| a.t_ns.total_cmp(&b.t_ns));
     // Points with the same T (FC and EWC at one kick a message, say) are
     // one operating point for the band and the mixture.
@@ -325,6 +359,12 @@ pub struct Verdict {
     /// Median band width over T at the points the forecast calls stable
     /// (no knife-edge); `None` where every point is a knife-edge.
     pub sharpness: Option<f64>,
+    /// Median band width over T at every point, knife-edges too: what
+    /// the sharpness leaves out where the forecast calls points
+    /// knife-edges.
+    pub width: f64,
+    /// Points the forecast calls knife-edges.
+    pub knife_edges: usize,
     /// Median relative error of the central T.
     pub median_err_t: f64,
     /// Points whose repetitions differ by more than 2x, and of those, how
@@ -359,6 +399,8 @@ impl Verdict {
                     .map(|(f, _)| f.sharpness())
                     .collect(),
             ),
+            width: median(points.iter().map(|(f, _)| f.sharpness()).collect()).unwrap_or(0.0),
+            knife_edges: points.iter().filter(|(f, _)| f.knife_edge).count(),
             median_err_t: median(points.iter().map(|(_, j)| j.error).collect()).unwrap_or(0.0),
             wide_points: wide.len(),
             knife_edges_missed: wide.iter().filter(|(f, _)| !f.knife_edge).count(),
@@ -424,5 +466,7 @@ mod tests {
         assert!((v.coverage - 2.0 / 3.0).abs() < 1e-12);
         assert_eq!((v.wide_points, v.knife_edges_missed), (1, 1));
         assert!((v.sharpness.unwrap() - 0.2).abs() < 1e-12);
+        assert!((v.width - 0.2).abs() < 1e-12);
+        assert_eq!(v.knife_edges, 0);
     }
 }

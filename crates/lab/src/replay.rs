@@ -302,10 +302,13 @@ pub fn lines(s: &ReplaySet) -> Vec<String> {
     }
     let v = &s.summary;
     out.push(format!(
-        "coverage {:.0}%, sharpness {}, central T median error {:.1}%, knife-edges: {} points spread over 2x, {} of them not named",
+        "coverage {:.0}%, sharpness {} (band width over T {:.1}% at the median of all {} points, {} of them knife-edges), central T median error {:.1}%, knife-edges: {} points spread over 2x, {} of them not named",
         v.coverage * 100.0,
         v.sharpness
-            .map_or("- (every point a knife-edge)".into(), |x| format!("{:.1}%", x * 100.0)),
+            .map_or("-".into(), |x| format!("{:.1}%", x * 100.0)),
+        v.width * 100.0,
+        v.points,
+        v.knife_edges,
         v.median_err_t * 100.0,
         v.wide_points,
         v.knife_edges_missed

@@ -97,6 +97,50 @@ fn a_recording_of_the_forecasts_own_values_is_covered_exactly() {
 }
 
 #[test]
+fn a_regime_whose_rounds_run_from_one_message_to_dozens_is_a_knife_edge() {
+    // The EPYC host's KVM rx guest, W_P 200 ns: FP at every corner of the
+    // calibrated spread, but with one message a kick at some and batches
+    // at others; its repetitions spread up to 2x nearby.
+    let sets = replay(&machines().join("dev-epyc-2c-nested/2026-12-07-validate")).unwrap();
+    let rx = sets
+        .iter()
+        .find(|s| s.file.ends_with("validate-kvm-rx.json"))
+        .unwrap();
+    let f = &rx.points[0].forecast;
+    assert_eq!(rx.points[0].wp_ns, 200.0);
+    assert!(f.knife_edge, "{f:?}");
+    let fp: Vec<_> = f
+        .operating_points
+        .iter()
+        .filter(|o| o.name == "FP")
+        .collect();
+    assert_eq!(fp.len(), 2, "{f:?}");
+    assert_eq!(fp[1].round_messages, Some(1), "{f:?}");
+    assert!(fp[0].round_messages.unwrap() > 1, "{f:?}");
+    assert!(fp[1].t_ns > 2.0 * fp[0].t_ns, "{f:?}");
+    assert_eq!((f.t_band_ns[0], f.t_band_ns[1]), (fp[0].t_ns, fp[1].t_ns));
+    assert!(
+        f.describe().contains("(a kick a message)"),
+        "{}",
+        f.describe()
+    );
+    // A regime whose T holds within 2x across the corners stays one
+    // point: the second machine's KVM tx guest at W_P 3 us (one kick a
+    // message, 37.5-51.6 us).
+    let xeon = replay(&machines().join("xeon-2c-nested/2026-11-28a")).unwrap();
+    let tx = xeon
+        .iter()
+        .find(|s| s.file.ends_with("validate-kvm-tx.json"))
+        .unwrap();
+    let last = tx.points.last().unwrap();
+    assert_eq!(last.wp_ns, 3000.0);
+    let f = &last.forecast;
+    assert!(!f.knife_edge, "{f:?}");
+    assert_eq!(f.operating_points.len(), 1, "{f:?}");
+    assert!(f.t_band_ns[1] < 2.0 * f.t_band_ns[0], "{f:?}");
+}
+
+#[test]
 fn a_folder_without_recordings_or_with_a_foreign_file_is_refused() {
     let dir = std::env::temp_dir().join(format!("kicklab-replay-bad-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&dir);
