@@ -94,18 +94,19 @@ pub struct BackendArgs {
     pub backend: kicklab_testbed::Backend,
     /// kvm: which side the guest is: tx (the guest produces, a host thread
     /// consumes: the paper's set-up) or rx (the host produces).
-    #[arg(long, default_value = "tx", allow_hyphen_values = true)]
-    pub direction: kicklab_testbed::kvm::Direction,
+    /// [default: tx]
+    #[arg(long, allow_hyphen_values = true)]
+    pub direction: Option<kicklab_testbed::kvm::Direction>,
     /// kvm: host halt polling: a halted guest's vCPU thread polls this long
-    /// for a wake-up before it sleeps (0: sleep at once).
-    #[arg(long, default_value = "0", value_parser = kicklab_model::typed::duration, allow_hyphen_values = true)]
-    pub halt_poll: std::time::Duration,
+    /// for a wake-up before it sleeps (0: sleep at once). [default: 0]
+    #[arg(long, value_parser = kicklab_model::typed::duration, allow_hyphen_values = true)]
+    pub halt_poll: Option<std::time::Duration>,
     /// kvm: how the guest runs: user (a native 64-bit user-mode loop; the
     /// host wakes it through a doorbell eventfd) or emulated (real mode,
     /// woken by irqfd interrupts, halting inside KVM; every guest
-    /// instruction is emulated on PVM, about 1 us each).
-    #[arg(long, default_value = "user", allow_hyphen_values = true)]
-    pub guest: kicklab_testbed::kvm::guest::GuestMode,
+    /// instruction is emulated on PVM, about 1 us each). [default: user]
+    #[arg(long, allow_hyphen_values = true)]
+    pub guest: Option<kicklab_testbed::kvm::guest::GuestMode>,
 }
 
 impl BackendArgs {
@@ -129,13 +130,14 @@ pub struct PingPongBackendArgs {
     #[arg(long, value_parser = backend, allow_hyphen_values = true)]
     pub backend: kicklab_testbed::Backend,
     /// kvm: host halt polling: a halted guest's vCPU thread polls this long
-    /// for a wake-up before it sleeps (0: sleep at once).
-    #[arg(long, default_value = "0", value_parser = kicklab_model::typed::duration, allow_hyphen_values = true)]
-    pub halt_poll: std::time::Duration,
+    /// for a wake-up before it sleeps (0: sleep at once). [default: 0]
+    #[arg(long, value_parser = kicklab_model::typed::duration, allow_hyphen_values = true)]
+    pub halt_poll: Option<std::time::Duration>,
     /// kvm: how the guest runs: user (a native 64-bit user-mode loop) or
     /// emulated (real mode, woken by irqfd interrupts, halting inside KVM).
-    #[arg(long, default_value = "user", allow_hyphen_values = true)]
-    pub guest: kicklab_testbed::kvm::guest::GuestMode,
+    /// [default: user]
+    #[arg(long, allow_hyphen_values = true)]
+    pub guest: Option<kicklab_testbed::kvm::guest::GuestMode>,
 }
 
 impl PingPongBackendArgs {
@@ -143,7 +145,7 @@ impl PingPongBackendArgs {
     pub fn input(&self) -> kicklab_lab::backend_input::BackendInput {
         kicklab_lab::backend_input::BackendInput {
             backend: self.backend,
-            direction: kicklab_testbed::kvm::Direction::Tx,
+            direction: None,
             halt_poll: self.halt_poll,
             guest: self.guest,
         }

@@ -52,9 +52,9 @@ pub struct ControlArgs {
     /// strategies that plan with them: calibrate first.
     #[arg(long, default_value = "sim", value_parser = sim_or_backend, allow_hyphen_values = true)]
     backend: RunsOn,
-    /// kvm: which side the guest is (tx: it produces).
-    #[arg(long, default_value = "tx", allow_hyphen_values = true)]
-    direction: kicklab_testbed::kvm::Direction,
+    /// kvm: which side the guest is (tx: it produces). [default: tx]
+    #[arg(long, allow_hyphen_values = true)]
+    direction: Option<kicklab_testbed::kvm::Direction>,
 }
 
 /// Where a control study runs: `--backend`.
@@ -112,9 +112,9 @@ pub fn run(a: &ControlArgs) -> anyhow::Result<()> {
     for line in kicklab_lab::control::render::lines(&study) {
         outln!("{line}");
     }
-    noteln!(
+    let note = format!(
         "wrote control.csv, the charts and index.html in {}",
         a.out.display()
     );
-    kicklab_term::files::commit(dir)
+    kicklab_term::files::commit_noting(dir, &note)
 }

@@ -55,9 +55,9 @@ pub fn run(a: &MapArgs) -> anyhow::Result<()> {
     out.page.write(dir.path())?;
     kicklab_report::write_atomic(&dir.path().join("map.csv"), &out.csv)?;
     outln!("{}", out.summary);
-    noteln!(
+    let note = format!(
         "wrote map.csv, the maps and index.html in {}",
         a.out.display()
     );
-    kicklab_term::files::commit(dir)
+    kicklab_term::files::commit_noting(dir, &note)
 }

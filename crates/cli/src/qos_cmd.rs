@@ -162,16 +162,17 @@ pub fn run(a: &QosArgs) -> anyhow::Result<()> {
         for line in &output.warnings {
             errln!("{line}");
         }
-        if let Some(files) = &output.files {
-            noteln!(
-                "wrote {}, the charts and index.html in {}",
-                files.csv_name,
-                a.out.display()
-            );
-        }
     }
-    match dir {
-        Some(dir) => kicklab_term::files::commit(dir),
-        None => Ok(()),
+    let note = output.files.as_ref().filter(|_| !a.json).map(|files| {
+        format!(
+            "wrote {}, the charts and index.html in {}",
+            files.csv_name,
+            a.out.display()
+        )
+    });
+    match (dir, note) {
+        (Some(dir), Some(note)) => kicklab_term::files::commit_noting(dir, &note),
+        (Some(dir), None) => kicklab_term::files::commit(dir),
+        (None, _) => Ok(()),
     }
 }

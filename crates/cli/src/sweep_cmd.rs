@@ -59,10 +59,10 @@ pub fn run(a: &SweepArgs) -> anyhow::Result<()> {
     if let Some(w) = &out.warning {
         errln!("warning: {w} (raise --messages)");
     }
-    noteln!(
+    let note = format!(
         "wrote {}, T.svg, E.svg, index.html in {}",
         a.out.join("sweep.csv").display(),
         a.out.display()
     );
-    kicklab_term::files::commit(dir)
+    kicklab_term::files::commit_noting(dir, &note)
 }

@@ -87,8 +87,8 @@ pub fn run(a: &ValidateArgs) -> anyhow::Result<()> {
     }
     match out {
         Some(dir) => {
-            noteln!("wrote {}", dir.target().join("index.html").display());
-            kicklab_term::files::commit(dir)
+            let note = format!("wrote {}", dir.target().join("index.html").display());
+            kicklab_term::files::commit_noting(dir, &note)
         }
         None => Ok(()),
     }

@@ -35,22 +35,23 @@ pub fn kvm_usable() -> Result<(), LabError> {
     }
 }
 
-/// A backend and the kvm options, as given.
+/// A backend and the kvm options, as given (`None`: not given; the
+/// default, tx, no halt polling and a user-mode guest, holds).
 #[derive(Clone, Copy, Debug)]
 pub struct BackendInput {
     /// The backend.
     pub backend: Backend,
     /// kvm: which side the guest is.
-    pub direction: Direction,
+    pub direction: Option<Direction>,
     /// kvm: host halt polling.
-    pub halt_poll: Duration,
+    pub halt_poll: Option<Duration>,
     /// kvm: how the guest runs.
-    pub guest: GuestMode,
+    pub guest: Option<GuestMode>,
 }
 
 impl BackendInput {
-    /// Refuses a kvm option given other than its default with another
-    /// backend (it would be ignored).
+    /// Refuses a kvm option given with another backend, its default
+    /// value too (it would be ignored).
     ///
     /// # Errors
     ///
@@ -60,9 +61,9 @@ impl BackendInput {
             return Ok(());
         }
         let given = [
-            (Input::Direction, self.direction != Direction::Tx),
-            (Input::HaltPoll, !self.halt_poll.is_zero()),
-            (Input::Guest, self.guest != GuestMode::User),
+            (Input::Direction, self.direction.is_some()),
+            (Input::HaltPoll, self.halt_poll.is_some()),
+            (Input::Guest, self.guest.is_some()),
         ];
         match given.iter().find(|(_, g)| *g) {
             Some(&(input, _)) => Err(LabError::input(
@@ -82,12 +83,24 @@ impl BackendInput {
     pub fn get(&self) -> Backend {
         match self.backend {
             Backend::Kvm(_) => Backend::Kvm(KvmOptions {
-                direction: self.direction,
-                halt_poll_ns: u32::try_from(self.halt_poll.as_nanos()).unwrap_or(u32::MAX),
-                guest: self.guest,
+                direction: self.direction(),
+                halt_poll_ns: u32::try_from(self.halt_poll().as_nanos()).unwrap_or(u32::MAX),
+                guest: self.guest(),
             }),
             other => other,
         }
+    }
+
+    fn direction(&self) -> Direction {
+        self.direction.unwrap_or(Direction::Tx)
+    }
+
+    fn halt_poll(&self) -> Duration {
+        self.halt_poll.unwrap_or(Duration::ZERO)
+    }
+
+    fn guest(&self) -> GuestMode {
+        self.guest.unwrap_or(GuestMode::User)
     }
 
     /// `command` with this backend and the kvm options that differ from
@@ -95,20 +108,21 @@ impl BackendInput {
     #[must_use]
     pub fn command_line(&self, command: &str) -> CommandLine {
         let kvm = matches!(self.backend, Backend::Kvm(_));
+        let (direction, guest, halt_poll) = (self.direction(), self.guest(), self.halt_poll());
         CommandLine::new(command)
             .arg(Flag::Backend, self.backend.name())
             .arg_some(
                 Flag::Direction,
-                (kvm && self.direction != Direction::Tx).then(|| self.direction.name()),
+                (kvm && direction != Direction::Tx).then(|| direction.name()),
             )
             .arg_some(
                 Flag::Guest,
-                (kvm && self.guest != GuestMode::User).then(|| self.guest.name()),
+                (kvm && guest != GuestMode::User).then(|| guest.name()),
             )
             .arg_some(
                 Flag::HaltPoll,
-                (kvm && !self.halt_poll.is_zero())
-                    .then(|| kicklab_model::fmt_ns(self.halt_poll.as_secs_f64() * 1e9)),
+                (kvm && !halt_poll.is_zero())
+                    .then(|| kicklab_model::fmt_ns(halt_poll.as_secs_f64() * 1e9)),
             )
     }
 }

@@ -73,7 +73,7 @@ impl RunRequest {
     /// The input at fault.
     pub fn check(&self) -> Result<(), LabError> {
         self.backend.check()?;
-        if self.timeline && self.backend.guest == GuestMode::Emulated {
+        if self.timeline && self.backend.guest == Some(GuestMode::Emulated) {
             return Err(LabError::input(
                 Input::Timeline,
                 "the emulated guest keeps no record of its kicks and halts (the user-mode guest, the default, does)",

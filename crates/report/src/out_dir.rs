@@ -261,18 +261,22 @@ fn check_replaceable(target: &Path, shown: &str, replace: bool) -> Result<(), Ou
     let Ok(by) = std::fs::read_to_string(target.join(MARKER)) else {
         return Err(OutDirError::Foreign(shown.to_string()));
     };
+    // A marker kicklab did not write (its first line names the command
+    // that wrote it) marks nothing.
+    if !by.lines().next().is_some_and(|l| l.starts_with("kicklab")) {
+        return Err(OutDirError::Foreign(shown.to_string()));
+    }
     // The files the earlier run wrote (listed in its marker): anything
-    // else in the folder is someone else's, and keeps it.
+    // else in the folder is someone else's, and keeps it (a marker that
+    // lists nothing claims nothing but itself).
     let listed: Vec<&str> = by.lines().skip(1).filter(|l| !l.is_empty()).collect();
-    if !listed.is_empty() {
-        for e in std::fs::read_dir(target)
-            .map_err(io)?
-            .filter_map(Result::ok)
-        {
-            let n = e.file_name().to_string_lossy().into_owned();
-            if n != MARKER && !listed.contains(&n.as_str()) {
-                return Err(OutDirError::Foreign(shown.to_string()));
-            }
+    for e in std::fs::read_dir(target)
+        .map_err(io)?
+        .filter_map(Result::ok)
+    {
+        let n = e.file_name().to_string_lossy().into_owned();
+        if n != MARKER && !listed.contains(&n.as_str()) {
+            return Err(OutDirError::Foreign(shown.to_string()));
         }
     }
     if replace {
@@ -462,6 +466,24 @@ mod tests {
         let e = OutDir::begin(&r, "kicklab test", true).unwrap_err();
         assert!(matches!(e, OutDirError::Foreign(_)), "{e}");
         assert_eq!(names(&r), ["notes.txt"]);
+        let _ = std::fs::remove_dir_all(&r);
+    }
+
+    #[test]
+    fn a_marker_that_lists_nothing_or_is_not_kicklabs_claims_no_file() {
+        let r = root("marker");
+        std::fs::write(r.join("precious.txt"), "mine").unwrap();
+        for marker in ["", "kicklab sweep\n", "garbage\nprecious.txt\n"] {
+            std::fs::write(r.join(MARKER), marker).unwrap();
+            let e = OutDir::begin(&r, "kicklab test", true).unwrap_err();
+            assert!(matches!(e, OutDirError::Foreign(_)), "{marker:?}: {e}");
+            assert_eq!(names(&r), [MARKER, "precious.txt"], "{marker:?}");
+        }
+        // A marker alone is an earlier run's empty folder.
+        std::fs::remove_file(r.join("precious.txt")).unwrap();
+        std::fs::write(r.join(MARKER), "kicklab sweep\n").unwrap();
+        let o = OutDir::begin(&r, "kicklab test", true).unwrap();
+        o.commit().unwrap();
         let _ = std::fs::remove_dir_all(&r);
     }
 

@@ -36,6 +36,19 @@ pub fn commit(dir: OutDir) -> anyhow::Result<()> {
     dir.commit().map_err(|e: OutDirError| anyhow::anyhow!(e))
 }
 
+/// [`commit`], saying first on standard error what lands where (`note`)
+/// only where every write so far succeeded: a run whose printed result
+/// was lost says only that, and claims no files.
+///
+/// # Errors
+///
+/// As [`commit`].
+pub fn commit_noting(dir: OutDir, note: &str) -> anyhow::Result<()> {
+    crate::out::check()?;
+    crate::noteln!("{note}");
+    commit(dir)
+}
+
 /// Fails (a [`Usage`] naming `flag`) unless `file` can be created, or
 /// where it is the file or pipe standard output or standard error
 /// already writes (the command's result or notes would be mixed into

@@ -134,6 +134,8 @@ fn assert_failed_write(cmd: &[&str], out: &Output, stream: &str, dir: &Path) {
         // One error line, the last (a run's warnings may come before it).
         let errors = err.lines().filter(|l| l.starts_with("error")).count();
         assert_eq!(errors, 1, "{cmd:?}: one error line: {err}");
+        // Nor a claim of files that are not there.
+        assert!(!err.contains("wrote "), "{cmd:?}: {err}");
         let last = err.lines().last().unwrap_or_default();
         assert!(
             last.starts_with("error: cannot write to ") && last.contains(stream),

@@ -32,7 +32,7 @@ pub struct ControlRequest {
     /// Where the study runs for real (`None`: the simulator).
     pub backend: Option<Backend>,
     /// kvm: the guest's side.
-    pub direction: Direction,
+    pub direction: Option<Direction>,
 }
 
 impl ControlRequest {
@@ -60,7 +60,7 @@ impl ControlRequest {
             ));
         }
         let kvm = matches!(self.backend, Some(Backend::Kvm(_)));
-        if self.direction != Direction::Tx && !kvm {
+        if self.direction.is_some() && !kvm {
             return Err(LabError::input(
                 Input::Direction,
                 format!("a kvm option; only {} kvm has a guest", Flag::Backend),
@@ -68,7 +68,7 @@ impl ControlRequest {
         }
         let backend = self.backend.map(|b| match b {
             Backend::Kvm(o) => Backend::Kvm(KvmOptions {
-                direction: self.direction,
+                direction: self.direction.unwrap_or(Direction::Tx),
                 ..o
             }),
             other => other,
