@@ -200,11 +200,28 @@ fn replay_file(path: &Path) -> Result<ReplaySet, LabError> {
         let wp = num("wp_ns")
             .filter(|w| w.is_finite() && *w >= 0.0)
             .ok_or_else(|| bad(format!("{}: point {i} has no wp_ns", path.display())))?;
-        let mut t_real: Vec<f64> = ["T_real_min_ns", "T_real_ns", "T_real_max_ns"]
-            .iter()
-            .filter_map(|k| num(k))
-            .filter(|t| t.is_finite() && *t > 0.0)
-            .collect();
+        if wp > kicklab_model::MAX_DURATION_NS {
+            return Err(bad(format!(
+                "{}: point {i}: wp_ns {wp:.3e} is longer than the longest duration kicklab handles (an hour)",
+                path.display()
+            )));
+        }
+        let mut t_real = Vec::new();
+        for k in ["T_real_min_ns", "T_real_ns", "T_real_max_ns"] {
+            let Some(t) = p.get(k).filter(|t| !t.is_null()) else {
+                continue;
+            };
+            match t.as_f64() {
+                Some(t) if t > 0.0 && t <= kicklab_model::MAX_DURATION_NS => t_real.push(t),
+                _ => {
+                    return Err(bad(format!(
+                    "{}: point {i}: {k} is {}, not a time per message (above 0, at most an hour)",
+                    path.display(),
+                    shown(t)
+                )))
+                }
+            }
+        }
         if t_real.is_empty() {
             return Err(bad(format!(
                 "{}: point {i} has no measured T",
@@ -216,7 +233,16 @@ fn replay_file(path: &Path) -> Result<ReplaySet, LabError> {
             w_p: Cost::Const(wp),
             ..base
         };
-        let f = forecast(&pair, &profile, 1)?;
+        // The recording's pair, not flags given here: an error names the
+        // file and the point.
+        let f = forecast(&pair, &profile, 1).map_err(|e| {
+            bad(format!(
+                "{}: point {i} (wp_ns {}) cannot be forecast: {}",
+                path.display(),
+                kicklab_model::fmt_ns(wp),
+                e
+            ))
+        })?;
         let judged = Judged::of(&f, &t_real);
         out.push(ReplayPoint {
             wp_ns: wp,
@@ -237,22 +263,40 @@ fn replay_file(path: &Path) -> Result<ReplaySet, LabError> {
     })
 }
 
+/// A recorded value as an error shows it: at most 40 characters.
+fn shown(v: &serde_json::Value) -> String {
+    let s = v.to_string();
+    if s.chars().count() > 40 {
+        format!("{}...", s.chars().take(37).collect::<String>())
+    } else {
+        s
+    }
+}
+
 /// The recorded pair's parameters: `params` where the recording has it
 /// (each a value `--len`, `--wc`, ... take), else the defaults.
 fn recorded_params(v: &serde_json::Value) -> Result<Params, String> {
     let mut p = Params::default();
-    let Some(given) = v.get("params").and_then(|g| g.as_object()) else {
-        return Ok(p);
+    let given = match v.get("params") {
+        None | Some(serde_json::Value::Null) => return Ok(p),
+        Some(serde_json::Value::Object(g)) => g,
+        Some(other) => {
+            return Err(format!(
+                "`params` is {}, not an object of the pair's parameters",
+                shown(other)
+            ))
+        }
     };
     for (k, val) in given {
+        // `model --json` and `validate --json` echo `w_p`; the flag is `wp`.
+        // A name this kicklab does not know is a later one's: left out.
+        let Ok(param) = k.replace('_', "").parse::<kicklab_model::Param>() else {
+            continue;
+        };
         let text = match val {
             serde_json::Value::String(s) => s.clone(),
             serde_json::Value::Number(n) => n.to_string(),
-            _ => continue,
-        };
-        // `model --json` and `validate --json` echo `w_p`; the flag is `wp`.
-        let Ok(param) = k.replace('_', "").parse::<kicklab_model::Param>() else {
-            continue;
+            other => return Err(format!("params.{k} is {}: not a value", shown(other))),
         };
         if let Some(n) = param.count_mut(&mut p) {
             *n = text

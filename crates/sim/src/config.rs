@@ -245,8 +245,43 @@ pub struct Totals {
     /// Times C slept.
     pub sleeps_c: u64,
     /// Sum of the latencies of the messages freed after the warm-up [ps]
-    /// (0 when latency recording is off).
+    /// (0 when latency recording is off). In JSON an integer up to
+    /// 2^64 - 1 ps (213 days), past it the nearest double.
+    #[serde(with = "wide_sum")]
     pub latency_sum_ps: u128,
+}
+
+/// A `u128` sum as JSON can hold it everywhere: an integer where it fits
+/// in 64 bits, else a double (`serde_json::Value` holds no wider
+/// integer, and a run of hour-long costs reaches past 2^64 ps).
+mod wide_sum {
+    use serde::{Deserialize, Deserializer, Serializer};
+
+    #[allow(clippy::trivially_copy_pass_by_ref)] // serde's signature
+    pub(super) fn serialize<S: Serializer>(v: &u128, s: S) -> Result<S::Ok, S::Error> {
+        match u64::try_from(*v) {
+            Ok(v) => s.serialize_u64(v),
+            #[allow(clippy::cast_precision_loss)]
+            Err(_) => s.serialize_f64(*v as f64),
+        }
+    }
+
+    pub(super) fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<u128, D::Error> {
+        #[derive(Deserialize)]
+        #[serde(untagged)]
+        enum Wide {
+            Int(u128),
+            Float(f64),
+        }
+        match Wide::deserialize(d)? {
+            Wide::Int(v) => Ok(v),
+            #[allow(clippy::cast_possible_truncation, clippy::cast_sign_loss)]
+            Wide::Float(v) if v >= 0.0 && v.is_finite() => Ok(v as u128),
+            Wide::Float(v) => Err(serde::de::Error::custom(format!(
+                "latency_sum_ps: {v} is not a sum of latencies"
+            ))),
+        }
+    }
 }
 
 /// What a run measured. Times in nanoseconds.

@@ -164,6 +164,23 @@ fn sim_json_contract() {
 }
 
 #[test]
+fn costs_of_a_quarter_hour_run_and_their_sums_print_whole() {
+    // 2000 messages at a notification cost of 1000 s: the latencies'
+    // sum passes 2^64 ps, which JSON holds as a double.
+    let args = ["sim", "--messages", "2000", "--nc", "1000s", "--vc", "1s"];
+    let out = kicklab(&args);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let v = json(&[&args[..], &["--json"]].concat());
+    let sum = v["totals"]["latency_sum_ps"].as_f64().unwrap();
+    assert!(sum > 1.8e19, "{sum}");
+    assert!(v["totals"]["consumed"].as_u64().unwrap() >= 2000);
+}
+
+#[test]
 fn kick_visibility_flags_reach_model_and_sim() {
     // The KVM pair of docs/model.md ("Bistability"): a kick seen half-way through it.
     let pair = [
@@ -1011,6 +1028,36 @@ fn unknown_backends_and_directions_are_refused_in_one_line() {
         assert_eq!(out.status.code(), Some(2), "{args:?}: {err}");
         assert_eq!(err.trim_end().lines().count(), 1, "{err}");
         assert!(err.contains(flag), "{err}");
+    }
+}
+
+#[test]
+fn a_kvm_option_beside_another_backend_is_refused_even_at_its_default() {
+    for (args, flag) in [
+        (
+            &["calibrate", "--backend", "futex", "--direction", "tx"][..],
+            "--direction",
+        ),
+        (
+            &["run", "--backend", "pipe", "--guest", "user"][..],
+            "--guest",
+        ),
+        (
+            &["pingpong", "--backend", "eventfd", "--halt-poll", "0"][..],
+            "--halt-poll",
+        ),
+        (
+            &["validate", "--backend", "futex", "--halt-poll", "10us"][..],
+            "--halt-poll",
+        ),
+        (
+            &["control", "--backend", "futex", "--direction", "tx"][..],
+            "--direction",
+        ),
+        (&["control", "--direction", "rx"][..], "--direction"),
+    ] {
+        let err = refused(args, flag);
+        assert!(err.contains("kvm"), "{args:?}: {err}");
     }
 }
 
