@@ -148,8 +148,15 @@ impl Mechanism {
     ///
     /// The accepted names.
     pub fn parse(s: &str) -> Result<Mechanisms, String> {
+        let names: Vec<&str> = s.split(',').collect();
+        if names.len() > 1 && names.iter().any(|n| *n == "all" || *n == "none") {
+            return Err(format!(
+                "`all` and `none` stand alone, got {}",
+                kicklab_model::shown(s)
+            ));
+        }
         let mut out = Vec::new();
-        for name in s.split(',') {
+        for name in names {
             let found = match name {
                 "all" => ALL.to_vec(),
                 "none" => Vec::new(),
@@ -163,9 +170,10 @@ impl Mechanism {
                 })?],
             };
             for m in found {
-                if !out.contains(&m) {
-                    out.push(m);
+                if out.contains(&m) {
+                    return Err(format!("{} is named twice", m.name()));
                 }
+                out.push(m);
             }
         }
         Ok(Mechanisms(out))
@@ -494,9 +502,12 @@ mod tests {
         assert_eq!(Mechanism::parse("all").unwrap().0, ALL.to_vec());
         assert_eq!(Mechanism::parse("none").unwrap().0, vec![]);
         assert_eq!(
-            Mechanism::parse("napi,kvm-host,napi").unwrap().0,
+            Mechanism::parse("napi,kvm-host").unwrap().0,
             vec![Mechanism::Napi, Mechanism::KvmHost]
         );
+        for bad in ["napi,kvm-host,napi", "all,none", "none,napi", "napi,all"] {
+            assert!(Mechanism::parse(bad).is_err(), "{bad}");
+        }
         let e = Mechanism::parse("napi,nap").unwrap_err();
         assert!(e.contains("kvm-host") && e.contains("all"), "{e}");
     }

@@ -127,9 +127,10 @@ pub fn args_text() -> Vec<String> {
 }
 
 /// The refusal of an argument that is not UTF-8 text, naming its flag
-/// where there is one (`--wp: its value is not UTF-8 text: \xff`);
-/// `None` where every argument is text.
-pub fn non_utf8_argument() -> Option<String> {
+/// where there is one (`--wp: its value is not UTF-8 text: \xff`), or
+/// the positional argument of `cmd`'s subcommand it stands for
+/// (`replay <DIR>: ...`); `None` where every argument is text.
+pub fn non_utf8_argument(cmd: &clap::Command) -> Option<String> {
     use std::os::unix::ffi::OsStrExt as _;
     let args: Vec<std::ffi::OsString> = std::env::args_os().skip(1).collect();
     let shown = |a: &std::ffi::OsStr| {
@@ -161,15 +162,36 @@ pub fn non_utf8_argument() -> Option<String> {
             shown(arg)
         ));
     }
+    let sub = args
+        .first()
+        .and_then(|a| a.to_str())
+        .and_then(|name| cmd.find_subcommand(name));
+    // Whether the flag before it takes a value (unknown: as if it did).
+    let takes_value = |flag: &str| {
+        sub.and_then(|sub| {
+            sub.get_arguments()
+                .find(|a| a.get_long() == flag.strip_prefix("--"))
+        })
+        .is_none_or(|a| a.get_action().takes_values())
+    };
     match i.checked_sub(1).and_then(|p| args[p].to_str()) {
-        Some(flag) if flag.starts_with('-') && !flag.contains('=') => Some(format!(
-            "{flag}: its value is not UTF-8 text: {}",
-            shown(arg)
-        )),
-        _ => Some(format!(
-            "{}: an argument that is not UTF-8 text (kicklab reads its arguments as UTF-8)",
-            shown(arg)
-        )),
+        Some(flag) if flag.starts_with('-') && !flag.contains('=') && takes_value(flag) => Some(
+            format!("{flag}: its value is not UTF-8 text: {}", shown(arg)),
+        ),
+        _ => match sub.and_then(|sub| sub.get_positionals().next().map(|p| (sub, p))) {
+            Some((sub, p)) if i > 0 => Some(format!(
+                "{} <{}>: its value is not UTF-8 text: {}",
+                sub.get_name(),
+                p.get_value_names()
+                    .and_then(|v| v.first())
+                    .map_or_else(|| p.get_id().as_str().to_uppercase(), ToString::to_string),
+                shown(arg)
+            )),
+            _ => Some(format!(
+                "{}: an argument that is not UTF-8 text (kicklab reads its arguments as UTF-8)",
+                shown(arg)
+            )),
+        },
     }
 }
 

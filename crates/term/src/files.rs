@@ -2,7 +2,7 @@
 //! through [`kicklab_report::OutDir`] (refusals naming the flag) and
 //! committed only once standard output took the result; a `--save` or
 //! `--timeline` file written whole and put in place only when the command
-//! succeeded; temporaries removed on SIGINT and SIGTERM. What is not
+//! succeeded; temporaries removed on SIGINT, SIGTERM and SIGHUP. What is not
 //! here: what the files hold (the commands and the libraries).
 
 use std::path::Path;
@@ -174,12 +174,25 @@ pub fn commit_saved(succeeded: bool) -> anyhow::Result<()> {
     Ok(())
 }
 
-/// Starts a thread that, on SIGINT or SIGTERM, removes every staged folder
-/// and temporary file, then ends the process by the signal itself. Without it an interrupted `map` left its 4-8 MB
-/// temporary charts behind.
+/// Starts a thread that, on SIGINT, SIGTERM or SIGHUP (the terminal
+/// closed; left alone where the process was started ignoring it, as
+/// `nohup` does), removes every staged folder and temporary file, then
+/// ends the process by the signal itself. Without it an interrupted `map`
+/// left its 4-8 MB temporary charts behind.
 pub fn remove_temporaries_on_signals() {
-    use signal_hook::consts::{SIGINT, SIGTERM};
-    let Ok(mut signals) = signal_hook::iterator::Signals::new([SIGINT, SIGTERM]) else {
+    use signal_hook::consts::{SIGHUP, SIGINT, SIGTERM};
+    // SAFETY: a query only (no new action): `old` is written by the call,
+    // which takes a null `act`.
+    let hup_ignored = unsafe {
+        let mut old: libc::sigaction = std::mem::zeroed();
+        libc::sigaction(SIGHUP, std::ptr::null(), &raw mut old) == 0
+            && old.sa_sigaction == libc::SIG_IGN
+    };
+    let mut caught = vec![SIGINT, SIGTERM];
+    if !hup_ignored {
+        caught.push(SIGHUP);
+    }
+    let Ok(mut signals) = signal_hook::iterator::Signals::new(caught) else {
         return;
     };
     let _ = std::thread::Builder::new()

@@ -37,7 +37,7 @@ impl std::error::Error for Usage {}
 /// What the process does first: a closed pipe (`kicklab sweep ... | head
 /// -1`) becomes a failed write like any other (one line, exit 1, no folder
 /// left behind) rather than a death by SIGPIPE in the middle of writing
-/// files; SIGINT and SIGTERM remove the staged folders before the process
+/// files; SIGINT, SIGTERM and SIGHUP remove the staged folders before the process
 /// dies of them ([`files::remove_temporaries_on_signals`]).
 pub fn start() {
     // SAFETY: called first thing in `main`, before any other thread
@@ -60,7 +60,7 @@ pub fn start() {
 /// The exit code, once the reason was printed.
 pub fn parse<C: clap::Parser>() -> Result<(C, clap::ArgMatches), u8> {
     use clap::error::ErrorKind;
-    if let Some(line) = non_utf8_argument() {
+    if let Some(line) = non_utf8_argument(&C::command()) {
         errln!("error: {}", one_line(&line));
         return Err(out::finish(2));
     }
