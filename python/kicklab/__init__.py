@@ -136,17 +136,65 @@ class KicklabWarning(UserWarning):
 _MAX_PROFILE_BYTES = 16 << 20
 
 
+def _utf8(name: str, value: str) -> str:
+    """``value`` where it is UTF-8 text (a lone surrogate such as
+    ``"\\ud800"`` is not, and the Rust side takes only text)."""
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError as e:
+        shown = value[:40].encode("utf-8", "backslashreplace").decode("ascii", "backslashreplace")
+        raise ValueError(f"{name}: {shown!r} is not UTF-8 text ({e.reason})") from None
+    return value
+
+
+# Nanoseconds in one of each numpy timedelta64 unit with a fixed length
+# (years and months have none).
+_NS_PER_UNIT = {
+    "W": 7 * 86_400 * 10**9,
+    "D": 86_400 * 10**9,
+    "h": 3_600 * 10**9,
+    "m": 60 * 10**9,
+    "s": 10**9,
+    "ms": 10**6,
+    "us": 10**3,
+    "ns": 1,
+    "ps": 1e-3,
+    "fs": 1e-6,
+    "as": 1e-9,
+}
+
+
+def _ns_per(name: str, dtype: Any) -> float:
+    """Nanoseconds in one tick of a timedelta64 ``dtype``; years, months
+    and the generic unit (a bare count) have no fixed length."""
+    unit, count = _np.datetime_data(dtype)
+    if unit not in _NS_PER_UNIT:
+        raise ValueError(
+            f"{name}: a timedelta64 in {unit!r} has no fixed length in nanoseconds; "
+            "give weeks or shorter units"
+        )
+    return _NS_PER_UNIT[unit] * count
+
+
+def _timedelta_ns(name: str, value: Any) -> float:
+    """A ``datetime.timedelta`` or ``numpy.timedelta64`` in nanoseconds,
+    exactly as long as it is (numpy's own conversion to ns wraps past 292
+    years)."""
+    if isinstance(value, _np.timedelta64):
+        if _np.isnat(value):
+            raise ValueError(f"{name}: NaT is not a duration")
+        return float(int(value.astype(_np.int64)) * _ns_per(name, value.dtype))
+    return float((value.days * 86_400 + value.seconds) * 10**9 + value.microseconds * 1_000)
+
+
 def _duration_text(name: str, value: Any) -> str:
     """A duration or cost keyword as the command line's text (numbers are
     nanoseconds, written so that they parse back to the same float;
     ``datetime.timedelta`` and ``numpy.timedelta64`` by their length)."""
     if isinstance(value, str):
-        return value
+        return _utf8(name, value)
     if isinstance(value, (datetime.timedelta, _np.timedelta64)):
-        if isinstance(value, _np.timedelta64) and _np.isnat(value):
-            raise ValueError(f"{name}: NaT is not a duration")
-        ns = _np.timedelta64(value) / _np.timedelta64(1, "ns")
-        return repr(float(ns))
+        return repr(_timedelta_ns(name, value))
     if isinstance(value, bool) or not isinstance(value, numbers.Real):
         raise TypeError(
             f"{name}: expected a duration or cost as a string ('1.1us', 'exp:2us'), "
@@ -162,7 +210,7 @@ def _count_text(name: str, value: Any) -> str:
     """A whole-number keyword as text (the Rust side checks the range); a
     float with no fraction (``256.0``) is that whole number."""
     if isinstance(value, str):
-        return value
+        return _utf8(name, value)
     if isinstance(value, bool) or not isinstance(value, numbers.Real):
         raise TypeError(f"{name}: expected a whole number, got {type(value).__name__}")
     if isinstance(value, numbers.Integral):
@@ -189,7 +237,15 @@ def _text(name: str, value: Any) -> str:
     """A keyword that takes a string (a strategy, a range, a backend)."""
     if not isinstance(value, str):
         raise TypeError(f"{name}: expected a string, got {type(value).__name__}")
-    return value
+    return _utf8(name, value)
+
+
+def _path(name: str, value: Any) -> str:
+    """A keyword that names a file: a ``str`` or ``os.PathLike`` of text."""
+    path = os.fspath(value) if isinstance(value, (str, os.PathLike)) else None
+    if not isinstance(path, str):
+        raise TypeError(f"{name}: expected a path (str or os.PathLike of str), got {type(value).__name__}")
+    return _utf8(name, path)
 
 
 def _optional_text(name: str, value: Any) -> Optional[str]:
@@ -230,8 +286,9 @@ def _params(function: str, params: Mapping[str, Any]) -> dict[str, str]:
     out: dict[str, str] = {}
     for name, value in params.items():
         if name not in PARAMS:
+            shown = str(name).encode("utf-8", "backslashreplace").decode("utf-8")
             raise TypeError(
-                f"{function}() got an unexpected keyword argument '{name}' "
+                f"{function}() got an unexpected keyword argument '{shown}' "
                 f"(the pair's parameters are {', '.join(PARAMS)})"
             )
         if value is None:
@@ -248,9 +305,12 @@ def _profile(profile: ProfileLike) -> tuple[str, str] | None:
         inner = profile.get("profile")
         data = inner if isinstance(inner, Mapping) else profile
         try:
-            return json.dumps(data, allow_nan=False), "the dict given"
-        except (TypeError, ValueError) as e:
+            text = json.dumps(data, allow_nan=False)
+        except (TypeError, ValueError, RecursionError) as e:
             raise ValueError(f"profile: the dict given is not a kicklab profile: {e}") from None
+        if len(text) > _MAX_PROFILE_BYTES:
+            raise ValueError("profile: the dict given is larger than 16 MiB (a profile is tens of KiB)")
+        return text, "the dict given"
     if isinstance(profile, (str, os.PathLike)):
         path = os.fspath(profile)
         try:
@@ -285,19 +345,48 @@ def _array_values(name: str, value: Any) -> Any:
     numbers."""
     if isinstance(value, _np.ma.MaskedArray):
         raise TypeError(f"{name}: a masked array; fill or drop the masked values first")
-    a = _np.asarray(value)
+    try:
+        a = _np.asarray(value)
+    except (ValueError, TypeError, RuntimeError) as e:
+        raise ValueError(f"{name}: not an array of numbers: {e}") from None
     if a.dtype.kind == "O" and a.size and all(isinstance(v, datetime.timedelta) for v in a.flat):
-        a = a.astype("timedelta64[ns]")
+        return _np.array([_timedelta_ns(name, v) for v in a.flat], dtype=_np.float64).reshape(a.shape)
     if a.dtype.kind == "m":
         if _np.isnat(a).any():
             raise ValueError(f"{name}: NaT is not a duration")
-        return a / _np.timedelta64(1, "ns")
+        return a.astype(_np.int64).astype(_np.float64) * _ns_per(name, a.dtype)
     if a.dtype.kind not in "iuf":
         raise TypeError(
             f"{name}: arrays take real numbers (ns for costs) or timedeltas, got dtype {a.dtype}; "
             "give a distribution as a scalar string"
         )
-    return a.astype(_np.float64)
+    return a.astype(_np.float64, copy=False)
+
+
+# Bytes a point of model_array holds at once, outputs and their copies:
+# six result columns in Rust, as bytes and as numpy arrays (41 bytes each
+# way), the regime names (32), the rate (8), with room to spare; and per
+# array argument, its float64 values three times.
+_BYTES_PER_POINT = 200
+_BYTES_PER_ARRAY_POINT = 24
+
+
+def _fits_in_memory(n: int, arrays: int) -> None:
+    """Refuses a model_array of ``n`` points that would not fit in the
+    memory the machine has available (Linux's MemAvailable; unchecked
+    where it cannot be read): a MemoryError before the work, not the
+    process killed in the middle of it."""
+    need = n * (_BYTES_PER_POINT + _BYTES_PER_ARRAY_POINT * arrays)
+    try:
+        with open("/proc/meminfo", encoding="ascii") as f:
+            avail = next(int(line.split()[1]) * 1024 for line in f if line.startswith("MemAvailable:"))
+    except (OSError, StopIteration, ValueError, IndexError):
+        return
+    if need > avail:
+        raise MemoryError(
+            f"model_array: {n} points need about {need >> 20} MiB, and {avail >> 20} MiB "
+            "of memory is available; compute them in slices"
+        )
 
 
 def _is_array(value: Any) -> bool:
@@ -404,10 +493,11 @@ def model_array(
             scalars[name] = value
     try:
         shape = _np.broadcast_shapes(*(a.shape for a in arrays.values()))
-    except ValueError as e:
+    except (ValueError, RuntimeError) as e:
         shapes = ", ".join(f"{k} {a.shape}" for k, a in arrays.items())
         raise ValueError(f"the arrays do not broadcast together ({shapes}): {e}") from None
     n = math.prod(shape)
+    _fits_in_memory(n, len(arrays))
     flat = {
         k: _np.ascontiguousarray(_np.broadcast_to(a, shape), dtype=_np.float64).tobytes()
         for k, a in arrays.items()
@@ -511,6 +601,10 @@ def _chunks(client: Any, chunks: Any) -> None:
     count itself is checked where the work is split."""
     if chunks is not None and client is None:
         raise ValueError("chunks: splits the work over a dask client's workers; give client= too")
+    if client is not None and not (hasattr(client, "submit") and hasattr(client, "gather")):
+        raise TypeError(
+            f"client: expected a dask.distributed.Client, got {type(client).__name__}"
+        )
 
 
 def _frame(csv: str) -> _pd.DataFrame:
@@ -900,7 +994,7 @@ def calibrate(
         gap_list,
         _whole("overhead_runs", overhead_runs, _U32),
         _whole("reference_runs", reference_runs, _U32),
-        None if save is None else os.fspath(save),
+        None if save is None else _path("save", save),
     )
     result: dict[str, Any] = json.loads(text)
     return result
@@ -932,7 +1026,9 @@ def run(
     strategy:
         How both threads wait, any strategy :func:`sim` takes (``notify``,
         ``poll``, ``spin:5us``, ``sleep:20us``, ``halt-poll``, ``adaptive``,
-        ...); a KVM guest's side takes notify, poll and spin only.
+        ...); a KVM guest waits by notify, poll and spin in its own code
+        and by the others through its VMM (an exit per wait), so its side
+        takes any but ``coalesce``.
     strategy_p, strategy_c:
         One party's strategy, over ``strategy``.
     latency:

@@ -10,6 +10,7 @@ submitted.
 
 from __future__ import annotations
 
+import numbers
 from typing import Any
 
 from . import _kicklab
@@ -44,8 +45,11 @@ def gather_csv(client: Any, chunks: int | None, per_thread: int, header: str, po
     if chunks is None:
         threads = sum(client.nthreads().values()) or 1
         chunks = per_thread * threads
-    elif isinstance(chunks, bool) or not isinstance(chunks, int) or chunks < 1:
+    elif isinstance(chunks, bool) or not isinstance(chunks, numbers.Integral):
+        raise TypeError(f"chunks: expected a whole number, got {type(chunks).__name__}")
+    elif chunks < 1:
         raise ValueError(f"chunks: invalid value '{chunks}': need a whole number >= 1")
+    chunks = int(chunks)
     futures = [client.submit(rows, *args, a, b, pure=False) for a, b in bounds(points, chunks)]
     parts: list[str] = client.gather(futures)
     return header + "".join(parts)
@@ -125,8 +129,11 @@ def map_layers_on(
     if chunks is None:
         threads = sum(client.nthreads().values()) or 1
         chunks = max(1, 4 * threads // len(layers))
-    elif isinstance(chunks, bool) or not isinstance(chunks, int) or chunks < 1:
+    elif isinstance(chunks, bool) or not isinstance(chunks, numbers.Integral):
+        raise TypeError(f"chunks: expected a whole number, got {type(chunks).__name__}")
+    elif chunks < 1:
         raise ValueError(f"chunks: invalid value '{chunks}': need a whole number >= 1")
+    chunks = int(chunks)
     futures = [
         [client.submit(map_rows, a, x, y, mode, messages, seed, profile, s, e, pure=False) for s, e in bounds(points, chunks)]
         for a in layers

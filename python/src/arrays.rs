@@ -22,14 +22,40 @@ pub(crate) fn floats(name: &str, b: &[u8], n: usize) -> Res<Vec<f64>> {
             b.len()
         )));
     }
-    Ok(b.chunks_exact(8)
-        .map(|c| f64::from_ne_bytes(c.try_into().expect("8 bytes")))
-        .collect())
+    let mut v = column(n)?;
+    v.extend(
+        b.chunks_exact(8)
+            .map(|c| f64::from_ne_bytes(c.try_into().expect("8 bytes"))),
+    );
+    Ok(v)
 }
 
-pub(crate) fn bytes_of(v: &[f64]) -> Vec<u8> {
-    v.iter().flat_map(|x| x.to_ne_bytes()).collect()
+/// `v` as Python bytes (native-endian float64), a `MemoryError` where
+/// Python cannot have them.
+pub(crate) fn py_bytes<'py>(py: Python<'py>, v: &[f64]) -> PyResult<Bound<'py, PyBytes>> {
+    PyBytes::new_with(py, v.len() * 8, |buf| {
+        for (b, x) in buf.chunks_exact_mut(8).zip(v) {
+            b.copy_from_slice(&x.to_ne_bytes());
+        }
+        Ok(())
+    })
 }
+
+/// An empty column for `n` values, a `MemoryError` where they do not fit.
+fn column<T>(n: usize) -> Res<Vec<T>> {
+    let mut v = Vec::new();
+    v.try_reserve_exact(n).map_err(|_| {
+        Fail::Memory(format!(
+            "{n} points: no memory for their results ({} MiB a column)",
+            n.saturating_mul(std::mem::size_of::<T>()) >> 20
+        ))
+    })?;
+    Ok(v)
+}
+
+/// Points between two looks for a signal (Ctrl-C) while the loop runs
+/// without the GIL: a few milliseconds of closed forms.
+const SIGNAL_EVERY: usize = 1 << 14;
 
 /// The regimes by their codes in [`model_arrays`].
 pub(crate) const REGIMES: [Regime; 9] = [
@@ -138,14 +164,17 @@ pub(crate) fn model_arrays<'py>(
     }
     let out: Res<Columns> = py.detach(|| {
         let mut c = Columns {
-            t: Vec::with_capacity(n),
-            e: Vec::with_capacity(n),
-            e_p: Vec::with_capacity(n),
-            e_c: Vec::with_capacity(n),
-            m: Vec::with_capacity(n),
-            regime: Vec::with_capacity(n),
+            t: column(n)?,
+            e: column(n)?,
+            e_p: column(n)?,
+            e_c: column(n)?,
+            m: column(n)?,
+            regime: column(n)?,
         };
         for i in 0..n {
+            if i % SIGNAL_EVERY == SIGNAL_EVERY - 1 {
+                Python::attach(|py| py.check_signals()).map_err(Fail::Python)?;
+            }
             match array_point(&pair.given, pair.profile.as_ref(), &columns, i, m) {
                 Ok(p) => {
                     c.t.push(p.rates.t_ns);
@@ -177,15 +206,18 @@ pub(crate) fn model_arrays<'py>(
         Ok(c)
     });
     let c = out?;
-    let b = |v: &[u8]| PyBytes::new(py, v);
+    let regime = PyBytes::new_with(py, c.regime.len(), |buf| {
+        buf.copy_from_slice(&c.regime);
+        Ok(())
+    })?;
     Ok((
         vec![
-            b(&bytes_of(&c.t)),
-            b(&bytes_of(&c.e)),
-            b(&bytes_of(&c.e_p)),
-            b(&bytes_of(&c.e_c)),
-            b(&bytes_of(&c.m)),
-            b(&c.regime),
+            py_bytes(py, &c.t)?,
+            py_bytes(py, &c.e)?,
+            py_bytes(py, &c.e_p)?,
+            py_bytes(py, &c.e_c)?,
+            py_bytes(py, &c.m)?,
+            regime,
         ],
         REGIMES.iter().map(|r| r.name().to_string()).collect(),
     ))

@@ -7,16 +7,21 @@ use kicklab_lab::{Input, LabError};
 use kicklab_model::{ModelError, ParamError};
 use kicklab_sim::SimError;
 use kicklab_testbed::{Setting, TestbedError};
-use pyo3::exceptions::{PyRuntimeError, PyValueError};
+use pyo3::exceptions::{PyMemoryError, PyRuntimeError, PyValueError};
 use pyo3::prelude::*;
 
 /// Why a call failed, without the GIL (so that it can cross
-/// `Python::detach`): bad input (`ValueError`) or a failure
-/// (`RuntimeError`).
+/// `Python::detach`): bad input (`ValueError`), a failure
+/// (`RuntimeError`), memory (`MemoryError`) or Python's own.
 #[derive(Debug)]
 pub(crate) enum Fail {
     Value(String),
     Runtime(String),
+    /// Memory for the results could not be had (`MemoryError`).
+    Memory(String),
+    /// Python's own (a signal's `KeyboardInterrupt`, checked between
+    /// points).
+    Python(PyErr),
 }
 
 impl From<Fail> for PyErr {
@@ -24,6 +29,8 @@ impl From<Fail> for PyErr {
         match f {
             Fail::Value(m) => PyValueError::new_err(m),
             Fail::Runtime(m) => PyRuntimeError::new_err(m),
+            Fail::Memory(m) => PyMemoryError::new_err(m),
+            Fail::Python(e) => e,
         }
     }
 }

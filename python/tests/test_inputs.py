@@ -236,3 +236,63 @@ def test_a_ring_cost_that_takes_w_out_of_range_blames_the_profile(cli, tmp_path)
     assert out.returncode == 2 and out.stderr.startswith(f"error: --profile: {want}"), out.stderr
     with pytest.raises(ValueError, match=rf"^profile: {re.escape(want)}"):
         kicklab.model(profile=path)
+
+
+def test_timedeltas_keep_their_length_or_are_refused():
+    # numpy's own conversion to ns wraps past 292 years into a plausible
+    # cost; kicklab refuses the real length instead.
+    for huge in (datetime.timedelta(days=213504), np.timedelta64(213504, "D")):
+        with pytest.raises(ValueError, match="^wp: .*longest duration"):
+            kicklab.model(wp=huge)
+    with pytest.raises(ValueError, match="^wp.*longest duration"):
+        kicklab.model_array(wp=[datetime.timedelta(days=213504)])
+    # Years, months and a bare count have no length in ns.
+    for unitless in (np.timedelta64(5, "Y"), np.timedelta64(5)):
+        with pytest.raises(ValueError, match="^wp: a timedelta64 in"):
+            kicklab.model(wp=unitless)
+    with pytest.raises(ValueError, match="^wp: a timedelta64 in 'M'"):
+        kicklab.model_array(wp=np.array([1, 2], dtype="timedelta64[M]"))
+    minute = kicklab.model(wp=np.timedelta64(1, "m"))["params"]["w_p"]
+    assert minute == kicklab.model(wp="60s")["params"]["w_p"]
+
+
+def test_text_that_is_not_utf8_and_odd_containers_are_refused_naming_the_keyword(tmp_path):
+    for call, name in [
+        (lambda: kicklab.model(wp="\ud800"), "wp"),
+        (lambda: kicklab.model(mode="\ud800"), "mode"),
+        (lambda: kicklab.model(len="\ud800"), "len"),
+        (lambda: kicklab.sweep("wp=1us..2us:2\ud800"), "vary"),
+        (lambda: kicklab.calibrate(samples=10, save=str(tmp_path / "\ud800")), "save"),
+        (lambda: kicklab.model_array(wp=[[1.0], [2.0, 3.0]]), "wp"),
+        (lambda: kicklab.model(profile=_nested(100_000)), "profile"),
+    ]:
+        with pytest.raises(ValueError, match=f"^{name}: "):
+            call()
+    for call, name in [
+        (lambda: kicklab.calibrate(samples=10, save=b"/tmp/p.json"), "save"),
+        (lambda: kicklab.sweep("wp=1us..2us:2", client=object()), "client"),
+    ]:
+        with pytest.raises(TypeError, match=f"^{name}: "):
+            call()
+
+
+def _nested(depth: int) -> dict[str, object]:
+    d: dict[str, object] = {}
+    cur = d
+    for _ in range(depth):
+        nxt: dict[str, object] = {}
+        cur["a"] = nxt
+        cur = nxt
+    return d
+
+
+def test_a_sim_whose_latencies_sum_past_64_bits_returns_them():
+    r = kicklab.sim(messages=100, wp="1ns", wc="1000s")
+    assert r["totals"]["latency_sum_ps"] > 2**64
+
+
+def test_model_array_refuses_more_points_than_memory_holds():
+    # A view of one value broadcast to 10^12 points: refused before any
+    # work, not copied out until the machine runs out.
+    with pytest.raises(MemoryError, match="^model_array: 1000000000000 points"):
+        kicklab.model_array(wp=np.broadcast_to(np.ones(1), (10**12,)))

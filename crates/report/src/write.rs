@@ -29,11 +29,23 @@ pub fn check_writable(file: &Path) -> Result<(), String> {
         return Err(format!("{} is a directory", file.display()));
     }
     let existed = file.exists();
-    std::fs::OpenOptions::new()
-        .append(true)
-        .create(true)
-        .open(file)
-        .map_err(|e| format!("cannot write {}: {e}", file.display()))?;
+    let mut open = std::fs::OpenOptions::new();
+    open.append(true).create(true);
+    // Not blocking: a FIFO that nobody reads would hold the open for
+    // ever; refused instead (ENXIO), and one with a reader is taken.
+    #[cfg(unix)]
+    std::os::unix::fs::OpenOptionsExt::custom_flags(&mut open, libc::O_NONBLOCK);
+    open.open(file).map_err(|e| {
+        #[cfg(unix)]
+        let no_reader = e.raw_os_error() == Some(libc::ENXIO);
+        #[cfg(not(unix))]
+        let no_reader = false;
+        if no_reader {
+            format!("cannot write {}: a FIFO that nothing reads", file.display())
+        } else {
+            format!("cannot write {}: {e}", file.display())
+        }
+    })?;
     if !existed {
         let _ = std::fs::remove_file(file);
     }

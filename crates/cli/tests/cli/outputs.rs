@@ -833,3 +833,44 @@ fn force_replaces_only_the_files_an_earlier_run_wrote_and_a_linked_out_keeps_its
     assert!(real.join("sweep.csv").is_file());
     let _ = std::fs::remove_dir_all(&root);
 }
+
+#[test]
+fn a_save_to_a_fifo_that_nothing_reads_is_refused_before_any_work() {
+    use std::os::unix::ffi::OsStrExt as _;
+    let root = tmp("fifo");
+    std::fs::create_dir_all(&root).unwrap();
+    let fifo = root.join("profile.json");
+    let path = std::ffi::CString::new(fifo.as_os_str().as_bytes()).unwrap();
+    // SAFETY: a valid NUL-terminated path.
+    assert_eq!(unsafe { libc::mkfifo(path.as_ptr(), 0o600) }, 0);
+    let mut child = Command::new(env!("CARGO_BIN_EXE_kicklab"))
+        .args([
+            "calibrate",
+            "--backend",
+            "futex",
+            "--samples",
+            "20",
+            "--save",
+        ])
+        .arg(&fifo)
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let started = std::time::Instant::now();
+    let status = loop {
+        if let Some(s) = child.try_wait().unwrap() {
+            break s;
+        }
+        if started.elapsed() > Duration::from_secs(20) {
+            let _ = child.kill();
+            panic!("still waiting on the FIFO after 20 s");
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    let mut err = String::new();
+    std::io::Read::read_to_string(&mut child.stderr.take().unwrap(), &mut err).unwrap();
+    assert_eq!(status.code(), Some(2), "{err}");
+    assert!(err.contains("--save") && err.contains("FIFO"), "{err}");
+    let _ = std::fs::remove_dir_all(&root);
+}
