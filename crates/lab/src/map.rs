@@ -169,12 +169,19 @@ pub fn grid(spec: &MapSpec) -> Result<Vec<(f64, f64, Params)>, LabError> {
         crate::study_within_budget("map", runs, messages, warmup, len)?;
     }
     for (x, y, p) in &grid {
-        p.validate().map_err(|e| {
-            LabError::input(
+        let at = || format!("at {}, {}", spec.x.show(*x), spec.y.show(*y));
+        p.validate()
+            .map_err(|e| LabError::input(Input::Axes, format!("{}: {e}", at())))?;
+        if spec.sim_messages.is_some() && p.len > kicklab_sim::MAX_LEN {
+            return Err(LabError::input(
                 Input::Axes,
-                format!("at {}, {}: {e}", spec.x.show(*x), spec.y.show(*y)),
-            )
-        })?;
+                format!(
+                    "{}: the simulator holds at most {} slots (it keeps each slot's publish time)",
+                    at(),
+                    kicklab_sim::MAX_LEN
+                ),
+            ));
+        }
     }
     Ok(grid)
 }

@@ -1430,6 +1430,18 @@ fn hostile_inputs_are_refused_naming_the_flag() {
             "--gap",
         ),
         (
+            &[
+                "map",
+                "--x",
+                "len=1..16777217:3",
+                "--y",
+                "wp=1us..2us:2",
+                "--messages",
+                "100",
+            ],
+            "--x, --y: at len=16777217",
+        ),
+        (
             &["calibrate", "--backend", "futex", "--gaps", "5us,1e30s"],
             "--gaps",
         ),
