@@ -107,6 +107,13 @@ pub enum Warning {
         /// Their CPU, in CPUs.
         cpus: f64,
     },
+    /// Calibrated with fewer CPUs than the pair has threads: each
+    /// notification switched threads on one CPU rather than woke a thread
+    /// on another.
+    SharedCpu {
+        /// The CPUs the calibration had.
+        cpus: usize,
+    },
     /// A calibrated start-up cost came out negative (the woken party ran
     /// before the notifier's call returned); the model takes it as 0.
     NegativeStart {
@@ -120,7 +127,8 @@ pub enum Warning {
 impl Warning {
     /// Its kind, a stable lowercase name (`slow_polling`, `off_cpu`,
     /// `oversubscribed`, `busy_run`, `stolen`, `unstable_profile`,
-    /// `unsteady_ring_cost`, `busy_calibration`, `negative_start`).
+    /// `unsteady_ring_cost`, `busy_calibration`, `shared_cpu`,
+    /// `negative_start`).
     pub fn kind(&self) -> &'static str {
         match self {
             Warning::SlowPolling { .. } => "slow_polling",
@@ -131,6 +139,7 @@ impl Warning {
             Warning::UnstableProfile { .. } => "unstable_profile",
             Warning::UnsteadyRingCost { .. } => "unsteady_ring_cost",
             Warning::BusyCalibration { .. } => "busy_calibration",
+            Warning::SharedCpu { .. } => "shared_cpu",
             Warning::NegativeStart { .. } => "negative_start",
         }
     }
@@ -156,6 +165,7 @@ impl Warning {
             Warning::BusyCalibration { cpus } => {
                 format!("calibrated beside {cpus:.2} CPU of others")
             }
+            Warning::SharedCpu { cpus } => format!("calibrated on {cpus} CPU"),
             Warning::NegativeStart { cost, .. } => format!("negative {cost}"),
         }
     }
@@ -251,6 +261,12 @@ impl std::fmt::Display for Warning {
                  quiet one ({} on a quiet machine)",
                 100.0 * MARGIN,
                 recalibrate()
+            ),
+            Warning::SharedCpu { cpus } => write!(
+                f,
+                "calibrated with {cpus} CPU for the pair's two threads: each notification switched \
+                 threads on one CPU instead of waking a thread on another, so these costs are not \
+                 those of a pair on two CPUs (calibrate where it can have two: taskset, cgroups)"
             ),
             Warning::NegativeStart { cost, mean_ns } => write!(
                 f,
@@ -349,6 +365,10 @@ pub fn check_profile(p: &Profile) -> Vec<Warning> {
     // the margin of one CPU is a load the calibration's costs carry.
     if let Some(cpus) = p.others_cpu.filter(|c| *c > MARGIN) {
         w.push(Warning::BusyCalibration { cpus });
+    }
+    // 0: not recorded (a profile made from a trace, or the paper's costs).
+    if p.cpus == 1 {
+        w.push(Warning::SharedCpu { cpus: p.cpus });
     }
     for cost in p.negative_starts() {
         let mean_ns = if cost == "S_P" { p.sp } else { p.sc }.mean_ns;
@@ -631,6 +651,13 @@ pub(crate) mod tests {
         // is the loaded machine's; a few ticks of the kernel's are not.
         q.others_cpu = Some(0.93);
         assert_eq!(check_profile(&q), [Warning::BusyCalibration { cpus: 0.93 }]);
+        // Calibrated on one CPU: every cost is a switch on it.
+        let one = Profile {
+            cpus: 1,
+            ..profile()
+        };
+        assert_eq!(check_profile(&one), [Warning::SharedCpu { cpus: 1 }]);
+        assert!(!check_profile(&one)[0].retry_may_help());
         assert!(!check_profile(&q)[0].retry_may_help());
         q.others_cpu = Some(0.01);
         assert_eq!(check_profile(&q), []);

@@ -297,6 +297,7 @@ pub fn lines(p: &Profile, guest_mode: Option<GuestMode>) -> Vec<String> {
             w,
             crate::disturbance::Warning::UnsteadyRingCost { .. }
                 | crate::disturbance::Warning::BusyCalibration { .. }
+                | crate::disturbance::Warning::SharedCpu { .. }
         ) {
             lines.push(format!("warning: {w}"));
         }
