@@ -67,8 +67,8 @@ pub use regime::{Predicates, Regime};
 pub use stats::median;
 pub use strategy::{Estimator, ScaleIdle, WaitMode, Window, DEFAULT_LATENCY_NS};
 pub use time::{
-    fmt_ns, fmt_ns_short, fmt_ns_sig, parse_duration_ns, parse_whole, shown, sig, split_range,
-    to_ps, DurationParseError, MAX_DURATION_NS, PS_PER_NS, SHORT_DIGITS,
+    fmt_ns, fmt_ns_short, fmt_ns_sig, parse_duration_ns, parse_whole, shown, shown_path, sig,
+    split_range, to_ps, DurationParseError, MAX_DURATION_NS, PS_PER_NS, SHORT_DIGITS,
 };
 
 /// The first item of `items` that an earlier one equals: a list flag or

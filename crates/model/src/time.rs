@@ -88,6 +88,21 @@ pub fn shown(s: &str) -> String {
     }
 }
 
+/// A path as an error message repeats it: whole up to 120 characters,
+/// else its first 60 and last 40 (where the file's own name is) and its
+/// length, so that a refusal stays a line one can read.
+#[must_use]
+pub fn shown_path(p: &std::path::Path) -> String {
+    let s = p.display().to_string();
+    let n = s.chars().count();
+    if n <= 120 {
+        return s;
+    }
+    let head: String = s.chars().take(60).collect();
+    let tail: String = s.chars().skip(n - 40).collect();
+    format!("{head}...{tail} ({n} characters)")
+}
+
 /// Parses a whole number (a count, a queue length, a seed) of at most
 /// `max`: digits only, no sign, no blanks. The error says what is wanted;
 /// a flag's own range (`--kp` 1 to L) is checked where it is known.
@@ -279,6 +294,19 @@ fn trim(v: f64) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_long_path_is_shown_by_its_ends_and_length() {
+        use std::path::Path;
+        assert_eq!(super::shown_path(Path::new("/tmp/p.json")), "/tmp/p.json");
+        let long = format!("/tmp/{}/p.json", "d".repeat(300));
+        let s = super::shown_path(Path::new(&long));
+        assert!(
+            s.starts_with("/tmp/ddd") && s.contains("/p.json (312 characters)"),
+            "{s}"
+        );
+        assert!(s.chars().count() < 140, "{s}");
+    }
 
     #[test]
     fn units() {

@@ -69,7 +69,7 @@ impl OutDir {
     ///
     /// [`OutDirError`]: see the module doc.
     pub fn begin(target: &Path, command: &str, replace: bool) -> Result<OutDir, OutDirError> {
-        let shown = target.display().to_string();
+        let shown = kicklab_model::shown_path(target);
         let io = |e| OutDirError::Io(shown.clone(), e);
         // A link to a folder: the folder it names is the target (the
         // link stays as it is).

@@ -25,8 +25,9 @@ fn tmp_path(path: &Path) -> PathBuf {
 ///
 /// What is wrong, in words.
 pub fn check_writable(file: &Path) -> Result<(), String> {
+    let shown = kicklab_model::shown_path(file);
     if file.is_dir() {
-        return Err(format!("{} is a directory", file.display()));
+        return Err(format!("{} is a directory", shown));
     }
     let existed = file.exists();
     let mut open = std::fs::OpenOptions::new();
@@ -41,9 +42,9 @@ pub fn check_writable(file: &Path) -> Result<(), String> {
         #[cfg(not(unix))]
         let no_reader = false;
         if no_reader {
-            format!("cannot write {}: a FIFO that nothing reads", file.display())
+            format!("cannot write {}: a FIFO that nothing reads", shown)
         } else {
-            format!("cannot write {}: {e}", file.display())
+            format!("cannot write {}: {e}", shown)
         }
     })?;
     if !existed {
