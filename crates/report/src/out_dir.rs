@@ -200,12 +200,25 @@ impl Drop for OutDir {
         if self.committed {
             return;
         }
-        let _ = std::fs::remove_dir_all(&self.staging);
+        remove_staging(&self.staging);
         forget_temporary(&self.staging);
         remove_made(&self.made_parents);
         for p in &self.made_parents {
             forget_temporary(p);
         }
+    }
+}
+
+/// Removes a staging folder; where that fails for want of a file
+/// descriptor (`remove_dir_all` opens the folder, and a process at its
+/// limit of open files cannot), the files every run puts there first,
+/// by name, then the folder.
+fn remove_staging(staging: &Path) {
+    if std::fs::remove_dir_all(staging).is_err() {
+        for name in [LOCK, MARKER] {
+            let _ = std::fs::remove_file(staging.join(name));
+        }
+        let _ = std::fs::remove_dir(staging);
     }
 }
 
@@ -332,7 +345,10 @@ fn claim(staging: &Path, shown: &str) -> Result<File, OutDirError> {
     for _ in 0..3 {
         match std::fs::create_dir(staging) {
             Ok(()) => {
-                let lock = File::create(staging.join(LOCK)).map_err(io)?;
+                let lock = File::create(staging.join(LOCK)).map_err(|e| {
+                    let _ = std::fs::remove_dir(staging);
+                    io(e)
+                })?;
                 if !try_lock(&lock) {
                     // Another run cleared a stale folder and made its own.
                     return Err(OutDirError::Busy(shown.to_string()));

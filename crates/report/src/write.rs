@@ -29,6 +29,8 @@ pub fn check_writable(file: &Path) -> Result<(), String> {
     if file.is_dir() {
         return Err(format!("{} is a directory", shown));
     }
+    // A link whose file does not exist yet (dangling): the open makes the
+    // file it names, and that file, not the link, is what is removed.
     let existed = file.exists();
     let mut open = std::fs::OpenOptions::new();
     open.append(true).create(true);
@@ -48,7 +50,8 @@ pub fn check_writable(file: &Path) -> Result<(), String> {
         }
     })?;
     if !existed {
-        let _ = std::fs::remove_file(file);
+        let made = std::fs::canonicalize(file).unwrap_or_else(|_| file.to_path_buf());
+        let _ = std::fs::remove_file(made);
     }
     Ok(())
 }
@@ -126,6 +129,18 @@ pub fn stage_file(path: &Path, bytes: impl AsRef<[u8]>) -> Result<Option<Staged>
             let target = std::fs::canonicalize(path).map_err(err)?;
             return stage_file(&target, bytes);
         }
+        // A link to a file that does not exist yet: that file is written
+        // (the link stays, and now names it).
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound && path.is_symlink() => {
+            let to = std::fs::read_link(path).map_err(err)?;
+            let target = path.parent().map_or_else(|| to.clone(), |d| d.join(&to));
+            if target != path {
+                return stage_file(&target, bytes);
+            }
+        }
+        // Not there and no link: made. Anything else (a loop of links, a
+        // folder that cannot be searched) is what stops the write.
+        Err(e) if e.kind() != std::io::ErrorKind::NotFound => return Err(err(e)),
         _ => {}
     }
     let staged = Staged {
@@ -180,6 +195,22 @@ mod tests {
         write_atomic(&link, "new").unwrap();
         assert!(link.is_symlink(), "the link stays a link");
         assert_eq!(std::fs::read_to_string(&real).unwrap(), "new");
+        // A link to a file not there yet: checking it leaves the link as it
+        // was and makes nothing; writing it makes the file it names.
+        let ahead = d.join("ahead.json");
+        std::os::unix::fs::symlink("later.json", &ahead).unwrap();
+        check_writable(&ahead).unwrap();
+        assert!(ahead.is_symlink() && !d.join("later.json").exists());
+        write_atomic(&ahead, "made").unwrap();
+        assert!(ahead.is_symlink(), "the link stays a link");
+        assert_eq!(
+            std::fs::read_to_string(d.join("later.json")).unwrap(),
+            "made"
+        );
+        // A loop of links is an error, not a recursion.
+        std::os::unix::fs::symlink("loop-b", d.join("loop-a")).unwrap();
+        std::os::unix::fs::symlink("loop-a", d.join("loop-b")).unwrap();
+        assert!(write_atomic(&d.join("loop-a"), "x").is_err());
         std::fs::remove_dir_all(&d).unwrap();
     }
 

@@ -41,9 +41,13 @@ impl std::error::Error for Usage {}
 /// dies of them ([`files::remove_temporaries_on_signals`]).
 pub fn start() {
     // SAFETY: called first thing in `main`, before any other thread
-    // exists; SIG_IGN is a valid disposition for SIGPIPE.
+    // exists; SIG_IGN is a valid disposition for SIGPIPE and SIGXFSZ.
     unsafe {
         libc::signal(libc::SIGPIPE, libc::SIG_IGN);
+        // A write past the file-size limit (`ulimit -f`) fails with EFBIG
+        // like any failed write, instead of killing the process with its
+        // temporary files left behind.
+        libc::signal(libc::SIGXFSZ, libc::SIG_IGN);
     }
     files::remove_temporaries_on_signals();
 }

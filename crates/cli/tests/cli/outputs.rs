@@ -874,3 +874,36 @@ fn a_save_to_a_fifo_that_nothing_reads_is_refused_before_any_work() {
     assert!(err.contains("--save") && err.contains("FIFO"), "{err}");
     let _ = std::fs::remove_dir_all(&root);
 }
+
+#[test]
+fn a_file_size_limit_is_a_failed_write_with_nothing_left() {
+    // `ulimit -f 1` (512 bytes): the charts pass it; the kernel's SIGXFSZ
+    // would kill the process with its staged files left behind.
+    let root = tmp("fsize");
+    std::fs::create_dir_all(&root).unwrap();
+    let out = root.join("o");
+    let run = Command::new("sh")
+        .arg("-c")
+        .arg("ulimit -f 1 && exec \"$0\" \"$@\"")
+        .arg(env!("CARGO_BIN_EXE_kicklab"))
+        .args([
+            "sweep",
+            "--vary",
+            "wp=0.1us..3us:20",
+            "--messages",
+            "2000",
+            "--out",
+        ])
+        .arg(&out)
+        .stdout(Stdio::null())
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&run.stderr);
+    assert_eq!(run.status.code(), Some(1), "{err}");
+    assert!(
+        err.trim_end().lines().count() == 1 && err.contains("File too large"),
+        "{err}"
+    );
+    assert!(leftovers(&root).is_empty(), "{:?}", leftovers(&root));
+    let _ = std::fs::remove_dir_all(&root);
+}
