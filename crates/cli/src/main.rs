@@ -137,6 +137,10 @@ fn kicklab() -> u8 {
     if out::stdout_was_closed() {
         return out::finish(1);
     }
+    if let Err(why) = kicklab_lab::start_threads() {
+        errln!("error: {}", one_line(&why));
+        return out::finish(1);
+    }
     // Said once the command ran: bad input stays one line.
     let notes = unused_flags(&cli.cmd, &matches);
     kicklab_testbed::cpu_lock::on_wait(say_waiting_for_cpus);

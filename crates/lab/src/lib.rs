@@ -87,4 +87,4 @@ pub(crate) fn study_within_budget(
         })),
     }
 }
-pub use progress::{with_heartbeat, Progress, Silent};
+pub use progress::{start_threads, with_heartbeat, Progress, Silent};

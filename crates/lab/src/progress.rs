@@ -36,7 +36,10 @@ pub fn with_heartbeat<T>(
 ) -> T {
     let done = std::sync::atomic::AtomicBool::new(false);
     std::thread::scope(|s| {
-        s.spawn(|| {
+        // Where no thread can be had for it (a limit on processes), the
+        // work runs without its heartbeat (and fails there if it needs
+        // threads of its own).
+        let _ = std::thread::Builder::new().spawn_scoped(s, || {
             let start = std::time::Instant::now();
             let mut next = every;
             while !done.load(std::sync::atomic::Ordering::Relaxed) {
@@ -50,5 +53,21 @@ pub fn with_heartbeat<T>(
         let out = work();
         done.store(true, std::sync::atomic::Ordering::Relaxed);
         out
+    })
+}
+
+/// Starts the pool of threads the studies compute on (rayon's, a thread
+/// per CPU): where the machine does not grant them (a limit on processes
+/// or memory), the reason in one line, rather than a panic at a study's
+/// first parallel step.
+///
+/// # Errors
+///
+/// Why the threads could not be had.
+pub fn start_threads() -> Result<(), String> {
+    rayon::ThreadPoolBuilder::new().build_global().map_err(|e| {
+        format!(
+            "cannot start the threads kicklab computes on ({e}): a limit on processes or memory leaves it too few"
+        )
     })
 }

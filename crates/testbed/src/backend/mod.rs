@@ -438,24 +438,26 @@ const NAPS: usize = 200;
 #[allow(clippy::cast_precision_loss)]
 pub fn naps(count: usize, gap: Duration) -> [Option<Naps>; 2] {
     let on = |cpu: usize| {
-        std::thread::spawn(move || {
-            crate::clock::pin(cpu);
-            let _ = rustix::thread::set_current_timer_slack(std::num::NonZeroU64::new(1));
-            let (mut late, mut cpu) = (Vec::with_capacity(count), Vec::with_capacity(count));
-            for _ in 0..count {
-                let c0 = crate::clock::thread_cpu_ns();
-                let end = std::time::Instant::now() + gap;
-                std::thread::sleep(gap);
-                late.push(end.elapsed().as_nanos() as f64);
-                cpu.push(crate::clock::thread_cpu_ns().saturating_sub(c0) as f64);
-            }
-            Naps {
-                late: Stat::of(late),
-                cpu: Stat::of(cpu),
-            }
-        })
-        .join()
-        .ok()
+        std::thread::Builder::new()
+            .spawn(move || {
+                crate::clock::pin(cpu);
+                let _ = rustix::thread::set_current_timer_slack(std::num::NonZeroU64::new(1));
+                let (mut late, mut cpu) = (Vec::with_capacity(count), Vec::with_capacity(count));
+                for _ in 0..count {
+                    let c0 = crate::clock::thread_cpu_ns();
+                    let end = std::time::Instant::now() + gap;
+                    std::thread::sleep(gap);
+                    late.push(end.elapsed().as_nanos() as f64);
+                    cpu.push(crate::clock::thread_cpu_ns().saturating_sub(c0) as f64);
+                }
+                Naps {
+                    late: Stat::of(late),
+                    cpu: Stat::of(cpu),
+                }
+            })
+            .ok()?
+            .join()
+            .ok()
     };
     [on(0), on(1)]
 }

@@ -66,69 +66,82 @@ fn measure(
         Arc::clone(&stop),
         Arc::clone(&waiter_clock),
     );
-    let waiter = std::thread::spawn(move || -> Result<WaiterSamples, TestbedError> {
-        pin(waiter_cpu);
-        let own = own_cpu_clock();
-        if own != libc::CLOCK_THREAD_CPUTIME_ID {
-            w_clock.store(i64::from(own), Ordering::Relaxed);
-        }
-        let w_notifier = Stoppable {
-            inner: &*w_notifier,
-            stop: &w_stop,
-        };
-        let (mut woke, mut cpu) = (Vec::with_capacity(samples), Vec::with_capacity(samples));
-        for i in 0..samples as u64 {
-            // Release: pairs with the notifier's Acquire spin on `ready`
-            // (and publishes the clock id).
-            w_ready.store(i + 1, Ordering::Release);
-            let c0 = thread_cpu_ns();
-            w_notifier.wait()?;
-            woke.push(rdtsc());
-            cpu.push((c0, thread_cpu_ns()));
-        }
-        Ok((woke, cpu))
-    });
+    // Threads that cannot be had (a limit on processes, on memory) are
+    // an error, not a panic: a waiter without its notifier is stopped.
+    let waiter =
+        std::thread::Builder::new().spawn(move || -> Result<WaiterSamples, TestbedError> {
+            pin(waiter_cpu);
+            let own = own_cpu_clock();
+            if own != libc::CLOCK_THREAD_CPUTIME_ID {
+                w_clock.store(i64::from(own), Ordering::Relaxed);
+            }
+            let w_notifier = Stoppable {
+                inner: &*w_notifier,
+                stop: &w_stop,
+            };
+            let (mut woke, mut cpu) = (Vec::with_capacity(samples), Vec::with_capacity(samples));
+            for i in 0..samples as u64 {
+                // Release: pairs with the notifier's Acquire spin on `ready`
+                // (and publishes the clock id).
+                w_ready.store(i + 1, Ordering::Release);
+                let c0 = thread_cpu_ns();
+                w_notifier.wait()?;
+                woke.push(rdtsc());
+                cpu.push((c0, thread_cpu_ns()));
+            }
+            Ok((woke, cpu))
+        })?;
     let (n_notifier, n_ready, n_stop, n_clock) = (
         Arc::clone(&notifier),
         Arc::clone(&ready),
         Arc::clone(&stop),
         Arc::clone(&waiter_clock),
     );
-    let notifier_side = std::thread::spawn(move || -> Result<NotifierSamples, TestbedError> {
-        let (notifier, ready) = (n_notifier, n_ready);
-        pin(notifier_cpu);
-        let (mut times, mut cpu) = (Vec::with_capacity(samples), Vec::with_capacity(samples));
-        let mut waiter_cpu = Vec::with_capacity(samples);
-        for i in 0..samples as u64 {
-            let mut spins = 0u32;
-            while ready.load(Ordering::Acquire) != i + 1 {
-                std::hint::spin_loop();
-                spins = spins.wrapping_add(1);
-                if spins.is_multiple_of(1024) && n_stop.load(Ordering::Relaxed) {
-                    return Err(TestbedError::Hang("calibration stopped".into()));
+    let notifier_side =
+        std::thread::Builder::new().spawn(move || -> Result<NotifierSamples, TestbedError> {
+            let (notifier, ready) = (n_notifier, n_ready);
+            pin(notifier_cpu);
+            let (mut times, mut cpu) = (Vec::with_capacity(samples), Vec::with_capacity(samples));
+            let mut waiter_cpu = Vec::with_capacity(samples);
+            for i in 0..samples as u64 {
+                let mut spins = 0u32;
+                while ready.load(Ordering::Acquire) != i + 1 {
+                    std::hint::spin_loop();
+                    spins = spins.wrapping_add(1);
+                    if spins.is_multiple_of(1024) && n_stop.load(Ordering::Relaxed) {
+                        return Err(TestbedError::Hang("calibration stopped".into()));
+                    }
                 }
+                if gap < Duration::from_micros(200) {
+                    tsc.spin_ticks(tsc.ticks(gap.as_secs_f64() * 1e9));
+                } else {
+                    std::thread::sleep(gap);
+                }
+                let clock = n_clock.load(Ordering::Relaxed);
+                waiter_cpu.push(
+                    libc::clockid_t::try_from(clock)
+                        .ok()
+                        .filter(|_| clock != NO_CLOCK)
+                        .map_or(0, clock_ns),
+                );
+                let c0 = thread_cpu_ns();
+                let t0 = rdtsc();
+                notifier.notify()?;
+                let t1 = rdtsc();
+                cpu.push((thread_cpu_ns() - c0) as f64);
+                times.push((t0, t1));
             }
-            if gap < Duration::from_micros(200) {
-                tsc.spin_ticks(tsc.ticks(gap.as_secs_f64() * 1e9));
-            } else {
-                std::thread::sleep(gap);
-            }
-            let clock = n_clock.load(Ordering::Relaxed);
-            waiter_cpu.push(
-                libc::clockid_t::try_from(clock)
-                    .ok()
-                    .filter(|_| clock != NO_CLOCK)
-                    .map_or(0, clock_ns),
-            );
-            let c0 = thread_cpu_ns();
-            let t0 = rdtsc();
-            notifier.notify()?;
-            let t1 = rdtsc();
-            cpu.push((thread_cpu_ns() - c0) as f64);
-            times.push((t0, t1));
+            Ok((times, cpu, waiter_cpu))
+        });
+    let notifier_side = match notifier_side {
+        Ok(h) => h,
+        Err(e) => {
+            stop.store(true, Ordering::SeqCst);
+            let _ = notifier.notify();
+            let _ = join_within(waiter, Duration::from_secs(2), "calibration waiter");
+            return Err(TestbedError::Io(e));
         }
-        Ok((times, cpu, waiter_cpu))
-    });
+    };
     // Watchdog: each sample moves `ready` within a gap and a wake-up.
     let mut stall = Stall::new(Duration::from_secs(2) + 2 * gap);
     let mut failure = None;
