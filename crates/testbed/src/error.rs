@@ -99,9 +99,10 @@ pub enum TestbedError {
         /// The limit, in words.
         reason: String,
     },
-    /// A system call failed.
+    /// A system call failed. Not its error's `source` too: a chain
+    /// printed whole (`{:#}`) would say the reason twice.
     #[error("system call: {0}")]
-    Io(#[from] std::io::Error),
+    Io(std::io::Error),
     /// The ring's indices are corrupt.
     #[error(transparent)]
     Ring(#[from] kicklab_ring::RingError),
@@ -148,5 +149,11 @@ impl TestbedError {
 impl From<iced_x86::IcedError> for TestbedError {
     fn from(e: iced_x86::IcedError) -> TestbedError {
         TestbedError::Kvm(format!("assembling the guest: {e}"))
+    }
+}
+
+impl From<std::io::Error> for TestbedError {
+    fn from(e: std::io::Error) -> TestbedError {
+        TestbedError::Io(e)
     }
 }
