@@ -2,7 +2,7 @@
 //! priority-queue simulator of the same rules (`kicklab_sim::reference`),
 //! with constant and exponential costs (the paper's Fig. 4 set-up, notify).
 //!
-//! Run: `cargo bench -p kicklab-sim`. `kicklab sim --bench` prints the same
+//! Run: `cargo bench -p kicklab-sim --features bench`. `kicklab sim --bench` prints the same
 //! comparison as ratios measured in one run.
 
 use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion, Throughput};

@@ -7,10 +7,12 @@ use std::path::Path;
 use std::process::{Command, Output, Stdio};
 use std::time::Duration;
 
-use super::{kicklab, tmp};
+use super::{kicklab, shared_profile, tmp};
 
 /// A cheap run of every command that needs no device (real backends where
-/// they take under a few seconds); `{out}` is replaced by a fresh folder.
+/// they take under a few seconds); `{out}` is replaced by a fresh folder,
+/// `{profile}` by the test binary's shared futex profile (`run` is left
+/// without one: its quick calibration is checked here too).
 const COMMANDS: &[&[&str]] = &[
     &["model"],
     &["model", "--json"],
@@ -93,6 +95,8 @@ const COMMANDS: &[&[&str]] = &[
         "1",
         "--messages",
         "2000",
+        "--profile",
+        "{profile}",
         "--json",
     ],
     &["flags", "--sources", "1,2", "--signals", "2000", "--json"],
@@ -103,12 +107,10 @@ const COMMANDS: &[&[&str]] = &[
 
 fn args_with(cmd: &[&str], out: &Path) -> Vec<String> {
     cmd.iter()
-        .map(|a| {
-            if *a == "{out}" {
-                out.display().to_string()
-            } else {
-                (*a).to_string()
-            }
+        .map(|a| match *a {
+            "{out}" => out.display().to_string(),
+            "{profile}" => shared_profile("futex", "tx"),
+            a => a.to_string(),
         })
         .collect()
 }
@@ -157,10 +159,16 @@ fn assert_failed_write(cmd: &[&str], out: &Output, stream: &str, dir: &Path) {
 fn a_full_or_closed_standard_output_is_one_line_exit_1_and_no_folder() {
     let root = tmp("stdout");
     std::fs::create_dir_all(&root).unwrap();
-    // Both redirects of a command at once (nothing here is timed).
+    // Both redirects of a command at once (nothing here is timed); the
+    // simulator's benchmark, seconds on every core, only into a full disk.
     for (i, cmd) in COMMANDS.iter().enumerate() {
+        let redirects: &[&str] = if cmd.contains(&"--bench") {
+            &[">/dev/full"]
+        } else {
+            &[">/dev/full", ">&-"]
+        };
         std::thread::scope(|s| {
-            for (j, redirect) in [">/dev/full", ">&-"].iter().enumerate() {
+            for (j, redirect) in redirects.iter().enumerate() {
                 let dir = root.join(format!("o{i}-{j}"));
                 s.spawn(move || {
                     let out = with_redirect(&args_with(cmd, &dir), redirect);
@@ -326,8 +334,10 @@ fn a_saved_file_appears_only_when_the_output_was_taken() {
     let root = tmp("side-files");
     std::fs::create_dir_all(&root).unwrap();
     let svg = root.join("t.svg");
+    let profile = shared_profile("futex", "tx");
     let args = [
         &DRAWN_RUN[..],
+        &["--profile", &profile],
         &["--json", "--timeline", svg.to_str().unwrap()],
     ]
     .concat();
@@ -415,6 +425,7 @@ fn a_side_file_that_is_a_standard_stream_is_refused() {
     );
     let null = Command::new(env!("CARGO_BIN_EXE_kicklab"))
         .args(DRAWN_RUN)
+        .args(["--profile", &shared_profile("futex", "tx")])
         .args(["--timeline", "/dev/null"])
         .stdout(Stdio::null())
         .output()

@@ -126,7 +126,7 @@ fn the_study_runs_every_strategy_for_real() {
             },
             points: 1,
             w_p_range: (500.0, 500.0),
-            messages: 1_000,
+            messages: 500,
             workloads: vec![Workload::Const],
             backend: Some(b),
             ..ControlSpec::default()
