@@ -144,6 +144,7 @@ fn kicklab() -> u8 {
     // Said once the command ran: bad input stays one line.
     let notes = unused_flags(&cli.cmd, &matches);
     kicklab_testbed::cpu_lock::on_wait(say_waiting_for_cpus);
+    kicklab_testbed::cpu_lock::on_unlocked(say_unlocked);
     let result = match cli.cmd {
         Cmd::Model(a) => model_cmd::run(&a),
         Cmd::Sim(a) => sim_cmd::run(&a),
@@ -172,6 +173,16 @@ fn say_waiting_for_cpus(holder: Option<u32>) {
         "note: another kicklab run{} is using this machine's CPUs for real runs; \
          waiting for it to finish ...",
         holder.map(|p| format!(" (pid {p})")).unwrap_or_default()
+    );
+}
+
+/// Said when the CPU lock's file cannot be used: this run goes on, but
+/// another started beside it will not wait for it.
+fn say_unlocked(file: &std::path::Path, why: &std::io::Error) {
+    errln!(
+        "warning: a kicklab run started beside this one will not wait for it: \
+         the lock file {} cannot be used ({why}); point TMPDIR at a writable folder",
+        kicklab_model::shown_path(file)
     );
 }
 

@@ -72,6 +72,19 @@ pub fn on_wait(say: fn(Option<u32>)) {
     let _ = ON_WAIT.set(say);
 }
 
+/// Told, once per process, when the lock file cannot be used and runs go
+/// on unlocked (set by the front end).
+static ON_UNLOCKED: std::sync::OnceLock<fn(&std::path::Path, &std::io::Error)> =
+    std::sync::OnceLock::new();
+
+/// Sets what [`hold`] says when the lock file cannot be opened or locked
+/// (a temporary folder that is missing, read-only or full): the run goes
+/// on, but another kicklab process started beside it will not wait for
+/// it. The binary prints a warning; once per process.
+pub fn on_unlocked(say: fn(&std::path::Path, &std::io::Error)) {
+    let _ = ON_UNLOCKED.set(say);
+}
+
 fn held() -> std::sync::MutexGuard<'static, (usize, Option<CpuLock>)> {
     HELD.lock()
         .unwrap_or_else(std::sync::PoisonError::into_inner)
@@ -109,13 +122,22 @@ pub fn hold() -> Result<Held, crate::TestbedError> {
     if h.0 == 0 {
         let say = ON_WAIT.get().copied();
         // A lock file that cannot be used (another user's, a link in its
-        // place): the run goes on unlocked rather than not at all.
-        h.1 = CpuLock::acquire(|pid| {
+        // place, a temporary folder that is not there): the run goes on
+        // unlocked rather than not at all, and says so once.
+        h.1 = match CpuLock::acquire(|pid| {
             if let Some(say) = say {
                 say(pid);
             }
-        })
-        .ok();
+        }) {
+            Ok(lock) => Some(lock),
+            Err(why) => {
+                static SAID: std::sync::Once = std::sync::Once::new();
+                if let Some(say) = ON_UNLOCKED.get() {
+                    SAID.call_once(|| say(&lock_path(), &why));
+                }
+                None
+            }
+        };
     }
     h.0 += 1;
     Ok(Held(()))

@@ -918,3 +918,28 @@ fn a_file_size_limit_is_a_failed_write_with_nothing_left() {
     assert!(leftovers(&root).is_empty(), "{:?}", leftovers(&root));
     let _ = std::fs::remove_dir_all(&root);
 }
+
+/// A temporary folder the CPU lock cannot use: the run goes on, and says
+/// once that a run started beside it will not wait for it.
+#[test]
+fn a_lock_file_that_cannot_be_made_is_a_warning_and_the_run_goes_on() {
+    let profile = shared_profile("futex", "tx");
+    let out = Command::new(env!("CARGO_BIN_EXE_kicklab"))
+        .args(["run", "--backend", "futex", "--messages", "2000"])
+        .args(["--profile", &profile, "--json"])
+        .env("TMPDIR", "/nonexistent/kicklab-tmp")
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{err}");
+    let said: Vec<_> = err.lines().filter(|l| l.contains("cpus.lock")).collect();
+    assert_eq!(said.len(), 1, "{err}");
+    assert!(
+        said[0].starts_with("warning: a kicklab run started beside this one will not wait")
+            && said[0].contains("/nonexistent/kicklab-tmp/kicklab-cpus.lock")
+            && said[0].ends_with("point TMPDIR at a writable folder"),
+        "{err}"
+    );
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(v["messages"], 2000, "{v}");
+}
