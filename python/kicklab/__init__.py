@@ -136,12 +136,22 @@ class ArrayParams(TypedDict, total=False):
 
 class KicklabWarning(UserWarning):
     """What the command line prints as ``warning:`` lines on stderr: a
-    simulation over a partial round, a disturbed real run."""
+    simulation over a partial round, a disturbed real run, real runs that
+    could not take the CPU lock (``TMPDIR`` unusable)."""
 
 
 def _warn(lines: Iterable[str]) -> None:
     for line in lines:
         warnings.warn(line, KicklabWarning, stacklevel=3)
+
+
+def _say_unlocked() -> None:
+    """Once per process, after real runs: the CPU lock's file could not be
+    used (``TMPDIR`` missing, read-only or full), so a kicklab run started
+    beside this one will not wait for it."""
+    note = _kicklab.unlocked_note()
+    if note:
+        warnings.warn(note, KicklabWarning, stacklevel=3)
 
 
 # --- the commands ---------------------------------------------------------
@@ -747,6 +757,7 @@ def calibrate(
         _whole("reference_runs", reference_runs, _U32),
         None if save is None else _path("save", save),
     )
+    _say_unlocked()
     result: dict[str, Any] = json.loads(text)
     return result
 
@@ -837,5 +848,6 @@ def run(
     if notes:
         notes.append("this measurement is disturbed: its numbers are not the pair's alone")
     _warn(notes)
+    _say_unlocked()
     result: dict[str, Any] = json.loads(text)
     return result

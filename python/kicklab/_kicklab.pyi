@@ -150,3 +150,4 @@ def run_json(
     flush: Optional[str] = None,
 ) -> Tuple[str, List[str]]:
     """``kicklab run --json``: the JSON object's text and the warnings."""
+def unlocked_note() -> Optional[str]: ...

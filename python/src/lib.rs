@@ -440,8 +440,30 @@ fn run_json(
 }
 
 /// The Rust half of `kicklab`.
+/// What the CPU lock said when its file could not be used (a run went on
+/// unlocked), kept for [`unlocked_note`].
+static UNLOCKED: std::sync::Mutex<Option<String>> = std::sync::Mutex::new(None);
+
+fn keep_unlocked(why: &str) {
+    *UNLOCKED
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner) = Some(why.to_string());
+}
+
+/// The CPU lock's note, once: its file could not be used, so a kicklab
+/// run started beside this process will not wait for its real runs (the
+/// Python layer raises it as a `KicklabWarning`).
+#[pyfunction]
+fn unlocked_note() -> Option<String> {
+    UNLOCKED
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
+        .take()
+}
+
 #[pymodule]
 fn _kicklab(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    kicklab_testbed::cpu_lock::on_unlocked(keep_unlocked);
     m.add_function(wrap_pyfunction!(model_json, m)?)?;
     m.add_function(wrap_pyfunction!(model_arrays, m)?)?;
     m.add_function(wrap_pyfunction!(sim_json, m)?)?;
@@ -455,6 +477,7 @@ fn _kicklab(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(control_csv, m)?)?;
     m.add_function(wrap_pyfunction!(calibrate_json, m)?)?;
     m.add_function(wrap_pyfunction!(run_json, m)?)?;
+    m.add_function(wrap_pyfunction!(unlocked_note, m)?)?;
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     Ok(())
 }

@@ -121,3 +121,17 @@ def test_run_takes_every_strategy_per_party(cli, profile):
     assert r["strategy"] == "notify"  # as given: P runs it
     assert r["naps_c"] > 0 and r["latency_ns"]["p99"] > 0
     assert r["predicted"]["source"] == "sim"
+
+
+def test_a_lock_file_that_cannot_be_made_warns_once_and_the_run_goes_on(profile, monkeypatch):
+    monkeypatch.setenv("TMPDIR", "/nonexistent/kicklab-tmp")
+    with warnings.catch_warnings(record=True) as seen:
+        warnings.simplefilter("always")
+        first = kicklab.run("futex", messages=2_000, profile=profile)
+        kicklab.run("futex", messages=2_000, profile=profile)
+    said = [str(w.message) for w in seen if "cpus.lock" in str(w.message)]
+    assert len(said) == 1, said
+    assert said[0].startswith("a kicklab run started beside this one will not wait for it")
+    assert "/nonexistent/kicklab-tmp/kicklab-cpus.lock" in said[0]
+    assert all(w.category is kicklab.KicklabWarning for w in seen)
+    assert first["messages"] == 2_000

@@ -178,12 +178,8 @@ fn say_waiting_for_cpus(holder: Option<u32>) {
 
 /// Said when the CPU lock's file cannot be used: this run goes on, but
 /// another started beside it will not wait for it.
-fn say_unlocked(file: &std::path::Path, why: &std::io::Error) {
-    errln!(
-        "warning: a kicklab run started beside this one will not wait for it: \
-         the lock file {} cannot be used ({why}); point TMPDIR at a writable folder",
-        kicklab_model::shown_path(file)
-    );
+fn say_unlocked(why: &str) {
+    errln!("warning: {why}");
 }
 
 /// A parameter flag given on the command line that the subcommand sets

@@ -74,15 +74,23 @@ pub fn on_wait(say: fn(Option<u32>)) {
 
 /// Told, once per process, when the lock file cannot be used and runs go
 /// on unlocked (set by the front end).
-static ON_UNLOCKED: std::sync::OnceLock<fn(&std::path::Path, &std::io::Error)> =
-    std::sync::OnceLock::new();
+static ON_UNLOCKED: std::sync::OnceLock<fn(&str)> = std::sync::OnceLock::new();
 
 /// Sets what [`hold`] says when the lock file cannot be opened or locked
 /// (a temporary folder that is missing, read-only or full): the run goes
 /// on, but another kicklab process started beside it will not wait for
-/// it. The binary prints a warning; once per process.
-pub fn on_unlocked(say: fn(&std::path::Path, &std::io::Error)) {
+/// it. `say` gets the sentence that tells the user (the binary prints it
+/// as a warning, the Python package raises it as one); once per process.
+pub fn on_unlocked(say: fn(&str)) {
     let _ = ON_UNLOCKED.set(say);
+}
+
+fn unlocked(why: &std::io::Error) -> String {
+    format!(
+        "a kicklab run started beside this one will not wait for it: the lock \
+         file {} cannot be used ({why}); point TMPDIR at a writable folder",
+        kicklab_model::shown_path(&lock_path())
+    )
 }
 
 fn held() -> std::sync::MutexGuard<'static, (usize, Option<CpuLock>)> {
@@ -133,7 +141,7 @@ pub fn hold() -> Result<Held, crate::TestbedError> {
             Err(why) => {
                 static SAID: std::sync::Once = std::sync::Once::new();
                 if let Some(say) = ON_UNLOCKED.get() {
-                    SAID.call_once(|| say(&lock_path(), &why));
+                    SAID.call_once(|| say(&unlocked(&why)));
                 }
                 None
             }
