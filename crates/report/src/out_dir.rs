@@ -121,7 +121,7 @@ impl OutDir {
             replace,
         };
         crate::write_atomic(&out.staging.join(MARKER), format!("{command}\n"))
-            .map_err(|e| OutDirError::Io(shown.clone(), std::io::Error::other(e.to_string())))?;
+            .map_err(|e| write_failed(&shown, e))?;
         Ok(out)
     }
 
@@ -160,7 +160,7 @@ impl OutDir {
         let command = std::fs::read_to_string(&marker).unwrap_or_default();
         let command = command.lines().next().unwrap_or("kicklab").to_string();
         crate::write_atomic(&marker, format!("{command}\n{}\n", names.join("\n")))
-            .map_err(|e| OutDirError::Io(shown.clone(), std::io::Error::other(e.to_string())))?;
+            .map_err(|e| write_failed(&shown, e))?;
         let _ = std::fs::remove_file(self.staging.join(LOCK));
         let staging = self.staging.clone();
         let target = self.target.clone();
@@ -413,6 +413,15 @@ fn exchange(a: &Path, b: &Path) -> std::io::Result<()> {
         return Err(e);
     }
     std::fs::rename(&aside, a)
+}
+
+/// A failed write of the marker, with the system's error kept as it was
+/// (a front end tells a full disk from a folder it cannot use by it).
+fn write_failed(shown: &str, e: crate::ReportError) -> OutDirError {
+    match e {
+        crate::ReportError::Io(file, io) => OutDirError::Io(format!("{shown}: writing {file}"), io),
+        other => OutDirError::Io(shown.to_string(), std::io::Error::other(other.to_string())),
+    }
 }
 
 #[cfg(test)]

@@ -19,9 +19,34 @@ use crate::Usage;
 ///
 /// # Errors
 ///
-/// A [`Usage`] error naming `flag`.
+/// A [`Usage`] error naming `flag` (exit 2); where the machine ran out of
+/// something (disk space, quota, a file-size limit, file descriptors,
+/// memory) or the device failed, the same line as a failed write (exit
+/// 1): no other folder to choose would mend it.
 pub fn out_dir(dir: &Path, flag: Flag, command: &str, force: bool) -> anyhow::Result<OutDir> {
-    OutDir::begin(dir, command, force).map_err(|e| Usage(format!("{flag}: {e}")).into())
+    OutDir::begin(dir, command, force).map_err(|e| {
+        let exhausted = matches!(
+            &e,
+            OutDirError::Io(_, io) if matches!(
+                io.raw_os_error(),
+                Some(
+                    libc::ENOSPC
+                        | libc::EDQUOT
+                        | libc::EFBIG
+                        | libc::EMFILE
+                        | libc::ENFILE
+                        | libc::ENOMEM
+                        | libc::EIO
+                )
+            )
+        );
+        let line = format!("{flag}: {e}");
+        if exhausted {
+            anyhow::anyhow!(line)
+        } else {
+            Usage(line).into()
+        }
+    })
 }
 
 /// Puts `dir`'s files in place, unless a write to standard output or

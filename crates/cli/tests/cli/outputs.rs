@@ -662,6 +662,47 @@ fn size_limited(args: &[String], blocks: u32) -> Output {
         .expect("run sh")
 }
 
+/// An `--out` folder that cannot even be begun because the disk is full
+/// (here a file-size limit of nothing): a failed write, exit 1, in one
+/// line naming the flag; a folder that cannot be made is bad input, exit 2.
+#[test]
+fn an_out_folder_on_a_full_disk_is_a_failed_write_not_bad_input() {
+    let root = tmp("full-at-start");
+    std::fs::create_dir_all(&root).unwrap();
+    let sweep = |out: &Path| -> Vec<String> {
+        [
+            "sweep",
+            "--vary",
+            "wp=0.5us..1us:3",
+            "--messages",
+            "1000",
+            "--out",
+        ]
+        .iter()
+        .map(ToString::to_string)
+        .chain([out.display().to_string()])
+        .collect()
+    };
+    let full = size_limited(&sweep(&root.join("o")), 0);
+    let err = String::from_utf8_lossy(&full.stderr);
+    assert_eq!(full.status.code(), Some(1), "{err}");
+    assert_eq!(err.trim_end().lines().count(), 1, "{err}");
+    assert!(err.starts_with("error: --out: cannot write "), "{err}");
+    assert!(leftovers(&root).is_empty(), "{:?}", leftovers(&root));
+    let not_a_folder = root.join("f");
+    std::fs::write(&not_a_folder, "x").unwrap();
+    let bad = kicklab(
+        &sweep(&not_a_folder.join("o"))
+            .iter()
+            .map(String::as_str)
+            .collect::<Vec<_>>(),
+    );
+    let err = String::from_utf8_lossy(&bad.stderr);
+    assert_eq!(bad.status.code(), Some(2), "{err}");
+    assert!(err.starts_with("error: --out: "), "{err}");
+    let _ = std::fs::remove_dir_all(&root);
+}
+
 #[test]
 fn a_disk_that_fills_leaves_no_partial_folder() {
     let root = tmp("full");
