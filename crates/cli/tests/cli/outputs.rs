@@ -669,21 +669,8 @@ fn size_limited(args: &[String], blocks: u32) -> Output {
 fn an_out_folder_on_a_full_disk_is_a_failed_write_not_bad_input() {
     let root = tmp("full-at-start");
     std::fs::create_dir_all(&root).unwrap();
-    let sweep = |out: &Path| -> Vec<String> {
-        [
-            "sweep",
-            "--vary",
-            "wp=0.5us..1us:3",
-            "--messages",
-            "1000",
-            "--out",
-        ]
-        .iter()
-        .map(ToString::to_string)
-        .chain([out.display().to_string()])
-        .collect()
-    };
-    let full = size_limited(&sweep(&root.join("o")), 0);
+    let sweep = COMMANDS.iter().find(|c| c[0] == "sweep").unwrap();
+    let full = size_limited(&args_with(sweep, &root.join("o")), 0);
     let err = String::from_utf8_lossy(&full.stderr);
     assert_eq!(full.status.code(), Some(1), "{err}");
     assert_eq!(err.trim_end().lines().count(), 1, "{err}");
@@ -691,12 +678,8 @@ fn an_out_folder_on_a_full_disk_is_a_failed_write_not_bad_input() {
     assert!(leftovers(&root).is_empty(), "{:?}", leftovers(&root));
     let not_a_folder = root.join("f");
     std::fs::write(&not_a_folder, "x").unwrap();
-    let bad = kicklab(
-        &sweep(&not_a_folder.join("o"))
-            .iter()
-            .map(String::as_str)
-            .collect::<Vec<_>>(),
-    );
+    let args = args_with(sweep, &not_a_folder.join("o"));
+    let bad = kicklab(&args.iter().map(String::as_str).collect::<Vec<_>>());
     let err = String::from_utf8_lossy(&bad.stderr);
     assert_eq!(bad.status.code(), Some(2), "{err}");
     assert!(err.starts_with("error: --out: "), "{err}");
