@@ -439,7 +439,6 @@ fn run_json(
     Ok((text(&v)?, lines))
 }
 
-/// The Rust half of `kicklab`.
 /// What the CPU lock said when its file could not be used (a run went on
 /// unlocked), kept for [`unlocked_note`].
 static UNLOCKED: std::sync::Mutex<Option<String>> = std::sync::Mutex::new(None);
@@ -461,6 +460,7 @@ fn unlocked_note() -> Option<String> {
         .take()
 }
 
+/// The Rust half of `kicklab`.
 #[pymodule]
 fn _kicklab(m: &Bound<'_, PyModule>) -> PyResult<()> {
     kicklab_testbed::cpu_lock::on_unlocked(keep_unlocked);
