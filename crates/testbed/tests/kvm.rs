@@ -485,6 +485,9 @@ fn resources() -> (usize, usize, usize) {
     (count("/proc/self/fd"), count("/proc/self/task"), maps)
 }
 
+/// The stall limit of the broken guests' runs.
+const BROKEN_STALL: Duration = Duration::from_millis(500);
+
 fn broken(direction: Direction, host_sleeps: bool, how: Misbehavior) -> (TestbedError, Duration) {
     // The host party faster: it sleeps waiting for the guest (a guest that
     // never kicks then leaves it asleep); or slower: it never sleeps.
@@ -493,6 +496,9 @@ fn broken(direction: Direction, host_sleeps: bool, how: Misbehavior) -> (Testbed
         (Direction::Tx, false) | (Direction::Rx, true) => (300.0, 1500.0),
     };
     let mut c = cfg(direction, WaitMode::Notify, wp, wc, 5_000);
+    // A stall limit far above a message's time (microseconds) and below
+    // the default 2 s: the cases that end at it (nine of the twelve) end sooner.
+    c.timeout = BROKEN_STALL;
     if how == Misbehavior::NeverFlush {
         c.batch = 8;
     }
@@ -514,7 +520,8 @@ fn broken_guests_are_stopped_with_a_clear_error_and_nothing_leaks() {
     // Warm up whatever the first VM allocates for good (signal handler).
     run_pair(&cfg(Direction::Tx, WaitMode::Notify, 500.0, 500.0, 1000)).unwrap();
     let before = resources();
-    let limit = Duration::from_secs(8); // the stall timeout is 2 s
+    // Four times the stall limit, and VM set-up (tens of milliseconds).
+    let limit = 4 * BROKEN_STALL + Duration::from_secs(1);
     let cases: [(Direction, bool, Misbehavior, &str); 12] = [
         (
             Direction::Tx,
