@@ -692,9 +692,9 @@ def calibrate(
     overhead_runs: int = 5,
     reference_runs: int = 3,
     save: str | os.PathLike[str] | None = None,
-    direction: str = "tx",
-    halt_poll: Duration = 0,
-    guest: str = "user",
+    direction: Optional[str] = None,
+    halt_poll: Optional[Duration] = None,
+    guest: Optional[str] = None,
 ) -> dict[str, Any]:
     """Measure this machine's notification costs N and start-up costs S for a
     backend: ``kicklab calibrate --json``. Runs real threads (or a KVM
@@ -723,8 +723,10 @@ def calibrate(
     save:
         Write the profile (JSON) here, as ``--save`` does.
     direction, halt_poll, guest:
-        kvm only: which side the guest is (``tx``: it produces), host halt
-        polling, ``user`` or ``emulated`` guest.
+        kvm only (refused with another backend, as the command line
+        refuses ``--direction``): which side the guest is (``tx``, the
+        default: it produces), host halt polling (default 0: off),
+        ``user`` (the default) or ``emulated`` guest.
 
     Returns
     -------
@@ -746,9 +748,9 @@ def calibrate(
         gap_list = [_duration_text("gaps", g) for g in items]
     text = _kicklab.calibrate_json(
         _text("backend", backend),
-        _text("direction", direction),
-        _duration_text("halt_poll", halt_poll),
-        _text("guest", guest),
+        None if direction is None else _text("direction", direction),
+        None if halt_poll is None else _duration_text("halt_poll", halt_poll),
+        None if guest is None else _text("guest", guest),
         _whole("samples", samples),
         _duration_text("gap", gap),
         _whole("rounds", rounds),
@@ -769,9 +771,9 @@ def run(
     seed: int = 1,
     batch: int = 1,
     profile: ProfileLike = None,
-    direction: str = "tx",
-    halt_poll: Duration = 0,
-    guest: str = "user",
+    direction: Optional[str] = None,
+    halt_poll: Optional[Duration] = None,
+    guest: Optional[str] = None,
     strategy_p: Optional[str] = None,
     strategy_c: Optional[str] = None,
     latency: Optional[Duration] = None,
@@ -832,9 +834,9 @@ def run(
     text, notes = _kicklab.run_json(
         _params("run", params),
         _text("backend", backend),
-        _text("direction", direction),
-        _duration_text("halt_poll", halt_poll),
-        _text("guest", guest),
+        None if direction is None else _text("direction", direction),
+        None if halt_poll is None else _duration_text("halt_poll", halt_poll),
+        None if guest is None else _text("guest", guest),
         _text("strategy", strategy),
         _whole("messages", messages),
         _whole("seed", seed),

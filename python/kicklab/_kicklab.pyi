@@ -120,9 +120,9 @@ def control_csv(
 
 def calibrate_json(
     backend: str,
-    direction: str,
-    halt_poll: str,
-    guest: str,
+    direction: str | None,
+    halt_poll: str | None,
+    guest: str | None,
     samples: int,
     gap: str,
     rounds: int,
@@ -136,9 +136,9 @@ def calibrate_json(
 def run_json(
     params: Dict[str, str],
     backend: str,
-    direction: str,
-    halt_poll: str,
-    guest: str,
+    direction: str | None,
+    halt_poll: str | None,
+    guest: str | None,
     strategy: str,
     messages: int,
     seed: int,

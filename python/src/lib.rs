@@ -247,24 +247,23 @@ fn control_csv(
 /// machine has no usable KVM.
 fn backend(
     name: &str,
-    direction: &str,
-    halt_poll: &str,
-    guest: &str,
+    direction: Option<&str>,
+    halt_poll: Option<&str>,
+    guest: Option<&str>,
 ) -> Res<kicklab_testbed::Backend> {
     use kicklab_testbed::{kvm, Backend};
     let be: Backend = name
         .parse()
         .map_err(|e: String| invalid("backend", name, e))?;
     let Backend::Kvm(_) = be else {
-        // The kvm options away from their defaults would be ignored (the
-        // binary refuses the flags the same way).
-        let halt = duration_ns("halt_poll", halt_poll)?;
-        for (keyword, away) in [
-            ("direction", direction != "tx"),
-            ("halt_poll", halt != 0.0),
-            ("guest", guest != "user"),
+        // A kvm option given with another backend would be ignored: refused,
+        // as the binary refuses the flags.
+        for (keyword, given) in [
+            ("direction", direction.is_some()),
+            ("halt_poll", halt_poll.is_some()),
+            ("guest", guest.is_some()),
         ] {
-            if away {
+            if given {
                 return Err(bad(format!(
                     "{keyword}: a kvm option; only backend='kvm' has a guest"
                 )));
@@ -274,16 +273,19 @@ fn backend(
     };
     kvm::available()
         .map_err(|why| invalid("backend", name, format!("kvm is not usable here: {why}")))?;
-    let halt = duration_ns("halt_poll", halt_poll)?;
+    let defaults = kvm::KvmOptions::default();
+    let halt = halt_poll.map(|h| duration_ns("halt_poll", h)).transpose()?;
     #[allow(clippy::cast_possible_truncation, clippy::cast_sign_loss)]
     Ok(Backend::Kvm(kvm::KvmOptions {
-        direction: direction
-            .parse()
-            .map_err(|e: String| invalid("direction", direction, e))?,
-        halt_poll_ns: halt.min(f64::from(u32::MAX)) as u32,
-        guest: guest
-            .parse()
-            .map_err(|e: String| invalid("guest", guest, e))?,
+        direction: match direction {
+            Some(d) => d.parse().map_err(|e: String| invalid("direction", d, e))?,
+            None => defaults.direction,
+        },
+        halt_poll_ns: halt.map_or(defaults.halt_poll_ns, |h| h.min(f64::from(u32::MAX)) as u32),
+        guest: match guest {
+            Some(g) => g.parse().map_err(|e: String| invalid("guest", g, e))?,
+            None => defaults.guest,
+        },
     }))
 }
 
@@ -301,9 +303,9 @@ fn gap(name: &str, s: &str) -> Res<Duration> {
 fn calibrate_json(
     py: Python<'_>,
     backend: &str,
-    direction: &str,
-    halt_poll: &str,
-    guest: &str,
+    direction: Option<&str>,
+    halt_poll: Option<&str>,
+    guest: Option<&str>,
     samples: usize,
     gap: &str,
     rounds: usize,
@@ -374,9 +376,9 @@ fn run_json(
     py: Python<'_>,
     params: Args,
     backend: &str,
-    direction: &str,
-    halt_poll: &str,
-    guest: &str,
+    direction: Option<&str>,
+    halt_poll: Option<&str>,
+    guest: Option<&str>,
     strategy: &str,
     messages: u64,
     seed: u64,

@@ -183,8 +183,13 @@ def test_the_save_path_and_kvm_options_are_checked_before_measuring(tmp_path):
     started = time.monotonic()
     with pytest.raises(ValueError, match="^save: cannot write"):
         kicklab.calibrate(samples=10, save=tmp_path / "missing" / "p.json")
-    with pytest.raises(ValueError, match="^direction: a kvm option"):
-        kicklab.calibrate(samples=10, direction="rx")
+    # Any value, the kvm default included: the command line refuses
+    # `--direction tx` beside `--backend futex` the same way.
+    for keyword, value in [("direction", "rx"), ("direction", "tx"), ("halt_poll", 0), ("guest", "user")]:
+        with pytest.raises(ValueError, match=f"^{keyword}: a kvm option"):
+            kicklab.calibrate(samples=10, **{keyword: value})
+        with pytest.raises(ValueError, match=f"^{keyword}: a kvm option"):
+            kicklab.run(messages=100, **{keyword: value})
     with pytest.raises(ValueError, match="^reference_runs: at most"):
         kicklab.calibrate(samples=10, reference_runs=101)
     assert time.monotonic() - started < 5, "refused only after measuring"
