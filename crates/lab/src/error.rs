@@ -103,6 +103,8 @@ pub enum Input {
     /// The kvm backend, where this machine's KVM cannot run kicklab's
     /// guests.
     Kvm,
+    /// The trace file read, where what it implies is out of range.
+    Trace,
 }
 
 impl Input {
@@ -155,6 +157,7 @@ impl Input {
             Input::Check => "check",
             Input::Timeline => "timeline",
             Input::Kvm => "kvm",
+            Input::Trace => "trace",
         }
     }
 }

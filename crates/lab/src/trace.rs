@@ -175,8 +175,13 @@ pub struct TraceReport {
     pub truncated: bool,
     /// The costs as a profile (`--profile` takes it).
     pub profile: Profile,
-    /// Advice for the pair (null with `--for none`).
+    /// Advice for the pair (null with `--for none`, or where it was
+    /// skipped).
     pub advice: Option<Advice>,
+    /// Why there is no advice though it was asked for: the costs the trace
+    /// implies are beyond what advice searches.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub advice_skipped: Option<String>,
     /// A few rounds of the pair as traced (what each party did, where the
     /// trace says), as the simulator's timelines are drawn; `None` where
     /// the window holds fewer than [`TIMELINE_MARKS`] timed notifications
@@ -362,6 +367,21 @@ pub fn analyze(spec: &TraceSpec, progress: &dyn Progress) -> Result<TraceReport,
             ))
         }
     };
+    #[allow(
+        clippy::cast_precision_loss,
+        clippy::cast_possible_truncation,
+        clippy::cast_sign_loss
+    )]
+    let most = (MAX_RATE * e.window_ns / 1e9).floor().max(1.0) as u64;
+    if messages > most {
+        return Err(LabError::input(
+            Input::Messages,
+            format!(
+                "{messages} messages in the traced window of {} is more than one a nanosecond; at most {most}",
+                kicklab_model::fmt_ns_short(e.window_ns)
+            ),
+        ));
+    }
     let [p, c] = &e.sides;
     #[allow(clippy::cast_precision_loss)]
     let per = |x: f64| x / messages as f64;
@@ -408,11 +428,24 @@ pub fn analyze(spec: &TraceSpec, progress: &dyn Progress) -> Result<TraceReport,
         |side: &Side, n: Cost| per(side.busy_ns - side.notifications as f64 * n.mean_ns()).max(0.0);
     params.w_p = Cost::Const(work(p, np));
     params.w_c = Cost::Const(work(c, nc));
+    // The costs come from the file, not from flags: one the model does not
+    // take is the trace's.
+    params.validate().map_err(|e| {
+        LabError::input(
+            Input::Trace,
+            format!(
+                "{}: the trace implies {} out of the model's range: {}",
+                spec.path.display(),
+                e.param.symbol(),
+                e.reason
+            ),
+        )
+    })?;
     let prediction = predict(&params, WaitMode::Notify)?;
     let profile = profile_of(spec, &trace, &params);
-    let advice = match spec.latency_ns {
-        Some(latency_ns) => Some(advise(
-            &AdviseSpec {
+    let (advice, advice_skipped) = match spec.latency_ns {
+        Some(latency_ns) => {
+            let asked = AdviseSpec {
                 params,
                 idle_scale: [None, None],
                 nap_ns: [None, None],
@@ -421,10 +454,23 @@ pub fn analyze(spec: &TraceSpec, progress: &dyn Progress) -> Result<TraceReport,
                 seed: 1,
                 exhaustive: false,
                 mechanisms: spec.mechanisms.clone(),
-            },
-            progress,
-        )?),
-        None => None,
+            };
+            match advise(&asked, progress) {
+                Ok(a) => (Some(a), None),
+                // Advice refuses costs it cannot search in time (a wake-up
+                // of milliseconds): the trace's findings still stand.
+                Err(LabError::Param(e)) => (
+                    None,
+                    Some(format!(
+                        "no advice for the costs this trace implies: {}: {}",
+                        e.param.symbol(),
+                        e.reason
+                    )),
+                ),
+                Err(other) => return Err(other),
+            }
+        }
+        None => (None, None),
     };
     Ok(TraceReport {
         producer: trace.pair.producer.clone(),
@@ -461,6 +507,7 @@ pub fn analyze(spec: &TraceSpec, progress: &dyn Progress) -> Result<TraceReport,
         timeline: traced_timeline(&e.spans),
         profile,
         advice,
+        advice_skipped,
     })
 }
 

@@ -21,6 +21,9 @@ pub fn lines(r: &TraceReport) -> Vec<String> {
             out.extend(crate::advise_text::knob(k));
         }
     }
+    if let Some(why) = &r.advice_skipped {
+        out.push(format!("\n{why}"));
+    }
     out
 }
 

@@ -69,6 +69,7 @@ fn input_flags(input: Input) -> String {
         Input::Kvm => format!("invalid value 'kvm' for '{} <BACKEND>'", Flag::Backend),
         // `kicklab replay DIR`, which `validate --replay DIR` also reaches.
         Input::Replay => "replay <DIR>".to_string(),
+        Input::Trace => "trace <FILE>".to_string(),
         other => format!("--{}", other.name().replace('_', "-")),
     }
 }

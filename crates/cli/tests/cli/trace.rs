@@ -287,6 +287,41 @@ fn bad_traces_are_refused_in_one_line() {
         "--rate: 1e-300 messages a second is less than one message in the traced window",
     );
 
+    // More messages than one a nanosecond of the traced window.
+    refused(
+        &["trace", &at("tx.txt"), "--messages", "18446744073709551615"],
+        "--messages: 18446744073709551615 messages in the traced window",
+    );
+    // One time stamp moved out by hours: the cost it implies is the
+    // trace's fault, named as the file, not as a flag trace lacks.
+    let futex = text("futex.txt.gz");
+    let mut moved = false;
+    let jumped: String = futex
+        .lines()
+        .map(|l| {
+            if !moved && l.contains("kicklab-P") && l.contains("sys_exit_futex") {
+                moved = true;
+                let stamp = l.split_whitespace().nth(3).unwrap();
+                format!("{}\n", l.replacen(stamp, "9999999999.000000000:", 1))
+            } else {
+                format!("{l}\n")
+            }
+        })
+        .collect();
+    assert!(moved);
+    write("jumped.txt", jumped.as_bytes());
+    refused(
+        &[
+            "trace",
+            &at("jumped.txt"),
+            "--messages",
+            "55000",
+            "--producer",
+            "kicklab-P",
+        ],
+        "trace <FILE>: ",
+    );
+
     // A line of a megabyte and bytes that are not UTF-8 are skipped, not
     // fatal.
     let mut f = std::fs::File::create(dir.join("odd.txt")).unwrap();
@@ -307,5 +342,70 @@ fn bad_traces_are_refused_in_one_line() {
         "{}",
         String::from_utf8_lossy(&out.stderr)
     );
+    std::fs::remove_dir_all(dir).unwrap();
+}
+
+/// Where the trace's costs are beyond what advice searches (the ftrace
+/// recording's producer wakes 0.6 ms after its kick), the trace's findings
+/// and profile still come out, and the missing advice says why.
+#[test]
+fn costs_advice_cannot_search_leave_the_trace_standing() {
+    let dir = tmp("trace-no-advice");
+    std::fs::create_dir_all(&dir).unwrap();
+    let saved = dir.join("p.json");
+    let out = kicklab(&[
+        "trace",
+        data("futex-ftrace.txt.gz").to_str().unwrap(),
+        "--messages",
+        "55000",
+        "--producer",
+        "kicklab-P",
+        "--save",
+        saved.to_str().unwrap(),
+        "--json",
+    ]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert!(v["advice"].is_null(), "{v}");
+    let why = v["advice_skipped"].as_str().unwrap();
+    assert!(
+        why.starts_with("no advice for the costs this trace implies: S_P"),
+        "{why}"
+    );
+    assert!(v["T_ns"].as_f64().unwrap() > 0.0);
+    assert!(saved.exists());
+    // The text says it after the findings.
+    let out = kicklab(&[
+        "trace",
+        data("futex-ftrace.txt.gz").to_str().unwrap(),
+        "--messages",
+        "55000",
+        "--producer",
+        "kicklab-P",
+    ]);
+    assert!(out.status.success());
+    let text = String::from_utf8(out.stdout).unwrap();
+    assert!(
+        text.contains("no advice for the costs this trace implies"),
+        "{text}"
+    );
+    // With advice not asked for, nothing is said of it.
+    let out = kicklab(&[
+        "trace",
+        data("futex.txt.gz").to_str().unwrap(),
+        "--messages",
+        "55000",
+        "--producer",
+        "kicklab-P",
+        "--for",
+        "none",
+        "--json",
+    ]);
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert!(v.get("advice_skipped").is_none(), "{v}");
     std::fs::remove_dir_all(dir).unwrap();
 }
