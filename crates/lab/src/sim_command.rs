@@ -192,12 +192,24 @@ fn lines(
     out.push(format!("measured       {n} {noun} over {window}"));
     if let Some((regime, t_ns, e_ns)) = predicted {
         out.push(format!(
-            "model          {regime}: T {} (sim/model {:.6}), E {} (sim/model {:.6})",
+            "model          {regime}: T {} (sim/model {}), E {} (sim/model {})",
             fmt_ns(t_ns),
-            r.rates.t_ns / t_ns,
+            ratio(r.rates.t_ns, t_ns),
             fmt_ns(e_ns),
-            r.rates.e_ns / e_ns
+            ratio(r.rates.e_ns, e_ns)
         ));
     }
     out
+}
+
+/// `sim / model` to six places; where the model's value is 0 (every cost
+/// 0) there is no ratio: both 0 agree, anything else is off by all.
+fn ratio(sim: f64, model: f64) -> String {
+    if model > 0.0 {
+        format!("{:.6}", sim / model)
+    } else if sim == 0.0 {
+        "both 0".to_string()
+    } else {
+        "n/a: the model's is 0".to_string()
+    }
 }

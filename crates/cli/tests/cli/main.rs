@@ -1755,6 +1755,9 @@ fn hostile_inputs_are_refused_naming_the_flag() {
         (&["qos", "--offered", "-0"], "--offered"),
         (&["qos", "--seconds", "1s"], "--seconds"),
         (&["qos", "--rate", "1=-0"], "--rate"),
+        // Above the model's range: named as the flag given.
+        (&["qos", "--rate", "1=1e308"], "--rate: vm1"),
+        (&["qos", "--offered", "1e308"], "--offered: vm1"),
         (
             &[
                 "scale",
@@ -3165,4 +3168,38 @@ fn replay_control_reads_the_recorded_studies() {
     );
     assert_eq!(err.trim().lines().count(), 1, "{err}");
     std::fs::remove_dir_all(&empty).unwrap();
+}
+
+/// Every cost 0: the pair takes no time, and the output says so in words,
+/// never `NaN` or `inf`.
+#[test]
+fn a_pair_or_a_device_that_takes_no_time_prints_no_nan_or_inf() {
+    let zero = [
+        "sim",
+        "--messages",
+        "2000",
+        "--wp",
+        "0",
+        "--wc",
+        "0",
+        "--np",
+        "0",
+        "--nc",
+        "0",
+        "--sp",
+        "0",
+        "--sc",
+        "0",
+    ];
+    let out = kicklab(&zero);
+    assert!(out.status.success());
+    let sim = String::from_utf8(out.stdout).unwrap();
+    assert!(sim.contains("sim/model both 0"), "{sim}");
+    let out = kicklab(&["qos", "--shared", "0", "--vm-service", "0"]);
+    assert!(out.status.success());
+    let qos = String::from_utf8(out.stdout).unwrap();
+    assert!(qos.contains("no loss at any rate"), "{qos}");
+    for text in [&sim, &qos] {
+        assert!(!text.contains("NaN") && !text.contains(" inf "), "{text}");
+    }
 }

@@ -101,10 +101,14 @@ pub(super) fn point(req: &QosRequest, sys: &QosSystem) -> Result<QosOutput, LabE
             text.push(format!("stage {n:<10} utilization {u:.3}"));
         }
     }
-    text.push(format!(
-        "model: at most {:.1} requests/s per VM without loss (equal load); bottleneck {}",
-        model.max_lossless_per_s, model.bottleneck
-    ));
+    text.push(if model.max_lossless_per_s.is_finite() {
+        format!(
+            "model: at most {:.1} requests/s per VM without loss (equal load); bottleneck {}",
+            model.max_lossless_per_s, model.bottleneck
+        )
+    } else {
+        "model: no loss at any rate (no stage takes time per request)".to_string()
+    });
     Ok(QosOutput {
         json,
         text,

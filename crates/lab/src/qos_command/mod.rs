@@ -305,8 +305,17 @@ pub fn system(req: &QosRequest) -> Result<QosSystem, LabError> {
             Input::Limit
         } else if e.contains("service time") {
             Input::VmService
-        } else if e.starts_with("vm") {
-            Input::Offered
+        } else if let Some(rest) = e.strip_prefix("vm") {
+            // `vmN: the offered load ...`: `--rate` where it set VM N's.
+            let vm: Option<usize> = rest
+                .split(|c: char| !c.is_ascii_digit())
+                .next()
+                .and_then(|n| n.parse().ok());
+            if vm.is_some_and(|vm| req.rates.iter().any(|r| r.0 == vm)) {
+                Input::Rate
+            } else {
+                Input::Offered
+            }
         } else {
             Input::Shared
         };
