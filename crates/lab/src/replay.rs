@@ -194,12 +194,23 @@ fn replay_file(path: &Path) -> Result<ReplaySet, LabError> {
     let points = field("points")?
         .as_array()
         .ok_or_else(|| bad(format!("{}: `points` is not a list", path.display())))?;
+    if points.is_empty() {
+        return Err(bad(format!(
+            "{}: `points` is empty: nothing to judge",
+            path.display()
+        )));
+    }
     let mut out = Vec::new();
     for (i, p) in points.iter().enumerate() {
         let num = |k: &str| p.get(k).and_then(serde_json::Value::as_f64);
         let wp = num("wp_ns")
-            .filter(|w| w.is_finite() && *w >= 0.0)
             .ok_or_else(|| bad(format!("{}: point {i} has no wp_ns", path.display())))?;
+        if !(wp.is_finite() && wp >= 0.0) {
+            return Err(bad(format!(
+                "{}: point {i}: wp_ns is {wp}, not a duration",
+                path.display()
+            )));
+        }
         if wp > kicklab_model::MAX_DURATION_NS {
             return Err(bad(format!(
                 "{}: point {i}: wp_ns {wp:.3e} is longer than the longest duration kicklab handles (an hour)",

@@ -116,14 +116,32 @@ fn replay_file(path: &Path) -> Result<Vec<PickReplay>, LabError> {
         .ok_or_else(|| bad("`points` is not a list".into()))?;
     let mut out = Vec::new();
     for (i, p) in points.iter().enumerate() {
-        if p.get("workload").and_then(|w| w.as_str()) != Some("const") {
-            continue;
+        // Only the constant workload replays (the others are random
+        // draws); a workload that is none of the study's is refused.
+        let workload = p
+            .get("workload")
+            .and_then(|w| w.as_str())
+            .ok_or_else(|| bad(format!("point {i} has no workload")))?;
+        match Workload::parse(workload) {
+            Ok(Workload::Const) => {}
+            Ok(_) => continue,
+            Err(e) => return Err(bad(format!("point {i}: workload: {e}"))),
         }
         let field = |k: &str| {
             p.get(k)
                 .and_then(serde_json::Value::as_f64)
-                .filter(|x| x.is_finite() && *x >= 0.0)
                 .ok_or_else(|| bad(format!("point {i} has no {k}")))
+                .and_then(|x| {
+                    if !(x.is_finite() && x >= 0.0) {
+                        Err(bad(format!("point {i}: {k} is {x}, not a duration")))
+                    } else if x > kicklab_model::MAX_DURATION_NS {
+                        Err(bad(format!(
+                            "point {i}: {k} {x:.3e} is longer than the longest duration kicklab handles (an hour)"
+                        )))
+                    } else {
+                        Ok(x)
+                    }
+                })
         };
         let (w_p, w_c) = (field("w_p_ns")?, field("w_c_ns")?);
         let runs: Vec<Run> = serde_json::from_value(p.get("runs").cloned().unwrap_or_default())

@@ -161,8 +161,16 @@ fn a_recording_with_impossible_values_is_refused_naming_the_file_and_field() {
         serde_json::from_str(&std::fs::read_to_string(set.join("validate-futex.json")).unwrap())
             .unwrap();
     type Edit = fn(&mut serde_json::Value);
-    let cases: [(Edit, &str); 5] = [
+    let cases: [(Edit, &str); 7] = [
         (|v| v["points"][0]["wp_ns"] = 1e300.into(), "point 0: wp_ns"),
+        (
+            |v| v["points"][2]["wp_ns"] = (-1.0).into(),
+            "point 2: wp_ns is -1, not a duration",
+        ),
+        (
+            |v| v["points"] = serde_json::json!([]),
+            "`points` is empty: nothing to judge",
+        ),
         (
             |v| v["points"][1]["T_real_ns"] = (-5.0).into(),
             "point 1: T_real_ns is -5",
