@@ -19,6 +19,22 @@ fn text(name: &str) -> String {
     s
 }
 
+/// Runs `trace FILE ARGS --json`, checks it succeeded, and parses its
+/// output.
+fn trace_json(file: &str, args: &[&str]) -> serde_json::Value {
+    let path = data(file);
+    let mut all = vec!["trace", path.to_str().unwrap()];
+    all.extend_from_slice(args);
+    all.push("--json");
+    let out = kicklab(&all);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    serde_json::from_slice(&out.stdout).unwrap()
+}
+
 /// Runs `trace` and checks it refused in one line (exit 2) saying `what`.
 fn refused(args: &[&str], what: &str) {
     let out = kicklab(args);
@@ -31,19 +47,7 @@ fn refused(args: &[&str], what: &str) {
 #[test]
 fn trace_json_contract() {
     let file = data("kvm-tx.txt.gz");
-    let out = kicklab(&[
-        "trace",
-        file.to_str().unwrap(),
-        "--messages",
-        "22000",
-        "--json",
-    ]);
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let v = trace_json("kvm-tx.txt.gz", &["--messages", "22000"]);
     for k in [
         "producer",
         "consumer",
@@ -353,23 +357,17 @@ fn costs_advice_cannot_search_leave_the_trace_standing() {
     let dir = tmp("trace-no-advice");
     std::fs::create_dir_all(&dir).unwrap();
     let saved = dir.join("p.json");
-    let out = kicklab(&[
-        "trace",
-        data("futex-ftrace.txt.gz").to_str().unwrap(),
-        "--messages",
-        "55000",
-        "--producer",
-        "kicklab-P",
-        "--save",
-        saved.to_str().unwrap(),
-        "--json",
-    ]);
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
+    let v = trace_json(
+        "futex-ftrace.txt.gz",
+        &[
+            "--messages",
+            "55000",
+            "--producer",
+            "kicklab-P",
+            "--save",
+            saved.to_str().unwrap(),
+        ],
     );
-    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     assert!(v["advice"].is_null(), "{v}");
     let why = v["advice_skipped"].as_str().unwrap();
     assert!(
@@ -394,18 +392,17 @@ fn costs_advice_cannot_search_leave_the_trace_standing() {
         "{text}"
     );
     // With advice not asked for, nothing is said of it.
-    let out = kicklab(&[
-        "trace",
-        data("futex.txt.gz").to_str().unwrap(),
-        "--messages",
-        "55000",
-        "--producer",
-        "kicklab-P",
-        "--for",
-        "none",
-        "--json",
-    ]);
-    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let v = trace_json(
+        "futex.txt.gz",
+        &[
+            "--messages",
+            "55000",
+            "--producer",
+            "kicklab-P",
+            "--for",
+            "none",
+        ],
+    );
     assert!(v.get("advice_skipped").is_none(), "{v}");
     std::fs::remove_dir_all(dir).unwrap();
 }

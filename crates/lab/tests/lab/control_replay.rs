@@ -13,6 +13,8 @@ use kicklab_lab::control::replay::replay_control;
 use kicklab_lab::control::targets::cheapest;
 use kicklab_lab::control::Run;
 
+use super::{each_edit_is_refused, Edit};
+
 fn machines() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../data/machines")
 }
@@ -168,12 +170,7 @@ fn the_cheapest_keeps_the_pace_and_the_bound_where_any_does() {
 
 #[test]
 fn a_recorded_point_with_an_unknown_workload_or_an_impossible_w_is_refused() {
-    let dir = std::env::temp_dir().join(format!("kicklab-creplay-odd-{}", std::process::id()));
     let set = machines().join("dev-xeon-2c-nested/2026-11-29d-control");
-    let recorded: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(set.join("control-futex.json")).unwrap())
-            .unwrap();
-    type Edit = fn(&mut serde_json::Value);
     let cases: [(Edit, &str); 4] = [
         (
             |v| v["points"][0]["workload"] = "bogus:1".into(),
@@ -194,23 +191,11 @@ fn a_recorded_point_with_an_unknown_workload_or_an_impossible_w_is_refused() {
             "point 0: w_c_ns 1.000e308 is longer than the longest duration",
         ),
     ];
-    for (edit, needle) in cases {
-        let _ = std::fs::remove_dir_all(&dir);
-        std::fs::create_dir_all(&dir).unwrap();
-        std::fs::copy(
-            set.join("profile-futex.json"),
-            dir.join("profile-futex.json"),
-        )
-        .unwrap();
-        let mut v = recorded.clone();
-        edit(&mut v);
-        std::fs::write(dir.join("control-futex.json"), v.to_string()).unwrap();
-        let e = replay_control(&dir).unwrap_err().to_string();
-        assert!(
-            e.contains("control-futex.json") && e.contains(needle),
-            "{needle}: {e}"
-        );
-        assert!(e.len() < 400, "{e}");
-    }
-    let _ = std::fs::remove_dir_all(&dir);
+    each_edit_is_refused(
+        &set,
+        "control-futex.json",
+        "profile-futex.json",
+        &cases,
+        replay_control,
+    );
 }

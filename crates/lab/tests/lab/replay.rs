@@ -8,6 +8,8 @@ use std::path::PathBuf;
 
 use kicklab_lab::replay::replay;
 
+use super::{each_edit_is_refused, Edit};
+
 fn machines() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../data/machines")
 }
@@ -155,12 +157,7 @@ fn a_folder_without_recordings_or_with_a_foreign_file_is_refused() {
 
 #[test]
 fn a_recording_with_impossible_values_is_refused_naming_the_file_and_field() {
-    let dir = std::env::temp_dir().join(format!("kicklab-replay-odd-{}", std::process::id()));
     let set = machines().join("xeon-2c-nested/2026-11-28a");
-    let recorded: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(set.join("validate-futex.json")).unwrap())
-            .unwrap();
-    type Edit = fn(&mut serde_json::Value);
     let cases: [(Edit, &str); 7] = [
         (|v| v["points"][0]["wp_ns"] = 1e300.into(), "point 0: wp_ns"),
         (
@@ -185,24 +182,11 @@ fn a_recording_with_impossible_values_is_refused_naming_the_file_and_field() {
             "point 0 (wp_ns 200ns) cannot be forecast",
         ),
     ];
-    for (edit, needle) in cases {
-        let _ = std::fs::remove_dir_all(&dir);
-        std::fs::create_dir_all(&dir).unwrap();
-        std::fs::copy(
-            set.join("profile-futex.json"),
-            dir.join("profile-futex.json"),
-        )
-        .unwrap();
-        let mut v = recorded.clone();
-        edit(&mut v);
-        std::fs::write(dir.join("validate-futex.json"), v.to_string()).unwrap();
-        let e = replay(&dir).unwrap_err().to_string();
-        assert!(
-            e.contains("validate-futex.json") && e.contains(needle),
-            "{needle}: {e}"
-        );
-        assert!(!e.contains("--"), "names no flag: {e}");
-        assert!(e.len() < 400, "{e}");
-    }
-    let _ = std::fs::remove_dir_all(&dir);
+    each_edit_is_refused(
+        &set,
+        "validate-futex.json",
+        "profile-futex.json",
+        &cases,
+        replay,
+    );
 }
