@@ -256,7 +256,8 @@ def model_array(
         shape = _np.broadcast_shapes(*(a.shape for a in arrays.values()))
     except (ValueError, RuntimeError) as e:
         shapes = ", ".join(f"{k} {a.shape}" for k, a in arrays.items())
-        raise ValueError(f"the arrays do not broadcast together ({shapes}): {e}") from None
+        names = ", ".join(arrays)
+        raise ValueError(f"{names}: the arrays do not broadcast together ({shapes}): {e}") from None
     n = math.prod(shape)
     _fits_in_memory(n, len(arrays))
     flat = {
@@ -362,7 +363,7 @@ def _chunks(client: Any, chunks: Any) -> None:
     count itself is checked where the work is split."""
     if chunks is not None and client is None:
         raise ValueError("chunks: splits the work over a dask client's workers; give client= too")
-    if client is not None and not (hasattr(client, "submit") and hasattr(client, "gather")):
+    if client is not None and not all(hasattr(client, a) for a in ("submit", "gather", "nthreads")):
         raise TypeError(
             f"client: expected a dask.distributed.Client, got {type(client).__name__}"
         )
@@ -532,6 +533,13 @@ def map(
     if params.get(name) is not None:
         raise ValueError(f"z: varies {name}, also given as {name}=")
     layers = [_params("map", {**params, name: int(v) if is_count else v}) for v in values]
+    # Every layer's pair checked first (no point computed), a refusal named
+    # as the layer's, as sweep names its point: `z: at vp=3us: ...`.
+    for v, a in zip(values, layers):
+        try:
+            _kicklab.map_chunk_csv(a, x, y, mode, messages, seed, 0, 0, True, prof)
+        except ValueError as e:
+            raise ValueError(f"z: at {name}={int(v) if is_count else v}: {e}") from None
     if client is None:
         points = _kicklab.map_len(x, y)
         texts = [_kicklab.map_chunk_csv(a, x, y, mode, messages, seed, 0, points, True, prof) for a in layers]
@@ -648,7 +656,7 @@ def control(
         target of the study held.
     """
     if isinstance(range, str):
-        range_text = range
+        range_text = _text("range", range)
     else:
         pair = _items(range)
         if pair is None or len(pair) != 2:
@@ -669,7 +677,7 @@ def control(
         _params("control", params),
         range_text,
         _whole("points", points, _U32),
-        [w.strip() for w in names],
+        [_text("workloads", w).strip() for w in names],
         _whole("messages", messages),
         _duration_text("latency", latency),
         _whole("seed", seed),
@@ -738,7 +746,7 @@ def calibrate(
     if gaps is None or (isinstance(gaps, str) and gaps.strip() == "none"):
         gap_list: list[str] = []
     elif isinstance(gaps, str):
-        gap_list = [g.strip() for g in gaps.split(",")]
+        gap_list = [g.strip() for g in _text("gaps", gaps).split(",")]
     else:
         items = _items(gaps)
         if items is None:

@@ -147,6 +147,14 @@ pub(crate) fn model_arrays<'py>(
 ) -> PyResult<(Vec<Bound<'py, PyBytes>>, Vec<String>)> {
     let pair = Pair::parse(&params, profile)?;
     let m = model_mode(mode)?;
+    // A mode without a closed form fails every point alike: refused, even
+    // with errors="nan" (which is for points whose parameters the model
+    // refuses) and for no points at all.
+    if let Err(e @ kicklab_model::ModelError::NoClosedForm) =
+        predict(&kicklab_model::Params::default(), m)
+    {
+        return Err(model_err(&e).into());
+    }
     if arrays.is_empty() && n != 1 {
         return Err(bad(format!(
             "n: without arrays the model has one point, got {n}"

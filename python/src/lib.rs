@@ -21,12 +21,12 @@ use std::time::Duration;
 
 use kicklab_lab::{LabError, Silent};
 use kicklab_model::{parse_duration_ns, predict, Param, WaitMode};
-use kicklab_sim::{default_warmup, simulate, SimConfig, Start};
+use kicklab_sim::{default_warmup, SimConfig, Start};
 use pyo3::prelude::*;
-use serde_json::{json, Value};
+use serde_json::json;
 
 use arrays::model_arrays;
-use errors::{bad, invalid, lab_err, model_err, sim_err, testbed_err, Fail, Res};
+use errors::{bad, invalid, lab_err, model_err, testbed_err, Fail, Res};
 use inputs::{
     duration_ns, latency_ns, model_mode, text, to_value, wait_mode, Args, Pair, ProfileText,
 };
@@ -78,6 +78,7 @@ fn sim_json(
     let mode = wait_mode("mode", mode)?;
     let mode_p = mode_p.map(|m| wait_mode("mode_p", m)).transpose()?;
     let mode_c = mode_c.map(|m| wait_mode("mode_c", m)).transpose()?;
+    let latency_text = latency;
     let latency = latency.map(latency_ns).transpose()?;
     // With a profile, the simulator gets the measured spread of N and S.
     let notify =
@@ -111,28 +112,20 @@ fn sim_json(
         nap_ns,
         combine: kicklab_sim::Combine::default(),
     };
-    let r = py.detach(|| simulate(&cfg)).map_err(|e| sim_err(&e))?;
-    let predicted = (mode_p == mode_c)
-        .then(|| predict(&params, mode_p).ok())
-        .flatten();
-    let warnings = r.window_warnings(&params, predicted.as_ref().and_then(|p| p.round_messages));
-    let mut v = to_value(&r)?;
-    v["mode_p"] = json!(mode_p.to_string());
-    v["mode_c"] = json!(mode_c.to_string());
-    v["seed"] = json!(seed);
-    v["start"] = json!(if start == Start::Full {
-        "full"
-    } else {
-        "empty"
-    });
-    // The model's point for this start: from a full queue, a bistable
-    // pair's other operating point.
-    v["predicted"] = match predicted {
-        Some(p) if start == Start::Full && p.other.is_some() => to_value(&p.other)?,
-        Some(p) => kicklab_lab::rates_text::prediction_json(&p),
-        None => Value::Null,
-    };
-    Ok((text(&v)?, warnings))
+    // The command line's own run (its JSON, its window warnings, a
+    // warm-up named as such), and its warning where adaptive missed its
+    // bound.
+    let out = py
+        .detach(|| kicklab_lab::sim_command::run(&cfg))
+        .map_err(|e| lab_err(&e))?;
+    let mut warnings = out.warnings;
+    let written_bare = latency_text.is_some_and(|l| !l.chars().any(char::is_alphabetic));
+    warnings.extend(kicklab_lab::disturbance::latency_bound_missed(
+        [cfg.mode_p, cfg.mode_c],
+        out.result.rates.latency_ns.as_ref(),
+        written_bare,
+    ));
+    Ok((text(&out.json)?, warnings))
 }
 
 /// `kicklab advise --json`: the JSON object's text.

@@ -301,3 +301,42 @@ def test_model_array_refuses_more_points_than_memory_holds():
     # work, not copied out until the machine runs out.
     with pytest.raises(MemoryError, match="^model_array: 1000000000000 points"):
         kicklab.model_array(wp=np.broadcast_to(np.ones(1), (10**12,)))
+
+
+def test_every_text_keyword_names_itself_on_text_that_is_not_utf8():
+    for call, keyword in [
+        (lambda: kicklab.control(range="\udcff"), "range"),
+        (lambda: kicklab.control(workloads=["const", "\udcff"]), "workloads"),
+        (lambda: kicklab.calibrate(gaps="5us,\udcff"), "gaps"),
+    ]:
+        with pytest.raises(ValueError, match=f"^{keyword}: .*not UTF-8"):
+            call()
+
+
+def test_refusals_name_the_keyword_given():
+    # A mode with no closed form fails every point alike: refused, even
+    # where errors="nan" turns a point's bad parameters into NaN.
+    for wp in ([1, 2], []):
+        with pytest.raises(ValueError, match="^mode: only notify and poll"):
+            kicklab.model_array(wp=wp, mode="sleep:20us", errors="nan")
+    with pytest.raises(ValueError, match="^warmup: "):
+        kicklab.sim(messages=1, warmup=2**64 - 1)
+    with pytest.raises(ValueError, match="^z: at vp=3000.0: vp \\(V_P\\)"):
+        kicklab.map("wp=0.1us..3us:3", "wc=0.1us..3us:3", z="vp=0..3us:5", messages=100)
+    with pytest.raises(ValueError, match="^wp, wc: the arrays do not broadcast"):
+        kicklab.model_array(wp=(1000, 2000), wc=[1, 2, 3])
+
+    class NotAClient:
+        def submit(self):
+            pass
+
+        def gather(self):
+            pass
+
+    with pytest.raises(TypeError, match="^client: expected a dask.distributed.Client"):
+        kicklab.sweep("wp=1us..2us:2", client=NotAClient())
+
+
+def test_sim_warns_where_adaptive_misses_its_bound_as_the_command_line_does():
+    with pytest.warns(kicklab.KicklabWarning, match="above the bound adaptive keeps, 0.001ns"):
+        kicklab.sim(messages=100, mode="adaptive", latency="1e-3ns")
