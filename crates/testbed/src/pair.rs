@@ -115,6 +115,20 @@ impl PairConfig {
             if let Some(WaitStrategy::SpinThenBlock(d)) = basic_strategy(m) {
                 check_duration(d, Setting::Spin)?;
             }
+            // A sleep the stall limit cannot tell from a hang.
+            #[allow(clippy::cast_precision_loss)]
+            if let WaitMode::Sleep { period_ns } = m {
+                if period_ns >= self.timeout.as_nanos() as f64 {
+                    return Err(TestbedError::limit(
+                        Setting::Strategy,
+                        format!(
+                            "{who}'s {m}: each sleep is as long as the stall limit ({}) or longer, \
+                             so the run would stop as hung; sleep for less",
+                            kicklab_model::fmt_ns(self.timeout.as_nanos() as f64)
+                        ),
+                    ));
+                }
+            }
         }
         check_duration(self.timeout, Setting::Timeout)?;
         let combine = kicklab_sim::Combine {

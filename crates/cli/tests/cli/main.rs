@@ -1757,6 +1757,12 @@ fn hostile_inputs_are_refused_naming_the_flag() {
         (&["qos", "--rate", "1=-0"], "--rate"),
         // Above the model's range: named as the flag given.
         (&["qos", "--rate", "1=1e308"], "--rate: vm1"),
+        // A sleep the stall limit would take for a hang: refused before
+        // anything is calibrated or run.
+        (
+            &["run", "--backend", "futex", "--strategy", "sleep:3600s"],
+            "--strategy: P's sleep:3600s: each sleep is as long as the stall limit",
+        ),
         (&["qos", "--offered", "1e308"], "--offered: vm1"),
         (
             &[
