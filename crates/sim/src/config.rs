@@ -419,6 +419,10 @@ pub enum SimError {
         /// What is wrong there.
         source: kicklab_model::ParamError,
     },
+    /// Stopped from outside ([`crate::stop::request`]): a Ctrl-C in the
+    /// Python bindings.
+    #[error("stopped: interrupted")]
+    Stopped,
     /// Both parties asleep: impossible under the rules; reported, not hung.
     #[error("deadlock at t = {t_ns} ns: both parties asleep (free = {free}, avail = {avail}); this is a bug")]
     Deadlock {

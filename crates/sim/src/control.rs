@@ -313,14 +313,18 @@ fn run(
         // At most MAX_EVENTS_PER_MESSAGE a message consumed so far, beyond
         // a start-up allowance of as many messages' worth (checked now and
         // then: the division is not free).
-        if events.is_multiple_of(1 << 16)
-            && events
+        if events.is_multiple_of(crate::stop::EVERY) {
+            if events
                 > s[1]
                     .count
                     .saturating_add(100)
                     .saturating_mul(MAX_EVENTS_PER_MESSAGE)
-        {
-            return Err(SimError::TooManyEvents { events });
+            {
+                return Err(SimError::TooManyEvents { events });
+            }
+            if crate::stop::requested() {
+                return Err(SimError::Stopped);
+            }
         }
         let me = usize::from(kp > kc);
         let peer = 1 - me;

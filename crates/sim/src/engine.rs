@@ -508,6 +508,9 @@ fn run<const CONST: bool, const LAT: bool>(
             });
         }
         events += 1;
+        if events.is_multiple_of(crate::stop::EVERY) && crate::stop::requested() {
+            return Err(SimError::Stopped);
+        }
         if kp <= kc {
             // ---------------------------------------------------------- P
             let now = pr.t;

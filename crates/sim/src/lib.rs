@@ -38,6 +38,7 @@ pub mod reference;
 mod run;
 mod sampler;
 pub mod scale;
+pub mod stop;
 pub mod sweep;
 mod timeline;
 

@@ -112,7 +112,7 @@ fn sim_line(s: &SimError) -> Option<String> {
         SimError::Combine(_) => format!("--{s}"),
         // Only a profile sets it.
         SimError::Nap { .. } => format!("{}: {s}", Flag::Profile),
-        SimError::Deadlock { .. } => return None,
+        SimError::Deadlock { .. } | SimError::Stopped => return None,
     })
 }
 
