@@ -78,6 +78,11 @@ pub(crate) fn sim_err(e: &SimError) -> Fail {
         SimError::SweepPoint { .. } => bad(format!("vary: {e}")),
         SimError::TimeOverflow => bad(format!("messages: {e}: simulate fewer")),
         SimError::Deadlock { .. } => Fail::Runtime(e.to_string()),
+        // Ctrl-C during this call, or during another thread's (every
+        // simulation of the process stops): Python's own.
+        SimError::Stopped => Fail::Python(pyo3::exceptions::PyKeyboardInterrupt::new_err(
+            e.to_string(),
+        )),
         // Only a profile sets it.
         SimError::Nap { .. } => bad(format!("profile: {e}")),
     }

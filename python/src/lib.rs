@@ -15,6 +15,7 @@
 mod arrays;
 mod errors;
 mod inputs;
+mod interrupt;
 mod sweeps;
 
 use std::time::Duration;
@@ -30,6 +31,7 @@ use errors::{bad, invalid, lab_err, model_err, testbed_err, Fail, Res};
 use inputs::{
     duration_ns, latency_ns, model_mode, text, to_value, wait_mode, Args, Pair, ProfileText,
 };
+use interrupt::interruptible;
 use sweeps::{
     map_chunk_csv, map_len, not_given, sweep_chunk_csv, sweep_csv, sweep_len, vary_values,
 };
@@ -115,9 +117,8 @@ fn sim_json(
     // The command line's own run (its JSON, its window warnings, a
     // warm-up named as such), and its warning where adaptive missed its
     // bound.
-    let out = py
-        .detach(|| kicklab_lab::sim_command::run(&cfg))
-        .map_err(|e| lab_err(&e))?;
+    let out =
+        interruptible(py, || kicklab_lab::sim_command::run(&cfg))?.map_err(|e| lab_err(&e))?;
     let mut warnings = out.warnings;
     let written_bare = latency_text.is_some_and(|l| !l.chars().any(char::is_alphabetic));
     warnings.extend(kicklab_lab::disturbance::latency_bound_missed(
@@ -163,8 +164,7 @@ fn advise_json(
         exhaustive,
         mechanisms,
     };
-    let advice = py
-        .detach(|| kicklab_lab::advise::advise(&spec, &Silent))
+    let advice = interruptible(py, || kicklab_lab::advise::advise(&spec, &Silent))?
         .map_err(|e| lab_err(&e))?;
     Ok(text(&to_value(&advice)?)?)
 }
@@ -229,9 +229,7 @@ fn control_csv(
         idle_scale,
         nap_ns,
     };
-    let study = py
-        .detach(|| control_study(&spec, &Silent))
-        .map_err(|e| lab_err(&e))?;
+    let study = interruptible(py, || control_study(&spec, &Silent))?.map_err(|e| lab_err(&e))?;
     Ok((csv(&study), study.passed()))
 }
 

@@ -11,6 +11,7 @@ use rayon::prelude::*;
 
 use crate::errors::{bad, lab_err, sim_err, Res};
 use crate::inputs::{wait_mode, Args, Pair, ProfileText};
+use crate::interrupt::interruptible;
 
 pub(crate) fn parse_vary(vary: &str) -> Res<Vary> {
     parse_range("vary", vary)
@@ -89,9 +90,10 @@ pub(crate) fn sweep_csv(
     profile: ProfileText,
 ) -> PyResult<String> {
     let (params, vary, mode) = sweep_inputs(&params, vary, mode, messages, profile)?;
-    let points = py
-        .detach(|| kicklab_sim::sweep(&params, &vary, mode, messages, seed, &|| {}))
-        .map_err(|e| sim_err(&e))?;
+    let points = interruptible(py, || {
+        kicklab_sim::sweep(&params, &vary, mode, messages, seed, &|| {})
+    })?
+    .map_err(|e| sim_err(&e))?;
     Ok(kicklab_report::sweep_csv(&points, &vary))
 }
 
@@ -139,14 +141,13 @@ pub(crate) fn sweep_chunk_csv(
     let run = |&(x, params): &(f64, Params)| -> Result<SweepPoint, SimError> {
         kicklab_sim::sweep_point(x, params, mode, messages, seed)
     };
-    let chunk = py
-        .detach(|| {
-            points[start..stop]
-                .par_iter()
-                .map(run)
-                .collect::<Result<Vec<_>, _>>()
-        })
-        .map_err(|e| sim_err(&e))?;
+    let chunk = interruptible(py, || {
+        points[start..stop]
+            .par_iter()
+            .map(run)
+            .collect::<Result<Vec<_>, _>>()
+    })?
+    .map_err(|e| sim_err(&e))?;
     let csv = kicklab_report::sweep_csv(&chunk, &vary);
     Ok(if header {
         csv
@@ -194,9 +195,10 @@ pub(crate) fn map_chunk_csv(
     };
     let grid = kicklab_lab::map::grid(&spec).map_err(|e| lab_err(&e))?;
     chunk_within(start, stop, grid.len(), "map")?;
-    let points = py
-        .detach(|| kicklab_lab::map::map_points(&spec, &grid[start..stop], &Silent))
-        .map_err(|e| lab_err(&e))?;
+    let points = interruptible(py, || {
+        kicklab_lab::map::map_points(&spec, &grid[start..stop], &Silent)
+    })?
+    .map_err(|e| lab_err(&e))?;
     let csv = kicklab_lab::map::csv(&points, &spec);
     Ok(if header {
         csv
