@@ -47,15 +47,17 @@ impl Workload {
         }
     }
 
-    /// Parses a name.
+    /// Parses a name; spaces around it are dropped (`--workload "const,
+    /// exp"` as Python's `workloads="const, exp"`).
     ///
     /// # Errors
     ///
     /// The accepted names.
     pub fn parse(s: &str) -> Result<Workload, String> {
+        let name = s.trim();
         Workload::ALL
             .into_iter()
-            .find(|w| w.name() == s)
+            .find(|w| w.name() == name)
             .ok_or_else(|| format!("unknown workload `{s}` (use const, exp, phases or mix)"))
     }
 
@@ -271,5 +273,18 @@ impl ControlStudy {
     /// Whether every target held.
     pub fn passed(&self) -> bool {
         self.points.iter().all(|p| p.failures.is_empty())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Workload;
+
+    #[test]
+    fn a_name_parses_with_spaces_around_it_and_an_unknown_one_is_named() {
+        assert_eq!(Workload::parse(" exp "), Ok(Workload::Exp));
+        assert_eq!(Workload::parse("const"), Ok(Workload::Const));
+        let e = Workload::parse("con st").unwrap_err();
+        assert!(e.contains("unknown workload `con st`"), "{e}");
     }
 }
