@@ -367,12 +367,14 @@ pub fn analyze(spec: &TraceSpec, progress: &dyn Progress) -> Result<TraceReport,
             ))
         }
     };
+    // At most one a nanosecond, rounded as a count from --rate is, so that
+    // the fastest rate passes.
     #[allow(
         clippy::cast_precision_loss,
         clippy::cast_possible_truncation,
         clippy::cast_sign_loss
     )]
-    let most = (MAX_RATE * e.window_ns / 1e9).floor().max(1.0) as u64;
+    let most = (MAX_RATE * e.window_ns / 1e9).round().max(1.0) as u64;
     if messages > most {
         return Err(LabError::input(
             Input::Messages,
