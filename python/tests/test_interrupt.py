@@ -11,6 +11,10 @@ CHILD = r"""
 import os, signal, sys, threading, time, warnings
 import kicklab
 warnings.simplefilter("ignore")
+# A process started in the background by a shell without job control (as
+# CI's steps may be) inherits SIGINT ignored, and Python then installs no
+# handler for it: install Python's own.
+signal.signal(signal.SIGINT, signal.default_int_handler)
 sent = []
 def interrupt():
     sent.append(time.monotonic())
