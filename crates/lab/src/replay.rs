@@ -120,6 +120,21 @@ fn walk(
 /// about 400 KB).
 const MAX_FILE: u64 = 16 << 20;
 
+/// A duration field `k` of recorded point `i` [ns]: present, finite, not
+/// negative and at most an hour; else why not (the point and field named).
+pub(crate) fn recorded_duration(i: usize, k: &str, x: Option<f64>) -> Result<f64, String> {
+    match x {
+        None => Err(format!("point {i} has no {k}")),
+        Some(x) if !(x.is_finite() && x >= 0.0) => {
+            Err(format!("point {i}: {k} is {x}, not a duration"))
+        }
+        Some(x) if x > kicklab_model::MAX_DURATION_NS => Err(format!(
+            "point {i}: {k} {x:.3e} is longer than the longest duration kicklab handles (an hour)"
+        )),
+        Some(x) => Ok(x),
+    }
+}
+
 /// A recording's JSON file: a regular file (a FIFO would block for ever
 /// in the open, a device never end), read up to [`MAX_FILE`].
 pub(crate) fn read_json(path: &Path) -> Result<serde_json::Value, String> {
@@ -203,20 +218,8 @@ fn replay_file(path: &Path) -> Result<ReplaySet, LabError> {
     let mut out = Vec::new();
     for (i, p) in points.iter().enumerate() {
         let num = |k: &str| p.get(k).and_then(serde_json::Value::as_f64);
-        let wp = num("wp_ns")
-            .ok_or_else(|| bad(format!("{}: point {i} has no wp_ns", path.display())))?;
-        if !(wp.is_finite() && wp >= 0.0) {
-            return Err(bad(format!(
-                "{}: point {i}: wp_ns is {wp}, not a duration",
-                path.display()
-            )));
-        }
-        if wp > kicklab_model::MAX_DURATION_NS {
-            return Err(bad(format!(
-                "{}: point {i}: wp_ns {wp:.3e} is longer than the longest duration kicklab handles (an hour)",
-                path.display()
-            )));
-        }
+        let wp = recorded_duration(i, "wp_ns", num("wp_ns"))
+            .map_err(|why| bad(format!("{}: {why}", path.display())))?;
         let mut t_real = Vec::new();
         for k in ["T_real_min_ns", "T_real_ns", "T_real_max_ns"] {
             let Some(t) = p.get(k).filter(|t| !t.is_null()) else {

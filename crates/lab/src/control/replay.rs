@@ -23,7 +23,7 @@ use super::data::PickCheck;
 use super::data::{Run, Workload};
 use super::targets::check_pick;
 use super::{control_study, ControlSpec};
-use crate::replay::{find, read_json};
+use crate::replay::{find, read_json, recorded_duration};
 use crate::{Input, LabError, Silent};
 
 /// One recorded point: the cheapest within the bounds, measured and
@@ -128,20 +128,7 @@ fn replay_file(path: &Path) -> Result<Vec<PickReplay>, LabError> {
             Err(e) => return Err(bad(format!("point {i}: workload: {e}"))),
         }
         let field = |k: &str| {
-            p.get(k)
-                .and_then(serde_json::Value::as_f64)
-                .ok_or_else(|| bad(format!("point {i} has no {k}")))
-                .and_then(|x| {
-                    if !(x.is_finite() && x >= 0.0) {
-                        Err(bad(format!("point {i}: {k} is {x}, not a duration")))
-                    } else if x > kicklab_model::MAX_DURATION_NS {
-                        Err(bad(format!(
-                            "point {i}: {k} {x:.3e} is longer than the longest duration kicklab handles (an hour)"
-                        )))
-                    } else {
-                        Ok(x)
-                    }
-                })
+            recorded_duration(i, k, p.get(k).and_then(serde_json::Value::as_f64)).map_err(bad)
         };
         let (w_p, w_c) = (field("w_p_ns")?, field("w_c_ns")?);
         let runs: Vec<Run> = serde_json::from_value(p.get("runs").cloned().unwrap_or_default())
