@@ -221,7 +221,12 @@ impl Pair {
 
     /// How start-ups scale with idle time and what naps cost, per party,
     /// from the profile.
-    pub(crate) fn sim_costs(&self) -> ([Option<kicklab_model::IdleScale>; 2], [Option<f64>; 2]) {
+    pub(crate) fn sim_costs(
+        &self,
+    ) -> (
+        [Option<kicklab_model::IdleScale>; 2],
+        [Option<kicklab_model::Cost>; 2],
+    ) {
         self.profile
             .as_ref()
             .map_or(([None, None], [None, None]), Profile::sim_costs)

@@ -97,7 +97,7 @@ fn sim_json(
     let latency = latency.unwrap_or(kicklab_model::DEFAULT_LATENCY_NS);
     let bound = |m: WaitMode| m.with_latency(Some(latency));
     let (mode_p, mode_c) = (bound(mode_p.unwrap_or(mode)), bound(mode_c.unwrap_or(mode)));
-    let (idle_scale, nap_ns) = pair.sim_costs();
+    let (idle_scale, nap) = pair.sim_costs();
     let cfg = SimConfig {
         params,
         mode_p,
@@ -111,7 +111,7 @@ fn sim_json(
         // time on the profile's idle curve.
         // ... and each nap wakes as the profile's naps did.
         idle_scale,
-        nap_ns,
+        nap,
         combine: kicklab_sim::Combine::default(),
     };
     // The command line's own run (its JSON, its window warnings, a
@@ -153,11 +153,11 @@ fn advise_json(
             return Err(bad(format!("profile: {why}")).into());
         }
     }
-    let (idle_scale, nap_ns) = pair.sim_costs();
+    let (idle_scale, nap) = pair.sim_costs();
     let spec = kicklab_lab::advise::AdviseSpec {
         params,
         idle_scale,
-        nap_ns,
+        nap,
         latency_ns: latency_ns(latency)?,
         messages,
         seed,
@@ -212,7 +212,7 @@ fn control_csv(
     let params = pair.params()?;
     // As `kicklab control --profile`: each start-up scales on the
     // profile's idle curve, and naps wake as the profile's did.
-    let (idle_scale, nap_ns) = pair.sim_costs();
+    let (idle_scale, nap) = pair.sim_costs();
     let workloads = workloads
         .iter()
         .map(|w| Workload::parse(w).map_err(|e| invalid("workloads", w, e)))
@@ -227,7 +227,7 @@ fn control_csv(
         seed,
         backend: None,
         idle_scale,
-        nap_ns,
+        nap,
     };
     let study = interruptible(py, || control_study(&spec, &Silent))?.map_err(|e| lab_err(&e))?;
     Ok((csv(&study), study.passed()))

@@ -8,7 +8,7 @@
 //! strategies (`kicklab_model::control`), the mechanisms' settings
 //! (`knobs`), printing.
 
-use kicklab_model::{fmt_ns, IdleScale, Params, WaitMode};
+use kicklab_model::{fmt_ns, Cost, IdleScale, Params, WaitMode};
 use kicklab_sim::{default_warmup, simulate, SimConfig};
 use rayon::prelude::*;
 use serde::Serialize;
@@ -23,9 +23,8 @@ pub struct AdviseSpec {
     pub params: Params,
     /// How start-ups scale with idle time (from a profile), per party.
     pub idle_scale: [Option<IdleScale>; 2],
-    /// What a nap's wake-up costs each party (from a profile) [ns]; `None`:
-    /// S.
-    pub nap_ns: [Option<f64>; 2],
+    /// What a nap's wake-up costs each party (from a profile); `None`: S.
+    pub nap: [Option<Cost>; 2],
     /// Bound on the p99 message latency [ns].
     pub latency_ns: f64,
     /// Messages simulated per candidate.
@@ -275,7 +274,7 @@ pub fn advise(spec: &AdviseSpec, progress: &dyn Progress) -> Result<Advice, LabE
                 warmup,
                 seed: spec.seed,
                 idle_scale: spec.idle_scale,
-                nap_ns: spec.nap_ns,
+                nap: spec.nap,
                 ..SimConfig::new(spec.params, mode, spec.messages)
             };
             let r = simulate(&cfg)?;

@@ -62,14 +62,14 @@ impl AdviseRequest {
                 return Err(LabError::input(Input::Profile, why));
             }
         }
-        let (idle_scale, nap_ns) = profile.as_ref().map_or(
+        let (idle_scale, nap) = profile.as_ref().map_or(
             ([None, None], [None, None]),
             kicklab_model::Profile::sim_costs,
         );
         let spec = AdviseSpec {
             params,
             idle_scale,
-            nap_ns,
+            nap,
             latency_ns: self.latency_ns,
             messages: self.messages,
             seed: self.seed,

@@ -255,7 +255,7 @@ pub fn advice_check(
         w_p: Cost::Const(w_p_ns),
         ..Params::default()
     };
-    let (idle_scale, nap_ns) = match profile {
+    let (idle_scale, nap) = match profile {
         Some(p) => {
             p.apply(&mut params, true);
             p.sim_costs()
@@ -265,7 +265,7 @@ pub fn advice_check(
     let spec = AdviseSpec {
         params,
         idle_scale,
-        nap_ns,
+        nap,
         latency_ns: kicklab_model::DEFAULT_LATENCY_NS,
         messages: 100_000,
         seed,

@@ -268,13 +268,13 @@ pub fn simulated(spec: &RunSpec, profile: &Profile) -> Result<Rates, LabError> {
     } else {
         profile.apply(&mut p, true);
     }
-    let (idle_scale, nap_ns) = profile.sim_costs();
+    let (idle_scale, nap) = profile.sim_costs();
     let s = simulate(&SimConfig {
         mode_p,
         mode_c,
         seed: spec.seed,
         idle_scale,
-        nap_ns,
+        nap,
         combine: spec.combine(),
         ..SimConfig::new(p, mode_p, spec.messages.min(1_000_000))
     })?;

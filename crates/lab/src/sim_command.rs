@@ -72,7 +72,7 @@ impl SimRequest {
         let notify = mode_p == WaitMode::Notify && mode_c == WaitMode::Notify;
         let profile = self.pair.load_profile()?;
         let params = self.pair.params_for(profile.as_ref(), true, notify)?;
-        let (idle_scale, nap_ns) = profile.as_ref().map_or(
+        let (idle_scale, nap) = profile.as_ref().map_or(
             ([None, None], [None, None]),
             kicklab_model::Profile::sim_costs,
         );
@@ -89,7 +89,7 @@ impl SimRequest {
             start: self.start,
             combine: self.combine,
             idle_scale,
-            nap_ns,
+            nap,
         })
     }
 }

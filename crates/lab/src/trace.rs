@@ -450,7 +450,7 @@ pub fn analyze(spec: &TraceSpec, progress: &dyn Progress) -> Result<TraceReport,
             let asked = AdviseSpec {
                 params,
                 idle_scale: [None, None],
-                nap_ns: [None, None],
+                nap: [None, None],
                 latency_ns,
                 messages: 200_000,
                 seed: 1,

@@ -5,7 +5,7 @@
 //! (`engine`, `control`), sweeps (`sweep`).
 
 use kicklab_model::control::CheckStats;
-use kicklab_model::{IdleScale, Params, Party, Rates, WaitMode};
+use kicklab_model::{Cost, IdleScale, Params, Party, Rates, WaitMode};
 use serde::{Deserialize, Serialize};
 use thiserror::Error;
 
@@ -38,11 +38,12 @@ pub struct SimConfig {
     /// curve; `None`: S does not depend on it (the model's rule).
     #[serde(default)]
     pub idle_scale: [Option<IdleScale>; 2],
-    /// What a timed sleep's wake-up costs P and C [ns], where a
-    /// calibration measured it apart from the kicked one (a profile's
-    /// `nap_P`, `nap_C`); `None`: S, the model's rule (`control.md`).
+    /// What a timed sleep's wake-up costs P and C, drawn at every nap,
+    /// where a calibration measured it apart from the kicked one (a
+    /// profile's `nap_P`, `nap_C`, `Profile::nap_cost`); `None`: S, the
+    /// model's rule (`control.md`).
     #[serde(default)]
-    pub nap_ns: [Option<f64>; 2],
+    pub nap: [Option<Cost>; 2],
     /// Send combining: P holds written messages and publishes them
     /// together (VMware's hosted VMM, `run --batch` on threads).
     #[serde(default)]
@@ -195,7 +196,7 @@ impl SimConfig {
             latency: true,
             start: Start::Empty,
             idle_scale: [None, None],
-            nap_ns: [None, None],
+            nap: [None, None],
             combine: Combine::default(),
         }
     }
@@ -436,7 +437,8 @@ pub enum SimError {
     /// Send combining that makes no sense (a batch of 0 or above L).
     #[error("{0}")]
     Combine(String),
-    /// A nap's wake-up cost that is negative, not a number, or over 1 s.
+    /// A nap's wake-up cost that is not a valid cost, or whose mean is
+    /// over 1 s.
     #[error("{party:?}'s nap wake-up cost: {ns} (give 0 to 1 s)")]
     Nap {
         /// Whose.

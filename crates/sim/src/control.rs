@@ -27,6 +27,7 @@ use crate::config::{
 };
 use crate::engine::{check_config, samplers, Costs};
 use crate::engine::{N_C, N_P, S_C, S_P, V_C, V_P, W_C, W_P};
+use crate::sampler::Sampler;
 
 const NEVER: u64 = u64::MAX;
 
@@ -155,9 +156,9 @@ pub fn simulate_control(cfg: &SimConfig) -> Result<SimResult, SimError> {
 
 /// What waking from a nap of `idle` [ps] costs party `me` [ps]: the
 /// calibrated nap wake-up where there is one, else its S.
-fn nap_start(cfg: &SimConfig, costs: &mut Costs, me: usize, idle: u64) -> u64 {
-    match cfg.nap_ns[me] {
-        Some(ns) => to_ps(ns),
+fn nap_start(costs: &mut Costs, me: usize, idle: u64) -> u64 {
+    match &mut costs.nap[me] {
+        Some(nap) => nap.draw_ps(),
         None => costs.start_up::<false>([S_P, S_C][me], idle),
     }
 }
@@ -170,6 +171,8 @@ fn costs_of(cfg: &SimConfig) -> Costs {
         consts,
         vis: [cfg.params.v_p.is_some(), cfg.params.v_c.is_some()],
         idle_scale: cfg.idle_scale,
+        // Streams 8 and 9, after the eight of `samplers`.
+        nap: [0, 1].map(|i| cfg.nap[i].map(|c| Sampler::new(c, cfg.seed, 8 + i as u64))),
     }
 }
 
@@ -404,7 +407,7 @@ fn run(
                     match a {
                         Action::Nap(until) => {
                             let until = until.max(at);
-                            let st = nap_start(cfg, costs, me, until - at);
+                            let st = nap_start(costs, me, until - at);
                             s[me].sleeps += 1;
                             s[me].book(until, until + st);
                             s[me].t = until + st;
@@ -508,7 +511,7 @@ fn run(
                     }
                     Action::Nap(until) => {
                         let until = until.max(now);
-                        let st = nap_start(cfg, costs, me, until - now);
+                        let st = nap_start(costs, me, until - now);
                         s[me].sleeps += 1;
                         s[me].book(until, until + st);
                         s[me].phase = Phase::Attempt;
@@ -524,7 +527,7 @@ fn run(
                 // held back for it (coalescing) is moot.
                 s[me].wait_k = None;
                 s[peer].pending_since = None;
-                let st = nap_start(cfg, costs, me, now - s[me].blocked_since);
+                let st = nap_start(costs, me, now - s[me].blocked_since);
                 s[me].book(now, now + st);
                 s[me].phase = Phase::Attempt;
                 s[me].t = now + st;

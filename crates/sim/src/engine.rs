@@ -283,6 +283,9 @@ pub(crate) struct Costs {
     pub(crate) vis: [bool; 2],
     /// How S_P, S_C scale with the sleeper's idle time, where set.
     pub(crate) idle_scale: [Option<IdleScale>; 2],
+    /// What P's and C's naps cost, where set (`SimConfig::nap`; only the
+    /// controllers' loop naps).
+    pub(crate) nap: [Option<Sampler>; 2],
 }
 
 impl Costs {
@@ -359,12 +362,13 @@ pub(crate) fn check_config(cfg: &SimConfig) -> Result<(), SimError> {
     cfg.combine
         .check(cfg.params.len)
         .map_err(SimError::Combine)?;
-    for (party, nap) in [(Party::P, cfg.nap_ns[0]), (Party::C, cfg.nap_ns[1])] {
-        if let Some(ns) = nap {
-            if !(ns.is_finite() && (0.0..=1e9).contains(&ns)) {
+    for (party, nap) in [(Party::P, cfg.nap[0]), (Party::C, cfg.nap[1])] {
+        if let Some(cost) = nap {
+            let ns = cost.mean_ns();
+            if cost.check().is_err() || !(ns.is_finite() && (0.0..=1e9).contains(&ns)) {
                 return Err(SimError::Nap {
                     party,
-                    ns: format!("{ns} ns"),
+                    ns: format!("{cost}"),
                 });
             }
         }
@@ -408,6 +412,7 @@ pub(crate) fn simulate_basic(cfg: &SimConfig) -> Result<SimResult, SimError> {
         consts,
         vis: [p.v_p.is_some(), p.v_c.is_some()],
         idle_scale: cfg.idle_scale,
+        nap: [None, None],
     };
     match (all_const, cfg.latency) {
         (true, true) => run::<true, true>(cfg, &mut costs),

@@ -8,7 +8,7 @@
 //! (`kicklab_model::control`), the loops that run them
 //! (`kicklab_sim::simulate_control`, the testbed), printing.
 
-use kicklab_model::{Direction, Flag, IdleScale, Params, WaitMode};
+use kicklab_model::{Cost, Direction, Flag, IdleScale, Params, WaitMode};
 use kicklab_report::{Chart, Series, Style};
 use kicklab_sim::{default_warmup, simulate_control, simulate_trace, SimConfig};
 use kicklab_testbed::Backend;
@@ -93,7 +93,7 @@ pub struct ControlSpec {
     /// then C's (`Profile::sim_costs`); `None`: the model's rules.
     pub idle_scale: [Option<IdleScale>; 2],
     /// See `idle_scale`.
-    pub nap_ns: [Option<f64>; 2],
+    pub nap: [Option<Cost>; 2],
 }
 
 impl Default for ControlSpec {
@@ -108,7 +108,7 @@ impl Default for ControlSpec {
             seed: 1,
             backend: None,
             idle_scale: [None, None],
-            nap_ns: [None, None],
+            nap: [None, None],
         }
     }
 }
@@ -308,7 +308,7 @@ pub fn control_study(
                     warmup: default_warmup(spec.messages, params.len).max(20_000),
                     seed: spec.seed,
                     idle_scale: spec.idle_scale,
-                    nap_ns: spec.nap_ns,
+                    nap: spec.nap,
                     ..SimConfig::new(params, mode, spec.messages)
                 };
                 // The loop for every strategy (equal to the fast one on poll,
@@ -379,7 +379,7 @@ pub fn control_study(
 }
 
 /// A real study's constant points simulated from the calibration's
-/// costs (`spec.params`, `spec.idle_scale`, `spec.nap_ns`): where the
+/// costs (`spec.params`, `spec.idle_scale`, `spec.nap`): where the
 /// simulator's cheapest within the bounds is not what the machine showed,
 /// the point's `pick` says so, and the measurement ranks.
 fn check_picks(spec: &ControlSpec, points: &mut [Point]) -> Result<(), LabError> {

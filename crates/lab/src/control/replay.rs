@@ -138,7 +138,7 @@ fn replay_file(path: &Path) -> Result<Vec<PickReplay>, LabError> {
             ..Params::default()
         };
         profile.apply_costs(&mut params, false);
-        let (idle_scale, nap_ns) = profile.sim_costs();
+        let (idle_scale, nap) = profile.sim_costs();
         let spec = ControlSpec {
             params,
             w_p_range: (w_p, w_p),
@@ -149,7 +149,7 @@ fn replay_file(path: &Path) -> Result<Vec<PickReplay>, LabError> {
             seed: 1,
             backend: None,
             idle_scale,
-            nap_ns,
+            nap,
         };
         let study = control_study(&spec, &Silent)
             .map_err(|e| bad(format!("point {i}: the simulator refuses it: {e}")))?;

@@ -93,7 +93,7 @@ impl ControlRequest {
         // the simulator's pick): each start-up scales with the sleeper's
         // idle time on the profile's idle curve, and each nap wakes as the
         // profile's did (as `sim` does).
-        let (idle_scale, nap_ns) = profile.as_ref().map_or(
+        let (idle_scale, nap) = profile.as_ref().map_or(
             ([None, None], [None, None]),
             kicklab_model::Profile::sim_costs,
         );
@@ -107,7 +107,7 @@ impl ControlRequest {
             seed: self.seed,
             backend,
             idle_scale,
-            nap_ns,
+            nap,
         };
         Ok((spec, notes))
     }

@@ -49,7 +49,7 @@ fn spec(w_p: &str, w_c: &str, latency_ns: f64, exhaustive: bool) -> AdviseSpec {
             ..Params::default()
         },
         idle_scale: [None, None],
-        nap_ns: [None, None],
+        nap: [None, None],
         latency_ns,
         messages: 100_000,
         seed: 1,

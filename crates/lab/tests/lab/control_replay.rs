@@ -48,14 +48,6 @@ const KNOWN_MISSES: &[(&str, &str)] = &[
          0.5 us, within the bounds, 5.5% dearer than haltpoll's",
     ),
     (
-        "dev-xeon-2c-nested/2026-12-07b-control",
-        "the development machine in its costly state (futex N_P 9.1 us, naps \
-         39-41 us late; the futex calibration did not settle): coalesce:8,20us, \
-         which the simulator picks at futex 3 us within the bound, measured a \
-         p99 of 542 us, and sleep:50us at kvm tx 3 us 142 us (polling's own \
-         3 us)",
-    ),
-    (
         "dev-xeon-2c-nested/2026-12-07c-control",
         "the same state a few minutes later (futex N_P 8.5 us, naps 27-28 us \
          late): coalesce:8,20us at futex 3 us measured 1.11x polling's T, \

@@ -115,12 +115,26 @@ impl Profile {
 
     /// The simulator's per-party costs beside Params: how each party's
     /// start-up scales with idle time ([`Profile::idle_scale`]) and what
-    /// its naps cost ([`Profile::nap_ns`]), P's then C's.
-    pub fn sim_costs(&self) -> ([Option<IdleScale>; 2], [Option<f64>; 2]) {
+    /// its naps cost ([`Profile::nap_cost`]), P's then C's.
+    pub fn sim_costs(&self) -> ([Option<IdleScale>; 2], [Option<Cost>; 2]) {
         (
             [self.idle_scale(Party::P), self.idle_scale(Party::C)],
-            [self.nap_ns(Party::P), self.nap_ns(Party::C)],
+            [self.nap_cost(Party::P), self.nap_cost(Party::C)],
         )
+    }
+
+    /// What waking from a nap costs `party`, as the calibrated naps spread
+    /// ([`Stat::as_cost`]: a log-normal of their mean and log-spread, a
+    /// constant where they did not vary): its mean sets what naps cost a
+    /// run's T, its tail how late a napping party can be, which a p99
+    /// latency meets. `None` where [`Profile::nap_ns`] is.
+    pub fn nap_cost(&self, party: Party) -> Option<Cost> {
+        self.nap_ns(party)?;
+        match party {
+            Party::P => self.nap_p,
+            Party::C => self.nap_c,
+        }
+        .map(|s| s.as_cost())
     }
 
     /// What waking from a nap costs `party`, the mean of its calibrated

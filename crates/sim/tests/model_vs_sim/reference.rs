@@ -115,7 +115,7 @@ proptest! {
     fn fast_loop_equals_reference(p in params(), mode_p in mode(), mode_c in mode(), seed in any::<u64>(), warmup in 0u64..500, messages in 1u64..3000, full in any::<bool>(), scale in idle_scale()) {
         let idle_scale = [scale, scale.map(|s| IdleScale::new(&[(s.points()[0].0, 2.0)]).unwrap())];
         let start = if full { Start::Full } else { Start::Empty };
-        let cfg = SimConfig { params: p, mode_p, mode_c, messages, warmup, seed, latency: true, start, idle_scale, nap_ns: [None, None], combine: kicklab_sim::Combine::default() };
+        let cfg = SimConfig { params: p, mode_p, mode_c, messages, warmup, seed, latency: true, start, idle_scale, nap: [None, None], combine: kicklab_sim::Combine::default() };
         let fast = simulate(&cfg).unwrap();
         let reference = simulate_reference(&cfg).unwrap();
         prop_assert_eq!(fast.totals, reference);
@@ -127,7 +127,7 @@ proptest! {
     fn control_loop_equals_fast_loop(p in params(), mode_p in mode(), mode_c in mode(), seed in any::<u64>(), warmup in 0u64..500, messages in 1u64..3000, full in any::<bool>(), scale in idle_scale()) {
         let idle_scale = [scale, scale.map(|s| IdleScale::new(&[(s.points()[0].0, 2.0)]).unwrap())];
         let start = if full { Start::Full } else { Start::Empty };
-        let cfg = SimConfig { params: p, mode_p, mode_c, messages, warmup, seed, latency: true, start, idle_scale, nap_ns: [None, None], combine: kicklab_sim::Combine::default() };
+        let cfg = SimConfig { params: p, mode_p, mode_c, messages, warmup, seed, latency: true, start, idle_scale, nap: [None, None], combine: kicklab_sim::Combine::default() };
         let fast = simulate(&cfg).unwrap();
         let control = simulate_control(&cfg).unwrap();
         prop_assert_eq!(fast.totals, control.totals);

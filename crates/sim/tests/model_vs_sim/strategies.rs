@@ -77,7 +77,7 @@ proptest! {
             // 20 us, make long naps dear: `adaptive` then pauses by kicks.
             idle_scale: [dear.map(dearer_after_idle), dear.map(dearer_after_idle)],
             // Naps that cost what a calibration measured, not S.
-            nap_ns: [nap, nap],
+            nap: [nap.map(Cost::Const), nap.map(Cost::Const)],
             // Send combining too, any batch up to L, any flush rule.
             combine: Combine { batch: batch.min(p.len), flush },
         };
@@ -115,7 +115,7 @@ proptest! {
             latency: false,
             start: if full { Start::Full } else { Start::Empty },
             idle_scale: [None, None],
-            nap_ns: [None, None],
+            nap: [None, None],
             combine: Combine { batch: batch.min(p.len), flush: Flush::Full },
         };
         let r = simulate(&cfg).unwrap().rates;
@@ -142,7 +142,7 @@ proptest! {
                 latency: true,
                 start: if full { Start::Full } else { Start::Empty },
                 idle_scale: [None, None],
-                nap_ns: [None, None],
+                nap: [None, None],
                 combine: Combine { batch: batch.min(p.len), flush },
             })
             .unwrap()
@@ -327,7 +327,7 @@ fn adaptive_keeps_polling_throughput_at_a_fraction_of_its_cost() {
 fn naps_pay_the_calibrated_nap_cost_and_kicks_pay_s() {
     let cfg = |mode_c: &str, nap: Option<f64>| SimConfig {
         mode_c: WaitMode::parse(mode_c).unwrap(),
-        nap_ns: [None, nap],
+        nap: [None, nap.map(Cost::Const)],
         ..SimConfig::new(paper(3000.0), WaitMode::Notify, 100_000)
     };
     let per_wake = |r: &kicklab_sim::SimResult| {
@@ -348,6 +348,41 @@ fn naps_pay_the_calibrated_nap_cost_and_kicks_pay_s() {
     assert!(bad.to_string().contains("nap wake-up cost"), "{bad}");
 }
 
+/// Naps drawn from a calibrated spread keep their mean and lengthen the
+/// latency's tail: a consumer in 50 us sleeps whose naps wake 40 us late
+/// on average pays the same per wake-up whether every nap takes 40 us or
+/// they spread as a log-normal of that mean (log-spread 0.4), and the
+/// spread's late naps hold the slowest messages longer.
+#[test]
+fn naps_drawn_from_a_spread_keep_their_mean_and_lengthen_the_tail() {
+    let cfg = |nap: Cost| SimConfig {
+        mode_c: WaitMode::parse("sleep:50us").unwrap(),
+        nap: [None, Some(nap)],
+        ..SimConfig::new(paper(3000.0), WaitMode::Notify, 200_000)
+    };
+    let per_wake = |r: &kicklab_sim::SimResult| {
+        (r.rates.e_c_ns - 1100.0) * r.rates.messages as f64 / r.rates.sleeps_c as f64
+    };
+    let fixed = simulate(&cfg(Cost::Const(40_000.0))).unwrap();
+    let spread = simulate(&cfg(Cost::LogNormal {
+        mean_ns: 40_000.0,
+        sigma: 0.4,
+    }))
+    .unwrap();
+    let (a, b) = (per_wake(&fixed), per_wake(&spread));
+    assert!(
+        (b / a - 1.0).abs() < 0.03,
+        "per wake-up: {a} fixed, {b} spread"
+    );
+    let p99 = |r: &kicklab_sim::SimResult| r.rates.latency_ns.unwrap().p99;
+    assert!(
+        p99(&spread) > p99(&fixed) + 10_000.0,
+        "p99: {} fixed, {} spread",
+        p99(&fixed),
+        p99(&spread)
+    );
+}
+
 /// Where a producer's naps cost more than a kicked wake-up (its timed
 /// sleeps wake 19.5 us late, a timer through a nested hypervisor, against
 /// S_P + N_C = 4.1 us), `adaptive` pauses until the consumer's kick: the
@@ -359,7 +394,7 @@ fn adaptive_pauses_by_kicks_where_naps_cost_more() {
         let cfg = |mode: &str, dear: bool| SimConfig {
             mode_p: WaitMode::parse(mode).unwrap(),
             mode_c: WaitMode::parse(mode).unwrap(),
-            nap_ns: [dear.then_some(19_500.0), None],
+            nap: [dear.then_some(Cost::Const(19_500.0)), None],
             ..SimConfig::new(paper(w_p), WaitMode::Notify, 100_000)
         };
         let poll = simulate(&cfg("poll", false)).unwrap();
@@ -455,7 +490,7 @@ fn a_consumer_waits_for_the_producers_kick_where_its_naps_cost_more() {
         let cfg = |mode: &str, nap: Option<f64>| SimConfig {
             mode_p: WaitMode::parse(mode).unwrap(),
             mode_c: WaitMode::parse(mode).unwrap(),
-            nap_ns: [None, nap],
+            nap: [None, nap.map(Cost::Const)],
             ..SimConfig::new(
                 Params {
                     w_p: Cost::parse(w_p).unwrap(),
