@@ -1,9 +1,12 @@
+//! Tests of the strategies' state machines and of `adaptive`'s planner
+//! (its self-check's are in `check.rs`).
+
 use super::adaptive::*;
 use super::*;
 use crate::Cost;
 
 /// `adaptive`'s planner alone, without its self-check (the tests of the
-/// check are in `check_tests.rs`).
+/// check are in `check.rs`).
 fn planner() -> Result<WaitMode, String> {
     WaitMode::parse("adaptive:check=off")
 }
