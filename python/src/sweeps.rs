@@ -137,6 +137,13 @@ pub(crate) fn sweep_chunk_csv(
     let (base, vary, mode) = sweep_inputs(&params, vary, mode, messages, profile)?;
     let points = kicklab_sim::sweep_points(&base, &vary).map_err(|e| sim_err(&e))?;
     kicklab_sim::check_sweep_budget(&base, &vary, messages).map_err(|e| sim_err(&e))?;
+    // Every point, as its runs would refuse it before simulating: a chunk
+    // on a cluster's worker must not be the first to find it.
+    for (_, p) in &points {
+        for m in [mode, WaitMode::Poll] {
+            kicklab_sim::check_point(p, m, messages).map_err(|e| sim_err(&e))?;
+        }
+    }
     chunk_within(start, stop, points.len(), "sweep")?;
     let run = |&(x, params): &(f64, Params)| -> Result<SweepPoint, SimError> {
         kicklab_sim::sweep_point(x, params, mode, messages, seed)
@@ -194,6 +201,12 @@ pub(crate) fn map_chunk_csv(
         seed,
     };
     let grid = kicklab_lab::map::grid(&spec).map_err(|e| lab_err(&e))?;
+    if let Some(messages) = spec.sim_messages {
+        // As the sweep's: every point checked before any runs.
+        for (_, _, p) in &grid {
+            kicklab_sim::check_point(p, spec.mode, messages).map_err(|e| sim_err(&e))?;
+        }
+    }
     chunk_within(start, stop, grid.len(), "map")?;
     let points = interruptible(py, || {
         kicklab_lab::map::map_points(&spec, &grid[start..stop], &Silent)

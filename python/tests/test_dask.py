@@ -92,3 +92,16 @@ def test_bounds_cover_every_point_once():
             assert b[0][0] == 0 and b[-1][1] == points
             assert all(a < z for a, z in b)
             assert all(b[i][1] == b[i + 1][0] for i in range(len(b) - 1))
+
+
+def test_cluster_runs_are_checked_before_anything_is_submitted(client, monkeypatch):
+    # Points whose runs would take the simulated clock past its range: a
+    # worker would refuse them at once, but only after the work was sent.
+    def refuse(*args, **kwargs):
+        raise AssertionError("a chunk was submitted")
+
+    monkeypatch.setattr(client, "submit", refuse)
+    with pytest.raises(ValueError, match=r"^messages: simulated time ran past"):
+        kicklab.sweep("wp=0.5s..1s:2", messages=10_000_000, client=client)
+    with pytest.raises(ValueError, match=r"^messages: simulated time ran past"):
+        kicklab.map("wp=0.5s..1s:2", "wc=1us..2us:2", messages=10_000_000, client=client)

@@ -52,7 +52,7 @@ pub use reference::timeline;
 pub use run::simulate;
 pub use sampler::Sampler;
 pub use sweep::{
-    check_sweep_budget, over_budget, sweep, sweep_point, sweep_points, SweepPoint, Vary, VaryError,
-    MAX_STUDY_MESSAGES,
+    check_point, check_sweep_budget, over_budget, sweep, sweep_point, sweep_points, SweepPoint,
+    Vary, VaryError, MAX_STUDY_MESSAGES,
 };
 pub use timeline::{Activity, Interval, Timeline};

@@ -279,6 +279,20 @@ pub fn sweep_point(
 
 pub use crate::config::MAX_STUDY_MESSAGES;
 
+/// Refuses, without simulating, a run of `params` in `mode` over
+/// `messages` that [`simulate`] would refuse before its first event
+/// (simulated time past the clock's range, too many messages, a strategy
+/// out of range): what a sweep's or a map's points are checked with before
+/// any of them runs (a cluster's workers would meet it only after the
+/// work was sent).
+///
+/// # Errors
+///
+/// As [`simulate`] before it runs.
+pub fn check_point(params: &Params, mode: WaitMode, messages: u64) -> Result<(), SimError> {
+    crate::engine::check_config(&SimConfig::new(*params, mode, messages))
+}
+
 /// Where `runs` runs of `messages` each, every one after a warm-up of
 /// `warmup`, exceed `max` messages in all: the total, and whether the
 /// warm-up's 4 L (`len`) is what grew it rather than the messages.
